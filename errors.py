@@ -1,0 +1,25 @@
+"""The exceptions kenning raises for caller mistakes, so every front end can print one clear line."""
+
+from __future__ import annotations
+
+INSTALL_EMBEDDINGS = 'pip install "kenning[embeddings]"'
+
+
+class KenningError(Exception):
+    """Base class: a problem the caller can fix; front ends print it without a traceback."""
+
+
+class InvalidInput(KenningError, ValueError):
+    """The request itself is malformed (empty text, too many scopes, limit out of range …)."""
+
+
+class NotFound(KenningError, LookupError):
+    """No live memory (or tombstone) has the given id."""
+
+
+class EmbeddingsUnavailable(KenningError, RuntimeError):
+    """The vector leg was asked for explicitly but the embeddings extra is absent or broken."""
+
+    def __init__(self, cause: str):
+        super().__init__(f"the semantic leg is unavailable ({cause}); install it with: {INSTALL_EMBEDDINGS}")
+        self.cause = cause

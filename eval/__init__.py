@@ -1,0 +1,1 @@
+"""Offline relevance evaluation."""

@@ -1,0 +1,1 @@
+"""A small memory-style collection written for kenning, shipped in the package."""

@@ -1,0 +1,171 @@
+"""The one token stream: every lexical leg, the persistent index, relevance and snippets use it.
+
+Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.js``, ``c#``,
+``snake_case``) stay whole; plurals fold lightly (not a stemmer); CJK runs become overlapping
+bigrams; stopwords are dropped from queries only, and only when something else is left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+
+TOKENIZER_VERSION = "1"
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+# A CJK run, or a word made of word characters (CJK excluded) joined by dots, with an optional
+# ``++`` / ``#`` tail: keeps 3.12.1, node.js, c++, c# whole while "end." loses its full stop.
+_TOKEN_RE = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:\.[^\W{_CJK}]+)*(?:\+\+|#)?)"
+)
+
+# Words that end in "s" but are not plurals, or whose plural fold would mangle them.
+_KEEP_AS_IS = frozenset(
+    """
+    alias bias canvas chaos corpus gas lens news series species physics mathematics
+    always perhaps thus this these those its yes plus does has was is us as
+    whereas towards afterwards sometimes besides unless
+    """.split()
+)
+_IES_KEEP = frozenset("movies cookies ties lies pies dies species series".split())
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves
+    """.split()
+)
+
+
+def fold_plural(token: str) -> str:
+    """Fold a plural to its singular with a few cheap rules (queries -> query, indexes -> index)."""
+    if len(token) <= 3 or not token.isalpha() or token in _KEEP_AS_IS:
+        return token
+    if token.endswith(("ss", "us", "is")):
+        return token
+    if token.endswith("ies"):
+        return token if token in _IES_KEEP or len(token) <= 4 else token[:-3] + "y"
+    if token.endswith(("sses", "xes", "zes", "shes")):
+        return token[:-2]
+    if token.endswith("ches"):
+        # matches -> match, beaches -> beach, but caches -> cache, niches -> niche
+        before = token[:-4]
+        single_vowel = before[-1:] in "aeiou" and before[-2:-1] not in "aeiou"
+        return token[:-1] if single_vowel else token[:-2]
+    if token.endswith("s"):
+        return token[:-1]
+    return token
+
+
+def token_spans(text: str) -> list[tuple[str, int, int]]:
+    """Tokens with their character spans in ``normalize(text)`` (NFKC, case kept)."""
+    norm = unicodedata.normalize("NFKC", text)
+    out: list[tuple[str, int, int]] = []
+    for m in _TOKEN_RE.finditer(norm):
+        start, end = m.span()
+        if m.lastgroup == "cjk":
+            run = m.group().casefold()
+            if len(run) == 1:
+                out.append((run, start, end))
+            else:
+                out.extend((run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
+        else:
+            out.append((fold_plural(m.group().casefold()), start, end))
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """The document token stream (nothing dropped)."""
+    return [t for t, _, _ in token_spans(text)]
+
+
+def query_tokens(query: str) -> list[str]:
+    """Query tokens: the document stream minus stopwords, unless that would leave nothing."""
+    tokens = tokenize(query)
+    content = [t for t in tokens if t not in STOPWORDS]
+    return content or tokens
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct query tokens in first-seen order (what relevance and match_terms count)."""
+    return list(dict.fromkeys(query_tokens(query)))
+
+
+def normalize(text: str) -> str:
+    """NFKC + casefold with whitespace collapsed: the form phrase matching compares."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """True when the whole phrase occurs verbatim in text, ignoring case and spacing."""
+    p = normalize(phrase)
+    return bool(p) and p in normalize(text)
+
+
+def match_terms(terms: Iterable[str], text: str) -> list[str]:
+    """The query terms (in query order) that the text literally contains as tokens."""
+    present = set(tokenize(text))
+    return [t for t in terms if t in present]
+
+
+def relevance_label(matched: int, total: int) -> str:
+    """high when >= 75 % of distinct query terms occur, medium when >= 40 %, else low."""
+    share = matched / total if total else 0.0
+    return "high" if share >= 0.75 else "medium" if share >= 0.40 else "low"
+
+
+SNIPPET_CHARS = 240
+
+
+def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
+    """At most ``width`` characters around the densest cluster of matched terms."""
+    norm = " ".join(unicodedata.normalize("NFKC", text).split())
+    if len(norm) <= width:
+        return norm
+    wanted = set(terms)
+    hits = [(t, s, e) for t, s, e in token_spans(norm) if t in wanted]
+    body = width - 2  # room for the two ellipses
+    if not hits:
+        return _trim(norm, 0, body, width)
+    best, best_key = 0, (-1, -1)
+    j = 0
+    for i in range(len(hits)):
+        # grow the window [i, j) while it still fits in ``body`` characters
+        j = max(j, i)
+        while j < len(hits) and hits[j][2] - hits[i][1] <= body:
+            j += 1
+        window = hits[i:j]
+        key = (len({t for t, _, _ in window}), len(window))
+        if key > best_key:
+            best, best_key = i, key
+            span = (hits[i][1], window[-1][2])
+    start = max(0, (span[0] + span[1]) // 2 - body // 2)
+    start = min(start, max(0, len(norm) - body))
+    return _trim(norm, start, start + body, width)
+
+
+def _trim(text: str, start: int, end: int, width: int) -> str:
+    """Cut ``text[start:end]`` at word boundaries and mark the cut ends with an ellipsis."""
+    if start > 0:
+        space = text.find(" ", start, start + 20)
+        start = space + 1 if space != -1 else start
+    if end < len(text):
+        space = text.rfind(" ", end - 20, end)
+        end = space if space > start else end
+    piece = text[start:end].strip()
+    out = ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+    return out[:width]
+
+
+def fingerprint() -> str:
+    """Changes whenever the token stream would change, so the stored index can be rebuilt."""
+    probe = "Queries indexes class news C++ node.js 3.12.1 東京都 Ｆｕｌｌ-width ﬁle caches matches"
+    raw = TOKENIZER_VERSION + "|" + " ".join(tokenize(probe)) + "|" + ",".join(sorted(STOPWORDS))
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]

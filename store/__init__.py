@@ -1,0 +1,1 @@
+"""Everything durable: the SQLite store, its records and the lexical index."""
