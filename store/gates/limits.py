@@ -1,0 +1,71 @@
+"""Size and character limits on what a memory may hold, checked before anything is written."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+from kenning.errors import InvalidInput
+
+MAX_CONTENT_BYTES = 1024 * 1024
+MAX_SCOPES = 64
+MAX_SCOPE_CHARS = 200
+
+
+def has_control_chars(value: str) -> bool:
+    """True when value holds a control or format character (Unicode category C*)."""
+    return any(unicodedata.category(ch).startswith("C") for ch in value)
+
+
+def check_content(content: object) -> str:
+    """The body must be non-blank text of at most 1 MiB (UTF-8)."""
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("memory text is empty; give the text to remember")
+    size = len(content.encode("utf-8"))
+    if size > MAX_CONTENT_BYTES:
+        raise InvalidInput(f"memory text is {size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} (1 MiB)")
+    return content
+
+
+def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
+    """1-64 distinct, non-blank scopes without control characters; returns them de-duplicated."""
+    if scopes is None or isinstance(scopes, str):
+        scopes = [scopes] if scopes else []
+    clean: list[str] = []
+    for scope in scopes:
+        if not isinstance(scope, str) or not scope.strip():
+            raise InvalidInput("a scope is empty; use a short tag such as projects:kenning")
+        if has_control_chars(scope):
+            raise InvalidInput(f"scope {scope!r} contains a control character")
+        if len(scope) > MAX_SCOPE_CHARS:
+            raise InvalidInput(f"scope {scope[:40]!r}… is longer than {MAX_SCOPE_CHARS} characters")
+        if scope.strip() not in clean:
+            clean.append(scope.strip())
+    if not clean:
+        raise InvalidInput("at least one scope is required, e.g. --scope projects:kenning")
+    if len(clean) > MAX_SCOPES:
+        raise InvalidInput(f"{len(clean)} scopes given; at most {MAX_SCOPES} are allowed")
+    return clean
+
+
+def check_metadata(metadata: Mapping | None, path: str = "metadata") -> dict:
+    """Metadata keys and string values must be free of control characters (newlines included)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"{path} must be an object (key/value pairs)")
+    for key, value in metadata.items():
+        _check_value(str(key), f"{path} key")
+        _check_value(value, f"{path}.{key}")
+    return dict(metadata)
+
+
+def _check_value(value: object, where: str) -> None:
+    if isinstance(value, str):
+        if has_control_chars(value):
+            raise InvalidInput(f"{where} contains a control character")
+    elif isinstance(value, Mapping):
+        check_metadata(value, where)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_value(item, f"{where}[{i}]")
