@@ -1,0 +1,386 @@
+"""The vector leg: cosine search over int64 keys, exact below a size threshold, hnswlib above it.
+
+The index always keeps the unit vectors in a numpy matrix: exact search needs them, a filtered
+query over a small allowed set is answered exactly from them, hnswlib candidates are re-scored
+from them (so both paths report identical cosines and honour the floor the same way), and the
+graph can be rebuilt from them. Above ``EXACT_THRESHOLD`` live vectors an HNSW graph is kept
+alongside and updated incrementally (add, mark_deleted, resize when full).
+
+The persisted file is a derived cache: one file, written atomically, with a JSON header
+(format, dim, caller's meta such as model id / count / db generation, payload length and CRC)
+followed by the raw arrays. ``load`` answers None for anything it cannot trust, and the caller
+rebuilds from its stored embeddings.
+
+hnswlib is imported lazily, only when the graph is first needed, so that importing this
+module stays cheap and works without the embeddings extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+# Measured by bench/bench_vector.py (real MiniLM embeddings, 2-core CPU): see the numbers there.
+EXACT_THRESHOLD = 20_000
+# HNSW build and search parameters; EF_SEARCH gives recall@10 >= 0.95 at 100k (bench_vector.py).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+EF_SEARCH = 64
+_HNSW_SEED = 100
+_GROWTH = 1.5
+
+_MAGIC = b"KNVECT\x00\x01"
+_FORMAT = 1
+_HEADER_LEN = struct.Struct("<Q")
+
+Hit = tuple[int, float]
+
+
+class VectorIndex:
+    """Cosine (or inner-product) nearest neighbours over int64 keys; not thread-safe for writes."""
+
+    def __init__(
+        self,
+        dim: int,
+        space: str = "cosine",
+        exact_threshold: int = EXACT_THRESHOLD,
+        ef_search: int = EF_SEARCH,
+    ):
+        if space not in ("cosine", "ip"):
+            raise ValueError(f"space must be 'cosine' or 'ip', not {space!r}")
+        if dim <= 0:
+            raise ValueError("dim must be positive")
+        self.dim = dim
+        self.space = space
+        self.exact_threshold = exact_threshold
+        self.ef_search = ef_search
+        self._keys = np.empty(0, dtype=np.int64)
+        self._vectors = np.empty((0, dim), dtype=np.float32)
+        self._count = 0
+        self._row: dict[int, int] = {}
+        self._hnsw = None
+        # Keys marked deleted in the graph; re-adding one must unmark it first.
+        self._hnsw_removed: set[int] = set()
+
+    # -- contents ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def keys(self) -> np.ndarray:
+        """The live keys, in storage order (a copy)."""
+        return self._keys[: self._count].copy()
+
+    @property
+    def uses_hnsw(self) -> bool:
+        """True when searches over the whole index go through the HNSW graph."""
+        return self._hnsw is not None and self._count > self.exact_threshold
+
+    def add(self, keys: Iterable[int], vectors: np.ndarray) -> None:
+        """Insert or replace vectors; a key given twice keeps its last vector."""
+        keys = np.asarray(keys if isinstance(keys, np.ndarray) else list(keys), dtype=np.int64)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if keys.ndim != 1 or vectors.shape != (len(keys), self.dim):
+            raise ValueError(f"expected vectors of shape ({len(keys)}, {self.dim}), got {vectors.shape}")
+        if len(keys) == 0:
+            return
+        if self.space == "cosine":
+            vectors = _unit(vectors)
+        # Last occurrence wins: keep the final index of each distinct key.
+        _, last_from_end = np.unique(keys[::-1], return_index=True)
+        keep = np.sort(len(keys) - 1 - last_from_end)
+        keys, vectors = keys[keep], vectors[keep]
+
+        fresh = [i for i, key in enumerate(keys.tolist()) if key not in self._row]
+        self._reserve(self._count + len(fresh))
+        for i, key in enumerate(keys.tolist()):
+            row = self._row.get(key)
+            if row is None:
+                row = self._count
+                self._row[key] = row
+                self._keys[row] = key
+                self._count += 1
+            self._vectors[row] = vectors[i]
+
+        if self._hnsw is not None:
+            self._hnsw_add(keys, vectors)
+        elif self._count > self.exact_threshold:
+            self._build_hnsw()
+
+    def remove(self, keys: Iterable[int]) -> int:
+        """Drop keys (unknown ones are ignored); returns how many were present."""
+        removed = 0
+        for key in (int(k) for k in keys):
+            row = self._row.pop(key, None)
+            if row is None:
+                continue
+            last = self._count - 1
+            if row != last:  # move the last row into the hole
+                moved = int(self._keys[last])
+                self._keys[row] = moved
+                self._vectors[row] = self._vectors[last]
+                self._row[moved] = row
+            self._count -= 1
+            removed += 1
+            if self._hnsw is not None:
+                self._hnsw.mark_deleted(key)
+                self._hnsw_removed.add(key)
+        return removed
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query_vec: np.ndarray,
+        k: int,
+        allowed: Iterable[int] | None = None,
+        floor: float | None = None,
+    ) -> list[Hit]:
+        """The k best ``(key, cosine)`` pairs, best first, ties by key, only cosine >= floor.
+
+        ``allowed`` restricts the candidates before ranking, so a filtered query still
+        returns k hits when k allowed keys clear the floor.
+        """
+        query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise ValueError(f"query has dimension {query.shape[0]}, index has {self.dim}")
+        if k <= 0 or self._count == 0:
+            return []
+        if self.space == "cosine":
+            query = _unit(query[None, :])[0]
+        rows = None
+        if allowed is not None:
+            rows = self._rows_of(allowed)
+            if len(rows) == 0:
+                return []
+        candidates = self._count if rows is None else len(rows)
+        if self._hnsw is None or candidates <= self.exact_threshold:
+            return self._exact(query, k, rows, floor)
+        hits = self._approximate(query, min(k, candidates), rows)
+        if hits is None:  # the graph could not produce k results (heavy filtering): be exact
+            return self._exact(query, k, rows, floor)
+        return [hit for hit in hits if floor is None or hit[1] >= floor]
+
+    def _rows_of(self, allowed: Iterable[int]) -> np.ndarray:
+        get = self._row.get
+        rows = [row for row in map(get, map(int, allowed)) if row is not None]
+        return np.unique(np.asarray(rows, dtype=np.int64))
+
+    def _exact(self, query: np.ndarray, k: int, rows: np.ndarray | None, floor: float | None) -> list[Hit]:
+        if rows is None:
+            keys, scores = self._keys[: self._count], self._vectors[: self._count] @ query
+        else:
+            keys, scores = self._keys[rows], self._vectors[rows] @ query
+        if floor is not None:
+            above = np.nonzero(scores >= floor)[0]
+            keys, scores = keys[above], scores[above]
+        return _best(keys, scores, k)
+
+    def _approximate(self, query: np.ndarray, k: int, rows: np.ndarray | None) -> list[Hit] | None:
+        allowed_keys = None if rows is None else set(self._keys[rows].tolist())
+        self._hnsw.set_ef(max(self.ef_search, k))
+        try:
+            labels, _ = self._hnsw.knn_query(
+                query[None, :], k=k, filter=None if allowed_keys is None else allowed_keys.__contains__
+            )
+        except RuntimeError:
+            return None
+        keys = labels[0].astype(np.int64)
+        found = np.asarray([self._row[key] for key in keys.tolist()], dtype=np.int64)
+        return _best(keys, self._vectors[found] @ query, k)
+
+    # -- the HNSW graph ---------------------------------------------------------------------
+
+    def _build_hnsw(self) -> None:
+        import hnswlib
+
+        graph = hnswlib.Index(space=self.space, dim=self.dim)
+        graph.init_index(
+            max_elements=max(int(self._count * _GROWTH), 1024),
+            M=HNSW_M,
+            ef_construction=HNSW_EF_CONSTRUCTION,
+            random_seed=_HNSW_SEED,
+            allow_replace_deleted=True,
+        )
+        graph.add_items(self._vectors[: self._count], self._keys[: self._count])
+        self._hnsw = graph
+        self._hnsw_removed = set()
+
+    def _hnsw_add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        for key in keys.tolist():
+            if key in self._hnsw_removed:
+                self._hnsw_removed.discard(key)
+                try:
+                    self._hnsw.unmark_deleted(key)
+                except RuntimeError:
+                    pass  # its slot was reused by another key; it is added afresh below
+        needed = self._hnsw.get_current_count() + len(keys)
+        if needed > self._hnsw.get_max_elements():
+            self._hnsw.resize_index(max(needed, int(self._hnsw.get_max_elements() * _GROWTH)))
+        self._hnsw.add_items(vectors, keys, replace_deleted=True)
+
+    def _reserve(self, capacity: int) -> None:
+        if capacity <= len(self._keys):
+            return
+        size = max(capacity, int(len(self._keys) * _GROWTH), 64)
+        keys = np.empty(size, dtype=np.int64)
+        vectors = np.empty((size, self.dim), dtype=np.float32)
+        keys[: self._count] = self._keys[: self._count]
+        vectors[: self._count] = self._vectors[: self._count]
+        self._keys, self._vectors = keys, vectors
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def save(self, path: str | Path, meta: dict) -> None:
+        """Write the index atomically (temp file + os.replace) with the caller's meta."""
+        path = Path(path)
+        arrays = {"keys": self._keys[: self._count], "vectors": self._vectors[: self._count]}
+        graph_params = {}
+        if self._hnsw is not None:
+            state = self._hnsw.__getstate__()[0]
+            for name, value in state.items():
+                if isinstance(value, np.ndarray):
+                    arrays[f"hnsw.{name}"] = value
+                else:
+                    graph_params[name] = value
+        layout, offset, crc = [], 0, 0
+        for name, array in arrays.items():
+            array = np.ascontiguousarray(array)
+            arrays[name] = array
+            layout.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": offset})
+            offset += array.nbytes
+            crc = zlib.crc32(memoryview(array).cast("B"), crc)
+        header = json.dumps(
+            {
+                "format": _FORMAT,
+                "dim": self.dim,
+                "space": self.space,
+                "count": self._count,
+                "meta": meta,
+                "hnsw": graph_params or None,
+                "hnsw_removed": sorted(self._hnsw_removed),
+                "arrays": layout,
+                "payload_bytes": offset,
+                "crc32": crc,
+            }
+        ).encode()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(_MAGIC + _HEADER_LEN.pack(len(header)) + header)
+                for array in arrays.values():
+                    out.write(memoryview(array).cast("B"))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        dim: int,
+        expected_meta: dict,
+        exact_threshold: int = EXACT_THRESHOLD,
+        ef_search: int = EF_SEARCH,
+    ) -> VectorIndex | None:
+        """The saved index, or None when it is missing, damaged, of another dim, or its meta differs.
+
+        Every key of ``expected_meta`` (e.g. model id, count, db generation) must equal the
+        saved value; the caller rebuilds from its stored embeddings on None.
+        """
+        try:
+            data = _read(Path(path))
+        except OSError:
+            return None
+        if data is None:
+            return None
+        header, payload = data
+        wanted = json.loads(json.dumps(expected_meta))
+        saved = header.get("meta") or {}
+        if header.get("dim") != dim or any(saved.get(key, _MISSING) != value for key, value in wanted.items()):
+            return None
+        try:
+            arrays = {
+                entry["name"]: np.frombuffer(
+                    payload,
+                    dtype=np.dtype(entry["dtype"]),
+                    count=int(np.prod(entry["shape"], dtype=np.int64)),
+                    offset=entry["offset"],
+                ).reshape(entry["shape"])
+                for entry in header["arrays"]
+            }
+            index = cls(dim, header["space"], exact_threshold, ef_search)
+            keys, vectors = arrays["keys"], arrays["vectors"]
+            if keys.shape != (header["count"],) or vectors.shape != (header["count"], dim):
+                return None
+            # Copies, so the payload (graph arrays included) is freed once hnswlib has its own.
+            index._keys, index._vectors, index._count = keys.copy(), vectors.copy(), len(keys)
+            index._row = {key: row for row, key in enumerate(keys.tolist())}
+            if len(index._row) != len(keys):
+                return None
+            if header["hnsw"] is not None:
+                import hnswlib
+
+                params = dict(header["hnsw"])
+                params.update({name[5:]: array for name, array in arrays.items() if name.startswith("hnsw.")})
+                index._hnsw = hnswlib.Index(params)
+                index._hnsw_removed = set(header["hnsw_removed"])
+        except (KeyError, TypeError, ValueError, RuntimeError):
+            return None
+        return index
+
+
+_MISSING = object()
+
+
+def _read(path: Path) -> tuple[dict, bytearray] | None:
+    """Header and payload of a saved index, or None if the file is not one we wrote intact."""
+    with path.open("rb") as handle:
+        prefix = handle.read(len(_MAGIC) + _HEADER_LEN.size)
+        if len(prefix) != len(_MAGIC) + _HEADER_LEN.size or not prefix.startswith(_MAGIC):
+            return None
+        (header_len,) = _HEADER_LEN.unpack(prefix[len(_MAGIC) :])
+        try:
+            header = json.loads(handle.read(header_len))
+        except ValueError:
+            return None
+        if not isinstance(header, dict) or header.get("format") != _FORMAT:
+            return None
+        size = header.get("payload_bytes")
+        if not isinstance(size, int) or size < 0:
+            return None
+        payload = bytearray(size)
+        if handle.readinto(payload) != size or handle.read(1):
+            return None
+    if zlib.crc32(payload) != header.get("crc32"):
+        return None
+    return header, payload
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+def _best(keys: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
+    """Top k by score, ties by key; exact at the boundary (all keys tied with the k-th compete)."""
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        contenders = np.nonzero(scores >= kth)[0]
+        keys, scores = keys[contenders], scores[contenders]
+    order = np.lexsort((keys, -scores))[:k]
+    return [(int(keys[i]), float(scores[i])) for i in order]
