@@ -1,1 +1,40 @@
-"""kenning."""
+"""kenning: long-term memory for AI agents, with hybrid retrieval that explains every hit.
+
+>>> import kenning
+>>> store = kenning.open_store("/tmp/kenning-demo")
+>>> store.write("The auth service listens on port 8443", scopes=["projects:demo"]).status
+'committed'
+"""
+
+from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound
+from kenning.store.models import (
+    Degraded,
+    Hit,
+    Link,
+    Memory,
+    SearchResult,
+    StoreConfig,
+    Tombstone,
+    WriteResult,
+)
+from kenning.store.store import Store, open_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Degraded",
+    "EmbeddingsUnavailable",
+    "Hit",
+    "InvalidInput",
+    "KenningError",
+    "Link",
+    "Memory",
+    "NotFound",
+    "SearchResult",
+    "Store",
+    "StoreConfig",
+    "Tombstone",
+    "WriteResult",
+    "open_store",
+    "__version__",
+]

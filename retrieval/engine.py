@@ -1,0 +1,70 @@
+"""Modes, fallback and explanation: turns legs' rankings into fused, explained candidates.
+
+The engine knows nothing about storage: the caller hands it leg callables ``run(depth) -> [(key,
+score)]`` and a text lookup, and gets back fused candidates with ``matched_leg``, ``relevance``,
+``match_terms`` and ``snippet`` filled in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import fusion
+from .text import match_terms, relevance_label, snippet
+
+LEXICAL_LEGS = ("keyword", "bm25")
+VECTOR_LEG = "vector"
+
+LegRun = Callable[[int], list[tuple[int, float]]]
+
+
+def legs_for_mode(mode: str, vector_available: bool) -> tuple[list[str], bool]:
+    """Which legs a mode runs, and whether it is degraded (wanted the vector leg, cannot have it)."""
+    if mode == "keyword":
+        return ["keyword"], False
+    if mode == "bm25":
+        return ["bm25"], False
+    if mode == "semantic":
+        return ([VECTOR_LEG], False) if vector_available else (list(LEXICAL_LEGS), True)
+    if mode == "hybrid":
+        return (list(LEXICAL_LEGS) + [VECTOR_LEG], False) if vector_available else (list(LEXICAL_LEGS), True)
+    raise ValueError(f"unknown mode {mode!r}")
+
+
+@dataclass
+class Candidate:
+    key: int
+    score: float
+    legs: dict[str, tuple[int, float]]
+    matched_leg: str = "lexical"
+    relevance: str = "low"
+    match_terms: list[str] = field(default_factory=list)
+    snippet: str = ""
+
+
+def rank(
+    legs: dict[str, LegRun],
+    depth: int,
+    limit: int,
+    rrf_k: float = fusion.RRF_K,
+    weights: dict[str, float] | None = None,
+) -> list[Candidate]:
+    """Run each leg to ``depth``, fuse (or pass a single leg through natively), keep ``limit``."""
+    rankings = {name: run(depth) for name, run in legs.items()}
+    if len(rankings) == 1:
+        (name, ranking), = rankings.items()
+        return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(ranking[:limit], 1)]
+    fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
+    return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
+
+
+def explain(candidate: Candidate, terms: list[str], text: str) -> Candidate:
+    """Fill in which legs matched, which query terms the text contains, its relevance and snippet."""
+    lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
+    vector = VECTOR_LEG in candidate.legs
+    candidate.matched_leg = "both" if lexical and vector else "semantic" if vector else "lexical"
+    candidate.match_terms = match_terms(terms, text)
+    candidate.relevance = relevance_label(len(candidate.match_terms), len(terms))
+    candidate.snippet = snippet(text, candidate.match_terms)
+    return candidate

@@ -1,0 +1,50 @@
+"""What the keyword and BM25 legs need from a lexical index, and the shared accumulation step."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class LexicalIndex(Protocol):
+    """An inverted index addressed by dense int ``lexid``s (one per indexed text version).
+
+    ``doc_key[lexid]`` is the caller's document key, ``doc_len`` its token count, ``doc_ts`` its
+    last-update time (epoch seconds) and ``live`` whether that text version is current.
+    """
+
+    doc_key: np.ndarray
+    doc_len: np.ndarray
+    doc_ts: np.ndarray
+    live: np.ndarray
+    n_docs: int
+    avg_len: float
+
+    def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Live (lexids, term frequencies) per term; terms the index lacks map to empty arrays."""
+        ...
+
+
+def restrict(lexids: np.ndarray, values: np.ndarray, allowed: np.ndarray | None):
+    """Keep the postings whose lexid is allowed (a boolean mask over lexids), before ranking."""
+    if allowed is None:
+        return lexids, values
+    keep = allowed[lexids]
+    return lexids[keep], values[keep]
+
+
+def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc."""
+    if lexids.size == 0 or k <= 0:
+        return []
+    uniq, inverse = np.unique(lexids, return_inverse=True)
+    totals = np.bincount(inverse, weights=scores)
+    keys = index.doc_key[uniq]
+    if len(totals) > k:
+        # everything scoring at least the k-th best survives, so ties at the cut stay decidable by key
+        cut = np.partition(totals, len(totals) - k)[len(totals) - k]
+        keep = totals >= cut
+        totals, keys = totals[keep], keys[keep]
+    order = np.lexsort((keys, -totals))[:k]
+    return [(int(keys[i]), float(totals[i])) for i in order]

@@ -1,0 +1,122 @@
+"""The SQLite file: connection settings, schema, migrations and the one-transaction-per-write helper."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+DB_FILENAME = "kenning.sqlite3"
+
+# Each entry migrates the schema from version i to i + 1; append, never edit a released step.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        content TEXT NOT NULL,
+        category TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        record TEXT NOT NULL,             -- the full Memory as JSON (fields may grow without DDL)
+        removed_at TEXT,                  -- set: the row is a tombstone
+        removed_reason TEXT
+    );
+    CREATE INDEX memories_live_updated ON memories(removed_at, updated);
+    CREATE TABLE memory_scopes (
+        scope TEXT NOT NULL,
+        mem INTEGER NOT NULL REFERENCES memories(rowid),
+        PRIMARY KEY (scope, mem)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_scopes_mem ON memory_scopes(mem);
+    -- lexical index: one row per indexed text version (a text change gets a new lexid)
+    CREATE TABLE lex_docs (
+        lexid INTEGER PRIMARY KEY,
+        mem INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        live INTEGER NOT NULL,
+        ts REAL NOT NULL
+    );
+    CREATE INDEX lex_docs_mem ON lex_docs(mem, live);
+    -- compacted postings: int32 lexids followed by int32 term frequencies
+    CREATE TABLE lex_terms (term TEXT PRIMARY KEY, postings BLOB NOT NULL) WITHOUT ROWID;
+    -- recent single writes, merged into lex_terms by compaction
+    CREATE TABLE lex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
+    CREATE INDEX lex_delta_term ON lex_delta(term);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Database:
+    """One connection per store object, serialised by a lock so a server's threads can share it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(
+            str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.transaction() as c:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                from kenning.errors import KenningError
+
+                raise KenningError(
+                    f"{self.path} was written by a newer kenning (schema {version} > {SCHEMA_VERSION}); upgrade kenning"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[step].split(";"):
+                    if statement.strip():
+                        c.execute(statement)
+            if version != SCHEMA_VERSION:
+                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT: one write lock, taken up front so concurrent writers queue."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+
+    def read(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+        with self.lock:
+            return fn(self.conn)
+
+    def data_version(self) -> int:
+        """Changes when another connection commits; our own commits leave it unchanged."""
+        with self.lock:
+            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    @staticmethod
+    def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

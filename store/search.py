@@ -1,0 +1,112 @@
+"""Search: filters -> legs -> fusion -> explained hits carrying the memory's own fields."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kenning.errors import InvalidInput
+from kenning.retrieval import bm25, engine, keyword
+from kenning.retrieval.text import query_terms
+
+from .gates.limits import check_scopes
+from .models import MODES, Degraded, Hit, LegScore, Memory, SearchResult
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str] | None, category: str | None) -> SearchResult:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the query is empty; give words a matching memory would contain")
+    if mode not in MODES:
+        raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if scopes is not None and not isinstance(scopes, str) and not list(scopes):
+        scopes = None
+    scopes = check_scopes(scopes) if scopes else None
+    if category is not None and category not in ("fact", "user-inference", "ambient"):
+        raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
+
+    config = store.config
+    vector = store_vector_leg(store)
+    leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
+    terms = query_terms(query)
+    lexicon = store.lexicon.refresh()
+    allowed_keys = _allowed_keys(store, scopes, category)
+    allowed = None if allowed_keys is None else np.isin(lexicon.doc_key, allowed_keys) & lexicon.live
+    now = store.clock().timestamp()
+
+    runs: dict[str, engine.LegRun] = {}
+    if "keyword" in leg_names:
+        runs["keyword"] = lambda n: keyword.search(
+            lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(store, keys), now=now)
+    if "bm25" in leg_names:
+        runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+    if "vector" in leg_names:
+        runs["vector"] = lambda n: vector(query, n, allowed_keys)
+
+    depth_per_leg = max(depth, config.leg_depth)
+    candidates = engine.rank(runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights)
+    memories = _memories(store, [c.key for c in candidates])
+    hits = []
+    for cand in candidates:
+        memory = memories[cand.key]
+        engine.explain(cand, terms, memory.content)
+        hits.append(Hit(
+            id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
+            match_terms=cand.match_terms, snippet=cand.snippet,
+            legs={leg: LegScore(rank=r, score=round(s, 6)) for leg, (r, s) in cand.legs.items()},
+            scopes=memory.scopes, category=memory.category, confidence=memory.confidence,
+            created=memory.created, updated=memory.updated,
+        ))
+    return SearchResult(
+        query=query, mode=mode, legs_run=list(runs),
+        degraded=_degraded_note(store) if degraded else None, hits=hits,
+    )
+
+
+def store_vector_leg(store: "Store"):
+    """The vector leg for this store, or None while the embeddings extra cannot run."""
+    return None
+
+
+def _degraded_note(store: "Store") -> Degraded:
+    from kenning.errors import INSTALL_EMBEDDINGS
+
+    return Degraded(
+        reason="embeddings_absent",
+        message="the embeddings extra is not installed, so this search ran on the lexical legs only",
+        install=INSTALL_EMBEDDINGS,
+    )
+
+
+def _allowed_keys(store: "Store", scopes: list[str] | None, category: str | None) -> np.ndarray | None:
+    if not scopes and not category:
+        return None
+    where, params = store._filter_sql(scopes, category)
+    rows = store.db.read(lambda c: c.execute(
+        f"SELECT m.rowid FROM memories m WHERE removed_at IS NULL {where}", params).fetchall())
+    return np.array([r[0] for r in rows], dtype=np.int64)
+
+
+def _texts(store: "Store", keys: list[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(store.db.read(lambda c: c.execute(
+            f"SELECT rowid, content FROM memories WHERE rowid IN ({marks})", chunk).fetchall()))
+    return out
+
+
+def _memories(store: "Store", keys: list[int]) -> dict[int, Memory]:
+    out: dict[int, Memory] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = store.db.read(lambda c: c.execute(
+            f"SELECT rowid, record FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
+        out.update((r, Memory.model_validate_json(rec)) for r, rec in rows)
+    return out
