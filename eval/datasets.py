@@ -1,0 +1,210 @@
+"""Load BEIR-format relevance collections: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv``.
+
+A collection is a folder (or ``"builtin"``, the memory-style set shipped in the package). The
+loader is strict about the files themselves - a missing file or a malformed line is an
+``InvalidInput`` naming the file and line - and lenient about judgments: qrels rows naming a
+query or document the collection does not have are counted and warned about, not fatal, because
+published qrels often cover a larger corpus than the copy at hand.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+from kenning.errors import InvalidInput
+
+BUILTIN = "builtin"
+CORPUS_FILE = "corpus.jsonl"
+QUERIES_FILE = "queries.jsonl"
+QRELS_FILE = "qrels.tsv"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One corpus record; ``content`` is what gets indexed."""
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """Title and body joined as ``title. text``.
+
+        The title goes in because on the classic sets it is the densest statement of the topic
+        (SciFact titles are the paper's claim in short; BEIR indexes them too, so figures stay
+        comparable with published ones). Where the body already starts with the title
+        (Cranfield repeats it in ``.W``) it is not doubled. On LoCoMo the title is the session's
+        date; measured with BM25 per conversation it costs little (see eval/README notes in the
+        harness report), and keeping one rule for every collection beats a per-set exception.
+        """
+        title, text = self.title.strip(), self.text.strip()
+        if not title or text.casefold().startswith(title.casefold()):
+            return text
+        if not text:
+            return title
+        return f"{title}{' ' if title[-1] in '.!?:;' else '. '}{text}"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query; ``metadata`` is kept as given (category, answer, evidence …)."""
+
+    id: str
+    text: str
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def category(self) -> str | None:
+        """``metadata.category`` or ``metadata.kind`` as a string, for per-category breakdowns."""
+        value = self.metadata.get("category", self.metadata.get("kind"))
+        return None if value is None else str(value)
+
+
+@dataclass
+class Dataset:
+    """A loaded collection. ``qrels[query_id][doc_id] = grade`` holds only known ids."""
+
+    name: str
+    documents: dict[str, Document]
+    queries: dict[str, Query]
+    qrels: dict[str, dict[str, int]]
+    unknown_qrels: int = 0
+
+    def is_answerable(self, query_id: str) -> bool:
+        """A query is answerable when at least one document is judged relevant (grade > 0)."""
+        return any(grade > 0 for grade in self.qrels.get(query_id, {}).values())
+
+    def limit_queries(self, n: int) -> Dataset:
+        """The first ``n`` queries (file order) with their judgments; the corpus is unchanged."""
+        kept = dict(list(self.queries.items())[:n])
+        qrels = {q: j for q, j in self.qrels.items() if q in kept}
+        return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels)
+
+
+def group_of(item_id: str, sep: str | None) -> str | None:
+    """The group an id belongs to: the part before the first ``sep`` (None when not grouping)."""
+    if not sep:
+        return None
+    return item_id.split(sep, 1)[0]
+
+
+def load_dataset(source: str | Path) -> Dataset:
+    """Load a BEIR folder, or the bundled memory-style set when ``source == "builtin"``."""
+    if str(source) == BUILTIN:
+        return _load(resources.files("kenning.eval.builtin"), BUILTIN)
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE})")
+    return _load(folder, folder.resolve().name)
+
+
+def _load(folder: Path | Traversable, name: str) -> Dataset:
+    documents: dict[str, Document] = {}
+    for where, row in _json_lines(folder, CORPUS_FILE):
+        doc_id = _id_of(row, where)
+        title, text = _string(row, "title", where, required=False), _string(row, "text", where, required=False)
+        if doc_id in documents:
+            raise InvalidInput(f"{where}: duplicate document id {doc_id!r}")
+        documents[doc_id] = Document(doc_id, title, text)
+
+    queries: dict[str, Query] = {}
+    for where, row in _json_lines(folder, QUERIES_FILE):
+        query_id = _id_of(row, where)
+        text = _string(row, "text", where, required=True)
+        metadata = row.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise InvalidInput(f"{where}: 'metadata' must be an object")
+        if query_id in queries:
+            raise InvalidInput(f"{where}: duplicate query id {query_id!r}")
+        queries[query_id] = Query(query_id, text, metadata)
+
+    qrels, unknown = _qrels(folder, documents, queries)
+    if unknown:
+        warnings.warn(
+            f"{name}/{QRELS_FILE}: {unknown} judgment(s) name a query or document not in the collection; ignored",
+            stacklevel=2,
+        )
+    return Dataset(name, documents, queries, qrels, unknown)
+
+
+def _open(folder: Path | Traversable, filename: str):
+    entry = folder / filename
+    if not entry.is_file():
+        raise InvalidInput(f"{_display(folder, filename)}: file is missing")
+    return entry.open(encoding="utf-8")
+
+
+def _display(folder: Path | Traversable, filename: str) -> str:
+    return str(folder / filename) if isinstance(folder, Path) else f"{BUILTIN}/{filename}"
+
+
+def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str, dict]]:
+    """(``file:line``, object) for every non-blank line; anything but a JSON object is an error."""
+    shown = _display(folder, filename)
+    with _open(folder, filename) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{shown}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise InvalidInput(f"{where}: expected a JSON object, got {type(row).__name__}")
+            yield where, row
+
+
+def _id_of(row: dict, where: str) -> str:
+    value = row.get("_id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{where}: missing or empty '_id'")
+    return value
+
+
+def _string(row: dict, key: str, where: str, required: bool) -> str:
+    value = row.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidInput(f"{where}: '{key}' must be {'non-empty ' if required else ''}text")
+    return value
+
+
+def _qrels(
+    folder: Path | Traversable, documents: dict[str, Document], queries: dict[str, Query]
+) -> tuple[dict[str, dict[str, int]], int]:
+    """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped."""
+    shown = _display(folder, QRELS_FILE)
+    qrels: dict[str, dict[str, int]] = {}
+    unknown = 0
+    with _open(folder, QRELS_FILE) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) != 3:
+                raise InvalidInput(
+                    f"{shown}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
+                )
+            query_id, doc_id, score = (f.strip() for f in fields)
+            try:
+                grade = int(score)
+            except ValueError:
+                if number == 1 and not qrels:
+                    continue  # the header: query-id corpus-id score
+                raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer") from None
+            if query_id not in queries or doc_id not in documents:
+                unknown += 1
+                continue
+            qrels.setdefault(query_id, {})[doc_id] = grade
+    return qrels, unknown
