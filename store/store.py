@@ -101,13 +101,16 @@ class Store:
         batch_size: int = 2000,
         progress: Callable[[int], None] | None = None,
         default_scopes: list[str] | None = None,
+        labels: list[str] | None = None,
     ) -> list[str]:
         """Validate every record first, then commit in batches; a bad record means nothing is written.
 
         A record is ``{"content" or "text", "scopes"?, "id"?, "category"?, "metadata"?}``; an ``id`` is
-        kept as given (so external ids survive), otherwise a ULID is assigned.
+        kept as given (so external ids survive), otherwise a ULID is assigned. ``labels`` name the
+        records in error messages (e.g. ``"line 7"``).
         """
         memories, seen = [], set()
+        where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
         for number, record in enumerate(records, start=1):
             try:
                 if not isinstance(record, dict):
@@ -118,9 +121,9 @@ class Store:
                 fields.setdefault("scopes", default_scopes or ["imported"])
                 memory = self._new_memory(fields)
             except InvalidInput as exc:
-                raise InvalidInput(f"record {number}: {exc}") from exc
+                raise InvalidInput(f"{where(number)}: {exc}") from exc
             if memory.id in seen:
-                raise InvalidInput(f"record {number}: id {memory.id!r} appears twice")
+                raise InvalidInput(f"{where(number)}: id {memory.id!r} appears twice")
             seen.add(memory.id)
             memories.append(memory)
         existing = self._existing_ids([m.id for m in memories])

@@ -1,0 +1,295 @@
+"""The kenning command line: parse, call the library, print a rich table or --json. No logic of its own."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kenning.errors import InvalidInput, KenningError
+
+app = typer.Typer(
+    name="kenning",
+    help="Long-term memory for AI agents: write memories, search them with hybrid retrieval, see why each hit matched.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+JSON_HELP = "Print machine-readable JSON instead of a table."
+
+
+def _mount_subcommands() -> None:
+    """Sub-apps live beside their concern (eval/commands.py …); mount whichever are present."""
+    try:
+        from kenning.eval.commands import eval_app
+    except ImportError:  # pragma: no cover - only while a sub-app is being written
+        return
+    app.add_typer(eval_app, name="eval")
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """A caller's mistake becomes one line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KenningError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    store: Optional[Path] = typer.Option(
+        None, "--store", envvar="KENNING_HOME",
+        help="Store directory (default: $KENNING_HOME, else ./.kenning if present, else the user data dir).",
+    ),
+) -> None:
+    ctx.obj = {"store_dir": store, "store": None}
+
+
+def _store(ctx: typer.Context):
+    from kenning.store.store import Store
+
+    state = ctx.find_root().obj
+    if state["store"] is None:
+        state["store"] = Store(state["store_dir"])
+    return state["store"]
+
+
+def _emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def _short(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@app.command(epilog="Example: kenning write 'The auth service listens on port 8443' --scope projects:auth")
+@handle_errors
+def write(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="The memory text."),
+    scope: list[str] = typer.Option(..., "--scope", "-s", help="A scope tag (repeatable), e.g. projects:kenning."),
+    category: str = typer.Option("fact", help="fact | user-inference | ambient."),
+    confidence: str = typer.Option("medium", help="low | medium | high."),
+    source: str = typer.Option("explicit-statement", help="explicit-statement | inferred."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Remember something durable."""
+    result = _store(ctx).write(text, scopes=scope, category=category, confidence=confidence, source=source)
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        out.print(f"{result.status} {result.id or result.pending_id or ''}".strip(), highlight=False)
+        if result.reason:
+            out.print(f"  {result.gate or ''}: {result.reason}", highlight=False)
+
+
+@app.command(epilog="Example: kenning search 'auth port' --mode hybrid --limit 3 --json")
+@handle_errors
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="Words a matching memory would contain."),
+    mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default from the store config)."),
+    scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Only these scopes (repeatable)."),
+    category: Optional[str] = typer.Option(None, help="Only this category."),
+    limit: int = typer.Option(5, help="How many hits, 1-50."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Search memories; each hit says which leg matched it and how much of the query it contains."""
+    result = _store(ctx).search(query, mode=mode, scopes=scope, limit=limit, category=category)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    if result.degraded:
+        err.print(f"[yellow]note:[/yellow] {escape(result.degraded.message)} ({escape(result.degraded.install)})",
+                  highlight=False, soft_wrap=True)
+    if not result.hits:
+        out.print("no memory matches that query")
+        return
+    table = Table(title=f"{len(result.hits)} hit(s) · mode {result.mode} · legs {', '.join(result.legs_run)}")
+    for column in ("#", "id", "score", "leg", "relevance", "stale?", "snippet"):
+        table.add_column(column, overflow="fold")
+    for i, hit in enumerate(result.hits, 1):
+        table.add_row(str(i), hit.id, f"{hit.score:.4f}", hit.matched_leg, hit.relevance,
+                      hit.staleness_verdict, _short(hit.snippet, 120))
+    out.print(table)
+
+
+@app.command(epilog="Example: kenning show 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --json")
+@handle_errors
+def show(
+    ctx: typer.Context,
+    id: str = typer.Argument(..., help="The memory id."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show one memory in full."""
+    memory = _store(ctx).get(id)
+    if as_json:
+        _emit_json(memory.model_dump(mode="json"))
+        return
+    data = memory.model_dump(mode="json")
+    content = data.pop("content")
+    for key, value in data.items():
+        if value not in (None, [], {}):
+            out.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+    out.print()
+    out.print(content, highlight=False, markup=False)
+
+
+@app.command("list", epilog="Example: kenning list --scope projects:kenning --limit 20")
+@handle_errors
+def list_(
+    ctx: typer.Context,
+    scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Only these scopes (repeatable)."),
+    category: Optional[str] = typer.Option(None, help="Only this category."),
+    limit: int = typer.Option(50, help="At most this many, newest first."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List live memories, newest update first."""
+    memories = _store(ctx).list(scopes=scope, category=category, limit=limit)
+    if as_json:
+        _emit_json([m.model_dump(mode="json") for m in memories])
+        return
+    table = Table(title=f"{len(memories)} memorie(s)")
+    for column in ("id", "updated", "scopes", "category", "text"):
+        table.add_column(column, overflow="fold")
+    for m in memories:
+        table.add_row(m.id, m.updated.strftime("%Y-%m-%d %H:%M"), ", ".join(m.scopes), m.category, _short(m.content))
+    out.print(table)
+
+
+@app.command(epilog="Example: kenning update 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --text 'The auth service now listens on 9443'")
+@handle_errors
+def update(
+    ctx: typer.Context,
+    id: str = typer.Argument(..., help="The memory id."),
+    text: Optional[str] = typer.Option(None, help="New text (clears its verification)."),
+    scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Replace the scopes (repeatable)."),
+    confidence: Optional[str] = typer.Option(None, help="low | medium | high."),
+    category: Optional[str] = typer.Option(None, help="fact | user-inference | ambient."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Change a memory's text, scopes, confidence or category."""
+    memory = _store(ctx).update(id, text=text, scopes=scope or None, confidence=confidence, category=category)
+    if as_json:
+        _emit_json(memory.model_dump(mode="json"))
+    else:
+        out.print(f"updated {memory.id}", highlight=False)
+
+
+@app.command(epilog="Example: kenning remove 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --reason 'the service moved to 9443'")
+@handle_errors
+def remove(
+    ctx: typer.Context,
+    id: str = typer.Argument(..., help="The memory id."),
+    reason: str = typer.Option(..., help="Why it is removed (kept with the tombstone)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Move a memory to the tombstones (never a hard delete; `restore` brings it back)."""
+    tomb = _store(ctx).remove(id, reason)
+    if as_json:
+        _emit_json(tomb.model_dump(mode="json"))
+    else:
+        out.print(f"removed {tomb.memory.id}", highlight=False)
+
+
+@app.command(epilog="Example: kenning restore 01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
+@handle_errors
+def restore(
+    ctx: typer.Context,
+    id: str = typer.Argument(..., help="The id of a removed memory."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Bring a removed memory back."""
+    memory = _store(ctx).restore(id)
+    if as_json:
+        _emit_json(memory.model_dump(mode="json"))
+    else:
+        out.print(f"restored {memory.id}", highlight=False)
+
+
+@app.command(epilog="Example: kenning tombstones --scope projects:kenning --json")
+@handle_errors
+def tombstones(
+    ctx: typer.Context,
+    scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Only these scopes (repeatable)."),
+    limit: int = typer.Option(50, help="At most this many, most recently removed first."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List removed memories with why and when."""
+    tombs = _store(ctx).tombstones(scopes=scope, limit=limit)
+    if as_json:
+        _emit_json([t.model_dump(mode="json") for t in tombs])
+        return
+    table = Table(title=f"{len(tombs)} tombstone(s)")
+    for column in ("id", "removed", "reason", "text"):
+        table.add_column(column, overflow="fold")
+    for t in tombs:
+        table.add_row(t.memory.id, t.removed_at.strftime("%Y-%m-%d %H:%M"), t.reason, _short(t.memory.content, 60))
+    out.print(table)
+
+
+@app.command("import", epilog="Example: kenning import notes.jsonl --scope imported:notes")
+@handle_errors
+def import_(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="JSON Lines: one {\"content\" or \"text\", \"scopes\"?, \"id\"?} object a line."),
+    scope: list[str] = typer.Option(["imported"], "--scope", "-s", help="Scopes for lines that carry none."),
+    batch_size: int = typer.Option(2000, help="Memories per transaction."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Import memories in bulk. Every line is checked first: one bad line and nothing is written."""
+    from rich.progress import Progress
+
+    if not file.is_file():
+        raise InvalidInput(f"{file} is not a file")
+    records, labels = [], []
+    with file.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{file}:{number}: not valid JSON ({exc.msg}); nothing was imported") from None
+            labels.append(f"{file}:{number}")
+    store = _store(ctx)
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("importing", total=len(records))
+        try:
+            ids = store.import_records(records, batch_size=batch_size, default_scopes=scope, labels=labels,
+                                       progress=lambda n: progress.update(task, completed=n))
+        except InvalidInput as exc:
+            raise InvalidInput(f"{exc}; nothing was imported") from None
+    if as_json:
+        _emit_json({"imported": len(ids), "ids": ids})
+    else:
+        out.print(f"imported {len(ids)} memories", highlight=False)
+
+
+_mount_subcommands()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
