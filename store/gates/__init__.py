@@ -1,1 +1,43 @@
 """Write gates: each module checks one way a write can be wrong and says why it refuses."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class GateRefusal(BaseModel):
+    """Why a gate refused a write, phrased so the caller (often a model) can fix it and retry.
+
+    ``matched`` never holds a secret: the credentials gate masks what it found.
+    ``override`` names the write argument that accepts the risk, or is None when nothing may.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    gate: str
+    status: str
+    reason: str
+    hint: str
+    matched: list[str] = []
+    override: str | None = None
+
+
+# The gate modules build GateRefusal themselves, so they are imported after it exists.
+from kenning.store.gates import credentials, durability, user_claims  # noqa: E402
+
+
+def run_content_gates(
+    content: str,
+    category: str,
+    acknowledge_transient: bool = False,
+    acknowledge_user_claim: bool = False,
+) -> GateRefusal | None:
+    """The body gates in write order (credentials -> durability -> user claims): first refusal, or None.
+
+    Credentials come first and have no override: a secret must never reach the store.
+    """
+    return (
+        credentials.check(content)
+        or durability.check(content, acknowledge_transient=acknowledge_transient)
+        or user_claims.check(content, category, acknowledge_user_claim=acknowledge_user_claim)
+    )

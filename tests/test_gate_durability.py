@@ -1,0 +1,80 @@
+"""Durability gate: run-state wording is refused with a hint to write an episode; durable wording
+that merely resembles it passes; acknowledge_transient overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from kenning.store.gates import durability, run_content_gates
+
+
+@pytest.mark.parametrize(
+    ("text", "marker"),
+    [
+        ("The deploy is currently blocked on the cert renewal.", "currently"),
+        ("Right now the staging DB is read-only.", "right now"),
+        ("At the moment the nightly job fails on macOS.", "at the moment"),
+        ("Pin numpy<2 for now.", "for now"),
+        ("Migration to Postgres 16 is in progress.", "in progress"),
+        ("Auth rewrite: work in progress, do not merge.", "in progress"),
+        ("WIP: the exporter skips archived rows.", "WIP"),
+        ("As of 2026-03-14 the API returns 429 above 10 rps.", "as of <date>"),
+        ("As of March 2026 builds run on arm64.", "as of <date>"),
+        ("as of 14 March, the flag is on", "as of <date>"),
+        ("As of today the cache is disabled.", "as of <date>"),
+        ("On this branch the tests use SQLite.", "this branch"),
+        ("This PR renames the config key.", "this PR"),
+        ("Today I'm refactoring the search engine.", "today I'm"),
+        ("We're fixing the flaky test today.", "I'm … today"),
+    ],
+)
+def test_transient_wording_is_refused(text, marker):
+    refusal = durability.check(text)
+    assert refusal is not None
+    assert refusal.gate == "durability" and refusal.status == "transient_warning"
+    assert refusal.override == "acknowledge_transient"
+    assert "episode" in refusal.hint
+    assert any(m.startswith(marker) for m in refusal.matched), refusal.matched
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The current version policy is to support the last three Python releases.",
+        "Use `git branch --show-current` to print the branch name.",
+        "Requests run concurrently on a thread pool of 8.",
+        "As of Python 3.12, distutils is gone from the standard library.",
+        "As of version 2 the API paginates with cursors.",
+        "Hooks fire at the moment of commit, before the message editor opens.",
+        "The job model has an in_progress state between queued and done.",
+        "A progress bar is shown for downloads larger than 10 MB.",
+        "Branch protection requires two reviews on main.",
+        "Release branches are cut from main every sixth Tuesday.",
+        "The wipe command deletes the cache directory.",
+        "Today's date is formatted with ISO-8601 in logs.",
+    ],
+)
+def test_durable_look_alikes_pass(text):
+    assert durability.find_transient_markers(text) == [], text
+    assert durability.check(text) is None
+
+
+def test_acknowledge_transient_overrides():
+    text = "The deploy is currently blocked on the cert renewal."
+    assert durability.check(text, acknowledge_transient=True) is None
+    assert run_content_gates(text, "fact", acknowledge_transient=True) is None
+
+
+def test_markers_are_reported_in_text_order():
+    assert durability.find_transient_markers("WIP. Right now it is currently broken, as of May 2026.") == [
+        "WIP",
+        "right now",
+        "currently",
+        "as of <date>: 'as of May 2026'",
+    ]
+
+
+def test_durability_runs_before_user_claims():
+    text = "The user prefers tabs, currently."
+    assert run_content_gates(text, "fact").gate == "durability"
+    assert run_content_gates(text, "fact", acknowledge_transient=True).gate == "user_claims"
