@@ -1,0 +1,96 @@
+"""Duplicates gate: the same fact written twice splits its trust signals, and a removed fact
+written again loses the lesson of its removal.
+
+Overlap is the **Jaccard index** of the two bodies' token sets, ``|A ∩ B| / |A ∪ B|``, over
+``kenning.retrieval.text.tokenize`` with stopwords left out (unless a body is nothing but
+stopwords), so "the", "is" and "of" do not make unrelated sentences look alike. Jaccard rather
+than the overlap coefficient (``|A ∩ B| / min(|A|, |B|)``) because the latter scores a short body
+contained in a long one as 1.0: "use pytest" would be a "duplicate" of every memory mentioning
+pytest, and a longer rewrite that adds detail would be refused. Jaccard is symmetric and falls as
+the new text adds or drops material, which is what "the same fact" means.
+
+- overlap >= ``DUPLICATE_THRESHOLD`` (0.75) with a live memory: ``duplicate`` of it, nothing written;
+- overlap >= ``DUPLICATE_THRESHOLD`` with a tombstone: ``previously_removed`` with its removal reason;
+- overlap >= ``RELATED_THRESHOLD`` (0.40) with live memories: the write proceeds, ``related`` lists them.
+
+A live duplicate wins over a tombstone: the fact is in the store already, whatever was removed.
+The caller supplies the candidates (the store's BM25 top ~20), so this module does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kenning.retrieval.text import STOPWORDS, tokenize
+
+DUPLICATE_THRESHOLD = 0.75
+RELATED_THRESHOLD = 0.40
+
+
+class Match(BaseModel):
+    """An existing memory (or tombstone) and how much of its token set the new text shares."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    overlap: float
+    reason: str | None = None  # the removal reason, for a tombstone
+
+
+class DuplicateCheck(BaseModel):
+    """The verdict on a new body: ``status`` is None when the write may proceed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["duplicate", "previously_removed"] | None = None
+    match: Match | None = None  # the live duplicate or the removed memory, when status is set
+    related: list[Match] = []  # live memories at or above RELATED_THRESHOLD, best first
+
+    @property
+    def related_ids(self) -> list[str]:
+        return [m.id for m in self.related]
+
+
+def token_set(text: str) -> frozenset[str]:
+    """The distinct content tokens of text (all tokens when it has nothing but stopwords)."""
+    tokens = set(tokenize(text))
+    return frozenset(tokens - STOPWORDS or tokens)
+
+
+def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
+    """Jaccard index of two texts' token sets; 0.0 when both are empty."""
+    sa = a if isinstance(a, frozenset) else token_set(a)
+    sb = b if isinstance(b, frozenset) else token_set(b)
+    union = len(sa | sb)
+    return len(sa & sb) / union if union else 0.0
+
+
+def _best_first(matches: Iterable[Match]) -> list[Match]:
+    return sorted(matches, key=lambda m: (-m.overlap, m.id))
+
+
+def check_duplicate(
+    new_text: str,
+    candidates: Iterable[tuple[str, str]],
+    tombstones: Iterable[tuple[str, str, str]] = (),
+) -> DuplicateCheck:
+    """Compare a new body with live ``(id, text)`` candidates and ``(id, text, reason)`` tombstones."""
+    new = token_set(new_text)
+    live = _best_first(
+        Match(id=id_, overlap=score)
+        for id_, text in candidates
+        if (score := overlap(new, token_set(text))) >= RELATED_THRESHOLD
+    )
+    if live and live[0].overlap >= DUPLICATE_THRESHOLD:
+        return DuplicateCheck(status="duplicate", match=live[0], related=live[1:])
+    removed = _best_first(
+        Match(id=id_, overlap=score, reason=reason)
+        for id_, text, reason in tombstones
+        if (score := overlap(new, token_set(text))) >= DUPLICATE_THRESHOLD
+    )
+    if removed:
+        return DuplicateCheck(status="previously_removed", match=removed[0], related=live)
+    return DuplicateCheck(related=live)

@@ -1,0 +1,88 @@
+"""Duplicates gate: Jaccard overlap of content-token sets decides duplicate / related /
+previously_removed; the numbers below are worked out by hand from the token sets."""
+
+from __future__ import annotations
+
+import pytest
+
+from kenning.store.gates.duplicates import (
+    DUPLICATE_THRESHOLD,
+    RELATED_THRESHOLD,
+    check_duplicate,
+    overlap,
+    token_set,
+)
+
+PORT_8443 = "The auth service listens on port 8443."
+
+
+def test_token_set_drops_stopwords_and_folds_plurals():
+    assert token_set("The services listen on ports") == {"service", "listen", "port"}
+    assert token_set("it is what it is") == {"it", "is", "what"}  # nothing but stopwords: keep them
+
+
+def test_overlap_is_jaccard():
+    # {auth, service, listen, port, 8443} vs {auth, service, listen, port, 9443}: 4 shared of 6
+    assert overlap(PORT_8443, "The auth service listens on port 9443") == pytest.approx(4 / 6)
+    assert overlap("", "") == 0.0
+    assert overlap("alpha beta", "gamma delta") == 0.0
+
+
+def test_jaccard_does_not_call_a_short_subset_a_duplicate():
+    # the overlap coefficient would score this 1.0; Jaccard says 2 of 7
+    long = "Use pytest with the -x flag and xdist for the slow suite"
+    assert overlap("use pytest", long) == pytest.approx(2 / 7)
+    assert check_duplicate("use pytest", [("m1", long)]).status is None
+
+
+def test_same_fact_reworded_slightly_is_a_duplicate():
+    result = check_duplicate("the auth service listens on port 8443", [("m1", PORT_8443), ("m2", "unrelated words")])
+    assert result.status == "duplicate"
+    assert result.match.id == "m1" and result.match.overlap == 1.0
+    assert result.related == []
+
+
+def test_duplicate_threshold_is_inclusive():
+    # 3 shared of 4 distinct tokens: exactly 0.75
+    result = check_duplicate("alpha beta gamma", [("m1", "alpha beta gamma delta")])
+    assert result.match.overlap == DUPLICATE_THRESHOLD and result.status == "duplicate"
+
+
+def test_related_memories_are_listed_best_first_and_the_write_proceeds():
+    candidates = [
+        ("m_far", "completely different topic about gardening"),
+        ("m_40", "alpha beta zeta eta"),  # 2 shared of 5 distinct -> 0.40
+        ("m_60", "alpha beta gamma zeta eta"),  # 3 shared of 5 distinct -> 0.60
+    ]
+    result = check_duplicate("alpha beta gamma", candidates)
+    assert result.status is None and result.match is None
+    assert result.related_ids == ["m_60", "m_40"]
+    assert result.related[1].overlap == pytest.approx(RELATED_THRESHOLD)
+
+
+def test_ties_are_broken_by_id():
+    result = check_duplicate("alpha beta gamma", [("b", "alpha beta gamma zeta eta"), ("a", "alpha beta gamma theta iota")])
+    assert result.related_ids == ["a", "b"]
+
+
+def test_near_match_with_a_tombstone_is_previously_removed_with_its_reason():
+    tombstones = [("t1", "The auth service listens on port 8443", "port moved to 9443 in the 2.0 rewrite")]
+    result = check_duplicate(PORT_8443, [("m2", "The auth service listens on port 9443")], tombstones)
+    assert result.status == "previously_removed"
+    assert result.match.id == "t1" and result.match.reason == "port moved to 9443 in the 2.0 rewrite"
+    assert result.related_ids == ["m2"]
+
+
+def test_a_loosely_related_tombstone_does_not_block():
+    tombstones = [("t1", "auth service port 9443 configuration notes", "obsolete")]
+    assert check_duplicate(PORT_8443, [], tombstones).status is None
+
+
+def test_a_live_duplicate_wins_over_a_tombstone():
+    result = check_duplicate(PORT_8443, [("m1", PORT_8443)], [("t1", PORT_8443, "removed once")])
+    assert result.status == "duplicate" and result.match.id == "m1"
+
+
+def test_no_candidates_means_a_clean_write():
+    result = check_duplicate(PORT_8443, [])
+    assert result.status is None and result.related == []
