@@ -157,6 +157,12 @@ class Store:
         }
         if not changes:
             raise InvalidInput("nothing to update; give new text, scopes, confidence, category, links or metadata")
+        if text is not None:
+            changes["content"] = check_content(text)
+        if scopes is not None:
+            changes["scopes"] = check_scopes(scopes)
+        if metadata is not None:
+            changes["metadata"] = check_metadata(metadata)
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
             fields = memory.model_dump()

@@ -1,0 +1,88 @@
+"""Every bad input is refused with a clear error and leaves the store exactly as it was."""
+
+import pytest
+
+from kenning.errors import InvalidInput, NotFound
+
+
+def _snapshot(store):
+    return store.db.read(lambda c: (
+        c.execute("SELECT COUNT(*) FROM memories").fetchone()[0],
+        c.execute("SELECT COUNT(*) FROM lex_docs").fetchone()[0],
+        c.execute("SELECT COUNT(*) FROM memory_scopes").fetchone()[0],
+    ))
+
+
+BAD_WRITES = [
+    ({"content": "", "scopes": ["x"]}, "empty"),
+    ({"content": "   \n\t", "scopes": ["x"]}, "empty"),
+    ({"content": "x" * (1024 * 1024 + 1), "scopes": ["x"]}, "limit"),
+    ({"content": "ok", "scopes": []}, "scope"),
+    ({"content": "ok", "scopes": [f"s{i}" for i in range(65)]}, "64"),
+    ({"content": "ok", "scopes": ["bad\nscope"]}, "control"),
+    ({"content": "ok", "scopes": ["x"], "metadata": {"k": "v\x00"}}, "control"),
+    ({"content": "ok", "scopes": ["x"], "category": "rumour"}, "category"),
+    ({"content": "ok", "scopes": ["x"], "links": [{"kind": "supersedes", "target": "nope"}]}, "nope"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", BAD_WRITES)
+def test_bad_writes_are_refused_and_nothing_is_written(store, kwargs, message):
+    store.write("existing memory", scopes=["x"])
+    before = _snapshot(store)
+    with pytest.raises((InvalidInput, NotFound), match=message):
+        store.write(**kwargs)
+    assert _snapshot(store) == before
+
+
+def test_exactly_one_mebibyte_is_allowed(store):
+    assert store.write("x" * (1024 * 1024), scopes=["x"]).status == "committed"
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_empty_query(store, query):
+    with pytest.raises(InvalidInput, match="empty"):
+        store.search(query)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 51, 1000])
+def test_limit_out_of_range(store, limit):
+    with pytest.raises(InvalidInput, match="between 1 and 50"):
+        store.search("x", limit=limit)
+
+
+def test_unknown_mode(store):
+    with pytest.raises(InvalidInput, match="mode"):
+        store.search("x", mode="fuzzy")
+
+
+def test_unknown_ids(store):
+    for call in (lambda: store.get("nope"), lambda: store.update("nope", text="t"),
+                 lambda: store.remove("nope", reason="r"), lambda: store.restore("nope")):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_remove_needs_a_reason(store):
+    mid = store.write("keep me", scopes=["x"]).id
+    with pytest.raises(InvalidInput, match="reason"):
+        store.remove(mid, reason=" ")
+    assert store.get(mid).content == "keep me"
+
+
+def test_bad_update_leaves_memory_unchanged(store):
+    mid = store.write("original text", scopes=["x"]).id
+    before = store.get(mid)
+    with pytest.raises(InvalidInput):
+        store.update(mid, text=" ")
+    with pytest.raises(InvalidInput):
+        store.update(mid, scopes=["ok", "bad\x07"])
+    assert store.get(mid) == before
+    assert [h.id for h in store.search("original").hits] == [mid]
+
+
+def test_malformed_import_record_writes_nothing(store):
+    before = _snapshot(store)
+    with pytest.raises(InvalidInput, match="record 3"):
+        store.import_records([{"text": "a"}, {"text": "b"}, {"nope": 1}])
+    assert _snapshot(store) == before

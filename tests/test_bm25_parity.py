@@ -1,0 +1,48 @@
+"""Our BM25 leg against rank_bm25 on the same token stream and the same formula.
+
+rank_bm25's BM25Okapi computes the textbook Okapi term-frequency/length part; we swap only its
+IDF for the Lucene form our leg uses (see retrieval/bm25.py for why), so every other factor is
+rank_bm25's own code.
+"""
+
+import math
+
+import pytest
+
+rank_bm25 = pytest.importorskip("rank_bm25")
+
+from kenning.retrieval import bm25
+from kenning.retrieval.text import query_terms, tokenize
+
+CORPUS = [
+    "The auth service listens on port 8443 behind the gateway",
+    "Deploys go through the staging cluster before production",
+    "Alice prefers tabs over spaces and reviews every pull request",
+    "The gateway terminates TLS and forwards to the auth service",
+    "Postgres runs version 15 on the database host with nightly backups",
+    "Backups of the database are kept for thirty days in cold storage",
+    "The staging cluster has three nodes and mirrors the production gateway",
+    "Bob owns the billing service and its Stripe integration",
+    "Python 3.12.1 is pinned for the data pipelines and node.js 20 for the web app",
+    "Queries against the search index time out when the cluster is under load",
+]
+QUERIES = ["auth service port", "staging cluster gateway", "database backups", "python pipelines", "billing"]
+
+
+class LuceneIdfBM25(rank_bm25.BM25Okapi):
+    def _calc_idf(self, nd):
+        self.idf = {w: math.log1p((self.corpus_size - f + 0.5) / (f + 0.5)) for w, f in nd.items()}
+
+
+@pytest.mark.parametrize("k1,b", [(1.2, 0.75), (0.9, 0.4), (1.5, 1.0)])
+def test_scores_equal_rank_bm25(store, k1, b):
+    for text in CORPUS:
+        store.write(text, scopes=["parity"])
+    lex = store.lexicon.refresh()
+    reference = LuceneIdfBM25([tokenize(t) for t in CORPUS], k1=k1, b=b)
+    for query in QUERIES:
+        terms = query_terms(query)
+        expected = reference.get_scores(terms)
+        ours = dict(bm25.search(lex, terms, k=len(CORPUS), k1=k1, b=b))
+        for doc, score in enumerate(expected, start=1):
+            assert ours.get(doc, 0.0) == pytest.approx(score, rel=1e-9, abs=1e-12)

@@ -1,0 +1,98 @@
+"""The CLI through typer's runner, and once as a real subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from kenning.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli(tmp_path):
+    store_dir = str(tmp_path / "store")
+
+    def invoke(*args):
+        return runner.invoke(app, ["--store", store_dir, *args])
+
+    return invoke
+
+
+def _json(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_write_search_show_update_remove_restore(cli):
+    written = _json(cli("write", "The auth service listens on port 8443", "--scope", "projects:auth", "--json"))
+    mid = written["id"]
+    assert written["status"] == "committed"
+    found = _json(cli("search", "auth port", "--json"))
+    assert found["hits"][0]["id"] == mid and found["hits"][0]["relevance"] == "high"
+    assert found["mode"] == "hybrid" and found["legs_run"][:2] == ["keyword", "bm25"]
+    assert _json(cli("show", mid, "--json"))["content"].startswith("The auth service")
+    assert _json(cli("update", mid, "--text", "The auth service listens on port 9443", "--json"))["content"].endswith("9443")
+    assert [m["id"] for m in _json(cli("list", "--scope", "projects:auth", "--json"))] == [mid]
+    assert _json(cli("remove", mid, "--reason", "moved", "--json"))["reason"] == "moved"
+    assert _json(cli("search", "auth port", "--json"))["hits"] == []
+    assert [t["memory"]["id"] for t in _json(cli("tombstones", "--json"))] == [mid]
+    assert _json(cli("restore", mid, "--json"))["id"] == mid
+
+
+def test_tables_without_json(cli):
+    cli("write", "Alice prefers tabs over spaces", "--scope", "people:alice")
+    result = cli("search", "tabs")
+    assert result.exit_code == 0 and "Alice" in result.stdout and "1 hit(s)" in result.stdout
+    assert "tabs" in cli("list").stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["write", "   ", "--scope", "x"], "empty"),
+    (["write", "text", "--scope", "a\x01b"], "control"),
+    (["search", ""], "empty"),
+    (["search", "x", "--limit", "0"], "between 1 and 50"),
+    (["search", "x", "--mode", "fuzzy"], "mode"),
+    (["show", "01NOPE"], "no memory"),
+    (["remove", "01NOPE", "--reason", "r"], "no memory"),
+])
+def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_import_all_or_nothing(cli, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"text": "alpha memory"}\n\n{"content": "beta memory", "scopes": ["s"], "id": "b1"}\n')
+    assert _json(cli("import", str(good), "--json"))["imported"] == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "gamma memory"}\n{"text": "delta"\n')
+    result = cli("import", str(bad))
+    assert result.exit_code == 2 and "bad.jsonl:2" in result.stderr and "nothing was imported" in result.stderr
+    bad.write_text('{"text": "gamma memory"}\n{"text": ""}\n')
+    assert "bad.jsonl:2" in cli("import", str(bad)).stderr
+    assert len(_json(cli("list", "--json"))) == 2
+
+
+def test_every_command_has_an_example_in_its_help(cli):
+    for command in ("write", "search", "show", "list", "update", "remove", "restore", "tombstones", "import"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example: kenning" in result.stdout, command
+
+
+def test_real_subprocess(tmp_path):
+    env = {**os.environ, "KENNING_HOME": str(tmp_path / "home")}
+    cmd = [sys.executable, "-m", "kenning.cli"]
+    subprocess.run([*cmd, "write", "subprocess memory about kites", "--scope", "x"], env=env, check=True,
+                   capture_output=True)
+    done = subprocess.run([*cmd, "search", "kites", "--mode", "bm25", "--json"], env=env, check=True,
+                          capture_output=True, text=True)
+    assert json.loads(done.stdout)["hits"][0]["snippet"] == "subprocess memory about kites"
+    failed = subprocess.run([*cmd, "search", " "], env=env, capture_output=True, text=True)
+    assert failed.returncode == 2 and failed.stderr.startswith("error:")

@@ -1,0 +1,27 @@
+from kenning.retrieval.fusion import rrf
+
+
+def test_rrf_values_by_hand():
+    fused = rrf({"bm25": [(10, 7.0), (20, 5.0)], "vector": [(20, 0.9), (30, 0.8), (10, 0.7)]}, k=60)
+    scores = {f.key: f.score for f in fused}
+    assert scores[10] == 1 / (60 + 1) + 1 / (60 + 3)
+    assert scores[20] == 1 / (60 + 2) + 1 / (60 + 1)
+    assert scores[30] == 1 / (60 + 2)
+    assert [f.key for f in fused] == [20, 10, 30]
+    assert fused[1].legs == {"bm25": (1, 7.0), "vector": (3, 0.7)}
+
+
+def test_weights_scale_each_leg():
+    fused = rrf({"a": [(1, 1.0)], "b": [(2, 1.0)]}, k=60, weights={"a": 0.5, "b": 2.0})
+    assert [f.key for f in fused] == [2, 1]
+    assert fused[0].score == 2.0 / 61 and fused[1].score == 0.5 / 61
+
+
+def test_ties_break_by_best_rank_then_key():
+    fused = rrf({"a": [(5, 1.0), (3, 0.5)], "b": [(3, 1.0), (5, 0.5)]}, k=60)
+    assert fused[0].score == fused[1].score
+    assert [f.key for f in fused] == [3, 5]
+
+
+def test_empty_rankings():
+    assert rrf({}) == [] and rrf({"a": []}) == []

@@ -1,0 +1,139 @@
+"""Store round trips on a real SQLite file: write, get, list, update, remove, restore, reopen."""
+
+import sqlite3
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput, NotFound
+from kenning.store.db import SCHEMA_VERSION
+
+
+def test_write_get_round_trip(store):
+    result = store.write("The auth service listens on port 8443", scopes=["projects:auth", "infra"],
+                         confidence="high", source="inferred", metadata={"ticket": "OPS-1"})
+    assert result.status == "committed" and len(result.id) == 26
+    memory = store.get(result.id)
+    assert memory.content == "The auth service listens on port 8443"
+    assert memory.scopes == ["projects:auth", "infra"]
+    assert (memory.category, memory.confidence, memory.source) == ("fact", "high", "inferred")
+    assert memory.metadata == {"ticket": "OPS-1"} and memory.created == memory.updated
+
+
+def test_list_filters_and_orders_newest_first(store):
+    a = store.write("alpha note", scopes=["s1"]).id
+    b = store.write("beta note", scopes=["s2"], category="ambient").id
+    c = store.write("gamma note", scopes=["s1", "s2"]).id
+    assert [m.id for m in store.list()] == [c, b, a]
+    assert [m.id for m in store.list(scopes=["s1"])] == [c, a]
+    assert [m.id for m in store.list(category="ambient")] == [b]
+    assert [m.id for m in store.list(limit=1)] == [c]
+
+
+def test_update_changes_fields_and_reindexes(store):
+    mid = store.write("the cache lives in redis", scopes=["infra"]).id
+    before = store.get(mid)
+    after = store.update(mid, text="the cache lives in memcached", scopes=["infra", "cache"], confidence="low")
+    assert after.updated >= before.updated and after.created == before.created
+    assert store.get(mid).scopes == ["infra", "cache"]
+    assert store.search("redis", mode="bm25").hits == []
+    assert [h.id for h in store.search("memcached", mode="bm25").hits] == [mid]
+    assert [h.id for h in store.search("memcached", scopes=["cache"]).hits] == [mid]
+    with pytest.raises(InvalidInput):
+        store.update(mid)
+
+
+def test_remove_is_a_tombstone_and_restore_brings_it_back(store):
+    mid = store.write("the old deploy script is deploy.sh", scopes=["ops"]).id
+    tomb = store.remove(mid, reason="replaced by the pipeline")
+    assert tomb.reason == "replaced by the pipeline"
+    assert store.search("deploy script").hits == []
+    with pytest.raises(NotFound, match="restore"):
+        store.get(mid)
+    assert [t.memory.id for t in store.tombstones()] == [mid]
+    assert store.restore(mid).id == mid
+    assert [h.id for h in store.search("deploy script").hits] == [mid]
+    assert store.tombstones() == []
+    with pytest.raises(InvalidInput):
+        store.restore(mid)
+
+
+def test_reopen_keeps_everything_and_does_not_reindex(tmp_path):
+    path = tmp_path / "s"
+    with kenning.open_store(path) as s:
+        keep = s.write("persistent lexical index survives restarts", scopes=["x"]).id
+        gone = s.write("this one is removed later", scopes=["x"]).id
+        s.remove(gone, reason="test")
+    with kenning.open_store(path) as s:
+        assert [h.id for h in s.search("lexical index").hits] == [keep]
+        assert s.search("removed later", mode="bm25").hits == []
+        assert [t.memory.id for t in s.tombstones()] == [gone]
+    con = sqlite3.connect(path / "kenning.sqlite3")
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_tokenizer_change_rebuilds_the_index(tmp_path):
+    path = tmp_path / "s"
+    with kenning.open_store(path) as s:
+        mid = s.write("rebuild me from the records", scopes=["x"]).id
+        with s.db.transaction() as c:
+            c.execute("UPDATE meta SET value = 'old' WHERE key = 'tokenizer'")
+            c.execute("DELETE FROM lex_delta")
+    with kenning.open_store(path) as s:
+        assert [h.id for h in s.search("rebuild records").hits] == [mid]
+
+
+def test_compaction_keeps_results_identical(store, monkeypatch):
+    from kenning.store import lexicon
+
+    ids = [store.write(f"memory number {i} about topic{i % 7}", scopes=["x"]).id for i in range(60)]
+    before = [(h.id, h.score) for h in store.search("topic3 memory", mode="bm25", limit=50).hits]
+    with store.db.transaction() as c:
+        store.lexicon.compact(c)
+    assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0]) == 0
+    assert [(h.id, h.score) for h in store.search("topic3 memory", mode="bm25", limit=50).hits] == before
+    monkeypatch.setattr(lexicon, "COMPACT_AFTER_DELTA_ROWS", 10)
+    more = store.write("memory number 60 about topic3", scopes=["x"]).id
+    assert more in [h.id for h in store.search("topic3", mode="bm25", limit=50).hits]
+    assert len(ids) == 60
+
+
+def test_filters_apply_before_ranking(store):
+    for i in range(30):
+        store.write(f"common words everywhere {i}", scopes=["noise"])
+    wanted = [store.write(f"common words {i}", scopes=["wanted"]).id for i in range(3)]
+    result = store.search("common words", scopes=["wanted"], limit=5)
+    assert sorted(h.id for h in result.hits) == sorted(wanted)
+    amb = store.write("common words ambient", scopes=["noise"], category="ambient").id
+    assert [h.id for h in store.search("common words", category="ambient").hits] == [amb]
+
+
+def test_import_records_keeps_ids_and_is_all_or_nothing(store):
+    ids = store.import_records([{"id": "a1", "text": "first imported"}, {"content": "second", "scopes": ["s"]}])
+    assert ids[0] == "a1" and store.get("a1").scopes == ["imported"]
+    with pytest.raises(InvalidInput, match="record 2"):
+        store.import_records([{"text": "fine"}, {"text": "  "}])
+    with pytest.raises(InvalidInput, match="already"):
+        store.import_records([{"id": "a1", "text": "dup"}])
+    with pytest.raises(InvalidInput, match="twice"):
+        store.import_records([{"id": "z", "text": "x"}, {"id": "z", "text": "y"}])
+    assert store.count() == 2
+
+
+def test_search_result_shape(store):
+    mid = store.write("The auth service listens on port 8443", scopes=["projects:kenning"]).id
+    result = store.search("auth service port").to_dict()
+    assert set(result) >= {"query", "mode", "legs_run", "degraded", "hits"}
+    hit = result["hits"][0]
+    assert hit["id"] == mid and hit["matched_leg"] == "lexical" and hit["relevance"] == "high"
+    assert hit["match_terms"] == ["auth", "service", "port"]
+    assert set(hit["legs"]) == {"keyword", "bm25"} and hit["legs"]["bm25"]["rank"] == 1
+    for key in ("score", "snippet", "scopes", "category", "created", "updated", "staleness_verdict"):
+        assert key in hit
+
+
+def test_relevance_reflects_literal_coverage(store):
+    store.write("redis cache eviction policy", scopes=["x"])
+    hit = store.search("redis kafka zookeeper etcd consul", mode="bm25").hits[0]
+    assert hit.relevance == "low" and hit.match_terms == ["redis"]

@@ -1,0 +1,56 @@
+from kenning.retrieval import text
+
+
+def test_plural_folding_and_its_exceptions():
+    assert text.tokenize("queries indexes matches caches boxes studies") == [
+        "query", "index", "match", "cache", "box", "study"]
+    assert text.tokenize("alias news class status analysis bus") == [
+        "alias", "news", "class", "status", "analysis", "bus"]
+    assert text.tokenize("movies series") == ["movies", "series"]
+
+
+def test_technical_tokens_stay_whole():
+    assert text.tokenize("Python 3.12.1 with C++ and node.js, C# too.") == [
+        "python", "3.12.1", "with", "c++", "and", "node.js", "c#", "too"]
+    assert text.tokenize("snake_case_name end.") == ["snake_case_name", "end"]
+
+
+def test_nfkc_and_casefold():
+    assert text.tokenize("Ｆｕｌｌ ﬁle STRASSE Straße") == ["full", "file", "strasse", "strasse"]
+
+
+def test_cjk_runs_become_overlapping_bigrams():
+    assert text.tokenize("東京都に行く") == ["東京", "京都", "都に", "に行", "行く"]
+    assert text.tokenize("猫") == ["猫"]
+    assert text.tokenize("API 東京") == ["api", "東京"]
+
+
+def test_query_stopwords_dropped_unless_nothing_is_left():
+    assert text.query_tokens("what is the port of the auth service") == ["port", "auth", "service"]
+    assert text.query_tokens("the and of") == ["the", "and", "of"]
+    assert text.tokenize("the port") == ["the", "port"]  # documents keep stopwords
+
+
+def test_relevance_labels_follow_the_share_of_terms():
+    assert text.relevance_label(3, 4) == "high"
+    assert text.relevance_label(2, 5) == "medium"
+    assert text.relevance_label(1, 3) == "low"
+    assert text.relevance_label(0, 0) == "low"
+
+
+def test_phrase_matching_ignores_case_and_spacing():
+    assert text.contains_phrase("The  Auth\nService listens", "auth service")
+    assert not text.contains_phrase("service auth", "auth service")
+
+
+def test_snippet_is_bounded_and_centred_on_the_densest_cluster():
+    body = "filler " * 80 + "the auth service listens on port 8443 " + "padding " * 80
+    snip = text.snippet(body, ["auth", "port"])
+    assert len(snip) <= 240
+    assert "auth service listens on port 8443" in snip
+    assert snip.startswith("…") and snip.endswith("…")
+    assert text.snippet("short text", ["x"]) == "short text"
+
+
+def test_fingerprint_is_stable():
+    assert text.fingerprint() == text.fingerprint()
