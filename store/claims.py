@@ -1,0 +1,199 @@
+"""Claims: what a memory says about the code, in a form that can be checked against a worktree.
+
+Three shapes, written as text so a model can declare them inline:
+
+- ``path``                  the file or directory exists;
+- ``path::symbol``          the file defines ``symbol`` (a def/class/function/const/…, or a
+                            ``symbol =`` / ``symbol:`` binding; ``Class.method`` needs every part);
+- ``path::NAME=literal``    the file assigns ``literal`` to ``NAME`` (quotes on either side are
+                            ignored, so ``PORT=8443`` holds for ``PORT = "8443"``).
+
+Symbol detection is a language-agnostic regex, not a parser: good enough to notice a rename or
+a deletion, which is what drift checks need. Paths are relative to the worktree and may not
+leave it, neither by ``..`` nor through a symlink.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from kenning.errors import InvalidInput
+
+MAX_READ_BYTES = 4 * 1024 * 1024  # a claim about a larger file is checked on its first 4 MiB
+
+_IDENTIFIER = r"[A-Za-z_$][\w$]*"
+_SYMBOL_RE = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*")
+_NAME_RE = re.compile(r"[A-Za-z_$][\w$.-]*")
+
+ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree"]
+
+
+@dataclass(frozen=True)
+class ParsedClaim:
+    """A claim split into its parts; ``str(claim)`` gives the canonical text back."""
+
+    path: str
+    symbol: str | None = None
+    value: str | None = None  # set for NAME=literal claims; symbol holds NAME
+
+    @property
+    def kind(self) -> Literal["path", "symbol", "value"]:
+        return "value" if self.value is not None else "symbol" if self.symbol else "path"
+
+    def __str__(self) -> str:
+        if self.value is not None:
+            return f"{self.path}::{self.symbol}={self.value}"
+        return f"{self.path}::{self.symbol}" if self.symbol else self.path
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """The outcome of checking one claim now; ``detail`` says what was found instead."""
+
+    claim: str
+    status: ClaimStatus
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def normalize_claim_path(path: str) -> str:
+    """A worktree-relative POSIX path: ``./`` dropped; absolute paths and ``..`` refused."""
+    raw = path.strip().replace("\\", "/")
+    if not raw:
+        raise InvalidInput("a claim needs a path, e.g. src/app.py or src/app.py::main")
+    pure = PurePosixPath(raw)
+    if pure.is_absolute() or re.match(r"^[A-Za-z]:", raw):
+        raise InvalidInput(f"claim path {path!r} is absolute; give it relative to the repository root")
+    if ".." in pure.parts:
+        raise InvalidInput(f"claim path {path!r} leaves the worktree ('..' is not allowed)")
+    parts = [p for p in pure.parts if p != "."]
+    if not parts:
+        raise InvalidInput(f"claim path {path!r} names the worktree itself; name a file or directory in it")
+    return "/".join(parts)
+
+
+def parse_claim(text: str) -> ParsedClaim:
+    """Parse ``path``, ``path::symbol`` or ``path::NAME=literal``; InvalidInput says what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("a claim is empty; use path, path::symbol or path::NAME=literal")
+    path, sep, rest = text.strip().partition("::")
+    path = normalize_claim_path(path)
+    if not sep:
+        return ParsedClaim(path)
+    name, eq, value = rest.partition("=")
+    name = name.strip()
+    if eq:
+        if not _NAME_RE.fullmatch(name):
+            raise InvalidInput(f"claim {text!r}: {name!r} is not a name; use path::NAME=literal")
+        if not value.strip():
+            raise InvalidInput(f"claim {text!r} has no literal after '='")
+        return ParsedClaim(path, name, value.strip())
+    if not _SYMBOL_RE.fullmatch(name):
+        raise InvalidInput(f"claim {text!r}: {name!r} is not a symbol name; use path::symbol (Class.method allowed)")
+    return ParsedClaim(path, name)
+
+
+def parse_claims(texts: Iterable[str]) -> list[ParsedClaim]:
+    """Parse several claims, dropping exact repeats."""
+    return list(dict.fromkeys(parse_claim(t) for t in texts))
+
+
+_DEFINITION_KEYWORDS = (
+    r"def|class|function|func|fn|struct|enum|interface|trait|type|typedef|module|record|object"
+    r"|const|let|var|val|static|macro|defmacro|defn|defun|sub|proc|alias|namespace|impl|union"
+)
+
+
+def _symbol_patterns(name: str) -> list[re.Pattern[str]]:
+    n = re.escape(name)
+    return [
+        # def name / class Name / export async function name / func (r *T) Name / fn name<T>
+        re.compile(rf"\b(?:{_DEFINITION_KEYWORDS})\s+(?:\([^)]*\)\s*)?\*?\s*{n}(?![\w$])"),
+        # name = … / self.name = … / export const-less assignment; "==" is a comparison
+        re.compile(rf"(?m)^\s*(?:export\s+)?(?:[\w$]+\.)?{n}\s*(?::[^=\n]*)?(?::=|=)(?!=)"),
+        # name: … as a YAML/TOML/JSON key or an annotated declaration
+        re.compile(rf"""(?m)^\s*["']?{n}["']?\s*:(?!:)"""),
+        # [name] TOML table, name() { shell function
+        re.compile(rf"(?m)^\s*(?:\[{n}\]|{n}\s*\(\)\s*\{{)"),
+        # C-family method or function: `public static int name(args) {`, `async name(a, b) {`
+        re.compile(
+            rf"(?m)^\s*(?!(?:if|for|while|switch|catch|return|else|do)\b)(?:[\w$<>\[\],*&:]+\s+)*"
+            rf"{n}\s*(?:<[^>\n]*>)?\s*\([^)\n]*\)\s*(?:(?:->|:)[^{{\n]*|throws\s+[\w.,\s]+|const\s*)?\{{"
+        ),
+    ]
+
+
+def defines_symbol(source: str, symbol: str) -> bool:
+    """True when source defines symbol; a dotted ``Class.method`` needs every part defined."""
+    return all(any(p.search(source) for p in _symbol_patterns(part)) for part in symbol.split("."))
+
+
+def assigned_values(source: str, name: str) -> list[str]:
+    """The right-hand sides assigned to name in source, trailing ``;``/``,`` and comments removed."""
+    n = re.escape(name)
+    pattern = re.compile(
+        rf"""(?m)(?<![\w$-])["']?{n}["']?\s*(?::[^=\n]*?)?\s*(?::=|=(?!=)|:(?!:))\s*(?P<value>[^\n]*)"""
+    )
+    values = []
+    for m in pattern.finditer(source):
+        value = re.sub(r"\s+(?:#|//).*$", "", m.group("value")).strip().rstrip(";,").strip()
+        if value:
+            values.append(value)
+    return values
+
+
+def _unquote(value: str) -> str:
+    v = value.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'`":
+        return v[1:-1]
+    return v
+
+
+def _inside(root: Path, target: Path) -> bool:
+    try:
+        target.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> ClaimResult:
+    """Check one claim against the files in worktree as they are now."""
+    parsed = parse_claim(claim) if isinstance(claim, str) else claim
+    text = str(parsed)
+    root = Path(worktree)
+    target = root / parsed.path
+    if not _inside(root, target):
+        return ClaimResult(text, "outside_worktree", f"{parsed.path} resolves outside the worktree (symlink)")
+    if not target.exists():
+        return ClaimResult(text, "missing_path", f"{parsed.path} does not exist in {root}")
+    if parsed.kind == "path":
+        return ClaimResult(text, "ok", f"{parsed.path} exists")
+    if not target.is_file():
+        return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
+    with target.open("r", encoding="utf-8", errors="replace") as fh:
+        source = fh.read(MAX_READ_BYTES)
+    if parsed.kind == "symbol":
+        if defines_symbol(source, parsed.symbol):
+            return ClaimResult(text, "ok", f"{parsed.symbol} is defined in {parsed.path}")
+        return ClaimResult(text, "missing_symbol", f"no definition of {parsed.symbol} found in {parsed.path}")
+    values = assigned_values(source, parsed.symbol)
+    if not values:
+        return ClaimResult(text, "missing_symbol", f"{parsed.symbol} is not assigned in {parsed.path}")
+    if any(_unquote(v) == _unquote(parsed.value) for v in values):
+        return ClaimResult(text, "ok", f"{parsed.path} assigns {parsed.value} to {parsed.symbol}")
+    shown = ", ".join(values[:3]) + (" …" if len(values) > 3 else "")
+    return ClaimResult(text, "wrong_value", f"{parsed.path} assigns {parsed.symbol} = {shown}, not {parsed.value}")
+
+
+def check_claims(claims: Iterable[ParsedClaim | str], worktree: str | os.PathLike[str]) -> list[ClaimResult]:
+    """Check each claim; the write or verify path refuses when any result is not ok."""
+    return [check_claim(c, worktree) for c in claims]

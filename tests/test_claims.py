@@ -1,0 +1,144 @@
+"""Claims: parsing the three shapes and checking them against a real directory tree."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kenning.errors import InvalidInput
+from kenning.store.claims import (
+    ParsedClaim,
+    assigned_values,
+    check_claim,
+    check_claims,
+    defines_symbol,
+    parse_claim,
+    parse_claims,
+)
+
+
+@pytest.fixture
+def worktree(tmp_path):
+    root = tmp_path / "wt"
+    (root / "src" / "auth").mkdir(parents=True)
+    (root / "src" / "auth" / "server.py").write_text(
+        "import os\n\n"
+        "PORT: int = 8443\n"
+        'HOST = "auth.internal"  # overridden in tests\n'
+        "TIMEOUT = 30\n\n"
+        "class AuthServer:\n"
+        "    async def serve(self):\n"
+        "        if PORT == 9000:\n"
+        "            pass\n\n"
+        "def main():\n"
+        "    AuthServer()\n"
+    )
+    (root / "web").mkdir()
+    (root / "web" / "api.ts").write_text(
+        "export const API_VERSION = 'v2';\n"
+        "export async function fetchUser(id: string): Promise<User> {\n  return get(id);\n}\n"
+        "class Client {\n  private retry(count: number): void {\n  }\n}\n"
+    )
+    (root / "config.yaml").write_text("database:\n  pool_size: 10\nlog_level: info\n")
+    (root / ".env.example").write_text("REDIS_URL=redis://localhost:6379/0\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("src/app.py", ParsedClaim("src/app.py")),
+        ("./src/app.py", ParsedClaim("src/app.py")),
+        ("src/app.py::main", ParsedClaim("src/app.py", "main")),
+        ("src/app.py::AuthServer.serve", ParsedClaim("src/app.py", "AuthServer.serve")),
+        ("src/app.py::PORT=8443", ParsedClaim("src/app.py", "PORT", "8443")),
+        ("src/app.py:: PORT = 'a=b' ", ParsedClaim("src/app.py", "PORT", "'a=b'")),
+        ("docs/", ParsedClaim("docs")),
+    ],
+)
+def test_parse_the_three_shapes(text, expected):
+    assert parse_claim(text) == expected
+
+
+def test_canonical_text_round_trips():
+    for text in ("src/app.py", "src/app.py::main", "src/app.py::PORT=8443"):
+        assert str(parse_claim(text)) == text
+    assert [c.kind for c in parse_claims(["a.py", "a.py::f", "a.py::X=1", "a.py"])] == ["path", "symbol", "value"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "../secrets.txt", "src/../../etc/passwd", "/etc/passwd", "C:/Windows/x.ini", ".", "a.py::",
+     "a.py::not a symbol", "a.py::PORT=", "a.py::=8443", "::main"],
+)
+def test_malformed_or_escaping_claims_are_invalid_input(text):
+    with pytest.raises(InvalidInput):
+        parse_claim(text)
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "src/auth/server.py",
+        "src/auth",
+        "src/auth/server.py::AuthServer",
+        "src/auth/server.py::AuthServer.serve",
+        "src/auth/server.py::main",
+        "src/auth/server.py::PORT",
+        "src/auth/server.py::PORT=8443",
+        'src/auth/server.py::HOST="auth.internal"',
+        "src/auth/server.py::HOST=auth.internal",  # quotes on either side are ignored
+        "web/api.ts::fetchUser",
+        "web/api.ts::Client.retry",
+        "web/api.ts::API_VERSION=v2",
+        "config.yaml::pool_size=10",
+        "config.yaml::log_level",
+        ".env.example::REDIS_URL=redis://localhost:6379/0",
+    ],
+)
+def test_true_claims_hold(worktree, claim):
+    result = check_claim(claim, worktree)
+    assert result.ok, result
+
+
+@pytest.mark.parametrize(
+    ("claim", "status", "detail"),
+    [
+        ("src/auth/client.py", "missing_path", "does not exist"),
+        ("src/auth/client.py::main", "missing_path", "does not exist"),
+        ("src/auth/server.py::shutdown", "missing_symbol", "no definition of shutdown"),
+        ("src/auth/server.py::AuthServer.stop", "missing_symbol", "AuthServer.stop"),
+        ("src/auth/server.py::os", "missing_symbol", "no definition"),  # imported, not defined
+        ("src/auth::main", "missing_symbol", "not a file"),
+        ("src/auth/server.py::PORT=9000", "wrong_value", "assigns PORT = 8443, not 9000"),
+        ("src/auth/server.py::RETRIES=3", "missing_symbol", "not assigned"),
+        ("web/api.ts::API_VERSION=v3", "wrong_value", "'v2'"),
+    ],
+)
+def test_false_claims_say_what_is_wrong(worktree, claim, status, detail):
+    result = check_claim(claim, worktree)
+    assert (result.ok, result.status) == (False, status)
+    assert detail in result.detail
+
+
+def test_a_symlink_out_of_the_worktree_is_refused(worktree, tmp_path):
+    (tmp_path / "outside.txt").write_text("secret\n")
+    os.symlink(tmp_path / "outside.txt", worktree / "link.txt")
+    assert check_claim("link.txt", worktree).status == "outside_worktree"
+
+
+def test_check_claims_keeps_order(worktree):
+    results = check_claims(["src/auth/server.py::main", "nope.py"], worktree)
+    assert [r.status for r in results] == ["ok", "missing_path"]
+    assert results[0].claim == "src/auth/server.py::main"
+
+
+def test_definition_and_assignment_helpers_ignore_comparisons_and_look_alikes():
+    source = "if PORT == 1:\n    pass\nPORT_NUMBER = 2\nprint(main)\n"
+    assert assigned_values(source, "PORT") == []
+    assert not defines_symbol(source, "PORT")
+    assert not defines_symbol(source, "main")
+    assert defines_symbol("func (s *Server) Serve(l net.Listener) error {", "Serve")
+    assert defines_symbol("pub fn parse<T>(x: T) -> T {", "parse")
+    assert not defines_symbol("if ready(x) {", "ready")
