@@ -48,6 +48,50 @@ MIGRATIONS: list[str] = [
     CREATE TABLE lex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
     CREATE INDEX lex_delta_term ON lex_delta(term);
     """,
+    # 2: embeddings (data, not cache), the event log, pending writes and the episodes journal
+    """
+    CREATE TABLE embeddings (
+        rowid INTEGER PRIMARY KEY,        -- the vector index's key: a changed vector gets a new one
+        mem INTEGER NOT NULL,
+        model_id TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        vector BLOB NOT NULL,             -- float32, L2-normalised
+        UNIQUE (mem, model_id)
+    );
+    CREATE INDEX embeddings_model ON embeddings(model_id, content_hash);
+    CREATE TABLE events (
+        rowid INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        session TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        memory_id TEXT,
+        payload TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX events_session ON events(session, at);
+    CREATE INDEX events_memory ON events(memory_id, kind, at);
+    CREATE TABLE pending_writes (
+        id TEXT PRIMARY KEY,
+        session TEXT NOT NULL,
+        created TEXT NOT NULL,
+        expires TEXT NOT NULL,
+        request TEXT NOT NULL             -- the write's arguments as JSON
+    );
+    CREATE TABLE episodes (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        session TEXT NOT NULL,
+        parent_session TEXT,
+        swarm_id TEXT,
+        worktree TEXT,
+        scopes TEXT NOT NULL,             -- JSON list
+        takeaway TEXT,
+        body TEXT NOT NULL,
+        created TEXT NOT NULL,
+        expires TEXT NOT NULL
+    );
+    CREATE INDEX episodes_worktree ON episodes(worktree, created);
+    CREATE INDEX episodes_session ON episodes(session, created);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -41,8 +41,15 @@ def _invalid(exc: ValidationError) -> InvalidInput:
 class Store:
     """A memory store on disk. Safe to share between processes (WAL) and threads (one lock)."""
 
-    def __init__(self, directory: str | os.PathLike | None = None, clock: Callable[[], datetime] = utcnow):
+    def __init__(
+        self,
+        directory: str | os.PathLike | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        session_id: str | None = None,
+    ):
         self.directory = resolve_store_dir(directory)
+        # one session per Store object (a CLI run, a server connection): the event log's unit
+        self.session_id = session_id or str(ULID())
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
