@@ -1,0 +1,415 @@
+"""Staleness: may this memory still be trusted? Three measurements and one verdict per hit.
+
+- **verification**: ``never`` verified, ``stale`` (verified longer ago than the window, default
+  30 days) or ``fresh``;
+- **path drift**: the paths the memory cites (scraped from the body, declared in claims, attested
+  by verify) that no longer exist in the memory's worktree; declared claims are re-checked whole
+  (a renamed symbol or a changed value is drift too);
+- **commit drift**: commits in the origin repository since the last verification (never
+  verified: since the commit the memory was written at), restricted to the cited paths when it
+  cites any.
+
+A measurement that cannot be made (no origin, worktree or repository gone, git missing) is
+``unmeasured`` with a reason and a ``None`` count, never a zero.
+
+Verdict rule (``staleness_verdict``):
+
+- ``spot_check_required`` when a declared claim no longer holds or an attested (verified) path
+  is gone, or when verification is stale *and* something drifted (a commit or a missing path);
+- ``spot_check_recommended`` when never verified, stale, commits touched the memory's paths
+  since, or a path scraped from the prose is missing (scraping can misfire, so prose alone never
+  requires a check);
+- ``fresh`` otherwise. Unmeasured signals are reported but do not escalate the verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from kenning.errors import InvalidInput
+from kenning.store.claims import ClaimResult, ParsedClaim, check_claims, normalize_claim_path, parse_claim
+from kenning.store.origin import run_git
+
+DEFAULT_STALE_DAYS = 30
+
+Verdict = Literal["fresh", "spot_check_recommended", "spot_check_required"]
+
+
+class OriginLike(Protocol):
+    """Anything with the origin fields (``store.origin.Origin``, ``store.models.Origin``)."""
+
+    repo: str
+    worktree: str
+    commit: str | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths cited in prose
+
+_FILE_EXTENSIONS = frozenset(
+    """
+    py pyi pyx ipynb md rst txt adoc toml yaml yml json jsonl json5 ini cfg conf env lock sh bash zsh
+    fish ps1 bat js mjs cjs ts tsx jsx vue svelte astro go rs java kt kts scala groovy gradle rb php
+    c h cc cpp cxx hpp hh cs fs swift m mm sql html htm css scss sass less xml csv tsv proto graphql
+    tf hcl nix lua pl ex exs erl hs ml clj dart zig vim el r jl svg png jpg jpeg gif ico pdf
+    """.split()
+)
+_EXTENSIONLESS_FILES = frozenset(
+    """
+    Makefile Dockerfile Containerfile Justfile Procfile Gemfile Rakefile Vagrantfile LICENSE COPYING
+    NOTICE README CHANGELOG CODEOWNERS .gitignore .gitattributes .dockerignore .env .editorconfig
+    """.split()
+)
+_TLDS = frozenset("com org net io dev ai co app gov edu info biz me us uk de eu sh so gg".split())
+# URLs and e-mail addresses are blanked before scanning: their paths are not the worktree's.
+_NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.I)
+_CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|]+")
+_SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
+
+
+def _as_path(token: str) -> str | None:
+    """token as a worktree-relative path if it reads as one, else None."""
+    c = token.rstrip(".,:;!?*").lstrip("*").partition("::")[0]  # punctuation, **emphasis**, ::symbol
+    c = re.sub(r"(?::\d+){1,2}$|#.*$", "", c)  # src/app.py:42:7, docs/x.md#usage
+    explicit = c.startswith("./")
+    c = c[2:] if explicit else c
+    if not c or c.startswith(("/", "~", "-", "../")) or "/../" in c or any(ch in c for ch in "*?$%=\\"):
+        return None
+    if "/" not in c and not explicit:
+        return None  # a bare name could live anywhere in the tree; there is no place to check it
+    directory = c.endswith("/")
+    segments = c.rstrip("/").split("/")
+    if not all(_SEGMENT.fullmatch(s) for s in segments) or all(s.isdigit() for s in segments):
+        return None  # a//b, 24/7, 1/2
+    first = segments[0]
+    if "." in first.lstrip(".") and first.rsplit(".", 1)[1].lower() in _TLDS:
+        return None  # github.com/org/repo/blob/main/x.py
+    last = segments[-1]
+    ext = last.rsplit(".", 1)[1].lower() if "." in last.lstrip(".") else ""
+    if explicit or directory or ext in _FILE_EXTENSIONS or last in _EXTENSIONLESS_FILES:
+        return "/".join(segments)
+    return None  # and/or, TCP/IP, origin/main, application/json
+
+
+def extract_paths(text: str) -> list[str]:
+    """Worktree-relative paths cited in prose, in order of first mention.
+
+    A path needs a slash or a leading ``./`` and must end in a known file extension or a known
+    extension-less file name (``Makefile``), or end with ``/`` (a directory), or start with
+    ``./``. So ``src/app.py``, ``./scripts/run.sh``, ``docs/README.md`` and ``store/gates/`` count;
+    URLs, e-mail addresses, versions (``3.12.1``), ``and/or``, ``origin/main``, globs, absolute
+    and ``../`` paths, and bare names like ``config.py`` (no place to check them) do not.
+    """
+    scrubbed = _NOT_PATHS.sub(" ", text)
+    found = (_as_path(m.group()) for m in _CANDIDATE.finditer(scrubbed))
+    return list(dict.fromkeys(p for p in found if p))
+
+
+# ---------------------------------------------------------------------------------------------
+# Result models
+
+
+class Verification(BaseModel):
+    status: Literal["never", "stale", "fresh"]
+    last_verified_at: datetime | None = None
+    age_days: float | None = None
+    stale_after_days: int = DEFAULT_STALE_DAYS
+    recommendation: str | None = None
+
+
+class PathDrift(BaseModel):
+    """checked: every cited path looked at; missing: those gone; verified: the attested paths;
+    claim_anchored_missing: declared claims that no longer hold and attested paths that are gone."""
+
+    status: Literal["measured", "unmeasured"]
+    reason: str | None = None
+    worktree: str | None = None
+    checked: list[str] = []
+    missing: list[str] = []
+    verified: list[str] = []
+    expected_absent: list[str] = []
+    claims: list[ClaimResult] = []
+    claim_anchored_missing: list[str] = []
+
+    @property
+    def missing_count(self) -> int | None:
+        return len(self.missing) if self.status == "measured" else None
+
+
+class CommitDrift(BaseModel):
+    """count: commits since the baseline (``since``) touching ``paths`` (all paths when empty)."""
+
+    status: Literal["clean", "drift", "unmeasured", "not_applicable"]
+    count: int | None = None
+    since: str | None = None
+    paths: list[str] = []
+    reason: str | None = None
+
+
+class Staleness(BaseModel):
+    verdict: Verdict
+    reasons: list[str] = []
+    verification: Verification
+    path_drift: PathDrift
+    commit_drift: CommitDrift
+
+    def to_hit_fields(self) -> dict[str, Any]:
+        """The trust fields a search hit carries; the full model is what ``show`` returns."""
+        v = self.verification
+        out: dict[str, Any] = {
+            "staleness_verdict": self.verdict,
+            "verification": {
+                "status": v.status,
+                "last_verified_at": _iso(v.last_verified_at),
+            },
+            "path_drift_missing": self.path_drift.missing_count,
+        }
+        pd = self.path_drift
+        if pd.status == "unmeasured":
+            out["path_drift_status"] = "unmeasured"
+            out["path_drift_reason"] = pd.reason
+        elif pd.missing:
+            out["path_drift"] = {"checked": pd.checked, "missing": pd.missing, "verified": pd.verified}
+        if pd.claim_anchored_missing:
+            out["claim_anchored_missing"] = pd.claim_anchored_missing
+        cd = self.commit_drift
+        if cd.status in ("clean", "drift"):
+            out["commit_drift_count"] = cd.count
+        elif cd.status == "unmeasured":
+            out["commit_drift_count"] = None
+            out["commit_drift_status"] = "unmeasured"
+            out["commit_drift_reason"] = cd.reason
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Git, cached for one call
+
+
+class DriftCache:
+    """Memoised git answers for ONE call: a search annotating up to 50 hits, or a show.
+
+    HEAD is resolved once per directory and commit counts are keyed by (directory, HEAD,
+    baseline, paths), so hits from one repository cost one ``rev-parse`` plus one ``rev-list``
+    per distinct baseline. Create a new cache per call: HEAD moves between calls.
+    """
+
+    def __init__(self) -> None:
+        self.git_available = shutil.which("git") is not None
+        self._heads: dict[str, tuple[str | None, str | None]] = {}
+        self._counts: dict[tuple[str, str, str, tuple[str, ...]], tuple[int | None, str | None]] = {}
+
+    def head(self, directory: str) -> tuple[str | None, str | None]:
+        """(HEAD sha or None when unborn, None) or (None, why git could not answer)."""
+        if directory not in self._heads:
+            done = run_git(["rev-parse", "--verify", "-q", "HEAD"], directory)
+            if done is None:
+                self._heads[directory] = (None, "git could not run")
+            elif done.returncode == 0:
+                self._heads[directory] = (done.stdout.strip(), None)
+            elif done.returncode == 1:
+                self._heads[directory] = (None, None)  # repository without commits
+            else:
+                self._heads[directory] = (None, f"{directory} is no longer a git repository")
+        return self._heads[directory]
+
+    def count(self, directory: str, head: str, baseline: list[str], paths: tuple[str, ...]) -> tuple[int | None, str | None]:
+        """Commits selected by ``git rev-list --count <baseline> -- paths``: (count, None) or (None, why)."""
+        key = (directory, head, " ".join(baseline), paths)
+        if key not in self._counts:
+            args = ["--literal-pathspecs", "rev-list", "--count", *baseline]
+            done = run_git([*args, "--", *paths] if paths else args, directory)
+            if done is None:
+                self._counts[key] = (None, "git could not run")
+            elif done.returncode != 0:
+                self._counts[key] = (None, done.stderr.strip().splitlines()[0] if done.stderr.strip() else "git failed")
+            else:
+                self._counts[key] = (int(done.stdout.strip() or 0), None)
+        return self._counts[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# Assessment
+
+
+def _utc(value: datetime | str | None) -> datetime | None:
+    """Accept the store's ISO strings too; a naive time is taken as UTC."""
+    if value is None:
+        return None
+    ts = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    """The store's timestamp text (fixed-width UTC with a Z), since hit fields go out as JSON as-is."""
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts else None
+
+
+def _git_date(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S +0000")
+
+
+def assess_verification(
+    last_verified_at: datetime | str | None, now: datetime, stale_days: int = DEFAULT_STALE_DAYS
+) -> Verification:
+    """never / stale (older than stale_days) / fresh, with what to do when not fresh."""
+    verified = _utc(last_verified_at)
+    if verified is None:
+        return Verification(
+            status="never",
+            stale_after_days=stale_days,
+            recommendation="never verified: spot-check one claim (a path, a value) and call verify if it holds",
+        )
+    age = (_utc(now) - verified) / timedelta(days=1)
+    if age > stale_days:
+        return Verification(
+            status="stale",
+            last_verified_at=verified,
+            age_days=round(age, 1),
+            stale_after_days=stale_days,
+            recommendation=f"last verified {age:.0f} days ago (window {stale_days}): spot-check, then verify or update",
+        )
+    return Verification(status="fresh", last_verified_at=verified, age_days=round(age, 1), stale_after_days=stale_days)
+
+
+def _clean_paths(paths: Iterable[str]) -> list[str]:
+    out = []
+    for p in paths:
+        try:
+            out.append(normalize_claim_path(p))
+        except InvalidInput:
+            continue  # stored before validation existed; nothing checkable
+    return list(dict.fromkeys(out))
+
+
+def assess_path_drift(
+    body: str,
+    claims: Iterable[ParsedClaim | str],
+    worktree: str | None,
+    verified_paths: Iterable[str] = (),
+    verified_absent_paths: Iterable[str] = (),
+) -> PathDrift:
+    """Which cited paths are gone from worktree, and which declared claims no longer hold."""
+    parsed = [parse_claim(c) if isinstance(c, str) else c for c in claims]
+    verified = _clean_paths(verified_paths)
+    absent = set(_clean_paths(verified_absent_paths))
+    cited = [p for p in dict.fromkeys([*extract_paths(body), *(c.path for c in parsed), *verified]) if p not in absent]
+    base: dict[str, Any] = {"checked": cited, "verified": verified, "expected_absent": sorted(absent)}
+    if not cited:
+        return PathDrift(status="measured", worktree=worktree, **base)
+    if worktree is None:
+        return PathDrift(status="unmeasured", reason="no origin recorded: written outside a git repository", **base)
+    root = Path(worktree)
+    if not root.is_dir():
+        return PathDrift(status="unmeasured", reason=f"worktree {worktree} no longer exists", worktree=worktree, **base)
+    missing = [p for p in cited if not (root / p).exists()]
+    results = check_claims(parsed, root)
+    anchored = [r.claim for r in results if not r.ok] + [p for p in verified if p in missing]
+    return PathDrift(
+        status="measured",
+        worktree=worktree,
+        missing=missing,
+        claims=results,
+        claim_anchored_missing=list(dict.fromkeys(anchored)),
+        **base,
+    )
+
+
+def assess_commit_drift(
+    origin: OriginLike | None,
+    paths: Iterable[str],
+    last_verified_at: datetime | str | None,
+    written_at: datetime | str | None = None,
+    cache: DriftCache | None = None,
+) -> CommitDrift:
+    """Commits in the origin repository since the last verification (else since the write's commit,
+    else since written_at), touching paths when there are any."""
+    if origin is None:
+        return CommitDrift(status="not_applicable", reason="no origin recorded")
+    cache = cache or DriftCache()
+    pathspec = tuple(paths)
+    if not cache.git_available:
+        return CommitDrift(status="unmeasured", paths=list(pathspec), reason="git is not installed")
+    directory = next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
+    if directory is None:
+        return CommitDrift(status="unmeasured", paths=list(pathspec), reason=f"repository {origin.repo} no longer exists")
+    head, why = cache.head(directory)
+    if why:
+        return CommitDrift(status="unmeasured", paths=list(pathspec), reason=why)
+
+    verified, written = _utc(last_verified_at), _utc(written_at)
+    attempts: list[tuple[str, list[str]]] = []
+    if verified is not None:
+        attempts.append((f"verified {verified.isoformat()}", [f"--since={_git_date(verified)}", "HEAD"]))
+    else:
+        if origin.commit:
+            attempts.append((f"commit {origin.commit}", [f"{origin.commit}..HEAD"]))
+        if written is not None:
+            attempts.append((f"written {written.isoformat()}", [f"--since={_git_date(written)}", "HEAD"]))
+    if not attempts:
+        return CommitDrift(status="unmeasured", paths=list(pathspec), reason="no baseline: never verified, no write commit or time")
+    if head is None:  # no commits at all, so none since the baseline either
+        return CommitDrift(status="clean", count=0, since=attempts[0][0], paths=list(pathspec))
+    reason = None
+    for since, baseline in attempts:  # the write commit may be gone (rebased away): fall back to the date
+        count, reason = cache.count(directory, head, baseline, pathspec)
+        if count is not None:
+            return CommitDrift(status="drift" if count else "clean", count=count, since=since, paths=list(pathspec))
+    return CommitDrift(status="unmeasured", paths=list(pathspec), reason=reason)
+
+
+def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, list[str]]:
+    required, recommended = [], []
+    if pd.claim_anchored_missing:
+        required.append("a declared claim or attested path no longer holds: " + ", ".join(pd.claim_anchored_missing))
+    drifted = bool(cd.count) or bool(pd.missing)
+    if v.status == "stale" and drifted:
+        required.append(f"verification is stale ({v.age_days} days) and the project moved since")
+    if v.status == "never":
+        recommended.append("never verified")
+    elif v.status == "stale":
+        recommended.append(f"verified {v.age_days} days ago")
+    if cd.count:
+        recommended.append(f"{cd.count} commit(s) since {cd.since}" + (" touching the cited paths" if cd.paths else ""))
+    if pd.missing:
+        recommended.append("cited path(s) missing: " + ", ".join(pd.missing))
+    if required:
+        return "spot_check_required", required + recommended
+    return ("spot_check_recommended", recommended) if recommended else ("fresh", [])
+
+
+def assess_staleness(
+    *,
+    body: str,
+    now: datetime,
+    origin: OriginLike | None = None,
+    claims: Iterable[ParsedClaim | str] = (),
+    last_verified_at: datetime | str | None = None,
+    verified_paths: Iterable[str] = (),
+    verified_absent_paths: Iterable[str] = (),
+    written_at: datetime | str | None = None,
+    verification_stale_days: int = DEFAULT_STALE_DAYS,
+    cache: DriftCache | None = None,
+) -> Staleness:
+    """Every staleness signal of one memory and the verdict; pass one DriftCache per search."""
+    verification = assess_verification(last_verified_at, now, verification_stale_days)
+    path_drift = assess_path_drift(
+        body, claims, origin.worktree if origin else None, verified_paths, verified_absent_paths
+    )
+    commit_drift = assess_commit_drift(origin, path_drift.checked, last_verified_at, written_at, cache)
+    verdict, reasons = _verdict(verification, path_drift, commit_drift)
+    return Staleness(
+        verdict=verdict,
+        reasons=reasons,
+        verification=verification,
+        path_drift=path_drift,
+        commit_drift=commit_drift,
+    )
