@@ -137,3 +137,36 @@ def test_relevance_reflects_literal_coverage(store):
     store.write("redis cache eviction policy", scopes=["x"])
     hit = store.search("redis kafka zookeeper etcd consul", mode="bm25").hits[0]
     assert hit.relevance == "low" and hit.match_terms == ["redis"]
+
+
+def test_a_version_1_database_is_migrated_in_place(tmp_path):
+    from kenning.store.db import DB_FILENAME, MIGRATIONS
+
+    path = tmp_path / "old"
+    path.mkdir()
+    con = sqlite3.connect(path / DB_FILENAME)
+    for statement in MIGRATIONS[0].split(";"):
+        if statement.strip():
+            con.execute(statement)
+    con.execute("PRAGMA user_version = 1")
+    con.commit()
+    con.close()
+    with kenning.open_store(path) as s:
+        mid = s.write("written after the upgrade", scopes=["x"]).id
+        assert [h.id for h in s.search("upgrade").hits] == [mid]
+        tables = {r[0] for r in s.db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"embeddings", "events", "pending_writes", "episodes"} <= tables
+    assert sqlite3.connect(path / DB_FILENAME).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    from kenning.errors import KenningError
+
+    with kenning.open_store(tmp_path / "s"):
+        pass
+    con = sqlite3.connect(tmp_path / "s" / "kenning.sqlite3")
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.commit()
+    con.close()
+    with pytest.raises(KenningError, match="newer kenning"):
+        kenning.open_store(tmp_path / "s")
