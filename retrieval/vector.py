@@ -35,6 +35,8 @@ HNSW_EF_CONSTRUCTION = 200
 EF_SEARCH = 64
 _HNSW_SEED = 100
 _GROWTH = 1.5
+# float32 dot products of unit vectors agree to ~1e-6; candidates this close to the cut are re-ranked.
+_TIE_SLACK = 1e-5
 
 _MAGIC = b"KNVECT\x00\x01"
 _FORMAT = 1
@@ -166,10 +168,10 @@ class VectorIndex:
         candidates = self._count if rows is None else len(rows)
         if self._hnsw is None or candidates <= self.exact_threshold:
             return self._exact(query, k, rows, floor)
-        hits = self._approximate(query, min(k, candidates), rows)
+        hits = self._approximate(query, min(k, candidates), rows, floor)
         if hits is None:  # the graph could not produce k results (heavy filtering): be exact
             return self._exact(query, k, rows, floor)
-        return [hit for hit in hits if floor is None or hit[1] >= floor]
+        return hits
 
     def _rows_of(self, allowed: Iterable[int]) -> np.ndarray:
         get = self._row.get
@@ -178,15 +180,19 @@ class VectorIndex:
 
     def _exact(self, query: np.ndarray, k: int, rows: np.ndarray | None, floor: float | None) -> list[Hit]:
         if rows is None:
-            keys, scores = self._keys[: self._count], self._vectors[: self._count] @ query
+            rows = np.arange(self._count)
+            scores = self._vectors[: self._count] @ query
         else:
-            keys, scores = self._keys[rows], self._vectors[rows] @ query
-        if floor is not None:
-            above = np.nonzero(scores >= floor)[0]
-            keys, scores = keys[above], scores[above]
-        return _best(keys, scores, k)
+            scores = self._vectors[rows] @ query
+        cut = -np.inf if floor is None else floor
+        if len(scores) > k:
+            cut = max(cut, np.partition(scores, len(scores) - k)[len(scores) - k])
+        # BLAS may round identical rows differently; keep near-ties and let _rank decide.
+        return self._rank(rows[scores >= cut - _TIE_SLACK], query, k, floor)
 
-    def _approximate(self, query: np.ndarray, k: int, rows: np.ndarray | None) -> list[Hit] | None:
+    def _approximate(
+        self, query: np.ndarray, k: int, rows: np.ndarray | None, floor: float | None
+    ) -> list[Hit] | None:
         allowed_keys = None if rows is None else set(self._keys[rows].tolist())
         self._hnsw.set_ef(max(self.ef_search, k))
         try:
@@ -195,9 +201,19 @@ class VectorIndex:
             )
         except RuntimeError:
             return None
-        keys = labels[0].astype(np.int64)
-        found = np.asarray([self._row[key] for key in keys.tolist()], dtype=np.int64)
-        return _best(keys, self._vectors[found] @ query, k)
+        found = np.asarray([self._row[key] for key in labels[0].tolist()], dtype=np.int64)
+        return self._rank(found, query, k, floor)
+
+    def _rank(self, rows: np.ndarray, query: np.ndarray, k: int, floor: float | None) -> list[Hit]:
+        """Score candidate rows row by row (einsum, not BLAS), so equal vectors get equal scores
+        and ties fall to the smaller key on every path; then apply the floor and cut at k."""
+        scores = np.einsum("ij,j->i", self._vectors[rows], query)
+        keys = self._keys[rows]
+        if floor is not None:
+            keep = scores >= floor
+            keys, scores = keys[keep], scores[keep]
+        order = np.lexsort((keys, -scores))[:k]
+        return [(int(keys[i]), float(scores[i])) for i in order]
 
     # -- the HNSW graph ---------------------------------------------------------------------
 
@@ -374,13 +390,3 @@ def _read(path: Path) -> tuple[dict, bytearray] | None:
 def _unit(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
-
-
-def _best(keys: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
-    """Top k by score, ties by key; exact at the boundary (all keys tied with the k-th compete)."""
-    if len(scores) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        contenders = np.nonzero(scores >= kth)[0]
-        keys, scores = keys[contenders], scores[contenders]
-    order = np.lexsort((keys, -scores))[:k]
-    return [(int(keys[i]), float(scores[i])) for i in order]
