@@ -221,7 +221,9 @@ class DriftCache:
                 self._heads[directory] = (None, f"{directory} is no longer a git repository")
         return self._heads[directory]
 
-    def count(self, directory: str, head: str, baseline: list[str], paths: tuple[str, ...]) -> tuple[int | None, str | None]:
+    def count(
+        self, directory: str, head: str, baseline: list[str], paths: tuple[str, ...]
+    ) -> tuple[int | None, str | None]:
         """Commits selected by ``git rev-list --count <baseline> -- paths``: (count, None) or (None, why)."""
         key = (directory, head, " ".join(baseline), paths)
         if key not in self._counts:
@@ -336,26 +338,30 @@ def assess_commit_drift(
         return CommitDrift(status="not_applicable", reason="no origin recorded")
     cache = cache or DriftCache()
     pathspec = tuple(paths)
+
+    def unmeasured(reason: str | None) -> CommitDrift:
+        return CommitDrift(status="unmeasured", paths=list(pathspec), reason=reason)
+
     if not cache.git_available:
-        return CommitDrift(status="unmeasured", paths=list(pathspec), reason="git is not installed")
+        return unmeasured("git is not installed")
     directory = next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
     if directory is None:
-        return CommitDrift(status="unmeasured", paths=list(pathspec), reason=f"repository {origin.repo} no longer exists")
+        return unmeasured(f"repository {origin.repo} no longer exists")
     head, why = cache.head(directory)
     if why:
-        return CommitDrift(status="unmeasured", paths=list(pathspec), reason=why)
+        return unmeasured(why)
 
     verified, written = _utc(last_verified_at), _utc(written_at)
     attempts: list[tuple[str, list[str]]] = []
     if verified is not None:
         attempts.append((f"verified {verified.isoformat()}", [f"--since={_git_date(verified)}", "HEAD"]))
     else:
-        if origin.commit:
+        if origin.commit and re.fullmatch(r"[0-9a-fA-F]{4,64}", origin.commit):  # a sha, never an option
             attempts.append((f"commit {origin.commit}", [f"{origin.commit}..HEAD"]))
         if written is not None:
             attempts.append((f"written {written.isoformat()}", [f"--since={_git_date(written)}", "HEAD"]))
     if not attempts:
-        return CommitDrift(status="unmeasured", paths=list(pathspec), reason="no baseline: never verified, no write commit or time")
+        return unmeasured("no baseline: never verified, and no write commit or time")
     if head is None:  # no commits at all, so none since the baseline either
         return CommitDrift(status="clean", count=0, since=attempts[0][0], paths=list(pathspec))
     reason = None
@@ -363,7 +369,7 @@ def assess_commit_drift(
         count, reason = cache.count(directory, head, baseline, pathspec)
         if count is not None:
             return CommitDrift(status="drift" if count else "clean", count=count, since=since, paths=list(pathspec))
-    return CommitDrift(status="unmeasured", paths=list(pathspec), reason=reason)
+    return unmeasured(reason)
 
 
 def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, list[str]]:

@@ -61,7 +61,8 @@ def test_related_memories_are_listed_best_first_and_the_write_proceeds():
 
 
 def test_ties_are_broken_by_id():
-    result = check_duplicate("alpha beta gamma", [("b", "alpha beta gamma zeta eta"), ("a", "alpha beta gamma theta iota")])
+    candidates = [("b", "alpha beta gamma zeta eta"), ("a", "alpha beta gamma theta iota")]  # both 3/5
+    result = check_duplicate("alpha beta gamma", candidates)
     assert result.related_ids == ["a", "b"]
 
 

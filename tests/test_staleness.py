@@ -148,7 +148,11 @@ def test_deleted_file_is_path_drift(repo):
     assert s.path_drift.missing == ["src/app.py"]
     fields = s.to_hit_fields()
     assert fields["path_drift_missing"] == 1
-    assert fields["path_drift"] == {"checked": ["src/app.py", "docs/README.md"], "missing": ["src/app.py"], "verified": []}
+    assert fields["path_drift"] == {
+        "checked": ["src/app.py", "docs/README.md"],
+        "missing": ["src/app.py"],
+        "verified": [],
+    }
     assert fields["commit_drift_count"] == 1  # the deletion touched a cited path
     assert "claim_anchored_missing" not in fields  # scraped from prose: evidence, not an escalation
     assert s.verdict == "spot_check_recommended"
@@ -171,7 +175,7 @@ def test_new_commits_on_cited_paths_are_commit_drift(repo):
 def test_without_cited_paths_every_commit_counts(repo):
     origin = origin_of(repo)
     commit(repo, T0 + timedelta(days=2), {"other.txt": "y\n"})
-    s = assess(origin, T0 + timedelta(days=3), body="Deploys go out on Tuesdays.", last_verified_at=T0 + timedelta(days=1))
+    s = assess(origin, T0 + timedelta(days=3), body="Deploys go out weekly.", last_verified_at=T0 + timedelta(days=1))
     assert (s.commit_drift.count, s.commit_drift.paths) == (1, [])
 
 

@@ -77,7 +77,9 @@ _ASSIGNMENT = re.compile(
     """
 )
 _BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")
-_URL_PASSWORD = re.compile(r"\b(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<user>[^\s:/@]*):(?P<password>[^\s/@]+)@(?P<host>[^\s/?#]+)", re.I)
+_URL_PASSWORD = re.compile(
+    r"\b(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<user>[^\s:/@]*):(?P<password>[^\s/@]+)@(?P<host>[^\s/?#]+)", re.I
+)
 
 _PLACEHOLDER_WORDS = frozenset(
     """
