@@ -1,0 +1,280 @@
+"""``kenning eval …``: run a collection, compare with a baseline, tune fusion. Parse, call, print.
+
+Kept cheap to import (the main CLI mounts it on every start): the harness, ir-measures and
+matplotlib are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kenning.errors import InvalidInput, KenningError
+
+eval_app = typer.Typer(
+    name="eval",
+    help="Measure retrieval on BEIR-format collections: metrics per mode, regression gate, fusion tuning.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+METRIC_COLUMNS = ("nDCG@10", "R@10", "R@100", "MRR@10")
+INSTALL_EVAL = 'pip install "kenning[eval]"'
+
+
+def _one_line_errors(fn: Callable) -> Callable:
+    """A caller's mistake (or a missing eval extra) is one line on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KenningError as exc:
+            message = str(exc)
+        except ImportError as exc:
+            message = f"the eval extra is missing ({exc.name or exc}); install it with: {INSTALL_EVAL}"
+        err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+
+    return wrapper
+
+
+def _emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"{what} {path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{what} {path}: cannot read it ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{what} {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("modes"), dict):
+        raise InvalidInput(f"{what} {path}: not an eval report (no 'modes' object); make one with `kenning eval run --out`")
+    return data
+
+
+def _write_json(path: Path, payload: Mapping) -> None:
+    try:
+        path.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _report_table(report: Mapping) -> Table:
+    rows = report["modes"]
+    title = f"{report['dataset']}: {report['queries']} queries, {report['documents']} documents"
+    if report.get("group_sep"):
+        title += f", grouped by '{report['group_sep']}'"
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    table.add_column("mode", style="bold")
+    for name in METRIC_COLUMNS:
+        table.add_column(name, justify="right")
+    for name in ("p50 ms", "p95 ms", "queries"):
+        table.add_column(name, justify="right")
+    for mode, row in rows.items():
+        table.add_row(mode, *(_fmt(row.get(m)) for m in METRIC_COLUMNS), _fmt(row.get("latency_ms_p50"), 1),
+                      _fmt(row.get("latency_ms_p95"), 1), str(row.get("queries", "-")))
+    return table
+
+
+def _notes(report: Mapping) -> list[str]:
+    """Degraded modes, unanswerable-query behaviour and data problems, one line each."""
+    lines = []
+    for mode, row in report["modes"].items():
+        if row.get("degraded"):
+            lines.append(f"[yellow]{mode} ran without the semantic leg ({row['degraded']}); "
+                         f"legs run: {', '.join(row.get('legs_run', []))}[/yellow]")
+        block = row.get("unanswerable")
+        if block:
+            high = f", top hit labelled high {block['top_high']:.0%}" if "top_high" in block else ""
+            lines.append(f"{mode}: {block['queries']} unanswerable queries - came back empty {block['empty']:.0%}{high}")
+    if report.get("skipped_documents"):
+        lines.append(f"{report['skipped_documents']} document(s) without text were not indexed")
+    if report.get("unknown_qrels"):
+        lines.append(f"{report['unknown_qrels']} judgment(s) named unknown query or document ids and were ignored")
+    return lines
+
+
+def _category_table(report: Mapping, metric: str = "nDCG@10") -> Table | None:
+    rows = report["modes"]
+    categories: list[str] = []
+    for row in rows.values():
+        categories += [c for c in row.get("by_category", {}) if c not in categories]
+    if not categories:
+        return None
+    table = Table(title=f"{metric} by query category", box=box.SIMPLE_HEAD)
+    table.add_column("category", style="bold")
+    table.add_column("queries", justify="right")
+    for mode in rows:
+        table.add_column(mode, justify="right")
+    for cat in categories:
+        cells = [rows[m].get("by_category", {}).get(cat, {}) for m in rows]
+        count = next((c.get("queries") for c in cells if c), "-")
+        table.add_row(cat, str(count), *(_fmt(c.get(metric)) if metric in c else "n/a" for c in cells))
+    return table
+
+
+@eval_app.command("run")
+@_one_line_errors
+def run_command(
+    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv) or 'builtin'."),
+    modes: Optional[str] = typer.Option(
+        None, "--modes", help="Comma-separated modes (keyword,bm25,semantic,hybrid). Default: every mode that can run here."),
+    group_sep: Optional[str] = typer.Option(
+        None, "--group-sep", help="Restrict each query to documents whose id has the same prefix before this separator."),
+    reference: list[str] = typer.Option(
+        [], "--reference", help="Add a reference row computed outside the engine: rank-bm25."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
+    out_path: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Draw metrics and latency per mode into this PNG."),
+    limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Evaluate only the first N queries."),
+    depth: int = typer.Option(100, "--depth", help="Hits ranked per query (>= 100 for R@100)."),
+) -> None:
+    """Evaluate every mode on a collection and print nDCG@10, R@10, R@100, MRR@10 and latency.
+
+    The corpus is loaded into a throwaway store and queried through the same engine as `kenning search`.
+
+    Examples:
+
+        kenning eval run builtin
+
+        kenning eval run ../shared/eval-data/locomo-dev --group-sep : --modes bm25,hybrid --out locomo.json
+
+        kenning eval run ../shared/eval-data/scifact-train --reference rank-bm25 --plot scifact.png
+    """
+    from .harness import run_eval
+
+    report = run_eval(collection, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
+                      reference=reference, limit_queries=limit_queries)
+    if out_path is not None:
+        _write_json(out_path, report)
+    if plot is not None:
+        from .plot import plot_report
+
+        plot_report(report, plot)
+    if as_json:
+        _emit_json(report)
+        return
+    out.print(_report_table(report))
+    category = _category_table(report)
+    if category is not None:
+        out.print(category)
+    for line in _notes(report):
+        out.print(line)
+    for written in (out_path, plot):
+        if written is not None:
+            out.print(f"wrote {written}")
+
+
+@eval_app.command("compare")
+@_one_line_errors
+def compare_command(
+    report_path: Path = typer.Argument(..., metavar="REPORT", help="A report from `kenning eval run --out`."),
+    baseline_path: Path = typer.Argument(..., metavar="BASELINE", help="The baseline report to hold it against."),
+    tolerance: float = typer.Option(0.005, "--tolerance", help="Largest metric drop that is not a regression."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Show each mode's metric differences from a baseline; exit 1 when any drops by more than the tolerance.
+
+    Latency differences are shown but never fail the comparison.
+
+    Example:
+
+        kenning eval compare scifact.json eval/baselines/scifact-train.json --tolerance 0.005
+    """
+    from .harness import compare
+
+    result = compare(_read_json(report_path, "report"), _read_json(baseline_path, "baseline"), tolerance)
+    if as_json:
+        _emit_json(result)
+    else:
+        table = Table(title=f"{result['dataset']} vs baseline {result['baseline_dataset']} (tolerance {tolerance})",
+                      box=box.SIMPLE_HEAD)
+        for name in ("mode", "metric", "baseline", "report", "diff"):
+            table.add_column(name, justify="left" if name in ("mode", "metric") else "right")
+        for mode, diffs in result["modes"].items():
+            for metric, d in diffs.items():
+                latency = metric.startswith("latency")
+                bad = not latency and d["diff"] < -tolerance
+                colour = "red" if bad else "green" if d["diff"] > tolerance and not latency else ""
+                diff = f"[{colour}]{d['diff']:+.4f}[/{colour}]" if colour else f"{d['diff']:+.4f}"
+                table.add_row(mode, metric, _fmt(d["baseline"], 4), _fmt(d["report"], 4), diff)
+        out.print(table)
+        if result["missing_modes"]:
+            out.print(f"[yellow]not in the report:[/yellow] {', '.join(result['missing_modes'])}")
+        if result["regressions"]:
+            out.print(f"[red]{len(result['regressions'])} regression(s) beyond {tolerance}[/red]")
+        else:
+            out.print("[green]no regression[/green]")
+    if result["regressions"]:
+        raise typer.Exit(1)
+
+
+@eval_app.command("tune")
+@_one_line_errors
+def tune_command(
+    collection: str = typer.Argument(..., help="A BEIR folder or 'builtin' to tune on (a development split)."),
+    group_sep: Optional[str] = typer.Option(None, "--group-sep", help="As for `eval run`."),
+    metric: str = typer.Option("nDCG@10", "--metric", help="What to maximise: nDCG@10, R@10 or MRR@10."),
+    write_config: Optional[Path] = typer.Option(
+        None, "--write-config", metavar="STORE", help="Write the best settings into this store's config."),
+    limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Tune on the first N queries only."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full sweep as JSON."),
+) -> None:
+    """Sweep BM25 k1/b, RRF k and leg weights; print the best setting and its scores next to the defaults.
+
+    Tune on a development collection, then check the setting on others with `eval run`.
+
+    Examples:
+
+        kenning eval tune ../shared/eval-data/scifact-train
+
+        kenning eval tune ../shared/eval-data/locomo-dev --group-sep : --write-config ~/.kenning
+    """
+    from .tuning import tune, write_config as persist
+
+    result = tune(collection, group_sep=group_sep, metric=metric, progress=not as_json, limit_queries=limit_queries)
+    if write_config is not None:
+        result["written_to"] = str(write_config)
+        persist(write_config, result["best"])
+    if as_json:
+        _emit_json(result)
+        return
+    table = Table(title=f"tuning on {result['dataset']} for {metric}"
+                        + ("" if result["semantic"] else " (lexical legs only: no embeddings)"), box=box.SIMPLE_HEAD)
+    table.add_column("setting", style="bold")
+    table.add_column("bm25 k1 / b", justify="right")
+    table.add_column("rrf k", justify="right")
+    table.add_column("weights kw/bm25/vec", justify="right")
+    for name in ("nDCG@10", "R@10", "MRR@10"):
+        table.add_column(name, justify="right")
+    for label, settings, scores in (("default", result["default"], result["default_scores"]),
+                                    ("best", result["best"], result["best_scores"])):
+        w = settings["weights"]
+        table.add_row(label, f"{settings['bm25_k1']:g} / {settings['bm25_b']:g}", f"{settings['rrf_k']:g}",
+                      f"{w.get('keyword', 1):g}/{w.get('bm25', 1):g}/{w.get('vector', 1):g}",
+                      *(_fmt(scores[m]) for m in ("nDCG@10", "R@10", "MRR@10")))
+    out.print(table)
+    if write_config is not None:
+        out.print(f"wrote the best settings into {write_config}")

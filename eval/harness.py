@@ -1,0 +1,362 @@
+"""Run a relevance collection through the engine users run, measure every mode, compare with a baseline.
+
+The corpus goes into a throwaway store with ``Store.import_records`` and every query goes through
+``Store.rank`` - the same code path as ``kenning search`` - so a figure here is a figure of the
+product, never of a parallel re-implementation. The one deliberate exception is the optional
+``rank-bm25`` reference row, which exists precisely to be independent of our engine.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import kenning
+from kenning.errors import InvalidInput
+from kenning.retrieval import embeddings
+from kenning.retrieval.text import query_tokens, tokenize
+from kenning.store.models import MODES
+from kenning.store.store import Store
+
+from .datasets import Dataset, group_of, load_dataset
+from .metrics import METRICS, mean, per_query
+
+LEXICAL_MODES = ("keyword", "bm25")
+SEMANTIC_MODES = ("semantic", "hybrid")
+REFERENCES = ("rank-bm25",)
+# Scope every document gets when the collection is not split into groups.
+UNGROUPED_SCOPE = "eval"
+LATENCY_KEYS = ("latency_ms_p50", "latency_ms_p95")
+
+
+@dataclass
+class ModeRun:
+    """What one mode returned for every query, before any metric is computed."""
+
+    ranked: dict[str, list[str]] = field(default_factory=dict)
+    top_relevance: dict[str, str | None] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
+    legs_run: list[str] = field(default_factory=list)
+    degraded: str | None = None
+
+
+class Progress:
+    """Rich progress bars on stderr, or nothing: the harness reports through this one object.
+
+    Use it as a context manager around a whole run, so the bars share one live display.
+    """
+
+    def __init__(self, enabled: bool):
+        self._bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                console=Console(stderr=True), transient=True,
+            )
+
+    def __enter__(self) -> Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    @contextmanager
+    def task(self, description: str, total: int) -> Iterator:
+        """Yield ``advance_to(n_done)``; the bar is removed when the block ends."""
+        if self._bar is None:
+            yield lambda done: None
+            return
+        task = self._bar.add_task(description, total=total)
+        try:
+            yield lambda done: self._bar.update(task, completed=done)
+        finally:
+            self._bar.remove_task(task)
+
+
+def semantic_available(model: str | None = None) -> bool:
+    """True when the vector leg can run in this process (loads the model on first call)."""
+    return embeddings.probe(model).working
+
+
+def resolve_modes(modes: Iterable[str] | str | None, model: str | None = None) -> list[str]:
+    """Requested modes, validated; None means every mode that can run here (semantic ones only with embeddings)."""
+    if modes is None:
+        return list(LEXICAL_MODES) + (list(SEMANTIC_MODES) if semantic_available(model) else [])
+    if isinstance(modes, str):
+        modes = [m.strip() for m in modes.split(",") if m.strip()]
+    wanted = list(dict.fromkeys(modes))
+    unknown = [m for m in wanted if m not in MODES]
+    if unknown or not wanted:
+        raise InvalidInput(f"unknown mode(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}")
+    return wanted
+
+
+def _dataset(dataset: Dataset | str | Path) -> Dataset:
+    return dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+
+
+def query_scopes(query_id: str, group_sep: str | None) -> list[str] | None:
+    """The scope a query is restricted to: its group under ``group_sep``, else no filter."""
+    group = group_of(query_id, group_sep)
+    return None if group is None else [group]
+
+
+def indexable(dataset: Dataset) -> list[tuple[str, str]]:
+    """(doc id, content) of every document with text; empty documents cannot be stored or found."""
+    return [(doc.id, doc.content) for doc in dataset.documents.values() if doc.content.strip()]
+
+
+@contextmanager
+def loaded_store(
+    dataset: Dataset,
+    group_sep: str | None = None,
+    progress: Progress | None = None,
+    config_overrides: Mapping | None = None,
+) -> Iterator[Store]:
+    """A store holding the collection, in a temporary directory removed afterwards.
+
+    Each document keeps its id and gets its group as scope (``--group-sep``), so a query can be
+    restricted to its own group with the ordinary scope filter.
+    """
+    progress = progress or Progress(False)
+    docs = indexable(dataset)
+    with tempfile.TemporaryDirectory(prefix="kenning-eval-") as tmp:
+        store = kenning.open_store(tmp)
+        try:
+            if config_overrides:
+                store.configure(persist=False, **dict(config_overrides))
+            records = (
+                {"id": doc_id, "content": content, "scopes": [group_of(doc_id, group_sep) or UNGROUPED_SCOPE]}
+                for doc_id, content in docs
+            )
+            with progress.task(f"indexing {dataset.name}", len(docs)) as advance:
+                store.import_records(records, progress=advance)
+            yield store
+        finally:
+            store.close()
+
+
+def run_mode(
+    store: Store,
+    dataset: Dataset,
+    mode: str,
+    group_sep: str | None = None,
+    depth: int = 100,
+    progress: Progress | None = None,
+) -> ModeRun:
+    """Every query of the collection through ``Store.rank`` in one mode, timed one by one."""
+    progress = progress or Progress(False)
+    out = ModeRun()
+    with progress.task(f"querying {mode}", len(dataset.queries)) as advance:
+        for done, query in enumerate(dataset.queries.values(), start=1):
+            start = time.perf_counter()
+            result = store.rank(query.text, mode=mode, depth=depth, scopes=query_scopes(query.id, group_sep))
+            out.latencies_ms.append((time.perf_counter() - start) * 1000.0)
+            out.ranked[query.id] = [hit.id for hit in result.hits]
+            out.top_relevance[query.id] = result.hits[0].relevance if result.hits else None
+            out.legs_run = list(result.legs_run)
+            if result.degraded is not None:
+                out.degraded = result.degraded.reason
+            advance(done)
+    return out
+
+
+def run_rank_bm25(
+    dataset: Dataset,
+    group_sep: str | None = None,
+    depth: int = 100,
+    k1: float = 1.2,
+    b: float = 0.75,
+    progress: Progress | None = None,
+) -> ModeRun:
+    """The reference row: ``rank_bm25.BM25Okapi`` over the same token stream and the same grouping.
+
+    One BM25Okapi per group, so its statistics (IDF, average length) are those of the group. Like
+    the engine's legs it returns only documents sharing a query token, best first, ties by id.
+    """
+    from rank_bm25 import BM25Okapi
+
+    progress = progress or Progress(False)
+    groups: dict[str | None, list[tuple[str, list[str]]]] = {}
+    for doc_id, content in indexable(dataset):
+        groups.setdefault(group_of(doc_id, group_sep), []).append((doc_id, tokenize(content)))
+    indexes = {}
+    for group, docs in groups.items():
+        postings: dict[str, set[int]] = {}
+        for i, (_, tokens) in enumerate(docs):
+            for token in tokens:
+                postings.setdefault(token, set()).add(i)
+        indexes[group] = (BM25Okapi([tokens for _, tokens in docs], k1=k1, b=b), [d for d, _ in docs], postings)
+
+    out = ModeRun(legs_run=["rank-bm25"])
+    with progress.task("querying rank-bm25", len(dataset.queries)) as advance:
+        for done, query in enumerate(dataset.queries.values(), start=1):
+            start = time.perf_counter()
+            ranked: list[str] = []
+            if group_of(query.id, group_sep) in indexes:
+                bm25, ids, postings = indexes[group_of(query.id, group_sep)]
+                tokens = query_tokens(query.text)
+                candidates = sorted(set().union(*(postings.get(t, set()) for t in tokens)))
+                if candidates:
+                    scores = bm25.get_batch_scores(tokens, candidates)
+                    order = sorted(zip(candidates, scores), key=lambda cs: (-cs[1], ids[cs[0]]))
+                    ranked = [ids[i] for i, _ in order[:depth]]
+            out.latencies_ms.append((time.perf_counter() - start) * 1000.0)
+            out.ranked[query.id] = ranked
+            out.top_relevance[query.id] = None
+            advance(done)
+    return out
+
+
+def summarize(dataset: Dataset, run: ModeRun) -> dict:
+    """Metrics, latency, per-category figures and the unanswerable block of one mode."""
+    answerable = [q for q in dataset.queries if dataset.is_answerable(q)]
+    table = per_query(dataset.qrels, run.ranked, answerable) if answerable else {m: {} for m in METRICS}
+    row: dict = {name: _round(mean(values)) for name, values in table.items()}
+    latencies = np.asarray(run.latencies_ms) if run.latencies_ms else np.zeros(1)
+    row["latency_ms_p50"] = round(float(np.percentile(latencies, 50)), 2)
+    row["latency_ms_p95"] = round(float(np.percentile(latencies, 95)), 2)
+    row["queries"] = len(answerable)
+    row["legs_run"] = run.legs_run
+    if run.degraded:
+        row["degraded"] = run.degraded
+    unanswerable = [q for q in dataset.queries if not dataset.is_answerable(q)]
+    if unanswerable:
+        row["unanswerable"] = _unanswerable(run, unanswerable)
+    categories: dict[str, list[str]] = {}
+    for query in dataset.queries.values():
+        if query.category is not None:
+            categories.setdefault(query.category, []).append(query.id)
+    if categories:
+        row["by_category"] = {
+            name: _category(dataset, run, table, ids) for name, ids in sorted(categories.items(), key=_natural)
+        }
+    return row
+
+
+def _category(dataset: Dataset, run: ModeRun, table: dict, ids: list[str]) -> dict:
+    answerable = [q for q in ids if dataset.is_answerable(q)]
+    out: dict = {"queries": len(ids)}
+    if answerable:
+        out.update({name: _round(mean(values, answerable)) for name, values in table.items()})
+    if len(answerable) < len(ids):
+        out["unanswerable"] = _unanswerable(run, [q for q in ids if q not in set(answerable)])
+    return out
+
+
+def _unanswerable(run: ModeRun, ids: list[str]) -> dict:
+    """Share of unanswerable queries that came back empty, and share whose top hit claimed ``high``.
+
+    The second is confident junk: lower is better. The reference row has no relevance labels.
+    """
+    out = {"queries": len(ids), "empty": _round(sum(not run.ranked[q] for q in ids) / len(ids))}
+    if run.top_relevance and any(v is not None for v in run.top_relevance.values()):
+        out["top_high"] = _round(sum(run.top_relevance[q] == "high" for q in ids) / len(ids))
+    return out
+
+
+def _natural(item: tuple[str, list[str]]):
+    name = item[0]
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def run_eval(
+    dataset: Dataset | str | Path,
+    modes: Iterable[str] | str | None = None,
+    group_sep: str | None = None,
+    depth: int = 100,
+    progress: bool = True,
+    config_overrides: Mapping | None = None,
+    reference: Sequence[str] = (),
+    limit_queries: int | None = None,
+) -> dict:
+    """Evaluate a collection (folder, ``"builtin"`` or a loaded ``Dataset``) in every requested mode.
+
+    Returns the report in the contract's shape: ``{"dataset", "queries", "modes": {mode: {"nDCG@10",
+    "R@10", "R@100", "MRR@10", "latency_ms_p50", "latency_ms_p95", "queries", …}}}``. Metrics average
+    over answerable queries (an empty answer scores 0); queries without any relevant document are
+    reported in each mode's ``unanswerable`` block instead.
+    """
+    data = _dataset(dataset)
+    if limit_queries is not None:
+        if limit_queries < 1:
+            raise InvalidInput("--limit-queries must be at least 1")
+        data = data.limit_queries(limit_queries)
+    if depth < 10:
+        raise InvalidInput("depth must be at least 10 (nDCG@10 needs ten ranks)")
+    unknown_refs = [r for r in reference if r not in REFERENCES]
+    if unknown_refs:
+        raise InvalidInput(f"unknown reference {unknown_refs[0]!r}; available: {', '.join(REFERENCES)}")
+    wanted = resolve_modes(modes)
+    report: dict = {
+        "dataset": data.name,
+        "queries": len(data.queries),
+        "documents": len(data.documents),
+        "group_sep": group_sep,
+        "depth": depth,
+        "modes": {},
+    }
+    with Progress(progress) as bar:
+        with loaded_store(data, group_sep, bar, config_overrides) as store:
+            config = store.config
+            report["config"] = {
+                "bm25_k1": config.bm25_k1, "bm25_b": config.bm25_b, "rrf_k": config.rrf_k, "weights": config.weights,
+            }
+            for mode in wanted:
+                report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar))
+        if "rank-bm25" in reference:
+            ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
+            report["modes"]["rank-bm25"] = summarize(data, ref)
+    skipped = len(data.documents) - len(indexable(data))
+    if skipped:
+        report["skipped_documents"] = skipped
+    if data.unknown_qrels:
+        report["unknown_qrels"] = data.unknown_qrels
+    return report
+
+
+def compare(report: Mapping, baseline: Mapping, tolerance: float = 0.005) -> dict:
+    """Per-mode, per-metric differences (report - baseline) and the drops beyond ``tolerance``.
+
+    Latency is shown but never judged (it depends on the machine). A mode the baseline has and the
+    report lacks is listed under ``missing_modes``, not counted as a regression.
+    """
+    if tolerance < 0:
+        raise InvalidInput("tolerance must be zero or positive")
+    out: dict = {
+        "dataset": report.get("dataset"), "baseline_dataset": baseline.get("dataset"),
+        "tolerance": tolerance, "modes": {}, "regressions": [], "missing_modes": [],
+    }
+    for mode, base_row in baseline.get("modes", {}).items():
+        row = report.get("modes", {}).get(mode)
+        if row is None:
+            out["missing_modes"].append(mode)
+            continue
+        diffs: dict = {}
+        for metric in (*METRICS, *LATENCY_KEYS):
+            old, new = base_row.get(metric), row.get(metric)
+            if old is None or new is None:
+                continue
+            diff = round(new - old, 4)
+            diffs[metric] = {"baseline": old, "report": new, "diff": diff}
+            if metric in METRICS and diff < -tolerance:
+                out["regressions"].append({"mode": mode, "metric": metric, "baseline": old, "report": new, "diff": diff})
+        out["modes"][mode] = diffs
+    return out
