@@ -292,6 +292,17 @@ def _clean_paths(paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _clean_claims(claims: Iterable[ParsedClaim | str]) -> list[ParsedClaim]:
+    """Stored claims, parsed; one that no longer parses is skipped so a search never fails on it."""
+    out = []
+    for c in claims:
+        try:
+            out.append(parse_claim(c) if isinstance(c, str) else c)
+        except InvalidInput:
+            continue
+    return out
+
+
 def assess_path_drift(
     body: str,
     claims: Iterable[ParsedClaim | str],
@@ -300,7 +311,7 @@ def assess_path_drift(
     verified_absent_paths: Iterable[str] = (),
 ) -> PathDrift:
     """Which cited paths are gone from worktree, and which declared claims no longer hold."""
-    parsed = [parse_claim(c) if isinstance(c, str) else c for c in claims]
+    parsed = _clean_claims(claims)
     verified = _clean_paths(verified_paths)
     absent = set(_clean_paths(verified_absent_paths))
     cited = [p for p in dict.fromkeys([*extract_paths(body), *(c.path for c in parsed), *verified]) if p not in absent]

@@ -229,6 +229,18 @@ def test_a_broken_claim_is_claim_anchored_and_required(repo):
     assert s.verdict == "spot_check_required"
 
 
+def test_stored_claims_and_paths_that_no_longer_parse_are_skipped_not_raised(repo):
+    s = assess(
+        origin_of(repo),
+        T0 + timedelta(days=2),
+        claims=["../escape.py", "src/app.py::main"],
+        verified_paths=["/abs/path.py"],
+        last_verified_at=T0 + timedelta(days=1),
+    )
+    assert [r.claim for r in s.path_drift.claims] == ["src/app.py::main"]
+    assert s.path_drift.verified == [] and s.verdict == "fresh"
+
+
 def test_missing_attested_path_is_required_and_expected_absent_is_not_missing(repo):
     origin = origin_of(repo)
     commit(repo, T0 + timedelta(days=2), {"docs/README.md": None})
