@@ -21,6 +21,14 @@ from kenning.store.store import Store, open_store
 
 __version__ = "0.1.0"
 
+
+def embeddings_available() -> bool:
+    """True when the semantic leg can run in this process (loads the model on first call)."""
+    from kenning.retrieval.embeddings import probe
+
+    return probe().working
+
+
 __all__ = [
     "Degraded",
     "EmbeddingsUnavailable",
@@ -35,6 +43,7 @@ __all__ = [
     "StoreConfig",
     "Tombstone",
     "WriteResult",
+    "embeddings_available",
     "open_store",
     "__version__",
 ]

@@ -59,6 +59,9 @@ MIGRATIONS: list[str] = [
         UNIQUE (mem, model_id)
     );
     CREATE INDEX embeddings_model ON embeddings(model_id, content_hash);
+    -- memories whose text has no embedding yet: written by a cold process, embedded by the next
+    -- process that has the model loaded anyway
+    CREATE TABLE embed_queue (mem INTEGER PRIMARY KEY);
     CREATE TABLE events (
         rowid INTEGER PRIMARY KEY,
         at TEXT NOT NULL,

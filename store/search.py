@@ -30,7 +30,7 @@ def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str]
         raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
 
     config = store.config
-    vector = store_vector_leg(store)
+    vector = store_vector_leg(store) if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     terms = query_terms(query)
     lexicon = store.lexicon.refresh()
@@ -69,17 +69,15 @@ def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str]
 
 def store_vector_leg(store: "Store"):
     """The vector leg for this store, or None while the embeddings extra cannot run."""
-    return None
+    if not store.semantic.availability().working:
+        return None
+    return lambda query, n, allowed_keys: store.semantic.search(query, n, allowed_keys)
 
 
 def _degraded_note(store: "Store") -> Degraded:
-    from kenning.errors import INSTALL_EMBEDDINGS
+    from kenning.retrieval.embeddings import degraded_note
 
-    return Degraded(
-        reason="embeddings_absent",
-        message="the embeddings extra is not installed, so this search ran on the lexical legs only",
-        install=INSTALL_EMBEDDINGS,
-    )
+    return Degraded.model_validate(degraded_note(store.semantic.availability()))
 
 
 def _allowed_keys(store: "Store", scopes: list[str] | None, category: str | None) -> np.ndarray | None:

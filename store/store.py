@@ -22,6 +22,7 @@ from .gates.limits import check_content, check_metadata, check_scopes, has_contr
 from .lexicon import Lexicon
 from .location import resolve_store_dir
 from .models import Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
+from .semantic import Semantic, enqueue, forget
 
 MAX_LIMIT = 50
 MAX_ID_CHARS = 200
@@ -65,6 +66,7 @@ class Store:
             with self.db.transaction() as c:
                 self.lexicon.ensure_current(c)
         self.config = StoreConfig.model_validate_json(self.db.get_meta("config") or "{}")
+        self.semantic = Semantic(self)
 
     # ------------------------------------------------------------------ config
     def configure(self, persist: bool = True, **changes: Any) -> StoreConfig:
@@ -100,6 +102,7 @@ class Store:
         with self.db.transaction() as c:
             self._check_link_targets(c, memory.links)
             self._insert(c, memory)
+        self._embed_if_loaded()
         return WriteResult(status="committed", id=memory.id)
 
     def import_records(
@@ -109,12 +112,14 @@ class Store:
         progress: Callable[[int], None] | None = None,
         default_scopes: list[str] | None = None,
         labels: list[str] | None = None,
+        embed: bool = False,
     ) -> list[str]:
         """Validate every record first, then commit in batches; a bad record means nothing is written.
 
         A record is ``{"content" or "text", "scopes"?, "id"?, "category"?, "metadata"?}``; an ``id`` is
         kept as given (so external ids survive), otherwise a ULID is assigned. ``labels`` name the
-        records in error messages (e.g. ``"line 7"``).
+        records in error messages (e.g. ``"line 7"``). ``embed=True`` also embeds them now (when the
+        embeddings extra works) instead of leaving them queued for the next semantic search.
         """
         memories, seen = [], set()
         where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
@@ -144,6 +149,10 @@ class Store:
             done += len(batch)
             if progress:
                 progress(done)
+        if embed and self.semantic.availability().working:
+            self.semantic.embed_pending()
+        else:
+            self._embed_if_loaded()
         return [m.id for m in memories]
 
     def update(
@@ -192,8 +201,12 @@ class Store:
             if text_changed:
                 self.lexicon.remove(c, rowid)
                 self.lexicon.add(c, rowid, updated.content, updated.updated.timestamp())
+                forget(c, rowid)
+                enqueue(c, [rowid])
             else:
                 self.lexicon.touch(c, rowid, updated.updated.timestamp())
+        if text_changed:
+            self._embed_if_loaded()
         return updated
 
     def remove(self, id: str, reason: str) -> Tombstone:
@@ -207,6 +220,7 @@ class Store:
             rowid, memory = self._live_row(c, id)
             c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
             self.lexicon.remove(c, rowid)
+            forget(c, rowid)
         return Tombstone(memory=memory, reason=reason.strip(), removed_at=now)
 
     def restore(self, id: str) -> Memory:
@@ -220,6 +234,8 @@ class Store:
             memory = Memory.model_validate_json(row[1])
             c.execute("UPDATE memories SET removed_at = NULL, removed_reason = NULL WHERE rowid = ?", (row[0],))
             self.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())
+            enqueue(c, [row[0]])
+        self._embed_if_loaded()
         return memory
 
     # ------------------------------------------------------------------ reads
@@ -307,6 +323,7 @@ class Store:
         ).lastrowid
         c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in memory.scopes])
         self.lexicon.add(c, rowid, memory.content, memory.updated.timestamp())
+        enqueue(c, [rowid])
         return rowid
 
     def _insert_many(self, c: sqlite3.Connection, memories: list[Memory]) -> None:
@@ -321,6 +338,12 @@ class Store:
             [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
         )
         self.lexicon.add_many(c, [(start + i, m.content, m.updated.timestamp()) for i, m in enumerate(memories)])
+        enqueue(c, [start + i for i in range(len(memories))])
+
+    def _embed_if_loaded(self) -> None:
+        """Where the model is already in memory (a server), embed new text now; else it stays queued."""
+        if self.semantic.loaded:
+            self.semantic.embed_pending()
 
     def _existing_ids(self, ids: list[str]) -> set[str]:
         found: set[str] = set()
@@ -361,6 +384,7 @@ class Store:
         return where, params
 
     def close(self) -> None:
+        self.semantic.save()
         self.db.close()
 
     def __enter__(self) -> "Store":

@@ -22,16 +22,16 @@ def test_write_in_another_process_is_seen_by_a_warm_store(tmp_path):
     path = tmp_path / "shared"
     warm = kenning.open_store(path)
     warm.write("local memory about giraffes", scopes=["local"])
-    assert warm.search("zebra").hits == []  # caches the doc table and the postings of "zebra"
+    assert warm.search("zebra", mode="bm25").hits == []  # caches the doc table and "zebra"'s postings
     assert _run_writer(path, "other", 1).wait() == 0
-    hits = warm.search("zebra crossings").hits
+    hits = warm.search("zebra crossings", mode="bm25").hits
     assert len(hits) == 1 and hits[0].scopes == ["other"]
     warm.write("another local zebra", scopes=["local"])  # own write on top of a foreign one
-    assert len(warm.search("zebra", limit=10).hits) == 2
+    assert len(warm.search("zebra", mode="keyword", limit=10).hits) == 2
     removed = hits[0].id
     subprocess.run([sys.executable, "-c",
                     f"import kenning; kenning.open_store({str(path)!r}).remove({removed!r}, reason='x')"], check=True)
-    assert [h.scopes for h in warm.search("zebra", limit=10).hits] == [["local"]]
+    assert [h.scopes for h in warm.search("zebra", mode="bm25", limit=10).hits] == [["local"]]
 
 
 def test_concurrent_writers_lose_nothing(tmp_path):
