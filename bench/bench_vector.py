@@ -4,6 +4,9 @@ Run from the repository root (needs the embeddings extra and ../shared/eval-data
 
     python bench/bench_vector.py [--sizes 1000,5000,...] [--queries 200] [--repeats 3]
 
+The first run encodes ~95k texts (about an hour on two busy cores); ``--encode-only`` does just
+that, so it can run apart from the timed part (e.g. with OMP_NUM_THREADS=1 on a shared machine).
+
 The texts are the documents of every collection in ../shared/eval-data plus their sentences
 (about 100k distinct texts); the queries are the collections' real queries. Embeddings are
 cached (retrieval/embedding_cache.py), so only the first run pays for encoding.
@@ -96,6 +99,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ef", default="16,32,64,128")
     parser.add_argument("--fractions", default="0.01,0.05,0.1,0.2,0.5")
+    parser.add_argument(
+        "--encode-only", action="store_true", help="fill the embedding cache and stop (slow the first time)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     efs = [int(e) for e in args.ef.split(",")]
@@ -114,6 +120,8 @@ def main() -> None:
         vectors = embed_with_cache(encoder, texts, cache, progress=progress)
         query_vectors = embed_with_cache(encoder, query_texts, cache)
     print(file=sys.stderr)
+    if args.encode_only:
+        return
     rng = np.random.default_rng(7)
     order = rng.permutation(len(texts))  # mix collections and documents with sentences
     vectors = vectors[order]

@@ -42,6 +42,10 @@ _DEFINING_FILES = frozenset(
 # Encode this many batches per call to the model, so a progress callback sees steady advances.
 _BATCHES_PER_CHUNK = 8
 
+# Cosine below which a hit is nearest noise, not a match; per model, measured by
+# bench/measure_floor.py on ../shared/eval-data (see its docstring for how it was chosen).
+NO_MATCH_FLOORS = {DEFAULT_MODEL: 0.25}
+
 State = Literal["absent", "working", "broken"]
 
 
@@ -124,6 +128,11 @@ def resolve_model(name: str | None = None, models_dir: Path | str | None = None)
         return ModelSpec(DEFAULT_MODEL, packaged, "package", model_id_for(DEFAULT_MODEL, packaged))
     known = ", ".join(spec.name for spec in list_models(directory)) or "none"
     raise InvalidInput(f"no embedding model named {name!r}: not a directory in {directory} (available: {known})")
+
+
+def no_match_floor(spec: ModelSpec) -> float | None:
+    """The measured no-match floor of a model, or None for a model nobody has measured."""
+    return NO_MATCH_FLOORS.get(spec.name)
 
 
 def list_models(models_dir: Path | str | None = None) -> list[ModelSpec]:
