@@ -68,7 +68,7 @@ def tune(
     if not any(data.is_answerable(q) for q in data.queries):
         raise InvalidInput(f"{data.name} has no query with a relevant document; nothing to tune on")
     semantic = semantic_available()
-    with Progress(progress) as bar, loaded_store(data, group_sep, bar) as store:
+    with Progress(progress) as bar, loaded_store(data, group_sep, bar, semantic=semantic) as store:
         default = store.config
         defaults = {"bm25_k1": default.bm25_k1, "bm25_b": default.bm25_b, "rrf_k": default.rrf_k,
                     "weights": dict(default.weights)}
