@@ -51,7 +51,7 @@ MIGRATIONS: list[str] = [
     # 2: embeddings (data, not cache), the event log, pending writes and the episodes journal
     """
     CREATE TABLE embeddings (
-        rowid INTEGER PRIMARY KEY,        -- the vector index's key: a changed vector gets a new one
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- the vector index key: never reused, so a new vector gets a new key
         mem INTEGER NOT NULL,
         model_id TEXT NOT NULL,
         content_hash TEXT NOT NULL,

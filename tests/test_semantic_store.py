@@ -1,0 +1,175 @@
+"""The semantic leg through the Store, with the real packaged model, offline."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import kenning
+from kenning.errors import EmbeddingsUnavailable
+from kenning.store.semantic import INDEX_FILENAME
+
+pytestmark = [pytest.mark.embeddings]
+if not kenning.embeddings_available():
+    pytest.skip("the embeddings extra is not installed", allow_module_level=True)
+
+MEMORIES = [
+    "The auth service listens on port 8443 behind the gateway",
+    "Alice prefers tabs over spaces in every repository",
+    "Nightly database backups are kept for thirty days",
+    "The cat sat on the warm windowsill all afternoon",
+    "Deploys go through the staging cluster before production",
+]
+
+
+@pytest.fixture
+def filled(store):
+    ids = [store.write(text, scopes=["test"]).id for text in MEMORIES]
+    return store, ids
+
+
+def test_a_paraphrase_with_no_shared_words_is_found_semantically(filled):
+    store, ids = filled
+    query = "kitten resting by a sunny sill"  # no word in common with the cat memory
+    for mode in ("semantic", "hybrid"):
+        result = store.search(query, mode=mode)
+        assert result.degraded is None and "vector" in result.legs_run
+        top = result.hits[0]
+        assert top.id == ids[3], mode
+        assert top.matched_leg == "semantic" and top.relevance == "low" and top.match_terms == []
+        assert 0 < top.legs["vector"].score <= 1 and top.legs["vector"].rank == 1
+
+
+def test_an_unrelated_query_gets_nothing_from_the_vector_leg(filled):
+    store, _ = filled
+    result = store.search("quantum chromodynamics of gluon plasma", mode="semantic")
+    assert result.hits == []
+
+
+def test_lexical_and_semantic_agree_as_both(filled):
+    store, ids = filled
+    top = store.search("auth service port", mode="hybrid").hits[0]
+    assert top.id == ids[0] and top.matched_leg == "both" and set(top.legs) == {"keyword", "bm25", "vector"}
+
+
+def test_filters_apply_before_vector_ranking(store):
+    for i in range(20):
+        store.write(f"kittens and cats number {i}", scopes=["noise"])
+    wanted = store.write("a feline napping in the sun", scopes=["wanted"]).id
+    hits = store.search("cat sleeping", mode="semantic", scopes=["wanted"]).hits
+    assert [h.id for h in hits] == [wanted]
+
+
+def test_writes_queue_and_the_next_search_embeds_them(tmp_path):
+    path = tmp_path / "s"
+    script = textwrap.dedent(f"""
+        import sys, kenning
+        s = kenning.open_store({str(path)!r})
+        s.write("a feline napping in the sun", scopes=["x"])
+        assert s.semantic.pending_count() == 1
+        assert "torch" not in sys.modules, "a cold write loaded torch"
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    with kenning.open_store(path) as s:
+        assert s.semantic.pending_count() == 1
+        assert s.search("cat sleeping", mode="semantic").hits[0].matched_leg == "semantic"
+        assert s.semantic.pending_count() == 0
+
+
+def _vector_answers(path, query="cat sleeping on a windowsill"):
+    with kenning.open_store(path) as s:
+        return [(h.id, round(h.legs["vector"].score, 5)) for h in s.search(query, mode="semantic", limit=5).hits]
+
+
+def test_the_index_file_is_derived_and_rebuilt(tmp_path):
+    path = tmp_path / "s"
+    with kenning.open_store(path) as s:
+        for text in MEMORIES:
+            s.write(text, scopes=["x"])
+    expected = _vector_answers(path)
+    index_file = path / INDEX_FILENAME
+    assert expected and index_file.is_file()
+    index_file.unlink()
+    assert _vector_answers(path) == expected and index_file.is_file()
+    index_file.write_bytes(index_file.read_bytes()[:100])  # truncated
+    assert _vector_answers(path) == expected
+    index_file.write_bytes(b"not an index at all")
+    assert _vector_answers(path) == expected
+
+
+def test_a_stale_index_catches_up_with_another_process(tmp_path):
+    path = tmp_path / "s"
+    warm = kenning.open_store(path)
+    for text in MEMORIES:
+        warm.write(text, scopes=["x"])
+    warm.search("cat", mode="semantic")
+    writer = textwrap.dedent(f"""
+        import kenning
+        s = kenning.open_store({str(path)!r})
+        s.write("a kitten dozing on the windowsill in the sunshine", scopes=["x"])
+        s.remove(s.search("cat sat windowsill", mode="bm25").hits[0].id, reason="replaced")
+        s.search("kitten", mode="semantic")   # embeds and saves the index file
+        s.close()
+    """)
+    subprocess.run([sys.executable, "-c", writer], check=True)
+    warm_answer = [h.id for h in warm.search("cat sleeping on a windowsill", mode="semantic").hits]
+    fresh_answer = [h.id for h in kenning.open_store(path).search("cat sleeping on a windowsill", mode="semantic").hits]
+    assert warm_answer == fresh_answer
+    assert "kitten dozing" in warm.get(warm_answer[0]).content
+    warm.close()
+
+
+def test_update_replaces_the_vector_and_remove_drops_it(store):
+    mid = store.write("The cat sat on the warm windowsill", scopes=["x"]).id
+    assert store.search("sleeping kitten", mode="semantic").hits[0].id == mid
+    store.update(mid, text="Quarterly revenue grew eleven percent")
+    assert [h.id for h in store.search("sleeping kitten", mode="semantic").hits] == []
+    rows = store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+    assert rows == 1
+    store.remove(mid, reason="test")
+    assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]) == 0
+
+
+def test_identical_text_is_encoded_once(store):
+    store.write("duplicate text about llamas", scopes=["a"])
+    store.semantic.embed_pending()
+    calls = []
+    encoder = store.semantic.encoder()
+    original = encoder.encode
+    encoder.encode = lambda texts, **kw: (calls.append(list(texts)), original(texts, **kw))[1]
+    try:
+        store.write("duplicate text about llamas", scopes=["b"])
+        store.semantic.embed_pending()
+    finally:
+        encoder.encode = original
+    assert calls == []
+    vectors = store.db.read(lambda c: c.execute("SELECT vector FROM embeddings").fetchall())
+    assert len(vectors) == 2 and np.array_equal(*[np.frombuffer(v[0], np.float32) for v in vectors])
+
+
+def test_explicit_vector_request_without_the_extra_names_the_install(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["sentence_transformers"] = None  # hide the extra
+        import importlib.util
+        real = importlib.util.find_spec
+        importlib.util.find_spec = lambda name, *a: None if name == "sentence_transformers" else real(name, *a)
+        import kenning
+        from kenning.errors import EmbeddingsUnavailable
+        s = kenning.open_store({str(tmp_path / 's')!r})
+        s.write("the auth service port is 8443", scopes=["x"])
+        for mode in ("semantic", "hybrid"):
+            r = s.search("auth port", mode=mode)
+            assert r.degraded.reason == "embeddings_absent", r.degraded
+            assert 'kenning[embeddings]' in r.degraded.install
+            assert r.legs_run == ["keyword", "bm25"] and r.hits
+        try:
+            s.semantic.search("auth", 5)
+        except EmbeddingsUnavailable as exc:
+            assert 'pip install "kenning[embeddings]"' in str(exc)
+        else:
+            raise AssertionError("no error")
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
