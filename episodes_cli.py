@@ -1,0 +1,140 @@
+"""``kenning episodes list|search|prune`` and ``kenning serve``: parse, call the library, print.
+
+Mounted by cli.py (``app.add_typer(episodes_app, name="episodes")``, ``app.command("serve")(serve)``).
+The store directory comes from the root command's ``--store`` / ``KENNING_HOME``, which cli.py
+keeps in the root context as ``obj["store_dir"]``. Cheap to import: the MCP SDK loads only when
+``serve`` runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kenning.errors import KenningError
+
+episodes_app = typer.Typer(
+    name="episodes",
+    help="The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+JSON_HELP = "Print machine-readable JSON instead of a table."
+
+
+def _one_line_errors(fn: Callable) -> Callable:
+    """A caller's mistake is one line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KenningError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _store_dir(ctx: typer.Context) -> Optional[str]:
+    root = ctx.find_root().obj
+    return root.get("store_dir") if isinstance(root, dict) else None
+
+
+def _journal(ctx: typer.Context):
+    from kenning.store.episodes import Episodes
+    from kenning.store.store import Store
+
+    store = Store(_store_dir(ctx))
+    ctx.call_on_close(store.close)
+    return Episodes(store)
+
+
+def _print(episodes: list, with_bodies: bool, as_json: bool) -> None:
+    rows = [e.to_dict(include_body=with_bodies) for e in episodes]
+    if as_json:
+        sys.stdout.write(json.dumps({"count": len(rows), "episodes": rows}, ensure_ascii=False, indent=2) + "\n")
+        return
+    if not rows:
+        out.print("no episodes", highlight=False)
+        return
+    table = Table("created", "session", "scopes", "takeaway", "id")
+    for row in rows:
+        table.add_row(row["created"][:19], row["session_id"][-8:], ", ".join(row["scopes"]),
+                      escape(row["takeaway"]), row["id"])
+    out.print(table)
+    if with_bodies:
+        for row in rows:
+            out.print(f"\n[bold]{row['id']}[/bold]\n{escape(row['body'])}", highlight=False)
+
+
+@episodes_app.command("list", epilog="Example: kenning episodes list --limit 10")
+@_one_line_errors
+def list_(
+    ctx: typer.Context,
+    limit: int = typer.Option(20, help="The most recent N (1-200), printed oldest first."),
+    all_worktrees: bool = typer.Option(False, "--all-worktrees", help="Include episodes written in other checkouts."),
+    bodies: bool = typer.Option(False, "--bodies", help="Print full bodies, not just takeaways."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The latest journal entries of this worktree (and of sessions outside any git checkout)."""
+    _print(_journal(ctx).search(auto_scope=not all_worktrees, max_results=limit), bodies, as_json)
+
+
+@episodes_app.command(epilog="Example: kenning episodes search --swarm 01JD… --since 2026-11-01")
+@_one_line_errors
+def search(
+    ctx: typer.Context,
+    scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Episodes with any of these scopes (repeatable)."),
+    session: Optional[str] = typer.Option(None, help="Only episodes written by this session id."),
+    parent: Optional[str] = typer.Option(None, help="Only episodes whose session continued or was spawned by this session id."),
+    swarm: Optional[str] = typer.Option(None, help="Only episodes tagged with this swarm (cohort) id."),
+    since: Optional[str] = typer.Option(None, help="Only episodes created at or after this ISO-8601 time."),
+    episode_id: Optional[list[str]] = typer.Option(None, "--id", help="Only these episode ids (repeatable)."),
+    all_worktrees: bool = typer.Option(False, "--all-worktrees", help="Do not drop episodes from other checkouts."),
+    limit: int = typer.Option(20, help="The most recent N (1-200), printed oldest first."),
+    bodies: bool = typer.Option(False, "--bodies", help="Print full bodies, not just takeaways."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Filter the journal by scope, session, parent session, swarm, time or id (chronological, not ranked)."""
+    found = _journal(ctx).search(
+        scopes=scope or None, session_id=session, parent_session_id=parent, swarm_id=swarm, since=since,
+        ids=episode_id or None, auto_scope=not all_worktrees, max_results=limit,
+    )
+    _print(found, bodies, as_json)
+
+
+@episodes_app.command(epilog="Example: kenning episodes prune")
+@_one_line_errors
+def prune(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Delete expired episodes now (writes also do this) and name the sessions they came from."""
+    sessions = _journal(ctx).prune()
+    if as_json:
+        sys.stdout.write(json.dumps({"pruned_sessions": sessions}) + "\n")
+    else:
+        out.print(f"pruned expired episodes of {len(sessions)} session(s)", highlight=False)
+        for s in sessions:
+            out.print(f"  {s}", highlight=False)
+
+
+@_one_line_errors
+def serve(ctx: typer.Context) -> None:
+    """Run the MCP server over stdio (one session per process) for an agent client to launch.
+
+    Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
+    """
+    from kenning.server import serve as run_server
+
+    run_server(_store_dir(ctx))

@@ -1,0 +1,442 @@
+"""The model-facing tool surface: kenning over the Model Context Protocol (stdio), one session a process.
+
+Every tool is a thin wrapper: parse typed, bounded arguments, call one library function, return
+its JSON shape. A caller mistake (``KenningError``) becomes a tool error whose text says what to
+fix; the SDK turns anything unexpected into a generic tool error, so no call can stop the server.
+A stdio server serves exactly one connection, so one process = one ``Store`` object = one session
+id (event log, disabled scopes, pending writes and handoff all key on it).
+
+Deliberately no ``from __future__ import annotations``: the SDK builds each tool's input schema
+from its evaluated signature, and the parameter types here are module-level ``Annotated`` aliases.
+"""
+
+import argparse
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from kenning import __version__
+from kenning.errors import KenningError
+from kenning.store import audit
+from kenning.store.episodes import (
+    HANDOFF_CAP,
+    HANDOFF_DEFAULT,
+    MAX_IDS,
+    MAX_LABEL_CHARS,
+    MAX_TAKEAWAY_BYTES,
+    SEARCH_CAP,
+    SEARCH_DEFAULT,
+    Episodes,
+)
+from kenning.store.gates.limits import MAX_SCOPE_CHARS, MAX_SCOPES
+from kenning.store.models import Link
+from kenning.store.store import MAX_LIMIT, Store
+
+INSTRUCTIONS = """\
+kenning is a long-term memory shared with the user and with other agent sessions.
+
+Reading. Do not search by default: most turns need no memory. Call memory_search when the user \
+points at shared context you do not have ("my project", "the script we wrote", "as usual", \
+"like last time") or when a stored preference could settle an ambiguous request. Query with \
+the nouns a stored note would contain (tool, file, service, error names), not with a question. \
+Read relevance together with matched_leg: relevance is the share of your query words a hit \
+literally contains, so a semantic-only hit is always low. When staleness_verdict is not fresh, \
+check one claim before relying on it. Call memory_scope_overview once at the start of a \
+conversation; if its total is 0, skip searching unless asked.
+
+Saying so. Whenever a memory shaped your reply, say so in the reply ("Using your stored \
+preference for ..."). If the user rejects or corrects it, call memory_record_use with \
+ignored, contradicted or corrected.
+
+Writing. Write durable facts proactively with memory_write as soon as they come up: project \
+and infrastructure facts, tool choices, conventions (category fact); context that should \
+colour replies without being cited (ambient); anything about the user themself goes in as \
+user-inference, which stays pending until you ask the user and call memory_write_confirm or \
+memory_write_cancel. Use narrow scopes such as projects:<name> or tools, not "general". Run \
+state - what this session tried, where it is blocked, the next step - is not a fact: journal \
+it with episode_write. At the start of a loop iteration call episode_handoff to read what the \
+previous session in this worktree concluded; promote a takeaway that proved durable with \
+episode_promote.
+"""
+
+# ---------------------------------------------------------------------------------- parameter types
+MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A memory id (ULID) from a search, list or write.")]
+Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE_CHARS)]
+ScopeFilter = Annotated[
+    list[Scope] | None,
+    Field(max_length=MAX_SCOPES, description="Only memories tagged with at least one of these scopes; omit for all."),
+]
+Mode = Annotated[
+    Literal["keyword", "bm25", "semantic", "hybrid"] | None,
+    Field(description="Retrieval mode; omit for the store default (hybrid). Without the embeddings extra, "
+                      "semantic and hybrid answer lexically and say so in `degraded`."),
+]
+Category = Literal["fact", "user-inference", "ambient"]
+Confidence = Literal["low", "medium", "high"]
+Source = Literal["explicit-statement", "inferred"]
+Note = Annotated[str | None, Field(max_length=500, description="What you checked or why, for the event log (max 500 chars).")]
+Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]] | None, Field(max_length=256)]
+Claims = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=4096)]] | None,
+    Field(max_length=64, description="Checkable statements about this repository: `path`, `path::symbol` or "
+                                     "`path::NAME=literal`. Checked now; a false claim refuses the call."),
+]
+Links = Annotated[
+    list[Link] | None,
+    Field(max_length=64, description="Links to other memories: kind supersedes | contradicts | extends | depends_on, "
+                                     "target = the other memory's id, optional note."),
+]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+PendingId = Annotated[str, Field(min_length=1, max_length=200, description="The pending_id a memory_write (or episode_promote) returned.")]
+
+
+def _tool(server: MCPServer, *, read_only: bool = False, destructive: bool = False) -> Callable[[Callable], Callable]:
+    """Register fn as a tool named after it, described by its docstring; KenningError -> a tool error."""
+
+    def register(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except KenningError as exc:
+                raise ToolError(str(exc)) from exc
+
+        server.add_tool(
+            call, name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""),
+            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False),
+        )
+        return fn
+
+    return register
+
+
+def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
+    """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
+    server = MCPServer("kenning", instructions=INSTRUCTIONS, version=__version__)
+    journal = episodes or Episodes(store)
+    reader = _tool(server, read_only=True)
+    writer = _tool(server)
+
+    # ------------------------------------------------------------------ reading memory
+    @reader
+    def memory_search(
+        query: Annotated[str, Field(min_length=1, max_length=10_000, description="Nouns a matching memory would contain (tool, file, service, error names).")],
+        scopes: ScopeFilter = None,
+        max_results: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many hits (1-50).")] = 5,
+        expand_top: Annotated[bool, Field(description="Inline the top hit's full body when it is clearly the answer (high relevance or a decisive score lead).")] = False,
+        auto_scope: Annotated[bool, Field(description="True: only memories written from this repository and worktree, plus global ones. False: every project.")] = True,
+        since_prior_session: Annotated[bool, Field(description="Only memories updated after the last activity of another session: what changed in this session.")] = False,
+        mode: Mode = None,
+    ) -> dict[str, Any]:
+        """Search the stored memories. Do not call by default: only when the user refers to context you lack
+        ("my project", "the deploy script we wrote") or a stored preference could settle an ambiguous request.
+        When a hit shapes your reply, tell the user you used it.
+
+        Returns {query, mode, legs_run, degraded, hits}. degraded is null, or says the semantic leg could not
+        run (reason, message, install) and the search ran lexically. Per hit:
+        - relevance high|medium|low: the share of your query words the memory literally contains. Read it with
+          matched_leg (lexical | semantic | both): a semantic-only hit is low by construction yet may fit.
+        - match_terms: the query words that occur; legs: each leg's rank and score (why it ranked here).
+        - snippet: the passage around the matches (content = full body, only with expand_top on the top hit).
+        - staleness_verdict fresh | spot_check_recommended | spot_check_required: when not fresh, check one
+          claim before relying on it (path_drift / commit_drift_count say what moved), then memory_verify it
+          if it holds or memory_update it if it drifted.
+        - recent_negative_outcomes (when present): the user recently rejected this memory; do not re-surface it
+          without new reason. depends_on_resolved (when present): memories this one only makes sense with.
+        No hits or only low ones: retry with different nouns rather than trusting a weak match.
+        """
+        return store.search(query, mode=mode, scopes=scopes, limit=max_results, expand_top=expand_top,
+                            auto_scope=auto_scope, since_prior_session=since_prior_session).to_dict()
+
+    @reader
+    def memory_show(id: MemoryId) -> dict[str, Any]:
+        """One memory in full, usually after a search snippet looked relevant.
+
+        Returns the memory's fields (content, scopes, category, confidence, source, created, updated, origin,
+        claims) plus verification (status never | stale | fresh with a recommendation), staleness_verdict,
+        path_drift (which cited paths are missing), commit_drift (commits since the last verification, when
+        measurable), links and reverse_links. If the verdict is not fresh, spot-check a claim: memory_verify
+        when it holds, memory_update when it drifted (an update clears verification; verify again after).
+        """
+        return store.show(id)
+
+    @reader
+    def memory_list(
+        scopes: ScopeFilter = None,
+        category: Annotated[Category | None, Field(description="Only this category.")] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, newest update first (1-50).")] = MAX_LIMIT,
+        with_bodies: Annotated[bool, Field(description="Include full bodies. Pulls every listed memory into your context: only for small stores.")] = False,
+    ) -> dict[str, Any]:
+        """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated).
+
+        Cheap triage when you need to see what exists rather than find one thing; filter by scopes to narrow.
+        with_bodies=true inlines every body - use it only when the listed set is small, otherwise show the few
+        ids you need with memory_show. Scopes disabled for this session are left out.
+        """
+        memories = store.list(scopes=scopes, category=category, limit=limit)
+        rows = [m.listing(with_body=with_bodies) for m in memories]
+        return {"count": len(rows), "with_bodies": with_bodies, "memories": rows}
+
+    @reader
+    def memory_scope_overview(
+        auto_scope: Annotated[bool, Field(description="True: count this repository's and global memories only. False: every project.")] = True,
+    ) -> dict[str, Any]:
+        """Counts per scope and the curation backlog, without any memory content. Call once at the start of a
+        conversation: if total is 0, skip memory_search for the rest of it unless asked.
+
+        Returns current_repo, scopes {scope: count}, total, disabled_scopes (for this session), pending_writes
+        (this session's writes awaiting memory_write_confirm / memory_write_cancel), curation_pending (counts of
+        stale, never_verified, drifted, conflicts, silent_misses ...) and the same counts limited to what is new
+        since the previous session (null on the very first session). Non-zero drifted or silent_misses is a
+        reason to suggest a curation pass when there is time.
+        """
+        return store.scope_overview(auto_scope=auto_scope)
+
+    @reader
+    def memory_list_tombstones(
+        scopes: ScopeFilter = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, most recently removed first (1-50).")] = 20,
+    ) -> dict[str, Any]:
+        """Removed memories with the reason and time of removal, most recent first. Check here before
+        re-suggesting something the user may have deliberately removed; memory_restore undoes a removal.
+        """
+        rows = [t.model_dump(mode="json") for t in store.tombstones(scopes=scopes, limit=limit)]
+        return {"count": len(rows), "tombstones": rows}
+
+    # ------------------------------------------------------------------ writing memory
+    @writer
+    def memory_write(
+        content: Annotated[str, Field(min_length=1, description="The memory body: one self-contained fact, in words a later search would use.")],
+        scopes: Annotated[list[Scope], Field(min_length=1, max_length=MAX_SCOPES, description="Narrow tags such as projects:<name>, tools, infrastructure. Avoid 'general'.")],
+        category: Annotated[Category, Field(description="fact: project/infra/tool knowledge, commits now. ambient: background that colours replies. user-inference: a claim about the user, always pending until confirmed.")] = "fact",
+        confidence: Confidence = "medium",
+        source: Annotated[Source, Field(description="explicit-statement: the user or a document said it. inferred: you concluded it.")] = "explicit-statement",
+        claims: Claims = None,
+        links: Links = None,
+        acknowledge_transient: Annotated[bool, Field(description="Override the durability gate when wording that sounds temporary is in fact durable.")] = False,
+        acknowledge_user_claim: Annotated[bool, Field(description="Override the user-claim gate when the body is about someone other than the user.")] = False,
+    ) -> dict[str, Any]:
+        """Remember something durable. Call proactively when a lasting fact, decision, convention or preference
+        comes up; the gates below catch bad writes, so writing eagerly is safe. Run state goes to episode_write.
+
+        Returns status:
+        - committed: stored; id is the new memory, related lists similar existing memories.
+        - pending: user-inference (or confirmation required): ask the user in plain words, then
+          memory_write_confirm or memory_write_cancel with pending_id. Pending writes expire after an hour.
+        - duplicate: an existing memory (id) already says this; nothing was written.
+        - previously_removed: a similar memory was removed before; reason carries why. Reconsider.
+        - refused: a gate stopped it; gate names which (credentials, durability, user_claims, claims, limits)
+          and reason says what to change or which acknowledge_* flag applies.
+        """
+        return store.write(content, scopes=scopes, category=category, confidence=confidence, source=source,
+                           claims=claims, links=links, acknowledge_transient=acknowledge_transient,
+                           acknowledge_user_claim=acknowledge_user_claim).to_dict()
+
+    @writer
+    def memory_write_confirm(pending_id: PendingId) -> dict[str, Any]:
+        """Commit a pending write after the user agreed. The write is re-checked against the store as it is now,
+        so duplicate or previously_removed can come back instead of committed. status expired / not_found means
+        the pending write is gone (pending writes last an hour): write it again if it still matters. Confirming a
+        promoted episode also deletes that episode (episode_deleted).
+        """
+        return journal.confirm_write(pending_id)
+
+    @writer
+    def memory_write_cancel(pending_id: PendingId) -> dict[str, Any]:
+        """Drop a pending write, e.g. when the user said the inference about them is wrong. Returns status
+        cancelled, or expired / not_found when there was nothing left to cancel. A promoted episode is kept.
+        """
+        return store.cancel_write(pending_id)
+
+    @writer
+    def memory_update(
+        id: MemoryId,
+        text: Annotated[str | None, Field(min_length=1, description="The new body. Clears verification and claims: call memory_verify again after.")] = None,
+        scopes: Annotated[list[Scope] | None, Field(min_length=1, max_length=MAX_SCOPES, description="The complete new scope list (replaces the old one).")] = None,
+        confidence: Confidence | None = None,
+        category: Annotated[Literal["fact", "ambient"] | None, Field(description="fact or ambient; a memory cannot become user-inference by update.")] = None,
+        links: Annotated[list[Link] | None, Field(max_length=64, description="The complete new link list (replaces the old one; [] clears).")] = None,
+    ) -> dict[str, Any]:
+        """Correct a memory that drifted or was wrong. Give only what changes; scopes and links replace the
+        old lists whole. A body edit bumps updated and clears last_verified_at and the attested claims; a
+        scope-only edit keeps verification. Returns {status: updated, memory}.
+        """
+        memory = store.update(id, text=text, scopes=scopes, confidence=confidence, category=category, links=links)
+        return {"status": "updated", "memory": memory.model_dump(mode="json")}
+
+    @writer
+    def memory_remove(
+        id: MemoryId,
+        reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why it is wrong or no longer relevant; shown when a similar fact is written again.")],
+    ) -> dict[str, Any]:
+        """Retire a memory that is wrong or obsolete. Nothing is deleted: it becomes a tombstone with your reason,
+        leaves search, is listed by memory_list_tombstones, warns later writes of similar text (previously_removed),
+        and memory_restore brings it back.
+        """
+        tombstone = store.remove(id, reason)
+        return {"status": "removed", "id": tombstone.memory.id, "reason": tombstone.reason,
+                "removed_at": tombstone.model_dump(mode="json")["removed_at"]}
+
+    @writer
+    def memory_restore(id: MemoryId) -> dict[str, Any]:
+        """Undo memory_remove: the memory returns to search exactly as it was. Returns {status: restored, memory}."""
+        return {"status": "restored", "memory": store.restore(id).model_dump(mode="json")}
+
+    @writer
+    def memory_verify(
+        id: MemoryId,
+        note: Note = None,
+        verified_paths: Annotated[Paths, Field(description="Paths you checked exist (relative to the memory's worktree); the drift checks watch exactly these. Replaces the previous list.")] = None,
+        verified_absent_paths: Annotated[Paths, Field(description="Paths that are meant to be absent here (another host or platform); never use for real drift.")] = None,
+        claims: Claims = None,
+    ) -> dict[str, Any]:
+        """Record that you spot-checked a memory and it still holds: sets last_verified_at to now (content and
+        updated stay as they are). Prefer listing the paths you checked; a path that does not exist, or a false
+        claim, refuses the call - memory_update the memory first. Lists replace the previous attestation whole.
+        """
+        return store.verify(id, note=note, verified_paths=verified_paths,
+                            verified_absent_paths=verified_absent_paths, claims=claims)
+
+    @writer
+    def memory_record_use(
+        memory_ids: Annotated[list[MemoryId], Field(min_length=1, max_length=50)],
+        outcome: Annotated[Literal["applied", "ignored", "contradicted", "corrected"], Field(description="applied: it shaped the reply. ignored: surfaced but not relevant. contradicted: the user or the facts say it is wrong. corrected: you fixed it with memory_update.")],
+        note: Note = None,
+        excerpt: Annotated[str | None, Field(min_length=1, max_length=500, description="The phrase of the memory that mattered (e.g. the claim that was wrong).")] = None,
+    ) -> dict[str, Any]:
+        """Record what happened with memories you were shown. Mostly needed for the negative outcomes: after
+        ignored or contradicted, later hits carry recent_negative_outcomes so the memory is not pushed again.
+        """
+        return store.record_use(memory_ids, outcome, note=note, excerpt=excerpt)
+
+    @writer
+    def memory_audit_turn(
+        user_message: Annotated[str, Field(min_length=1, max_length=100_000)],
+        assistant_response: Annotated[str | None, Field(max_length=1_000_000)] = None,
+        lookback_seconds: Annotated[int, Field(ge=1, le=audit.MAX_LOOKBACK_SECONDS)] = audit.DEFAULT_LOOKBACK_SECONDS,
+        mode: Mode = None,
+    ) -> dict[str, Any]:
+        """End-of-turn telemetry for a client hook; a model in conversation should not call it.
+
+        Runs the probe search memory_search would have run for the turn and reports verdict: miss (a
+        high-relevance memory existed and nothing was searched, shown or listed in this session within
+        lookback_seconds), ok (it was looked up) or no_signal (no high-relevance memory). hits are the top probe
+        hits. Logs turn_audited, and search_miss on a miss (counted as silent_misses in memory_scope_overview).
+        """
+        return audit.audit_turn(store, user_message, assistant_response=assistant_response,
+                                lookback_seconds=lookback_seconds, mode=mode)
+
+    @writer
+    def memory_disable_scope(scope: Scope) -> dict[str, Any]:
+        """Hide a scope for the rest of this session (search, list, overview, handoff), e.g. when the user says
+        a project is unrelated. Lasts until memory_enable_scope or the server restarts. Returns disabled_scopes.
+        """
+        return {"disabled_scopes": store.disable_scope(scope)}
+
+    @writer
+    def memory_enable_scope(scope: Scope) -> dict[str, Any]:
+        """Show a scope again that memory_disable_scope hid in this session. Returns disabled_scopes."""
+        return {"disabled_scopes": store.enable_scope(scope)}
+
+    # ------------------------------------------------------------------ the episodes journal
+    @writer
+    def episode_write(
+        body: Annotated[str, Field(min_length=1, description="Free-form markdown: what was tried, what happened, what is next (max 1 MB).")],
+        takeaway: Annotated[str | None, Field(max_length=MAX_TAKEAWAY_BYTES, description="One sentence a later session should read first (max 4 KB).")] = None,
+        scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES)] = None,
+        swarm_id: Annotated[Label | None, Field(description="Cohort label: a sub-agent passes its coordinator's session id so the coordinator can gather every takeaway with episode_search(swarm_id=...).")] = None,
+        parent_session_id: Annotated[Label | None, Field(description="The session this one continues or was spawned by; defaults to the one episode_handoff resolved.")] = None,
+    ) -> dict[str, Any]:
+        """Journal run state for this session: what was tried, where it is blocked, the next step, this
+        iteration's conclusion. Use it for whatever memory_write would refuse as transient. Episodes expire after
+        30 days and never appear in memory_search or memory_list; later sessions read them with episode_handoff
+        or episode_search, and episode_promote turns a takeaway that hardened into a memory.
+
+        Returns {status: committed, id, session_id, created, expires, scopes, takeaway, swarm_id, pruned_sessions}
+        where pruned_sessions are sessions whose expired entries this write cleaned up (usually []).
+        """
+        return journal.write(body, takeaway=takeaway, scopes=scopes, swarm_id=swarm_id,
+                             parent_session_id=parent_session_id)
+
+    @reader
+    def episode_handoff(
+        prior_session_id: Annotated[Label | None, Field(description="Read this session instead of the automatically resolved one (e.g. a parent agent's id).")] = None,
+        max_episodes: Annotated[int, Field(ge=1, le=HANDOFF_CAP, description="How many of its latest entries (1-50).")] = HANDOFF_DEFAULT,
+    ) -> dict[str, Any]:
+        """What did the previous session here conclude? Call first at the start of a loop iteration or a resumed task.
+
+        Resolves the other session that most recently journaled in exactly this worktree and returns
+        {prior_session_id, worktree, episodes: [{id, created, takeaway, body, scopes}] oldest first, note?}.
+        takeaway falls back to the body's first line. Entries in scopes disabled for this session are hidden.
+        note appears when the previous session shows nothing and says why (nothing journaled, everything
+        promoted into memories, or every entry in a disabled scope); episodes may then come from an older session.
+        """
+        return journal.handoff(prior_session_id=prior_session_id, max_episodes=max_episodes)
+
+    @reader
+    def episode_search(
+        scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES, description="Keep episodes with at least one of these scopes.")] = None,
+        session_id: Annotated[Label | None, Field(description="Only episodes written by this session.")] = None,
+        parent_session_id: Annotated[Label | None, Field(description="Only episodes whose session continued or was spawned by this one.")] = None,
+        swarm_id: Annotated[Label | None, Field(description="Only episodes tagged with this cohort id, from any session.")] = None,
+        since: Annotated[str | None, Field(max_length=64, description="ISO-8601 time; only episodes created at or after it.")] = None,
+        ids: Annotated[list[Label] | None, Field(max_length=MAX_IDS, description="Only these episode ids (unknown ids are simply absent).")] = None,
+        auto_scope: Annotated[bool, Field(description="For a walk without session/parent/swarm/ids: drop episodes from clearly different checkouts. False: every worktree.")] = True,
+        max_results: Annotated[int, Field(ge=1, le=SEARCH_CAP, description="Keep the most recent N (1-200).")] = SEARCH_DEFAULT,
+        include_bodies: Annotated[bool, Field(description="False: takeaway-only rows; re-read one in full via ids.")] = True,
+    ) -> dict[str, Any]:
+        """Look up journal entries across sessions by filters (not ranked; episodes are chronological).
+        For "what did the last session conclude" prefer episode_handoff.
+
+        Returns {count, episodes: [{id, session_id, parent_session_id, swarm_id, worktree, created, expires,
+        scopes, takeaway, body?}]}: the most recent max_results matches, oldest first.
+        """
+        rows = journal.search(scopes=scopes, session_id=session_id, parent_session_id=parent_session_id,
+                              swarm_id=swarm_id, since=since, ids=ids, auto_scope=auto_scope,
+                              max_results=max_results)
+        return {"count": len(rows), "episodes": [e.to_dict(include_body=include_bodies) for e in rows]}
+
+    @writer
+    def episode_promote(
+        episode_id: Label,
+        scopes: Annotated[list[Scope], Field(min_length=1, max_length=MAX_SCOPES, description="Scopes for the new memory.")],
+        category: Category = "fact",
+        confidence: Confidence = "medium",
+        source: Source = "explicit-statement",
+        use_body: Annotated[bool, Field(description="Promote the full body instead of the takeaway (required when the episode has no takeaway).")] = False,
+        acknowledge_transient: bool = False,
+        acknowledge_user_claim: bool = False,
+    ) -> dict[str, Any]:
+        """Turn a journal takeaway that proved durable into a memory. It goes through memory_write with every
+        gate, so the answer has memory_write's shape plus promoted_from_episode_id and episode_deleted. The
+        episode is deleted only when the memory commits; on pending it is deleted by memory_write_confirm (and
+        kept by memory_write_cancel); on any refusal it stays so you can adjust and promote again.
+        """
+        return journal.promote(episode_id, scopes=scopes, category=category, confidence=confidence,
+                               source=source, use_body=use_body, acknowledge_transient=acknowledge_transient,
+                               acknowledge_user_claim=acknowledge_user_claim)
+
+    return server
+
+
+def serve(store_dir: str | os.PathLike | None = None) -> None:
+    """Serve one MCP session over stdio until the client disconnects."""
+    with Store(store_dir) as store:
+        build_server(store).run("stdio")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m kenning.server", description="kenning's MCP server over stdio.")
+    parser.add_argument("--store", default=None, help="store directory (default: $KENNING_HOME, ./.kenning, or the user data dir)")
+    serve(parser.parse_args(argv).store)
+
+
+if __name__ == "__main__":
+    main()
