@@ -1,0 +1,147 @@
+"""The BEIR loader: the bundled set, title handling, and clear errors for broken files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kenning.errors import InvalidInput
+from kenning.eval.datasets import Document, group_of, load_dataset
+from kenning.retrieval.text import query_tokens, tokenize
+
+
+def write_collection(folder, corpus, queries, qrels, header=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    lines = (["query-id\tcorpus-id\tscore"] if header else []) + ["\t".join(map(str, r)) for r in qrels]
+    (folder / "qrels.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def small(tmp_path):
+    return write_collection(
+        tmp_path / "small",
+        [{"_id": "d1", "title": "Ports", "text": "The auth service listens on 8443.", "extra": 1},
+         {"_id": "d2", "title": "", "text": "Lunch is at noon."},
+         {"_id": 3, "text": "numeric ids are read as text"}],
+        [{"_id": "q1", "text": "auth port", "metadata": {"category": 4}},
+         {"_id": "q2", "text": "what colour is the sky"}],
+        [("q1", "d1", 2), ("q1", "d2", 0)],
+    )
+
+
+def test_loads_documents_queries_and_graded_qrels(small):
+    data = load_dataset(small)
+    assert data.name == "small"
+    assert list(data.documents) == ["d1", "d2", "3"]
+    assert data.documents["d1"].content == "Ports. The auth service listens on 8443."
+    assert data.documents["d2"].content == "Lunch is at noon."
+    assert data.qrels == {"q1": {"d1": 2, "d2": 0}}
+    assert data.queries["q1"].category == "4"
+    assert data.queries["q2"].category is None
+    assert data.is_answerable("q1") and not data.is_answerable("q2")
+    assert data.unknown_qrels == 0
+
+
+def test_title_rules():
+    assert Document("x", "A claim.", "Body").content == "A claim. Body"
+    assert Document("x", "Wing flow", "wing flow . more text").content == "wing flow . more text"
+    assert Document("x", "Only a title", "").content == "Only a title"
+    assert Document("x", "", "").content == ""
+
+
+def test_qrels_without_header_are_read(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}],
+                              [("q", "d", 1)], header=False)
+    assert load_dataset(folder).qrels == {"q": {"d": 1}}
+
+
+def test_unknown_ids_in_qrels_are_counted_and_warned_not_fatal(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}],
+                              [("q", "d", 1), ("q", "missing-doc", 1), ("ghost", "d", 1)])
+    with pytest.warns(UserWarning, match="2 judgment"):
+        data = load_dataset(folder)
+    assert data.unknown_qrels == 2
+    assert data.qrels == {"q": {"d": 1}}
+
+
+def test_missing_folder_and_missing_file(tmp_path):
+    with pytest.raises(InvalidInput, match="no such collection folder"):
+        load_dataset(tmp_path / "nope")
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}], [])
+    (folder / "queries.jsonl").unlink()
+    with pytest.raises(InvalidInput, match=r"queries\.jsonl: file is missing"):
+        load_dataset(folder)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"text": "no id"}', "missing or empty '_id'"),
+        ('{"_id": "d9", "text": 5}', "'text' must be text"),
+        ('{"_id": "d1", "text": "dup"}', "duplicate document id"),
+    ],
+)
+def test_malformed_corpus_line_names_file_and_line(small, line, message):
+    with (small / "corpus.jsonl").open("a", encoding="utf-8") as f:
+        f.write("\n" + line + "\n")  # line 4 is blank, line 5 is the bad one
+    with pytest.raises(InvalidInput, match=rf"corpus\.jsonl:5: .*{message}"):
+        load_dataset(small)
+
+
+def test_query_needs_text(small):
+    with (small / "queries.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"_id": "q3", "text": "  "}\n')
+    with pytest.raises(InvalidInput, match=r"queries\.jsonl:3: 'text' must be non-empty text"):
+        load_dataset(small)
+
+
+@pytest.mark.parametrize("row, message", [("q1\td1", "expected 3 tab-separated fields"), ("q1\td1\thigh", "score .high. is not an integer")])
+def test_malformed_qrels_line_names_line(small, row, message):
+    with (small / "qrels.tsv").open("a", encoding="utf-8") as f:
+        f.write(row + "\n")
+    with pytest.raises(InvalidInput, match=rf"qrels\.tsv:4: {message}"):
+        load_dataset(small)
+
+
+def test_group_of():
+    assert group_of("conv-26:D1:3", ":") == "conv-26"
+    assert group_of("conv-26:q0", ":") == "conv-26"
+    assert group_of("42", None) is None
+
+
+def test_limit_queries_keeps_their_judgments(small):
+    data = load_dataset(small).limit_queries(1)
+    assert list(data.queries) == ["q1"] and data.qrels == {"q1": {"d1": 2, "d2": 0}}
+    assert len(data.documents) == 3
+
+
+def test_builtin_set_shape():
+    data = load_dataset("builtin")
+    assert data.name == "builtin"
+    assert len(data.documents) == 300 and len(data.queries) == 80
+    assert all(doc_id.startswith("m") and len(doc_id) == 4 for doc_id in data.documents)
+    kinds: dict[str, int] = {}
+    for query in data.queries.values():
+        kinds[query.category] = kinds.get(query.category, 0) + 1
+    assert set(kinds) == {"exact", "paraphrase", "typo", "wordform", "unanswerable"}
+    assert kinds["unanswerable"] == 15
+    for qid, query in data.queries.items():
+        # unanswerable <=> no judgments at all
+        assert (query.category == "unanswerable") == (qid not in data.qrels)
+    assert data.unknown_qrels == 0
+
+
+def test_builtin_paraphrases_share_no_token_with_their_targets():
+    data = load_dataset("builtin")
+    for qid, query in data.queries.items():
+        if query.category != "paraphrase":
+            continue
+        for doc_id in data.qrels[qid]:
+            shared = set(query_tokens(query.text)) & set(tokenize(data.documents[doc_id].content))
+            assert not shared, (qid, doc_id, shared)

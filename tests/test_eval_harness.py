@@ -1,0 +1,173 @@
+"""The harness through the real store: grouping, unanswerable queries, compare, tuning and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import kenning
+from kenning.errors import InvalidInput
+from kenning.eval.commands import eval_app
+from kenning.eval.datasets import load_dataset
+from kenning.eval.harness import compare, run_eval
+from kenning.eval.tuning import tune, write_config
+
+from test_eval_datasets import write_collection
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def grouped(tmp_path):
+    """Two conversations; the same words occur in both, so only grouping keeps them apart."""
+    return write_collection(
+        tmp_path / "grouped",
+        [
+            {"_id": "a:1", "title": "", "text": "the auth service listens on port 8443"},
+            {"_id": "a:2", "title": "", "text": "deploys happen on tuesdays"},
+            {"_id": "b:1", "title": "", "text": "the auth service of project b now uses port 9000 instead"},
+            {"_id": "b:2", "title": "", "text": "lunch is at noon"},
+            {"_id": "b:3", "title": "", "text": ""},
+        ],
+        [
+            {"_id": "a:q1", "text": "auth service port", "metadata": {"category": 1}},
+            {"_id": "b:q1", "text": "auth port", "metadata": {"category": 2}},
+            {"_id": "a:q2", "text": "what colour is the sky", "metadata": {"category": 2}},
+        ],
+        [("a:q1", "a:1", 1), ("b:q1", "b:1", 1)],
+    )
+
+
+def test_grouping_restricts_each_query_to_its_own_documents(grouped):
+    flat = run_eval(grouped, modes="bm25", progress=False)
+    per_group = run_eval(grouped, modes="bm25", group_sep=":", progress=False)
+    # across groups the shorter a:1 outranks b:1 for "auth port"; within group b it is alone
+    assert flat["modes"]["bm25"]["MRR@10"] == pytest.approx(0.75)
+    assert per_group["modes"]["bm25"]["MRR@10"] == pytest.approx(1.0)
+    assert per_group["modes"]["bm25"]["nDCG@10"] == pytest.approx(1.0)
+
+
+def test_report_shape_unanswerable_and_categories(grouped):
+    report = run_eval(grouped, modes=["keyword", "bm25"], group_sep=":", progress=False, reference=["rank-bm25"])
+    assert report["dataset"] == "grouped"
+    assert report["queries"] == 3
+    assert report["skipped_documents"] == 1  # b:3 has no text
+    assert set(report["modes"]) == {"keyword", "bm25", "rank-bm25"}
+    row = report["modes"]["bm25"]
+    for key in ("nDCG@10", "R@10", "R@100", "MRR@10", "latency_ms_p50", "latency_ms_p95"):
+        assert isinstance(row[key], float)
+    assert row["queries"] == 2  # metrics average over answerable queries
+    assert row["legs_run"] == ["bm25"]
+    # nothing in group a mentions the sky: the lexical legs come back empty
+    assert row["unanswerable"] == {"queries": 1, "empty": 1.0, "top_high": 0.0}
+    assert row["by_category"]["1"] == {"queries": 1, "nDCG@10": 1.0, "R@10": 1.0, "R@100": 1.0, "MRR@10": 1.0}
+    assert row["by_category"]["2"]["queries"] == 2
+    assert row["by_category"]["2"]["unanswerable"]["queries"] == 1
+    assert report["modes"]["rank-bm25"]["nDCG@10"] == pytest.approx(1.0)
+    json.dumps(report)  # the report is plain JSON
+
+
+def test_limit_queries_and_bad_arguments(grouped):
+    report = run_eval(grouped, modes="bm25", progress=False, limit_queries=1)
+    assert report["queries"] == 1 and report["modes"]["bm25"]["queries"] == 1
+    with pytest.raises(InvalidInput, match="unknown mode"):
+        run_eval(grouped, modes="bm42", progress=False)
+    with pytest.raises(InvalidInput, match="unknown reference"):
+        run_eval(grouped, modes="bm25", progress=False, reference=["elastic"])
+
+
+def test_config_overrides_reach_the_engine(grouped):
+    report = run_eval(grouped, modes="bm25", progress=False, config_overrides={"bm25_k1": 0.5, "bm25_b": 0.1})
+    assert report["config"]["bm25_k1"] == 0.5 and report["config"]["bm25_b"] == 0.1
+
+
+def test_builtin_lexical_run_matches_the_rank_bm25_reference():
+    report = run_eval("builtin", modes="bm25", progress=False, reference=["rank-bm25"])
+    engine, reference = report["modes"]["bm25"], report["modes"]["rank-bm25"]
+    assert report["queries"] == 80 and engine["queries"] == 65
+    assert engine["by_category"]["exact"]["nDCG@10"] > 0.9
+    # lexical legs cannot find a paraphrase that shares no token with its target
+    assert engine["by_category"]["paraphrase"]["R@100"] == 0.0
+    assert engine["nDCG@10"] == pytest.approx(reference["nDCG@10"], abs=0.02)
+
+
+def _report(ndcg: float, mrr: float = 0.5) -> dict:
+    return {"dataset": "x", "modes": {"bm25": {"nDCG@10": ndcg, "R@10": 0.5, "R@100": 0.9, "MRR@10": mrr,
+                                               "latency_ms_p50": 1.0}}}
+
+
+def test_compare_flags_only_drops_beyond_tolerance():
+    same = compare(_report(0.700), _report(0.700))
+    assert same["regressions"] == [] and same["modes"]["bm25"]["nDCG@10"]["diff"] == 0.0
+    assert compare(_report(0.696), _report(0.700), tolerance=0.005)["regressions"] == []
+    drop = compare(_report(0.690, mrr=0.4), _report(0.700), tolerance=0.005)
+    assert {(r["mode"], r["metric"]) for r in drop["regressions"]} == {("bm25", "nDCG@10"), ("bm25", "MRR@10")}
+    assert drop["modes"]["bm25"]["nDCG@10"]["diff"] == pytest.approx(-0.01)
+    missing = compare({"dataset": "x", "modes": {}}, _report(0.7))
+    assert missing["missing_modes"] == ["bm25"] and missing["regressions"] == []
+
+
+@pytest.mark.slow  # loads the embedding model when the extra is installed
+def test_tune_returns_settings_and_writes_them_into_a_store(grouped, tmp_path):
+    result = tune(grouped, group_sep=":", progress=False, k1_grid=(0.9, 1.2), b_grid=(0.75,),
+                  rrf_k_grid=(20.0, 60.0), keyword_weights=(0.0, 1.0), vector_weights=(1.0,))
+    best = result["best"]
+    assert set(best) == {"bm25_k1", "bm25_b", "rrf_k", "weights"}
+    assert result["best_scores"]["nDCG@10"] >= result["default_scores"]["nDCG@10"]
+    assert len(result["bm25_grid"]) == 2
+    written = write_config(tmp_path / "store", best)
+    assert written["rrf_k"] == best["rrf_k"]
+    with kenning.open_store(tmp_path / "store") as store:
+        assert store.config.bm25_k1 == best["bm25_k1"] and store.config.weights == best["weights"]
+    with pytest.raises(InvalidInput, match="not a tunable setting"):
+        write_config(tmp_path / "store", {"default_mode": "bm25"})
+
+
+def test_cli_run_json_out_and_plot(grouped, tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--group-sep", ":", "--json",
+                                      "--out", str(out), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["modes"]["bm25"]["nDCG@10"] == 1.0
+    assert json.loads(out.read_text()) == printed
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_table_output(grouped):
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "keyword,bm25", "--group-sep", ":"])
+    assert result.exit_code == 0, result.output
+    assert "nDCG@10" in result.stdout and "keyword" in result.stdout and "unanswerable" in result.stdout
+
+
+def test_cli_compare_exit_codes(tmp_path):
+    base, good, bad = tmp_path / "base.json", tmp_path / "good.json", tmp_path / "bad.json"
+    base.write_text(json.dumps(_report(0.70)))
+    good.write_text(json.dumps(_report(0.71)))
+    bad.write_text(json.dumps(_report(0.60)))
+    assert runner.invoke(eval_app, ["compare", str(good), str(base)]).exit_code == 0
+    result = runner.invoke(eval_app, ["compare", str(bad), str(base)])
+    assert result.exit_code == 1 and "regression" in result.stdout
+    assert runner.invoke(eval_app, ["compare", str(bad), str(base), "--tolerance", "0.2"]).exit_code == 0
+
+
+def test_cli_errors_are_one_line_with_exit_2(tmp_path):
+    result = runner.invoke(eval_app, ["run", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2
+    assert "no such collection folder" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    (tmp_path / "broken.json").write_text("{")
+    result = runner.invoke(eval_app, ["compare", str(tmp_path / "broken.json"), str(tmp_path / "broken.json")])
+    assert result.exit_code == 2 and "not valid JSON" in result.stderr
+
+
+def test_every_command_has_an_example_in_its_help():
+    for command in ("run", "compare", "tune"):
+        result = runner.invoke(eval_app, [command, "--help"])
+        assert result.exit_code == 0 and "kenning eval " + command in result.stdout
+
+
+def test_loader_is_reused_for_a_loaded_dataset(grouped):
+    data = load_dataset(grouped)
+    assert run_eval(data, modes="bm25", progress=False)["dataset"] == "grouped"
