@@ -95,6 +95,26 @@ MIGRATIONS: list[str] = [
     CREATE INDEX episodes_worktree ON episodes(worktree, created);
     CREATE INDEX episodes_session ON episodes(session, created);
     """,
+    # 3: origin columns (auto_scope filters on them) and a link table (reverse links: superseded_by)
+    """
+    ALTER TABLE memories ADD COLUMN origin_repo TEXT;
+    ALTER TABLE memories ADD COLUMN origin_worktree TEXT;
+    UPDATE memories SET origin_repo = json_extract(record, '$.origin.repo'),
+                        origin_worktree = json_extract(record, '$.origin.worktree');
+    CREATE INDEX memories_origin ON memories(origin_worktree, origin_repo);
+    CREATE TABLE memory_links (
+        source INTEGER NOT NULL REFERENCES memories(rowid),
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,             -- a memory id (links name ids, not rowids)
+        note TEXT,
+        PRIMARY KEY (source, kind, target)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_links_target ON memory_links(target, kind);
+    INSERT OR IGNORE INTO memory_links(source, kind, target, note)
+        SELECT m.rowid, json_extract(l.value, '$.kind'), json_extract(l.value, '$.target'),
+               json_extract(l.value, '$.note')
+        FROM memories m, json_each(m.record, '$.links') l;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

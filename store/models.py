@@ -72,6 +72,27 @@ class Memory(_Record):
     links: list[Link] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def summary(self) -> str:
+        """The first line of the body, cut to one short line: what a listing or a link shows."""
+        return summary_line(self.content)
+
+    def listing(self, with_body: bool = False) -> dict[str, Any]:
+        """A one-line row for triage (id, scopes, category, summary, updated); the body only on request."""
+        row = {"id": self.id, "scopes": self.scopes, "category": self.category, "summary": self.summary,
+               "updated": iso(self.updated)}
+        if with_body:
+            row["content"] = self.content
+        return row
+
+
+SUMMARY_CHARS = 120
+
+
+def summary_line(text: str, width: int = SUMMARY_CHARS) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= width else first[: width - 1].rstrip() + "…"
+
 
 class Tombstone(_Record):
     """A removed memory, kept whole with why and when, so it can be restored."""
@@ -122,21 +143,42 @@ class SearchResult(_Record):
     legs_run: list[str]
     degraded: Degraded | None = None
     hits: list[Hit] = Field(default_factory=list)
+    note: str | None = None  # why the result is empty for a reason other than "nothing matched"
 
     def to_dict(self) -> dict[str, Any]:
-        out = self.model_dump(mode="json", exclude={"hits"})
+        out = self.model_dump(mode="json", exclude={"hits", "note"})
+        if self.note:
+            out["note"] = self.note
         out["hits"] = [h.to_dict() for h in self.hits]
         return out
 
 
-class WriteResult(_Record):
-    """What a write did: committed, pending, refused, duplicate or previously_removed."""
+WriteStatus = Literal["committed", "pending", "refused", "duplicate", "previously_removed", "expired", "not_found"]
 
-    status: Literal["committed", "pending", "refused", "duplicate", "previously_removed"]
+
+class WriteResult(_Record):
+    """What a write (or a confirm of a pending write) did.
+
+    committed / pending: written or staged (``related`` lists similar live memories);
+    refused: a gate stopped it (``gate``, ``code``, ``reason``, ``hint``, ``matched``, ``override``);
+    duplicate: ``id`` is the live memory that already says this, nothing was written;
+    previously_removed: ``match`` is the similar tombstone, ``reason`` why it was removed;
+    expired / not_found: a confirm whose pending write is gone (timed out, or never existed).
+    """
+
+    status: WriteStatus
     id: str | None = None
     pending_id: str | None = None
+    pending_reason: Literal["user_inference", "confirmation_required"] | None = None
+    pending_retained: bool | None = None  # a confirm that was refused keeps the staged write
+    expires: datetime | None = None
     gate: str | None = None
+    code: str | None = None  # the gate's own verdict, e.g. transient_warning
     reason: str | None = None
+    hint: str | None = None
+    matched: list[str] = Field(default_factory=list)
+    override: str | None = None
+    match: dict[str, Any] | None = None  # {id, overlap, reason?} of a duplicate or a removed memory
     related: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

@@ -1,7 +1,9 @@
 """Staleness: may this memory still be trusted? Three measurements and one verdict per hit.
 
 - **verification**: ``never`` verified, ``stale`` (verified longer ago than the window, default
-  30 days) or ``fresh``;
+  30 days) or ``fresh``. The calendar treats a never-verified memory by its age: younger than the
+  window it is not yet due (a memory is not suspect the day it is written), older it is
+  ``overdue`` like a stale one (recommended, but it has no past check that drift could void);
 - **path drift**: the paths the memory cites (scraped from the body, declared in claims, attested
   by verify) that no longer exist in the memory's worktree; declared claims are re-checked whole
   (a renamed symbol or a changed value is drift too);
@@ -15,10 +17,11 @@ A measurement that cannot be made (no origin, worktree or repository gone, git m
 Verdict rule (``staleness_verdict``):
 
 - ``spot_check_required`` when a declared claim no longer holds or an attested (verified) path
-  is gone, or when verification is stale *and* something drifted (a commit or a missing path);
-- ``spot_check_recommended`` when never verified, stale, commits touched the memory's paths
-  since, or a path scraped from the prose is missing (scraping can misfire, so prose alone never
-  requires a check);
+  is gone, or when a past verification is stale *and* something drifted (a commit or a missing
+  path): what was checked then has demonstrably moved since;
+- ``spot_check_recommended`` when verification is overdue (stale, or never verified and older
+  than the window), commits touched the memory's paths since, or a path scraped from the prose
+  is missing (scraping can misfire, so prose alone never requires a check);
 - ``fresh`` otherwise. Unmeasured signals are reported but do not escalate the verdict.
 """
 
@@ -118,10 +121,14 @@ def extract_paths(text: str) -> list[str]:
 
 
 class Verification(BaseModel):
+    """age_days counts from the last verification, or from the write when never verified;
+    overdue: the calendar says a spot-check is due (stale, or never verified and older than the window)."""
+
     status: Literal["never", "stale", "fresh"]
     last_verified_at: datetime | None = None
     age_days: float | None = None
     stale_after_days: int = DEFAULT_STALE_DAYS
+    overdue: bool = False
     recommendation: str | None = None
 
 
@@ -260,15 +267,30 @@ def _git_date(ts: datetime) -> str:
 
 
 def assess_verification(
-    last_verified_at: datetime | str | None, now: datetime, stale_days: int = DEFAULT_STALE_DAYS
+    last_verified_at: datetime | str | None,
+    now: datetime,
+    stale_days: int = DEFAULT_STALE_DAYS,
+    written_at: datetime | str | None = None,
 ) -> Verification:
-    """never / stale (older than stale_days) / fresh, with what to do when not fresh."""
+    """never / stale (older than stale_days) / fresh, with what to do when not fresh.
+
+    A never-verified memory is overdue once it is older than stale_days (by written_at); without
+    a write time its age is unknown, so it is taken as overdue.
+    """
     verified = _utc(last_verified_at)
     if verified is None:
+        written = _utc(written_at)
+        age = None if written is None else max(0.0, (_utc(now) - written) / timedelta(days=1))
+        overdue = age is None or age > stale_days
+        advice = "spot-check one claim (a path, a value) and call verify if it holds"
         return Verification(
             status="never",
+            age_days=None if age is None else round(age, 1),
             stale_after_days=stale_days,
-            recommendation="never verified: spot-check one claim (a path, a value) and call verify if it holds",
+            overdue=overdue,
+            recommendation=(f"never verified and written {age:.0f} days ago: {advice}" if overdue and age is not None
+                            else f"never verified: {advice}" if overdue
+                            else f"never verified (written {age:.0f} days ago, due within {stale_days}): {advice}"),
         )
     age = (_utc(now) - verified) / timedelta(days=1)
     if age > stale_days:
@@ -277,6 +299,7 @@ def assess_verification(
             last_verified_at=verified,
             age_days=round(age, 1),
             stale_after_days=stale_days,
+            overdue=True,
             recommendation=f"last verified {age:.0f} days ago (window {stale_days}): spot-check, then verify or update",
         )
     return Verification(status="fresh", last_verified_at=verified, age_days=round(age, 1), stale_after_days=stale_days)
@@ -390,10 +413,9 @@ def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, 
     drifted = bool(cd.count) or bool(pd.missing)
     if v.status == "stale" and drifted:
         required.append(f"verification is stale ({v.age_days} days) and the project moved since")
-    if v.status == "never":
-        recommended.append("never verified")
-    elif v.status == "stale":
-        recommended.append(f"verified {v.age_days} days ago")
+    if v.overdue:
+        recommended.append("never verified" + (f" (written {v.age_days} days ago)" if v.age_days is not None else "")
+                           if v.status == "never" else f"verified {v.age_days} days ago")
     if cd.count:
         recommended.append(f"{cd.count} commit(s) since {cd.since}" + (" touching the cited paths" if cd.paths else ""))
     if pd.missing:
@@ -417,7 +439,7 @@ def assess_staleness(
     cache: DriftCache | None = None,
 ) -> Staleness:
     """Every staleness signal of one memory and the verdict; pass one DriftCache per search."""
-    verification = assess_verification(last_verified_at, now, verification_stale_days)
+    verification = assess_verification(last_verified_at, now, verification_stale_days, written_at)
     path_drift = assess_path_drift(
         body, claims, origin.worktree if origin else None, verified_paths, verified_absent_paths
     )

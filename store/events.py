@@ -1,0 +1,108 @@
+"""The event log: one append-only row per thing a session did (searched, showed, wrote, used …).
+
+Memories say what is known; events say what happened to them and when, and in which session.
+That answers "what changed since the prior session", "was this memory contradicted recently"
+and "did this session look anything up" (the silent-miss audit) without touching the records.
+A call logs one row (``record_use`` one per memory, in one statement), so logging stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from kenning.errors import InvalidInput
+
+from .db import Database
+from .models import iso
+
+# kinds the store itself logs; other modules add their own (audit: turn_audited, search_miss)
+SEARCH, SHOW, LIST = "search", "show", "list"
+WRITE, PENDING, CONFIRM, CANCEL = "write", "pending", "confirm", "cancel"
+UPDATE, REMOVE, RESTORE, VERIFY = "update", "remove", "restore", "verify"
+OUTCOME, RENAME_SCOPE = "outcome", "rename_scope"
+SEARCH_MISS = "search_miss"
+
+MAX_KIND_CHARS = 64
+
+
+def log(
+    conn: sqlite3.Connection,
+    at: datetime,
+    session: str,
+    kind: str,
+    memory_id: str | None = None,
+    payload: dict[str, Any] | None = None,
+) -> None:
+    """Append one event inside the caller's transaction."""
+    log_many(conn, at, session, kind, [(memory_id, payload)])
+
+
+def log_many(
+    conn: sqlite3.Connection,
+    at: datetime,
+    session: str,
+    kind: str,
+    rows: Iterable[tuple[str | None, dict[str, Any] | None]],
+) -> None:
+    """Append several events of one kind and time in one statement (one row per memory)."""
+    if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS:
+        raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")
+    conn.executemany(
+        "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
+        [(iso(at), session, kind, mid, json.dumps(payload or {}, ensure_ascii=False, default=str))
+         for mid, payload in rows],
+    )
+
+
+def query(
+    db: Database,
+    session: str | None = None,
+    since: datetime | str | None = None,
+    kinds: Iterable[str] | None = None,
+    memory_ids: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Events oldest first, filtered by session, time (``at >= since``), kinds and memories."""
+    where, params = [], []
+    if session is not None:
+        where.append("session = ?")
+        params.append(session)
+    if since is not None:
+        where.append("at >= ?")
+        params.append(_instant(since))
+    for column, values in (("kind", kinds), ("memory_id", memory_ids)):
+        if values is not None:
+            values = list(values)
+            if not values:
+                return []
+            where.append(f"{column} IN ({','.join('?' * len(values))})")
+            params += values
+    sql = "SELECT at, session, kind, memory_id, payload FROM events"
+    sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY rowid"
+    rows = db.read(lambda c: c.execute(sql, params).fetchall())
+    return [{"at": at, "session": s, "kind": k, "memory_id": m, "payload": json.loads(p)} for at, s, k, m, p in rows]
+
+
+def _instant(value: datetime | str) -> str:
+    """The log's timestamp text for a datetime or an ISO-8601 string (naive means UTC)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"since must be an ISO-8601 time, got {value!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"since must be a time, got {value!r}")
+    return iso(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
+
+
+def prior_session_boundary(db: Database, session: str) -> str | None:
+    """The time of the latest event logged by any other session (ISO text), or None if there is none.
+
+    Walks the log backwards, so the cost is this session's own tail, not the whole log.
+    """
+    row = db.read(lambda c: c.execute(
+        "SELECT at FROM events WHERE session != ? ORDER BY rowid DESC LIMIT 1", (session,)).fetchone())
+    return row[0] if row else None
