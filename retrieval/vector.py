@@ -208,6 +208,8 @@ class VectorIndex:
         """Score candidate rows row by row (einsum, not BLAS), so equal vectors get equal scores
         and ties fall to the smaller key on every path; then apply the floor and cut at k."""
         scores = np.einsum("ij,j->i", self._vectors[rows], query)
+        if self.space == "cosine":  # rounding can push a self-match just past 1
+            np.clip(scores, -1.0, 1.0, out=scores)
         keys = self._keys[rows]
         if floor is not None:
             keep = scores >= floor

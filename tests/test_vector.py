@@ -37,7 +37,7 @@ def test_one_vector_is_found_with_its_cosine():
     vector = unit_rows(1)[0]
     index.add([42], vector[None, :])
     [(key, score)] = index.search(vector, 10)
-    assert key == 42 and score == pytest.approx(1.0, abs=1e-6)
+    assert key == 42 and score == pytest.approx(1.0, abs=1e-6) and score <= 1.0
 
 
 def test_k_larger_than_the_index_returns_everything_best_first():
@@ -143,6 +143,8 @@ def test_graph_is_updated_incrementally_removed_keys_revive_and_it_grows_when_fu
     index, vectors = graph_index(1100)
     index.remove([0, 3, 6])
     assert all(key not in (0, 3, 6) for key, _ in index.search(vectors[0], 20))
+    index.add([9], vectors[5][None, :])  # a live key takes another vector
+    assert [key for key, _ in index.search(vectors[5], 2)] == [9, 15]
     index.add([3], vectors[1][None, :])  # a removed key comes back with another vector
     assert index.search(vectors[1], 2)[0][1] == pytest.approx(1.0, abs=1e-6)
     assert 3 in [key for key, _ in index.search(vectors[1], 2)]
