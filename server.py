@@ -119,7 +119,8 @@ def _tool(server: MCPServer, *, read_only: bool = False, destructive: bool = Fal
 
 def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
-    server = MCPServer("kenning", instructions=INSTRUCTIONS, version=__version__)
+    # WARNING: stderr is the client's log; argument rejections are already returned to the model
+    server = MCPServer("kenning", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     journal = episodes or Episodes(store)
     reader = _tool(server, read_only=True)
     writer = _tool(server)
@@ -309,12 +310,16 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         memory_ids: Annotated[list[MemoryId], Field(min_length=1, max_length=50)],
         outcome: Annotated[Literal["applied", "ignored", "contradicted", "corrected"], Field(description="applied: it shaped the reply. ignored: surfaced but not relevant. contradicted: the user or the facts say it is wrong. corrected: you fixed it with memory_update.")],
         note: Note = None,
-        excerpt: Annotated[str | None, Field(min_length=1, max_length=500, description="The phrase of the memory that mattered (e.g. the claim that was wrong).")] = None,
+        excerpts: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=500)] | None] | None,
+            Field(max_length=50, description="Parallel to memory_ids: the phrase of each memory that mattered (e.g. the claim that was wrong), null where none."),
+        ] = None,
     ) -> dict[str, Any]:
         """Record what happened with memories you were shown. Mostly needed for the negative outcomes: after
         ignored or contradicted, later hits carry recent_negative_outcomes so the memory is not pushed again.
+        Returns {status: recorded, outcome, memory_ids, at}.
         """
-        return store.record_use(memory_ids, outcome, note=note, excerpt=excerpt)
+        return store.record_use(memory_ids, outcome, note=note, excerpt=excerpts)
 
     @writer
     def memory_audit_turn(

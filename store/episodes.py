@@ -12,7 +12,6 @@ gate and deletes the episode only once that write has committed.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
@@ -25,7 +24,6 @@ from kenning.errors import InvalidInput, NotFound
 
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
 from .models import WriteResult, _Record, iso
-from .origin import detect_origin
 
 if TYPE_CHECKING:
     from .store import Store
@@ -112,9 +110,9 @@ def _episode(row: tuple) -> Episode:
 class Episodes:
     """The journal of one store, seen from one session (``store.session_id``) in one worktree."""
 
-    def __init__(self, store: "Store", cwd: str | os.PathLike | None = None):
+    def __init__(self, store: "Store"):
         self.store = store
-        origin = detect_origin(cwd)
+        origin = store.here()  # the caller's checkout, as the store sees it (Store(cwd=...))
         self.worktree = origin.worktree if origin else None
         self.repo = origin.repo if origin else None
         # the session this one continues: set by the first handoff that resolves one (or by the caller)

@@ -1,0 +1,334 @@
+"""The episodes journal against real stores, real git worktrees and an injected clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput, NotFound
+from kenning.store.episodes import EPISODE_TTL, MAX_TAKEAWAY_BYTES, Episodes
+from kenning.store.gates.limits import MAX_CONTENT_BYTES, MAX_SCOPES
+
+START = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    """A settable clock; each reading advances one millisecond so rows keep a strict order."""
+
+    def __init__(self, now: datetime = START):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty", "-m", "init")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_enclosing_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo")
+
+
+def session(tmp_path, clock, cwd):
+    """A new session (its own Store object, so its own session id) on the shared store directory."""
+    store = kenning.open_store(tmp_path / "store", clock=clock, cwd=cwd)
+    return store, Episodes(store)
+
+
+def test_write_returns_the_entry_and_records_worktree_and_session(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    out = journal.write("tried the BM25 sweep; k1=1.5 fell over on scifact", takeaway="k1=1.5 hurts scifact",
+                        scopes=["projects:kenning"], swarm_id="coord-1")
+    assert out["status"] == "committed" and out["session_id"] == store.session_id
+    assert out["takeaway"] == "k1=1.5 hurts scifact" and out["scopes"] == ["projects:kenning"]
+    assert out["swarm_id"] == "coord-1" and out["worktree"] == os.path.realpath(repo)
+    assert out["pruned_sessions"] == [] and "body" not in out
+    [episode] = journal.search()
+    assert episode.id == out["id"] and episode.body.startswith("tried the BM25 sweep")
+    assert episode.expires - episode.created == EPISODE_TTL
+
+
+def test_transient_wording_is_welcome_in_the_journal(tmp_path, clock, repo):
+    _, journal = session(tmp_path, clock, repo)
+    out = journal.write("currently blocked on the flaky test; right now the next step is bisecting")
+    assert out["status"] == "committed"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"body": ""}, "body is empty"),
+        ({"body": "   \n"}, "body is empty"),
+        ({"body": "x" * (MAX_CONTENT_BYTES + 1)}, "limit is"),
+        ({"body": "ok", "takeaway": "t" * (MAX_TAKEAWAY_BYTES + 1)}, "takeaway is longer"),
+        ({"body": "ok", "scopes": [f"s{i}" for i in range(MAX_SCOPES + 1)]}, "at most 64"),
+        ({"body": "ok", "scopes": ["bad\nscope"]}, "control character"),
+        ({"body": "ok", "swarm_id": "   "}, "swarm_id"),
+    ],
+)
+def test_bad_writes_are_refused_and_write_nothing(tmp_path, clock, repo, kwargs, message):
+    _, journal = session(tmp_path, clock, repo)
+    with pytest.raises(InvalidInput, match=message):
+        journal.write(**kwargs)
+    assert journal.search(auto_scope=False) == []
+
+
+def test_takeaway_falls_back_to_the_first_line_of_the_body(tmp_path, clock, repo):
+    _, journal = session(tmp_path, clock, repo)
+    journal.write("\n\n  first real line  \nsecond line")
+    [row] = journal.search()
+    assert row.headline == "first real line" and row.to_dict()["takeaway"] == "first real line"
+
+
+def test_expired_entries_are_pruned_on_write_and_reported(tmp_path, clock, repo):
+    old_store, old = session(tmp_path, clock, repo)
+    old.write("an old note")
+    clock.now += EPISODE_TTL + timedelta(seconds=1)
+    assert old.search() == []  # expired entries are invisible before any prune
+    new_store, new = session(tmp_path, clock, repo)
+    out = new.write("a fresh note")
+    assert out["pruned_sessions"] == [old_store.session_id]
+    assert new.write("another")["pruned_sessions"] == []
+    remaining = new_store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+    assert remaining == 2
+
+
+def test_search_keeps_the_most_recent_n_oldest_first(tmp_path, clock, repo):
+    _, journal = session(tmp_path, clock, repo)
+    ids = [journal.write(f"step {i}")["id"] for i in range(5)]
+    assert [e.id for e in journal.search(max_results=3)] == ids[2:]
+    assert [e.id for e in journal.search()] == ids
+    with pytest.raises(InvalidInput, match="between 1 and 200"):
+        journal.search(max_results=201)
+
+
+def test_search_filters(tmp_path, clock, repo):
+    store_a, a = session(tmp_path, clock, repo)
+    a1 = a.write("a one", scopes=["projects:x"], swarm_id="swarm")["id"]
+    cut = clock.now + timedelta(microseconds=500)  # just after a1
+    a2 = a.write("a two", scopes=["projects:y"])["id"]
+    store_b, b = session(tmp_path, clock, repo)
+    b1 = b.write("b one", scopes=["projects:x", "tools"], swarm_id="swarm", parent_session_id=store_a.session_id)["id"]
+
+    def ids(**kw):
+        return [e.id for e in b.search(**kw)]
+
+    assert ids(scopes=["projects:x"]) == [a1, b1]
+    assert ids(session_id=store_a.session_id) == [a1, a2]
+    assert ids(parent_session_id=store_a.session_id) == [b1]
+    assert ids(swarm_id="swarm") == [a1, b1]
+    assert ids(since=cut.isoformat()) == [a2, b1]
+    assert ids(since=cut.replace(tzinfo=None)) == [a2, b1]  # naive means UTC
+    assert ids(ids=[b1, a1, "01UNKNOWN"]) == [a1, b1]
+    assert ids(ids=[]) == []
+    assert ids(swarm_id="swarm", scopes=["tools"]) == [b1]
+    with pytest.raises(InvalidInput, match="ISO-8601"):
+        b.search(since="yesterday")
+
+
+def test_bare_search_is_worktree_scoped_but_permissive(tmp_path, clock, repo):
+    other = make_repo(tmp_path / "other")
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "linked"))
+    _, in_repo = session(tmp_path, clock, repo)
+    mine = in_repo.write("main checkout note")["id"]
+    _, in_other = session(tmp_path, clock, other)
+    theirs = in_other.write("other repo note", swarm_id="s")["id"]
+    _, outside = session(tmp_path, clock, tmp_path / "store")
+    nowhere = outside.write("written outside git")["id"]
+    gone = make_repo(tmp_path / "gone")
+    _, in_gone = session(tmp_path, clock, gone)
+    vanished = in_gone.write("its worktree was deleted")["id"]
+    subprocess.run(["rm", "-rf", str(gone)], check=True)
+
+    assert [e.id for e in in_repo.search()] == [mine, nowhere, vanished]
+    _, in_linked = session(tmp_path, clock, tmp_path / "linked")  # linked worktree sees its main checkout
+    assert [e.id for e in in_linked.search()] == [mine, nowhere, vanished]
+    assert [e.id for e in in_repo.search(auto_scope=False)] == [mine, theirs, nowhere, vanished]
+    assert [e.id for e in in_repo.search(swarm_id="s")] == [theirs]  # naming a cohort crosses worktrees
+    assert [e.id for e in outside.search()] == [mine, theirs, nowhere, vanished]  # nothing to compare
+
+
+def test_handoff_reads_the_previous_session_in_this_worktree(tmp_path, clock, repo):
+    first_store, first = session(tmp_path, clock, repo)
+    first.write("iteration 1 body", takeaway="tuned k1")
+    first.write("iteration 1 second", takeaway="k1=1.2 wins")
+    other = make_repo(tmp_path / "other")
+    _, elsewhere = session(tmp_path, clock, other)
+    elsewhere.write("another worktree's note", takeaway="not for you")  # newer, but other worktree
+
+    second_store, second = session(tmp_path, clock, repo)
+    out = second.handoff()
+    assert out["prior_session_id"] == first_store.session_id
+    assert [e["takeaway"] for e in out["episodes"]] == ["tuned k1", "k1=1.2 wins"]  # oldest first
+    assert out["episodes"][0]["body"] == "iteration 1 body" and "note" not in out
+    assert [e["takeaway"] for e in second.handoff(max_episodes=1)["episodes"]] == ["k1=1.2 wins"]
+
+    # the resolved predecessor becomes this session's parent, and this session's own entries never hand off to itself
+    assert second.write("iteration 2")["parent_session_id"] == first_store.session_id
+    assert second.handoff()["prior_session_id"] == first_store.session_id
+
+
+def test_handoff_with_no_prior_session_says_why(tmp_path, clock, repo):
+    _, journal = session(tmp_path, clock, repo)
+    journal.write("my own note")
+    out = journal.handoff()
+    assert out["prior_session_id"] is None and out["episodes"] == []
+    assert "no other session has journaled in this worktree" in out["note"]
+
+
+def test_handoff_worktree_equality_is_strict(tmp_path, clock, repo):
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "linked"))
+    _, main = session(tmp_path, clock, repo)
+    main.write("main checkout note")
+    _, linked = session(tmp_path, clock, tmp_path / "linked")
+    assert linked.handoff()["episodes"] == []  # a sibling worktree stays isolated
+    _, outside = session(tmp_path, clock, tmp_path / "store")
+    assert outside.handoff()["prior_session_id"] is None  # None matches only None
+
+
+def test_explicit_prior_session_overrides_the_walk(tmp_path, clock, repo):
+    parent_store, parent = session(tmp_path, clock, repo)
+    parent.write("the coordinator's plan", takeaway="plan")
+    _, sibling = session(tmp_path, clock, repo)
+    sibling.write("sibling note")
+    _, child = session(tmp_path, clock, repo)
+    out = child.handoff(prior_session_id=parent_store.session_id)
+    assert out["prior_session_id"] == parent_store.session_id and [e["takeaway"] for e in out["episodes"]] == ["plan"]
+    empty = child.handoff(prior_session_id="no-such-session")
+    assert empty["episodes"] == [] and "no live journal entries" in empty["note"]
+
+
+def test_handoff_respects_disabled_scopes_and_rewinds(tmp_path, clock, repo):
+    _, older = session(tmp_path, clock, repo)
+    older.write("older visible", takeaway="older takeaway", scopes=["projects:kenning"])
+    newer_store, newer = session(tmp_path, clock, repo)
+    newer.write("secret project entry", scopes=["projects:hidden"])
+    reader_store, reader = session(tmp_path, clock, repo)
+    assert reader.handoff()["prior_session_id"] == newer_store.session_id
+    reader_store.disable_scope("projects:hidden")
+    out = reader.handoff()
+    assert [e["takeaway"] for e in out["episodes"]] == ["older takeaway"]
+    assert newer_store.session_id in out["note"] and "disabled" in out["note"]
+
+
+def test_promote_commits_through_the_write_path_and_retires_the_episode(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    ep = journal.write("long notes about the deploy", takeaway="The deploy script lives in ops/deploy.sh and needs ssh agent forwarding")["id"]
+    out = journal.promote(ep, scopes=["projects:ops"])
+    assert out["status"] == "committed" and out["promoted_from_episode_id"] == ep and out["episode_deleted"] is True
+    memory = store.get(out["id"])
+    assert memory.content.startswith("The deploy script lives") and memory.scopes == ["projects:ops"]
+    assert journal.search(ids=[ep]) == []
+    with pytest.raises(NotFound):
+        journal.promote(ep, scopes=["projects:ops"])
+
+
+def test_promote_uses_the_body_on_request_and_needs_it_without_a_takeaway(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    ep = journal.write("Grafana dashboards are provisioned from infra/grafana/*.json")["id"]
+    with pytest.raises(InvalidInput, match="use_body"):
+        journal.promote(ep, scopes=["infrastructure"])
+    out = journal.promote(ep, scopes=["infrastructure"], use_body=True)
+    assert out["status"] == "committed" and store.get(out["id"]).content.startswith("Grafana dashboards")
+
+
+def test_a_refused_promotion_keeps_the_episode(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    first = journal.write("x", takeaway="Release builds are signed with the key in the team vault")["id"]
+    assert journal.promote(first, scopes=["projects:release"])["status"] == "committed"
+    again = journal.write("y", takeaway="Release builds are signed with the key in the team vault")["id"]
+    out = journal.promote(again, scopes=["projects:release"])
+    assert out["status"] == "duplicate" and out["episode_deleted"] is False
+    assert [e.id for e in journal.search(ids=[again])] == [again]
+    with pytest.raises(InvalidInput):
+        journal.promote(again, scopes=[])  # the write path's own validation applies
+    assert [e.id for e in journal.search(ids=[again])] == [again]
+
+
+def test_pending_promotion_is_retired_by_confirm_and_kept_by_cancel(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    kept = journal.write("x", takeaway="The user prefers terse answers without bullet lists")["id"]
+    pending = journal.promote(kept, scopes=["user:style"], category="user-inference")
+    assert pending["status"] == "pending" and pending["episode_deleted"] is False
+    assert store.cancel_write(pending["pending_id"])["status"] == "cancelled"
+    assert [e.id for e in journal.search(ids=[kept])] == [kept]
+
+    again = journal.promote(kept, scopes=["user:style"], category="user-inference")
+    confirmed = journal.confirm_write(again["pending_id"])
+    assert confirmed["status"] == "committed" and confirmed["episode_deleted"] is True
+    assert confirmed["promoted_from_episode_id"] == kept and journal.search(ids=[kept]) == []
+
+
+def test_handoff_notes_a_session_whose_journal_was_promoted_out(tmp_path, clock, repo):
+    _, older = session(tmp_path, clock, repo)
+    older.write("older", takeaway="older takeaway")
+    promoter_store, promoter = session(tmp_path, clock, repo)
+    ep = promoter.write("x", takeaway="Integration tests need the docker compose stack from dev/compose.yml")["id"]
+    assert promoter.promote(ep, scopes=["projects:kenning"])["status"] == "committed"
+    _, reader = session(tmp_path, clock, repo)
+    out = reader.handoff()
+    assert [e["takeaway"] for e in out["episodes"]] == ["older takeaway"]
+    assert promoter_store.session_id in out["note"] and "promoted" in out["note"]
+
+
+def test_episodes_never_reach_memory_search_or_list(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    journal.write("zanzibar quokka migration notes", takeaway="zanzibar quokka")
+    assert store.search("zanzibar quokka", mode="bm25").hits == []
+    assert store.list() == []
+
+
+def test_cli_list_search_and_prune(tmp_path, repo, monkeypatch):
+    from typer.testing import CliRunner
+
+    from kenning.episodes_cli import episodes_app
+
+    store, journal = session(tmp_path, Clock(datetime.now(timezone.utc)), repo)  # the CLI reads the real clock
+    journal.write("body one", takeaway="first takeaway", scopes=["projects:cli"], swarm_id="team")
+    journal.write("body two", takeaway="second takeaway")
+    store.close()
+    monkeypatch.setenv("KENNING_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(repo)
+    runner = CliRunner()
+
+    listed = runner.invoke(episodes_app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.output)["episodes"]
+    assert [r["takeaway"] for r in rows] == ["first takeaway", "second takeaway"] and "body" not in rows[0]
+
+    found = runner.invoke(episodes_app, ["search", "--swarm", "team", "--bodies", "--json"])
+    assert [r["body"] for r in json.loads(found.output)["episodes"]] == ["body one"]
+    table = runner.invoke(episodes_app, ["search", "--scope", "projects:cli"])
+    assert table.exit_code == 0 and "first takeaway" in table.output and "second takeaway" not in table.output
+
+    bad = runner.invoke(episodes_app, ["search", "--since", "soon"])
+    assert bad.exit_code == 2 and "ISO-8601" in bad.output
+
+    pruned = runner.invoke(episodes_app, ["prune", "--json"])
+    assert pruned.exit_code == 0 and json.loads(pruned.output) == {"pruned_sessions": []}

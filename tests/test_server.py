@@ -1,0 +1,285 @@
+"""The MCP server driven as a real subprocess through the SDK's own stdio client.
+
+Each ``connect`` starts ``python -m kenning.server --store DIR`` in a git repository made in
+tmp_path, so one connection is one server process and one session. Searches use the lexical
+modes so no test waits for the embedding model.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.slow  # each connection starts a Python process (~2-3 s)
+
+TOOLS = {
+    "memory_search", "memory_show", "memory_list", "memory_scope_overview", "memory_write",
+    "memory_write_confirm", "memory_write_cancel", "memory_update", "memory_remove", "memory_restore",
+    "memory_list_tombstones", "memory_verify", "memory_record_use", "memory_audit_turn",
+    "memory_disable_scope", "memory_enable_scope", "episode_write", "episode_handoff", "episode_search",
+    "episode_promote",
+}
+
+
+class ToolFailed(AssertionError):
+    """A tool answered with is_error; the text is what the model would read."""
+
+
+class Connection:
+    """A live client session, driven from synchronous test code through an anyio portal."""
+
+    def __init__(self, portal, session: ClientSession, init):
+        self.portal, self.session, self.init = portal, session, init
+
+    def raw(self, name: str, **arguments: Any):
+        return self.portal.call(self.session.call_tool, name, arguments)
+
+    def call(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = self.raw(name, **arguments)
+        if result.is_error:
+            raise ToolFailed(" ".join(c.text for c in result.content))
+        assert json.loads(result.content[0].text) == result.structured_content  # text mirrors structure
+        return result.structured_content
+
+    def fails(self, name: str, **arguments: Any) -> str:
+        result = self.raw(name, **arguments)
+        assert result.is_error, f"{name} should have failed, returned {result.structured_content}"
+        return " ".join(c.text for c in result.content)
+
+    def tools(self) -> dict[str, Any]:
+        return {t.name: t for t in self.portal.call(self.session.list_tools).tools}
+
+
+@asynccontextmanager
+async def _open(store: Path, cwd: Path):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "kenning.server", "--store", str(store)], cwd=str(cwd),
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            yield session, init
+
+
+@contextmanager
+def connect(store: Path, cwd: Path):
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(_open(store, cwd)) as (session, init):
+            yield Connection(portal, session, init)
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True)
+    return path
+
+
+@pytest.fixture
+def server(tmp_path, repo):
+    with connect(tmp_path / "store", repo) as conn:
+        yield conn
+
+
+def test_tools_are_listed_with_actionable_descriptions_and_bounded_schemas(server):
+    tools = server.tools()
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert len(tool.description) > 60, tool.name
+        assert tool.input_schema["type"] == "object" and tool.output_schema is not None
+    search = tools["memory_search"]
+    props = search.input_schema["properties"]
+    assert search.input_schema["required"] == ["query"]
+    assert props["max_results"]["default"] == 5 and props["max_results"]["maximum"] == 50
+    assert props["max_results"]["minimum"] == 1
+    assert set(props) == {"query", "scopes", "max_results", "expand_top", "auto_scope", "since_prior_session", "mode"}
+    assert props["auto_scope"]["default"] is True and props["expand_top"]["default"] is False
+    assert {"keyword", "bm25", "semantic", "hybrid"} <= set(json.dumps(props["mode"]).replace('"', " ").split())
+    for field in ("relevance", "matched_leg", "staleness_verdict", "degraded"):
+        assert field in search.description
+    assert tools["memory_search"].annotations.read_only_hint is True
+    assert tools["memory_write"].annotations.read_only_hint is False
+    episodes = tools["episode_search"].input_schema["properties"]
+    assert episodes["max_results"]["maximum"] == 200 and episodes["max_results"]["default"] == 20
+    assert tools["episode_write"].input_schema["required"] == ["body"]
+    assert tools["memory_write"].input_schema["required"] == ["content", "scopes"]
+    assert tools["memory_write"].input_schema["properties"]["scopes"]["minItems"] == 1
+    link = json.dumps(tools["memory_write"].input_schema)
+    assert "depends_on" in link and "supersedes" in link
+
+
+def test_instructions_say_when_to_search_and_write(server):
+    text = server.init.instructions
+    assert "Do not search by default" in text
+    assert "say so" in text and "memory_write" in text and "episode_write" in text
+
+
+def test_memory_round_trip_through_tools(server):
+    written = server.call("memory_write", content="The auth service listens on port 8443 behind the envoy proxy",
+                          scopes=["projects:auth"])
+    assert written["status"] == "committed"
+    mid = written["id"]
+
+    found = server.call("memory_search", query="auth service port", mode="bm25")
+    assert found["mode"] == "bm25" and found["legs_run"] == ["bm25"] and found["degraded"] is None
+    [hit] = found["hits"]
+    assert hit["id"] == mid and hit["matched_leg"] == "lexical" and hit["relevance"] == "high"
+    assert hit["match_terms"] == ["auth", "service", "port"] and hit["legs"]["bm25"]["rank"] == 1
+    assert hit["staleness_verdict"] in {"fresh", "spot_check_recommended", "spot_check_required"}
+
+    shown = server.call("memory_show", id=mid)
+    assert shown["id"] == mid and shown["content"].startswith("The auth service") and "staleness_verdict" in shown
+
+    listed = server.call("memory_list")
+    assert listed["count"] == 1 and listed["memories"][0]["id"] == mid and "content" not in listed["memories"][0]
+    assert server.call("memory_list", with_bodies=True)["memories"][0]["content"].startswith("The auth service")
+
+    updated = server.call("memory_update", id=mid, text="The auth service listens on port 9443 behind the envoy proxy")
+    assert updated["status"] == "updated" and "9443" in updated["memory"]["content"]
+    assert server.call("memory_search", query="9443", mode="keyword")["hits"][0]["id"] == mid
+
+    removed = server.call("memory_remove", id=mid, reason="the auth service moved into the gateway")
+    assert removed["status"] == "removed" and removed["reason"] == "the auth service moved into the gateway"
+    assert server.call("memory_search", query="auth service port", mode="bm25")["hits"] == []
+    assert server.call("memory_list_tombstones")["tombstones"][0]["memory"]["id"] == mid
+    assert "restore" in server.fails("memory_show", id=mid)
+
+    restored = server.call("memory_restore", id=mid)
+    assert restored["status"] == "restored"
+    assert server.call("memory_search", query="9443", mode="bm25")["hits"][0]["id"] == mid
+
+
+def test_expand_top_inlines_the_body_of_a_clear_winner(server):
+    mid = server.call("memory_write", content="Nightly backups of the billing database go to the s3 bucket acme-backups",
+                      scopes=["infrastructure"])["id"]
+    server.call("memory_write", content="The staging cluster runs on three spot instances", scopes=["infrastructure"])
+    hit = server.call("memory_search", query="billing database backups bucket", mode="bm25", expand_top=True)["hits"][0]
+    assert hit["id"] == mid and hit["content"].startswith("Nightly backups")
+
+
+def test_a_pending_user_inference_is_confirmed_and_another_cancelled(server):
+    pending = server.call("memory_write", content="The user prefers short answers with code first",
+                          scopes=["user:style"], category="user-inference")
+    assert pending["status"] == "pending" and pending["pending_id"]
+    assert server.call("memory_scope_overview")["pending_writes"]
+    assert server.call("memory_search", query="short answers code first", mode="bm25")["hits"] == []
+    confirmed = server.call("memory_write_confirm", pending_id=pending["pending_id"])
+    assert confirmed["status"] == "committed"
+    assert server.call("memory_search", query="short answers code first", mode="bm25")["hits"][0]["id"] == confirmed["id"]
+
+    dropped = server.call("memory_write", content="The user is learning Rust in their spare time",
+                          scopes=["user:learning"], category="user-inference")
+    assert server.call("memory_write_cancel", pending_id=dropped["pending_id"])["status"] == "cancelled"
+    assert server.call("memory_search", query="learning rust spare time", mode="bm25")["hits"] == []
+    assert server.call("memory_write_confirm", pending_id=dropped["pending_id"])["status"] in {"not_found", "expired"}
+
+
+def test_gates_refuse_through_the_tool_with_a_reason(server):
+    refused = server.call("memory_write", content="currently debugging the flaky login test on this branch",
+                          scopes=["projects:web"])
+    assert refused["status"] == "refused" and refused["gate"] and refused["reason"]
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(server):
+    assert "less than or equal to 50" in server.fails("memory_search", query="x", max_results=99)
+    assert "query" in server.fails("memory_search", max_results=3)
+    assert "mode" in server.fails("memory_search", query="x", mode="fuzzy")
+    assert "scopes" in server.fails("memory_write", content="a fact about ports", scopes=[])
+    assert "no memory has id" in server.fails("memory_show", id="01NOPE")
+    assert "removal reason is required" in server.fails("memory_remove", id="01NOPE", reason="   ")
+    assert "episode body is empty" in server.fails("episode_write", body="   ")
+    assert "ISO-8601" in server.fails("episode_search", since="last tuesday")
+    assert "has no takeaway" in server.fails(
+        "episode_promote", episode_id=server.call("episode_write", body="notes only")["id"], scopes=["x"])
+    assert "memory_frobnicate" in server.fails("memory_frobnicate")
+    assert server.call("memory_scope_overview")["total"] == 0  # still answering
+
+
+def test_verify_and_record_use(server, repo):
+    (repo / "deploy.sh").write_text("#!/bin/sh\n")
+    mid = server.call("memory_write", content="Deploys run through deploy.sh at the repository root",
+                      scopes=["projects:ops"])["id"]
+    verified = server.call("memory_verify", id=mid, note="checked the script exists", verified_paths=["deploy.sh"])
+    assert verified  # a dict in the library's shape
+    assert server.call("memory_show", id=mid)["verification"]["status"] == "fresh"
+    assert "missing.sh" in server.fails("memory_verify", id=mid, verified_paths=["missing.sh"])
+    used = server.call("memory_record_use", memory_ids=[mid], outcome="contradicted", note="user says it moved")
+    assert used
+    hit = server.call("memory_search", query="deploys deploy.sh", mode="bm25")["hits"][0]
+    assert hit["recent_negative_outcomes"]
+
+
+def test_audit_turn_reports_a_miss_then_ok(server):
+    server.call("memory_write", content="The staging database password rotates every monday via vault",
+                scopes=["infrastructure"])
+    miss = server.call("memory_audit_turn", user_message="when does the staging database password rotate",
+                       lookback_seconds=60, mode="bm25")
+    assert miss["verdict"] == "miss" and miss["hits"][0]["relevance"] == "high"
+    assert server.call("memory_scope_overview")["curation_pending"]["silent_misses"] >= 1
+    server.call("memory_search", query="staging database password", mode="bm25")
+    ok = server.call("memory_audit_turn", user_message="when does the staging database password rotate", mode="bm25")
+    assert ok["verdict"] == "ok"
+    quiet = server.call("memory_audit_turn", user_message="write me a haiku about autumn", mode="bm25")
+    assert quiet["verdict"] == "no_signal"
+
+
+def test_disabled_scopes_last_for_the_session_only(tmp_path, repo):
+    store = tmp_path / "store"
+    with connect(store, repo) as first:
+        first.call("memory_write", content="Project zephyr uses postgres 16", scopes=["projects:zephyr"])
+        assert first.call("memory_disable_scope", scope="projects:zephyr")["disabled_scopes"] == ["projects:zephyr"]
+        assert first.call("memory_search", query="zephyr postgres", mode="bm25")["hits"] == []
+        assert first.call("memory_list")["count"] == 0
+    with connect(store, repo) as second:  # a restart is a new session: nothing disabled
+        assert second.call("memory_search", query="zephyr postgres", mode="bm25")["hits"]
+        second.call("memory_disable_scope", scope="projects:zephyr")
+        assert second.call("memory_enable_scope", scope="projects:zephyr")["disabled_scopes"] == []
+        assert second.call("memory_list")["count"] == 1
+
+
+def test_episodes_hand_off_from_one_server_session_to_the_next(tmp_path, repo):
+    store = tmp_path / "store"
+    with connect(store, repo) as first:
+        assert first.call("episode_handoff")["prior_session_id"] is None
+        one = first.call("episode_write", body="tried rrf k=20; hybrid fell below bm25 on scifact",
+                         takeaway="k=20 too sharp", scopes=["projects:kenning"])
+        first.call("episode_write", body="k=60 with bm25 weight 1.5 beats both legs", takeaway="k=60, bm25 x1.5")
+        first_session = one["session_id"]
+        assert one["status"] == "committed" and one["pruned_sessions"] == []
+        # episodes are a separate tier: invisible to memory search and list
+        assert first.call("memory_search", query="rrf scifact hybrid", mode="bm25")["hits"] == []
+        assert first.call("memory_list")["count"] == 0
+    with connect(store, repo) as second:
+        handed = second.call("episode_handoff")
+        assert handed["prior_session_id"] == first_session
+        assert [e["takeaway"] for e in handed["episodes"]] == ["k=20 too sharp", "k=60, bm25 x1.5"]
+        rows = second.call("episode_search", include_bodies=False)["episodes"]
+        assert [r["takeaway"] for r in rows] == ["k=20 too sharp", "k=60, bm25 x1.5"] and "body" not in rows[0]
+        mine = second.call("episode_write", body="confirmed on locomo", takeaway="locomo agrees")
+        assert mine["session_id"] != first_session and mine["parent_session_id"] == first_session
+
+        promoted = second.call("episode_promote", episode_id=rows[1]["id"], scopes=["projects:kenning"])
+        assert promoted["status"] == "committed" and promoted["promoted_from_episode_id"] == rows[1]["id"]
+        assert promoted["episode_deleted"] is True
+        assert second.call("memory_search", query="bm25 weight", mode="bm25")["hits"][0]["id"] == promoted["id"]
+        assert second.call("episode_search", ids=[rows[1]["id"]])["count"] == 0
+
+
+@pytest.mark.embeddings
+def test_hybrid_search_through_the_server_reports_every_leg(server):
+    server.call("memory_write", content="Kubernetes pods are restarted by the liveness probe after three failures",
+                scopes=["infrastructure"])
+    found = server.call("memory_search", query="container health check restarts")
+    assert found["mode"] == "hybrid" and "vector" in found["legs_run"] and found["degraded"] is None
+    hit = found["hits"][0]
+    assert hit["matched_leg"] in {"semantic", "both"} and "vector" in hit["legs"]
