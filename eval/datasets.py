@@ -37,12 +37,12 @@ class Document:
     def content(self) -> str:
         """Title and body joined as ``title. text``.
 
-        The title goes in because on the classic sets it is the densest statement of the topic
-        (SciFact titles are the paper's claim in short; BEIR indexes them too, so figures stay
-        comparable with published ones). Where the body already starts with the title
-        (Cranfield repeats it in ``.W``) it is not doubled. On LoCoMo the title is the session's
-        date; measured with BM25 per conversation it costs little (see eval/README notes in the
-        harness report), and keeping one rule for every collection beats a per-set exception.
+        The title goes in because it helps on every collection measured (rank-bm25 over the shared
+        token stream, nDCG@10 with / without title): SciFact 0.686 / 0.669 (the title is the
+        paper's finding in short; BEIR indexes it too, so figures stay comparable), LoCoMo per
+        conversation 0.477 / 0.451 - there the title is the session date, which the temporal
+        questions (category 2: 0.627 / 0.598) and, less, all others profit from. Where the body
+        already starts with the title (Cranfield repeats it in ``.W``) it is not doubled.
         """
         title, text = self.title.strip(), self.text.strip()
         if not title or text.casefold().startswith(title.casefold()):
