@@ -95,8 +95,10 @@ MIGRATIONS: list[str] = [
     CREATE INDEX episodes_worktree ON episodes(worktree, created);
     CREATE INDEX episodes_session ON episodes(session, created);
     """,
-    # 3: origin columns (auto_scope filters on them) and a link table (reverse links: superseded_by)
+    # 3: origin columns (auto_scope filters on them), a link table (reverse links: superseded_by)
+    # and events by kind (curation counts read search_miss events without scanning the log)
     """
+    CREATE INDEX events_kind ON events(kind, at);
     ALTER TABLE memories ADD COLUMN origin_repo TEXT;
     ALTER TABLE memories ADD COLUMN origin_worktree TEXT;
     UPDATE memories SET origin_repo = json_extract(record, '$.origin.repo'),

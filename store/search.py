@@ -1,4 +1,4 @@
-"""Search: filters -> legs -> fusion -> explained hits carrying the memory's own fields."""
+"""Search: filters (scopes, category, what the caller may see) -> legs -> fusion -> explained hits."""
 
 from __future__ import annotations
 
@@ -13,12 +13,22 @@ from kenning.retrieval.text import query_terms
 
 from .gates.limits import check_scopes
 from .models import MODES, Degraded, Hit, LegScore, Memory, SearchResult
+from .scopes import View
 
 if TYPE_CHECKING:
     from .store import Store
 
 
-def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str] | None, category: str | None) -> SearchResult:
+def run(
+    store: "Store",
+    query: str,
+    mode: str,
+    depth: int,
+    scopes: Iterable[str] | None,
+    category: str | None,
+    view: View | None = None,
+) -> tuple[SearchResult, dict[str, Memory]]:
+    """Rank and explain; returns the result and the hits' memories (for trust annotation)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty; give words a matching memory would contain")
     if mode not in MODES:
@@ -34,7 +44,7 @@ def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str]
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     terms = query_terms(query)
     lexicon = store.lexicon.refresh()
-    allowed_keys = _allowed_keys(store, scopes, category)
+    allowed_keys = _allowed_keys(store, scopes, category, view)
     allowed = None if allowed_keys is None else np.isin(lexicon.doc_key, allowed_keys) & lexicon.live
     now = store.clock().timestamp()
 
@@ -50,9 +60,10 @@ def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str]
     depth_per_leg = max(depth, config.leg_depth)
     candidates = engine.rank(runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights)
     memories = _memories(store, [c.key for c in candidates])
-    hits = []
+    hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
+        by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content)
         hits.append(Hit(
             id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
@@ -64,7 +75,7 @@ def run(store: "Store", query: str, mode: str, depth: int, scopes: Iterable[str]
     return SearchResult(
         query=query, mode=mode, legs_run=list(runs),
         degraded=_degraded_note(store) if degraded else None, hits=hits,
-    )
+    ), by_id
 
 
 def store_vector_leg(store: "Store"):
@@ -80,10 +91,15 @@ def _degraded_note(store: "Store") -> Degraded:
     return Degraded.model_validate(degraded_note(store.semantic.availability()))
 
 
-def _allowed_keys(store: "Store", scopes: list[str] | None, category: str | None) -> np.ndarray | None:
-    if not scopes and not category:
+def _allowed_keys(store: "Store", scopes: list[str] | None, category: str | None, view: View | None) -> np.ndarray | None:
+    """The memory keys a search may return, or None when nothing restricts it (the fast path)."""
+    restricting = view is not None and view.hides_anything(store.db)
+    if not scopes and not category and not restricting:
         return None
     where, params = store._filter_sql(scopes, category)
+    if restricting:
+        view_where, view_params = view.where()
+        where, params = where + view_where, params + view_params
     rows = store.db.read(lambda c: c.execute(
         f"SELECT m.rowid FROM memories m WHERE removed_at IS NULL {where}", params).fetchall())
     return np.array([r[0] for r in rows], dtype=np.int64)

@@ -1,4 +1,10 @@
-"""The Store: one SQLite file holding memories, tombstones and the lexical index; every write one transaction."""
+"""The Store: one SQLite file holding memories, tombstones and the lexical index; every write one transaction.
+
+It is also the library's front door for the trust lifecycle: writes go through the gates
+(store/gates/pipeline.py) and may be staged for confirmation (store/pending.py); reads see what
+the caller's repository may see (store/scopes.py) and carry trust annotations (store/trust.py);
+calls are logged (store/events.py); curation counts come from store/health.py.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +22,27 @@ from ulid import ULID
 from kenning.errors import InvalidInput, NotFound
 from kenning.retrieval.text import fingerprint
 
-from . import search as search_mod
+from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, search as search_mod, trust
+from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
 from .db import DB_FILENAME, Database
+from .gates import GateRefused, pipeline, run_content_gates
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
 from .lexicon import Lexicon
 from .location import resolve_store_dir
 from .models import Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
+from .origin import Origin, detect_origin
+from .scopes import View
 from .semantic import Semantic, enqueue, forget
+from .staleness import DriftCache
 
 MAX_LIMIT = 50
 MAX_ID_CHARS = 200
+MAX_NOTE_CHARS = 500
+MAX_OUTCOME_IDS = 50
+OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
+AMBIENT_LONG_WORDS = 500
+RECENTLY_REMOVED = timedelta(days=7)
+QUERY_CHARS_LOGGED = 200
 
 
 def content_hash(text: str) -> str:
@@ -47,10 +64,16 @@ class Store:
         directory: str | os.PathLike | None = None,
         clock: Callable[[], datetime] = utcnow,
         session_id: str | None = None,
+        cwd: str | os.PathLike | None = None,
     ):
         self.directory = resolve_store_dir(directory)
         # one session per Store object (a CLI run, a server connection): the event log's unit
         self.session_id = session_id or str(ULID())
+        # where the caller works (origin of writes, auto_scope of reads); None: the process's directory
+        self.cwd = Path(cwd) if cwd is not None else None
+        self._here: tuple[Origin | None] | None = None
+        # scopes hidden from search and list for this session only
+        self.disabled_scopes: list[str] = []
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -81,6 +104,17 @@ class Store:
         self.config = config
         return config
 
+    # ------------------------------------------------------------------ where the caller is
+    def here(self) -> Origin | None:
+        """The caller's repository, worktree and HEAD (detected once per Store; None outside git)."""
+        if self._here is None:
+            self._here = (detect_origin(self.cwd),)
+        return self._here[0]
+
+    def _view(self, auto_scope: bool = True, updated_after: str | None = None) -> View:
+        return View(here=self.here() if auto_scope else None, auto_scope=auto_scope,
+                    disabled=frozenset(self.disabled_scopes), updated_after=updated_after)
+
     # ------------------------------------------------------------------ writes
     def write(
         self,
@@ -92,18 +126,99 @@ class Store:
         metadata: dict | None = None,
         links: list[dict | Link] | None = None,
         claims: list[str] | None = None,
+        acknowledge_transient: bool = False,
+        acknowledge_user_claim: bool = False,
     ) -> WriteResult:
-        """Commit one memory and index it in the same transaction."""
-        memory = self._new_memory(
-            {"content": content, "scopes": scopes, "category": category, "confidence": confidence,
-             "source": source, "metadata": metadata, "links": links or [],
-             "claims": [{"spec": c} for c in claims or []]}
-        )
+        """Gate, then commit one memory (or stage it: user-inference, or require_write_confirmation).
+
+        A malformed request raises InvalidInput / NotFound; a gate's refusal is returned as a
+        WriteResult (refused, duplicate, previously_removed) and writes nothing.
+        """
+        origin = detect_origin(self.cwd)
+        self._here = (origin,)
+        request = {
+            "content": content, "scopes": scopes, "category": category, "confidence": confidence, "source": source,
+            "metadata": metadata, "links": [_link_dict(link) for link in links or []],
+            "claims": [str(c) for c in parse_claims(_texts(claims, "claims"))],
+            "acknowledge_transient": bool(acknowledge_transient), "acknowledge_user_claim": bool(acknowledge_user_claim),
+            "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
+        }
+        memory, gated = self._gated(request)
+        if isinstance(gated, WriteResult):
+            return gated
+        if memory.category == "user-inference" or self.config.require_write_confirmation:
+            request["scopes"], request["metadata"] = memory.scopes, memory.metadata
+            with self.db.transaction() as c:
+                staged = pending_mod.stage(c, self.session_id, request, self.clock())
+                events.log(c, staged.created, self.session_id, events.PENDING, None,
+                           {"pending_id": staged.id, "reason": staged.reason})
+            return WriteResult(status="pending", pending_id=staged.id, pending_reason=staged.reason,
+                               expires=staged.expires, related=gated, warnings=_warnings(memory))
+        return self._commit(memory, gated, events.WRITE, {"category": memory.category})
+
+    def confirm_write(self, pending_id: str) -> WriteResult:
+        """Commit a staged write after the person agreed, gated again against the store as it is now.
+
+        A refusal now (say a duplicate written meanwhile) keeps the staged write (pending_retained).
+        """
+        now = self.clock()
+        state, staged = self.db.read(lambda c: pending_mod.lookup(c, pending_id, now))
+        if state != "live":
+            return _gone(pending_id, state, staged)
+        memory, gated = self._gated(staged.request)
+        if isinstance(gated, WriteResult):
+            return gated.model_copy(update={"pending_id": staged.id, "pending_retained": True})
         with self.db.transaction() as c:
-            self._check_link_targets(c, memory.links)
-            self._insert(c, memory)
+            state, _ = pending_mod.lookup(c, staged.id, self.clock())
+            if state != "live":  # confirmed or cancelled by someone else meanwhile
+                return _gone(pending_id, state, staged)
+            pending_mod.drop(c, staged.id)
+            result = self._commit(memory, gated, events.CONFIRM, {"pending_id": staged.id}, conn=c)
         self._embed_if_loaded()
-        return WriteResult(status="committed", id=memory.id)
+        return result.model_copy(update={"pending_id": staged.id})
+
+    def cancel_write(self, pending_id: str) -> dict[str, Any]:
+        """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
+        now = self.clock()
+        with self.db.transaction() as c:
+            state, staged = pending_mod.lookup(c, pending_id, now)
+            if state == "live":
+                pending_mod.drop(c, staged.id)
+                events.log(c, now, self.session_id, events.CANCEL, None, {"pending_id": staged.id})
+        return {"status": "cancelled" if state == "live" else state, "pending_id": pending_id, "existed": state == "live"}
+
+    def pending_writes(self, all_sessions: bool = False) -> list[dict[str, Any]]:
+        """Unexpired staged writes of this session (or of every session), oldest first."""
+        staged = pending_mod.live(self.db, self.clock(), None if all_sessions else self.session_id)
+        return [p.to_dict() for p in staged]
+
+    def _gated(self, request: dict[str, Any]) -> tuple[Memory, WriteResult | list[str]]:
+        """Validate a write request into a Memory and run the gates: (memory, refusal or related ids)."""
+        origin = request.get("origin")
+        memory = self._new_memory({
+            "content": request["content"], "scopes": request["scopes"], "category": request["category"],
+            "confidence": request["confidence"], "source": request["source"], "metadata": request["metadata"],
+            "links": request["links"], "claims": [{"spec": c} for c in request["claims"]], "origin": origin,
+        })
+        self.db.read(lambda c: self._check_link_targets(c, memory.links))
+        gated = pipeline.run(
+            self, memory.content, memory.category, parse_claims(request["claims"]),
+            origin["worktree"] if origin else None,
+            request["acknowledge_transient"], request["acknowledge_user_claim"],
+        )
+        return memory, gated
+
+    def _commit(self, memory: Memory, related: list[str], kind: str, payload: dict,
+                conn: sqlite3.Connection | None = None) -> WriteResult:
+        if conn is None:
+            with self.db.transaction() as c:
+                result = self._commit(memory, related, kind, payload, conn=c)
+            self._embed_if_loaded()
+            return result
+        self._check_link_targets(conn, memory.links)
+        self._insert(conn, memory)
+        events.log(conn, memory.created, self.session_id, kind, memory.id, payload)
+        return WriteResult(status="committed", id=memory.id, related=related, warnings=_warnings(memory))
 
     def import_records(
         self,
@@ -164,8 +279,14 @@ class Store:
         category: str | None = None,
         links: list[dict | Link] | None = None,
         metadata: dict | None = None,
+        acknowledge_transient: bool = False,
+        acknowledge_user_claim: bool = False,
     ) -> Memory:
-        """Change fields of a live memory and bump ``updated``; a new text clears its verification."""
+        """Change fields of a live memory and bump ``updated``; a new text clears its verification.
+
+        A new text passes the content gates (credentials, durability, user claims) like a write;
+        a refusal raises GateRefused. Scopes and links replace the old lists whole.
+        """
         changes: dict[str, Any] = {
             k: v for k, v in {"content": text, "scopes": scopes, "confidence": confidence,
                               "category": category, "links": links, "metadata": metadata}.items()
@@ -173,18 +294,26 @@ class Store:
         }
         if not changes:
             raise InvalidInput("nothing to update; give new text, scopes, confidence, category, links or metadata")
+        if category == "user-inference":
+            raise InvalidInput("a memory cannot become user-inference by update: that category needs the "
+                               "user's confirmation, so write it anew with category user-inference")
         if text is not None:
             changes["content"] = check_content(text)
         if scopes is not None:
             changes["scopes"] = check_scopes(scopes)
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
+        if links is not None:
+            changes["links"] = [_link_dict(link) for link in links]
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
             fields = memory.model_dump()
             fields.update(changes)
             text_changed = text is not None and text != memory.content
             if text_changed:
+                refusal = run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
+                if refusal is not None:
+                    raise GateRefused(refusal)
                 fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
                               verified_absent_paths=[], claims=[])
             fields["updated"] = max(self.clock(), memory.updated)
@@ -198,6 +327,8 @@ class Store:
             if scopes is not None:
                 c.execute("DELETE FROM memory_scopes WHERE mem = ?", (rowid,))
                 c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in updated.scopes])
+            if links is not None:
+                self._store_links(c, rowid, updated.links, replace=True)
             if text_changed:
                 self.lexicon.remove(c, rowid)
                 self.lexicon.add(c, rowid, updated.content, updated.updated.timestamp())
@@ -205,6 +336,8 @@ class Store:
                 enqueue(c, [rowid])
             else:
                 self.lexicon.touch(c, rowid, updated.updated.timestamp())
+            events.log(c, updated.updated, self.session_id, events.UPDATE, updated.id,
+                       {"fields": sorted(changes), "text_changed": text_changed})
         if text_changed:
             self._embed_if_loaded()
         return updated
@@ -221,6 +354,7 @@ class Store:
             c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
             self.lexicon.remove(c, rowid)
             forget(c, rowid)
+            events.log(c, now, self.session_id, events.REMOVE, memory.id, {"reason": reason.strip()})
         return Tombstone(memory=memory, reason=reason.strip(), removed_at=now)
 
     def restore(self, id: str) -> Memory:
@@ -235,11 +369,107 @@ class Store:
             c.execute("UPDATE memories SET removed_at = NULL, removed_reason = NULL WHERE rowid = ?", (row[0],))
             self.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())
             enqueue(c, [row[0]])
+            events.log(c, self.clock(), self.session_id, events.RESTORE, memory.id)
         self._embed_if_loaded()
         return memory
 
+    def verify(
+        self,
+        id: str,
+        note: str | None = None,
+        verified_paths: Iterable[str] | None = None,
+        verified_absent_paths: Iterable[str] | None = None,
+        claims: Iterable[str] | None = None,
+    ) -> dict[str, Any]:
+        """Record a spot-check: ``last_verified_at`` = now; ``updated`` and the text stay as they are.
+
+        Attested paths must exist in the memory's worktree and every claim (given, else stored)
+        must hold there, or nothing is recorded (InvalidInput says which). Each list replaces the
+        previous attestation; None keeps it, [] clears it.
+        """
+        note = _note(note)
+        paths = None if verified_paths is None else _paths(verified_paths, "verified_paths")
+        absent = None if verified_absent_paths is None else _paths(verified_absent_paths, "verified_absent_paths")
+        given = None if claims is None else parse_claims(_texts(claims, "claims"))
+        now = self.clock()
+        with self.db.transaction() as c:
+            rowid, memory = self._live_row(c, id)
+            to_check = given if given is not None else parse_claims(c.spec for c in memory.claims)
+            self._check_attestation(memory, paths or [], to_check)
+            fields = memory.model_dump()
+            fields.update(last_verified_at=now, verification_note=note)
+            if paths is not None:
+                fields["verified_paths"] = paths
+            if absent is not None:
+                fields["verified_absent_paths"] = absent
+            if given is not None:
+                fields["claims"] = [{"spec": str(claim)} for claim in given]
+            verified = self._validated(fields)
+            c.execute("UPDATE memories SET record = ? WHERE rowid = ?", (verified.model_dump_json(), rowid))
+            events.log(c, now, self.session_id, events.VERIFY, verified.id,
+                       {"note": note, "verified_paths": verified.verified_paths,
+                        "verified_absent_paths": verified.verified_absent_paths,
+                        "claims": [claim.spec for claim in verified.claims]})
+        assessed = trust.staleness(verified, now, self.config.verification_stale_days, DriftCache())
+        return {
+            "status": "verified", "id": verified.id, "last_verified_at": iso(now), "verification_note": note,
+            "verified_paths": verified.verified_paths, "verified_absent_paths": verified.verified_absent_paths,
+            "claims": [claim.spec for claim in verified.claims], **assessed.to_hit_fields(),
+        }
+
+    def _check_attestation(self, memory: Memory, paths: list[str], claims: list[ParsedClaim]) -> None:
+        if not paths and not claims:
+            return
+        worktree = memory.origin.worktree if memory.origin else None
+        if worktree is None:
+            raise InvalidInput(f"memory {memory.id} was written outside any git repository, so paths and claims "
+                               "cannot be checked against it; verify it without them")
+        root = Path(worktree)
+        if not root.is_dir():
+            raise InvalidInput(f"the worktree of memory {memory.id} ({worktree}) no longer exists, so its paths and "
+                               "claims cannot be checked; update or remove the memory")
+        missing = [p for p in paths if not (root / p).exists()]
+        if missing:
+            raise InvalidInput(f"verified path(s) missing in {worktree}: {', '.join(missing)}; attest only paths that "
+                               "exist (verified_absent_paths is for paths meant to be absent), or update the memory")
+        failed = [r for r in check_claims(claims, root) if not r.ok]
+        if failed:
+            raise InvalidInput("claim(s) do not hold: " + "; ".join(f"{r.claim} ({r.detail})" for r in failed)
+                               + "; update the memory (or its claims) first, then verify")
+
+    def record_use(
+        self,
+        ids: Iterable[str] | str,
+        outcome: str,
+        note: str | None = None,
+        excerpt: str | Iterable[str | None] | None = None,
+    ) -> dict[str, Any]:
+        """Log what happened with memories that were shown: applied, ignored, contradicted or corrected.
+
+        ``excerpt`` is the phrase that mattered (the claim that was wrong): one for every id, or a
+        list parallel to ``ids`` with None where there is none. Negative outcomes come back on
+        later hits as ``recent_negative_outcomes``.
+        """
+        ids = [ids] if isinstance(ids, str) else list(ids or [])
+        if not ids or len(ids) > MAX_OUTCOME_IDS or not all(isinstance(i, str) and i.strip() for i in ids):
+            raise InvalidInput(f"give 1-{MAX_OUTCOME_IDS} memory ids")
+        if outcome not in OUTCOMES:
+            raise InvalidInput(f"unknown outcome {outcome!r}; choose one of {', '.join(OUTCOMES)}")
+        note = _note(note)
+        excerpts = _excerpts(excerpt, len(ids))
+        unknown = sorted(set(ids) - self._existing_ids(ids))
+        if unknown:
+            raise NotFound(f"no memory has id {unknown[0]!r}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
+        now = self.clock()
+        rows = [(mid, {k: v for k, v in {"outcome": outcome, "note": note, "excerpt": ex}.items() if v is not None})
+                for mid, ex in zip(ids, excerpts)]
+        with self.db.transaction() as c:
+            events.log_many(c, now, self.session_id, events.OUTCOME, rows)
+        return {"status": "recorded", "outcome": outcome, "memory_ids": ids, "at": iso(now)}
+
     # ------------------------------------------------------------------ reads
     def get(self, id: str) -> Memory:
+        """The memory as stored (no event, no annotation); ``show`` is the annotated read."""
         row = self.db.read(lambda c: c.execute(
             "SELECT record, removed_at, removed_reason FROM memories WHERE id = ?", (id,)).fetchone())
         if row is None:
@@ -248,15 +478,48 @@ class Store:
             raise NotFound(f"memory {id} was removed at {row[1]} ({row[2]}); `kenning restore {id}` brings it back")
         return Memory.model_validate_json(row[0])
 
-    def list(self, scopes: Iterable[str] | None = None, category: str | None = None, limit: int = 50) -> list[Memory]:
-        """Live memories, newest update first, optionally filtered by scope (any of) and category."""
-        if limit < 1:
+    def show(self, id: str) -> dict[str, Any]:
+        """One memory in full with its trust report: verification, staleness verdict and reasons,
+        path and commit drift, links (with their targets' summaries) and reverse links."""
+        memory = self.get(id)
+        now = self.clock()
+        assessed = trust.staleness(memory, now, self.config.verification_stale_days, DriftCache())
+        out = memory.model_dump(mode="json")
+        out["summary"] = memory.summary
+        out.update(trust.full_detail(assessed))
+        targets = self._summaries([link.target for link in memory.links])
+        out["links"] = [{**link.model_dump(mode="json"), **targets.get(link.target, {"status": "missing"})}
+                        for link in memory.links]
+        out["reverse_links"] = self._reverse_links(memory.id)
+        replaced = trust.superseded_by(self.db, [memory.id]).get(memory.id)
+        negatives = trust.negative_outcomes(self.db, [memory], now).get(memory.id)
+        for key, value in (("superseded_by", replaced), ("recent_negative_outcomes", negatives)):
+            if value:
+                out[key] = value
+        self.log_event(events.SHOW, memory.id)
+        return out
+
+    def list(
+        self,
+        scopes: Iterable[str] | None = None,
+        category: str | None = None,
+        limit: int = 50,
+        auto_scope: bool = True,
+        record: bool = True,
+    ) -> list[Memory]:
+        """Live memories the caller may see, newest update first, optionally filtered by scope (any of)
+        and category. ``auto_scope`` and session-disabled scopes apply as in ``search``."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInput("limit must be at least 1")
         where, params = self._filter_sql(scopes, category)
+        view_where, view_params = self._view(auto_scope).where()
         rows = self.db.read(lambda c: c.execute(
-            f"SELECT record FROM memories m WHERE removed_at IS NULL {where} ORDER BY updated DESC, id DESC LIMIT ?",
-            (*params, limit)).fetchall())
-        return [Memory.model_validate_json(r[0]) for r in rows]
+            f"SELECT record FROM memories m WHERE removed_at IS NULL {where}{view_where} "
+            "ORDER BY updated DESC, id DESC LIMIT ?", (*params, *view_params, limit)).fetchall())
+        memories = [Memory.model_validate_json(r[0]) for r in rows]
+        if record:
+            self.log_event(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
+        return memories
 
     def tombstones(self, scopes: Iterable[str] | None = None, limit: int = 50) -> list[Tombstone]:
         where, params = self._filter_sql(scopes, None)
@@ -275,11 +538,33 @@ class Store:
         scopes: Iterable[str] | None = None,
         limit: int = 5,
         category: str | None = None,
+        expand_top: bool = False,
+        auto_scope: bool = True,
+        since_prior_session: bool = False,
+        record: bool = True,
     ) -> SearchResult:
-        """Ranked, explained hits. ``limit`` is 1-50; filters apply before ranking."""
+        """Ranked, explained hits with trust annotations. ``limit`` is 1-50; filters apply before ranking.
+
+        ``auto_scope``: only memories from the caller's repository and worktree, plus global ones.
+        ``since_prior_session``: only memories updated after the latest event of another session
+        (empty, with a note, when no other session has logged anything). ``expand_top`` inlines
+        the top hit's body and full staleness report when it is clearly the answer. ``record=False``
+        leaves the search out of the event log (the silent-miss audit's own probe).
+        """
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
-        return self.rank(query, mode, depth=limit, scopes=scopes, category=category)
+        boundary = events.prior_session_boundary(self.db, self.session_id) if since_prior_session else None
+        view = self._view(auto_scope, updated_after=boundary)
+        result, memories = search_mod.run(self, query, mode or self.config.default_mode, limit, scopes, category, view)
+        if since_prior_session and boundary is None:
+            result.hits = []
+            result.note = "no other session has logged anything yet, so there is no prior session to compare with"
+        trust.annotate(self.db, result.hits, memories, self.clock(), self.config.verification_stale_days, expand_top)
+        if record:
+            self.log_event(events.SEARCH, payload={
+                "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
+                "auto_scope": auto_scope, "since_prior_session": since_prior_session})
+        return result
 
     def rank(
         self,
@@ -289,8 +574,103 @@ class Store:
         scopes: Iterable[str] | None = None,
         category: str | None = None,
     ) -> SearchResult:
-        """``search`` without the result cap, for evaluation (e.g. Recall@100)."""
-        return search_mod.run(self, query, mode or self.config.default_mode, depth, scopes, category)
+        """Pure ranking for evaluation (e.g. Recall@100): no result cap, no auto_scope, no trust
+        annotation, no event."""
+        return search_mod.run(self, query, mode or self.config.default_mode, depth, scopes, category)[0]
+
+    # ------------------------------------------------------------------ scopes and curation
+    def disable_scope(self, scope: str) -> list[str]:
+        """Hide a scope from this session's searches, lists and counts; returns the disabled scopes."""
+        scope = check_scopes([scope])[0]
+        if scope not in self.disabled_scopes:
+            self.disabled_scopes.append(scope)
+        return sorted(self.disabled_scopes)
+
+    def enable_scope(self, scope: str) -> list[str]:
+        """Show a disabled scope again; returns the scopes still disabled."""
+        scope = check_scopes([scope])[0]
+        if scope in self.disabled_scopes:
+            self.disabled_scopes.remove(scope)
+        return sorted(self.disabled_scopes)
+
+    def rename_scope(self, old: str, new: str) -> int:
+        """Relabel a scope on every memory and tombstone carrying it; returns how many changed."""
+        with self.db.transaction() as c:
+            changed = scopes_mod.rename(c, old, new)
+            events.log(c, self.clock(), self.session_id, events.RENAME_SCOPE, None,
+                       {"old": old, "new": new, "count": len(changed)})
+        if old in self.disabled_scopes:
+            self.disabled_scopes[self.disabled_scopes.index(old)] = new
+            self.disabled_scopes = list(dict.fromkeys(self.disabled_scopes))
+        return len(changed)
+
+    def scope_overview(self, auto_scope: bool = True) -> dict[str, Any]:
+        """A cheap session-start picture without any memory content: counts per scope, the curation
+        backlog (and what is new in it since the prior session), recent removals, pending writes."""
+        view = self._view(auto_scope)
+        per_scope, total = scopes_mod.scope_counts(self.db, view)
+        now = self.clock()
+        boundary = events.prior_session_boundary(self.db, self.session_id)
+        here = self.here()
+        return {
+            "current_repo": here.repo if here else None,
+            "current_worktree": here.worktree if here else None,
+            "current_cwd": str(self.cwd or Path.cwd()),
+            "auto_scope": auto_scope,
+            "scopes": per_scope,
+            "total": total,
+            "disabled_scopes": sorted(self.disabled_scopes),
+            "curation_pending": health_mod.curation_counts(self, view, now),
+            "curation_pending_new_since_last_session":
+                None if boundary is None else health_mod.curation_counts(self, view, now, since=boundary),
+            "recently_removed_in_worktree": self._recently_removed(view, now),
+            "pending_writes": self.pending_writes(),
+        }
+
+    def health(self, auto_scope: bool = True, limit: int = health_mod.LISTED) -> dict[str, Any]:
+        """The curation report: counts per bucket, the oldest unverified memories, drifted ones,
+        conflicts and contradicted ones (``limit`` of each), plus store totals."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        view = self._view(auto_scope)
+        now = self.clock()
+        _, total = scopes_mod.scope_counts(self.db, view)
+        where, params = view.where()
+        by_category = dict(self.db.read(lambda c: c.execute(
+            f"SELECT category, COUNT(*) FROM memories m WHERE removed_at IS NULL {where} GROUP BY category",
+            params).fetchall()))
+        tombstoned = self.db.read(lambda c: c.execute(
+            "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL").fetchone()[0])
+        here = self.here() if auto_scope else None
+        return {
+            "auto_scope": auto_scope, "current_worktree": here.worktree if here else None,
+            "total": total, "by_category": by_category, "tombstones": tombstoned,
+            "pending_writes": len(self.pending_writes(all_sessions=True)),
+            **health_mod.report(self, view, now, limit),
+        }
+
+    def _recently_removed(self, view: View, now: datetime) -> int:
+        sql = "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL AND removed_at >= ?"
+        params: list[Any] = [iso(now - RECENTLY_REMOVED)]
+        if view.scoped_to is not None:
+            sql += " AND origin_worktree = ?"
+            params.append(view.scoped_to.worktree)
+        return self.db.read(lambda c: c.execute(sql, params).fetchone()[0])
+
+    # ------------------------------------------------------------------ the event log
+    def log_event(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
+        """Append one event for this session (other modules log their own kinds: the audit, episodes)."""
+        with self.db.transaction() as c:
+            events.log(c, self.clock(), self.session_id, kind, memory_id, payload)
+
+    def events(
+        self,
+        session: str | None = None,
+        since: datetime | str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Logged events, oldest first: {at, session, kind, memory_id, payload}."""
+        return events.query(self.db, session=session, since=since, kinds=kinds)
 
     # ------------------------------------------------------------------ helpers
     def _new_memory(self, fields: dict) -> Memory:
@@ -310,35 +690,70 @@ class Store:
 
     @staticmethod
     def _validated(fields: dict) -> Memory:
+        """A Memory from fields; a link repeated (same kind and target) is kept once."""
         try:
-            return Memory.model_validate(fields)
+            memory = Memory.model_validate(fields)
         except ValidationError as exc:
             raise _invalid(exc) from exc
+        links = list({(link.kind, link.target): link for link in reversed(memory.links)}.values())[::-1]
+        return memory if len(links) == len(memory.links) else memory.model_copy(update={"links": links})
+
+    _INSERT = ("INSERT INTO memories(rowid, id, content, category, created, updated, content_hash, record, "
+               "origin_repo, origin_worktree) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+    @staticmethod
+    def _row(rowid: int | None, m: Memory) -> tuple:
+        return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
+                m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None)
 
     def _insert(self, c: sqlite3.Connection, memory: Memory) -> int:
-        rowid = c.execute(
-            "INSERT INTO memories(id, content, category, created, updated, content_hash, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (memory.id, memory.content, memory.category, iso(memory.created), iso(memory.updated),
-             content_hash(memory.content), memory.model_dump_json()),
-        ).lastrowid
+        rowid = c.execute(self._INSERT, self._row(None, memory)).lastrowid
         c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in memory.scopes])
+        self._store_links(c, rowid, memory.links)
         self.lexicon.add(c, rowid, memory.content, memory.updated.timestamp())
         enqueue(c, [rowid])
         return rowid
 
     def _insert_many(self, c: sqlite3.Connection, memories: list[Memory]) -> None:
         start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
-        c.executemany(
-            "INSERT INTO memories(rowid, id, content, category, created, updated, content_hash, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(start + i, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
-              m.model_dump_json()) for i, m in enumerate(memories)],
-        )
+        c.executemany(self._INSERT, [self._row(start + i, m) for i, m in enumerate(memories)])
         c.executemany(
             "INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)",
             [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
         )
+        for i, m in enumerate(memories):
+            self._store_links(c, start + i, m.links)
         self.lexicon.add_many(c, [(start + i, m.content, m.updated.timestamp()) for i, m in enumerate(memories)])
         enqueue(c, [start + i for i in range(len(memories))])
+
+    @staticmethod
+    def _store_links(c: sqlite3.Connection, rowid: int, links: list[Link], replace: bool = False) -> None:
+        """Mirror a memory's links into memory_links, where reverse lookups (superseded_by) find them."""
+        if replace:
+            c.execute("DELETE FROM memory_links WHERE source = ?", (rowid,))
+        c.executemany("INSERT INTO memory_links(source, kind, target, note) VALUES (?, ?, ?, ?)",
+                      [(rowid, link.kind, link.target, link.note) for link in links])
+
+    def _summaries(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """{id: {summary, scopes, status: live | removed}} for the ids that exist."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.read(lambda c: c.execute(
+            f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", ids).fetchall())
+        out = {}
+        for mid, record, removed in rows:
+            memory = Memory.model_validate_json(record)
+            out[mid] = {"summary": memory.summary, "scopes": memory.scopes, "status": "removed" if removed else "live"}
+        return out
+
+    def _reverse_links(self, id: str) -> list[dict[str, Any]]:
+        """Live memories that link to id: {kind, source, note, summary}."""
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT l.kind, m.id, l.note, m.record FROM memory_links l JOIN memories m ON m.rowid = l.source "
+            "WHERE l.target = ? AND m.removed_at IS NULL ORDER BY l.kind, m.id", (id,)).fetchall())
+        return [{"kind": kind, "source": source, "note": note, "summary": Memory.model_validate_json(record).summary}
+                for kind, source, note, record in rows]
 
     def _embed_if_loaded(self) -> None:
         """Where the model is already in memory (a server), embed new text now; else it stays queued."""
@@ -392,6 +807,73 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _link_dict(link: dict | Link) -> dict[str, Any]:
+    try:
+        return Link.model_validate(link).model_dump()
+    except ValidationError as exc:
+        raise _invalid(exc) from exc
+
+
+def _texts(values: Iterable[str] | str | None, what: str) -> list[str]:
+    """A list of non-blank strings (a single string counts as one)."""
+    if values is None:
+        return []
+    values = [values] if isinstance(values, str) else list(values)
+    if not all(isinstance(v, str) and v.strip() for v in values):
+        raise InvalidInput(f"{what} must be a list of non-empty strings")
+    return values
+
+
+def _paths(values: Iterable[str], what: str) -> list[str]:
+    return list(dict.fromkeys(normalize_claim_path(p) for p in _texts(values, what)))
+
+
+def _note(note: str | None) -> str | None:
+    """A short free-text note (line breaks allowed, other control characters not)."""
+    if note is None:
+        return None
+    if not isinstance(note, str):
+        raise InvalidInput("a note must be text")
+    note = note.strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise InvalidInput(f"a note is at most {MAX_NOTE_CHARS} characters, got {len(note)}")
+    if has_control_chars(note.replace("\n", " ").replace("\t", " ")):
+        raise InvalidInput("the note contains a control character")
+    return note or None
+
+
+def _excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str | None]:
+    """One excerpt per id: a single string repeated, or a parallel list with None gaps."""
+    if excerpt is None or isinstance(excerpt, str):
+        values = [excerpt] * count
+    else:
+        values = list(excerpt)
+        if len(values) != count:
+            raise InvalidInput(f"excerpts must parallel the ids: {len(values)} excerpt(s) for {count} id(s)")
+    for value in values:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInput("an excerpt must be non-empty text (use None for 'no specific phrase')")
+        if value is not None and len(value) > MAX_NOTE_CHARS:
+            raise InvalidInput(f"an excerpt is at most {MAX_NOTE_CHARS} characters")
+    return values
+
+
+def _warnings(memory: Memory) -> list[str]:
+    if memory.category == "ambient" and len(memory.content.split()) > AMBIENT_LONG_WORDS:
+        return [f"ambient_body_long: ambient memories colour every reply; keep them under {AMBIENT_LONG_WORDS} words"]
+    return []
+
+
+def _gone(pending_id: str, state: str, staged: pending_mod.PendingWrite | None) -> WriteResult:
+    """The answer to confirming a staged write that is no longer there."""
+    if state == "expired":
+        return WriteResult(status="expired", pending_id=pending_id, expires=staged.expires,
+                           reason=f"the pending write expired at {iso(staged.expires)} (they last "
+                                  f"{pending_mod.PENDING_TTL.seconds // 60} minutes); write it again if it still holds")
+    return WriteResult(status="not_found", pending_id=pending_id,
+                       reason="no pending write has this id: it never existed, or was already confirmed or cancelled")
 
 
 def open_store(path: str | os.PathLike | None = None, **kwargs: Any) -> Store:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from kenning.errors import InvalidInput
+
 
 class GateRefusal(BaseModel):
     """Why a gate refused a write, phrased so the caller (often a model) can fix it and retry.
@@ -20,6 +22,15 @@ class GateRefusal(BaseModel):
     hint: str
     matched: list[str] = []
     override: str | None = None
+
+
+class GateRefused(InvalidInput):
+    """A gate refused an update. ``update`` returns the memory, so its refusal is raised; ``write``
+    returns its refusals as a WriteResult instead."""
+
+    def __init__(self, refusal: GateRefusal):
+        super().__init__(f"{refusal.gate} gate refused it: {refusal.reason}. {refusal.hint}")
+        self.refusal = refusal
 
 
 # The gate modules build GateRefusal themselves, so they are imported after it exists.

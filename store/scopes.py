@@ -1,0 +1,100 @@
+"""What a caller sees: auto-scoping to its repository, session-disabled scopes, and scope renames.
+
+A memory written inside a git worktree belongs to that repository and worktree; one written
+outside any repository is global. With ``auto_scope`` a caller inside a worktree sees that
+worktree's memories plus the global ones, so two projects sharing one store do not leak into
+each other; a caller outside any repository has nothing to scope to and sees everything.
+Disabled scopes hide every memory carrying one of them, for one session (one Store object).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+from kenning.errors import InvalidInput
+
+from .db import Database
+from .gates.limits import check_scopes
+from .models import Memory
+from .origin import Origin
+
+
+@dataclass(frozen=True)
+class View:
+    """The visibility rules of one read; ``where()`` renders them as SQL on ``memories m``."""
+
+    here: Origin | None = None  # the caller's repository and worktree; None outside any
+    auto_scope: bool = True
+    disabled: frozenset[str] = field(default_factory=frozenset)
+    updated_after: str | None = None  # ISO text: only memories updated strictly later
+    created_after: str | None = None
+
+    @property
+    def scoped_to(self) -> Origin | None:
+        return self.here if self.auto_scope else None
+
+    def where(self) -> tuple[str, list]:
+        sql, params = "", []
+        if self.scoped_to is not None:
+            sql += " AND (m.origin_worktree IS NULL OR (m.origin_worktree = ? AND m.origin_repo = ?))"
+            params += [self.scoped_to.worktree, self.scoped_to.repo]
+        if self.disabled:
+            marks = ",".join("?" * len(self.disabled))
+            sql += f" AND NOT EXISTS (SELECT 1 FROM memory_scopes d WHERE d.mem = m.rowid AND d.scope IN ({marks}))"
+            params += sorted(self.disabled)
+        if self.updated_after is not None:
+            sql += " AND m.updated > ?"
+            params.append(self.updated_after)
+        if self.created_after is not None:
+            sql += " AND m.created > ?"
+            params.append(self.created_after)
+        return sql, params
+
+    def hides_anything(self, db: Database) -> bool:
+        """False when these rules cannot exclude a live memory, so a search may skip the filter."""
+        if self.disabled or self.updated_after is not None or self.created_after is not None:
+            return True
+        here = self.scoped_to
+        if here is None:
+            return False
+        return db.read(lambda c: c.execute(
+            "SELECT 1 FROM memories WHERE removed_at IS NULL AND origin_worktree IS NOT NULL "
+            "AND (origin_worktree < ? OR origin_worktree > ? OR origin_repo IS NOT ?) LIMIT 1",
+            (here.worktree, here.worktree, here.repo)).fetchone()) is not None
+
+
+def scope_counts(db: Database, view: View) -> tuple[dict[str, int], int]:
+    """Live visible memories per scope (most used first) and their total."""
+    where, params = view.where()
+
+    def read(c: sqlite3.Connection):
+        per_scope = c.execute(
+            f"SELECT s.scope, COUNT(*) FROM memory_scopes s JOIN memories m ON m.rowid = s.mem "
+            f"WHERE m.removed_at IS NULL {where} GROUP BY s.scope ORDER BY COUNT(*) DESC, s.scope", params).fetchall()
+        total = c.execute(f"SELECT COUNT(*) FROM memories m WHERE m.removed_at IS NULL {where}", params).fetchone()[0]
+        return dict(per_scope), total
+
+    return db.read(read)
+
+
+def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
+    """Relabel ``old`` as ``new`` on every memory and tombstone that carries it; returns their ids.
+
+    A relabel, not an edit: ``updated`` and verification stay as they were. A memory that already
+    carries ``new`` simply loses ``old``.
+    """
+    old, new = check_scopes([old])[0], check_scopes([new])[0]
+    if old == new:
+        raise InvalidInput(f"the old and new scope are both {old!r}")
+    rows = conn.execute(
+        "SELECT m.rowid, m.id, m.record FROM memories m JOIN memory_scopes s ON s.mem = m.rowid WHERE s.scope = ?",
+        (old,)).fetchall()
+    for rowid, _, record in rows:
+        memory = Memory.model_validate_json(record)
+        scopes = list(dict.fromkeys(new if s == old else s for s in memory.scopes))
+        conn.execute("UPDATE memories SET record = ? WHERE rowid = ?",
+                     (memory.model_copy(update={"scopes": scopes}).model_dump_json(), rowid))
+        conn.execute("DELETE FROM memory_scopes WHERE scope = ? AND mem = ?", (old, rowid))
+        conn.execute("INSERT OR IGNORE INTO memory_scopes(scope, mem) VALUES (?, ?)", (new, rowid))
+    return [mid for _, mid, _ in rows]

@@ -1,0 +1,151 @@
+"""Trust annotations: what a caller should know about a memory before relying on it.
+
+Every search hit and every ``show`` carries the staleness verdict (store/staleness.py). On top:
+
+- ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link);
+- ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
+  summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
+  dense link graph cannot flood a result);
+- ``recent_negative_outcomes``: the latest ``ignored`` and ``contradicted`` outcome of the last
+  30 days (at most one of each) that came after the memory was last verified or edited — an edit
+  or a verification answers the complaint.
+
+Only the returned hits are annotated, with one git cache per call, so a search stays fast.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from . import events
+from .db import Database
+from .models import Hit, Memory, iso
+from .staleness import DriftCache, Staleness, assess_staleness
+
+RECENT_OUTCOMES = timedelta(days=30)
+NEGATIVE_OUTCOMES = ("ignored", "contradicted")
+DEPENDS_PER_HIT = 3
+DEPENDS_PER_CALL = 10
+# expand_top: the top hit is "clearly the answer" when its relevance is high or its score leads
+# the runner-up by this share of its own score (works for fused and for single-leg native scores)
+DECISIVE_LEAD = 0.3
+
+
+def staleness(memory: Memory, now: datetime, stale_days: int, cache: DriftCache) -> Staleness:
+    return assess_staleness(
+        body=memory.content, now=now, origin=memory.origin, claims=[c.spec for c in memory.claims],
+        last_verified_at=memory.last_verified_at, verified_paths=memory.verified_paths,
+        verified_absent_paths=memory.verified_absent_paths, written_at=memory.created,
+        verification_stale_days=stale_days, cache=cache,
+    )
+
+
+def full_detail(assessed: Staleness) -> dict[str, Any]:
+    """The complete staleness report (show, an expanded hit): every checked path and each claim."""
+    detail = assessed.to_hit_fields()
+    detail["staleness_reasons"] = assessed.reasons
+    detail["verification"] = assessed.verification.model_dump(mode="json")
+    detail["path_drift"] = assessed.path_drift.model_dump(mode="json")
+    detail["commit_drift"] = assessed.commit_drift.model_dump(mode="json")
+    return detail
+
+
+def superseded_by(db: Database, ids: list[str]) -> dict[str, list[str]]:
+    """For each id, the live memories that supersede it."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = db.read(lambda c: c.execute(
+        f"SELECT l.target, m.id FROM memory_links l JOIN memories m ON m.rowid = l.source "
+        f"WHERE l.kind = 'supersedes' AND l.target IN ({marks}) AND m.removed_at IS NULL ORDER BY m.id", ids).fetchall())
+    out: dict[str, list[str]] = {}
+    for target, source in rows:
+        out.setdefault(target, []).append(source)
+    return out
+
+
+def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> dict[str, list[dict[str, Any]]]:
+    """For each memory, its unanswered recent ignored/contradicted outcomes (newest first, one per kind)."""
+    if not memories:
+        return {}
+    by_id = {m.id: m for m in memories}
+    logged = events.query(db, since=now - RECENT_OUTCOMES, kinds=[events.OUTCOME], memory_ids=list(by_id))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for event in reversed(logged):  # newest first
+        payload = event["payload"]
+        outcome = payload.get("outcome")
+        memory = by_id[event["memory_id"]]
+        answered = iso(max(t for t in (memory.updated, memory.last_verified_at) if t is not None))
+        if outcome not in NEGATIVE_OUTCOMES or event["at"] <= answered:
+            continue
+        entry = {"outcome": outcome, "at": event["at"], "session": event["session"]}
+        entry.update({k: payload[k] for k in ("note", "excerpt") if payload.get(k)})
+        out.setdefault(memory.id, {}).setdefault(outcome, entry)
+    return {mid: list(kinds.values()) for mid, kinds in out.items()}
+
+
+def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
+    """Inline the depends_on targets of memories (in result order) within the per-hit and per-call caps."""
+    wanted: list[tuple[str, Any]] = []
+    for memory in memories:
+        links = [link for link in memory.links if link.kind == "depends_on"][:DEPENDS_PER_HIT]
+        for link in links[: DEPENDS_PER_CALL - len(wanted)]:
+            wanted.append((memory.id, link))
+    if not wanted:
+        return {}
+    targets = sorted({link.target for _, link in wanted})
+    marks = ",".join("?" * len(targets))
+    rows = db.read(lambda c: c.execute(
+        f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", targets).fetchall())
+    found = {mid: (Memory.model_validate_json(record), removed) for mid, record, removed in rows}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for source, link in wanted:
+        target, removed = found.get(link.target, (None, None))
+        entry: dict[str, Any] = {"id": link.target, "link_note": link.note}
+        if target is None:
+            entry["status"] = "missing"
+        else:
+            entry.update(scopes=target.scopes, summary=target.summary, status="removed" if removed else "live")
+        out.setdefault(source, []).append(entry)
+    return out
+
+
+def decisive_top(hits: list[Hit]) -> bool:
+    """Is the top hit clearly the answer: high relevance, or a decisive lead over the runner-up?"""
+    if not hits:
+        return False
+    top = hits[0]
+    if top.relevance == "high" or len(hits) == 1:
+        return True
+    runner_up = hits[1].score
+    return top.score > 0 and (top.score - runner_up) / top.score >= DECISIVE_LEAD
+
+
+def annotate(
+    db: Database,
+    hits: list[Hit],
+    memories: dict[str, Memory],
+    now: datetime,
+    stale_days: int,
+    expand_top: bool = False,
+) -> None:
+    """Fill in each hit's trust fields in place (and the top hit's body when asked and deserved)."""
+    cache = DriftCache()
+    ordered = [memories[h.id] for h in hits]
+    replaced = superseded_by(db, [h.id for h in hits])
+    negatives = negative_outcomes(db, ordered, now)
+    depends = resolve_depends_on(db, ordered)
+    expand = expand_top and decisive_top(hits)
+    for position, hit in enumerate(hits):
+        assessed = staleness(memories[hit.id], now, stale_days, cache)
+        hit.staleness_verdict = assessed.verdict
+        expanded = expand and position == 0
+        trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
+        for key, value in (("superseded_by", replaced.get(hit.id)), ("depends_on_resolved", depends.get(hit.id)),
+                           ("recent_negative_outcomes", negatives.get(hit.id))):
+            if value:
+                trust[key] = value
+        hit.trust = trust
+        if expanded:
+            hit.content = memories[hit.id].content
