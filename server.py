@@ -140,8 +140,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         ("my project", "the deploy script we wrote") or a stored preference could settle an ambiguous request.
         When a hit shapes your reply, tell the user you used it.
 
-        Returns {query, mode, legs_run, degraded, hits}. degraded is null, or says the semantic leg could not
-        run (reason, message, install) and the search ran lexically. Per hit:
+        Returns {query, mode, legs_run, degraded, hits, note?}. degraded is null, or says the semantic leg could
+        not run (reason, message, install) and the search ran lexically. note explains an empty result that is not
+        "nothing matched" (e.g. since_prior_session with no prior session yet). Per hit:
         - relevance high|medium|low: the share of your query words the memory literally contains. Read it with
           matched_leg (lexical | semantic | both): a semantic-only hit is low by construction yet may fit.
         - match_terms: the query words that occur; legs: each leg's rank and score (why it ranked here).
@@ -229,12 +230,14 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
 
         Returns status:
         - committed: stored; id is the new memory, related lists similar existing memories.
-        - pending: user-inference (or confirmation required): ask the user in plain words, then
-          memory_write_confirm or memory_write_cancel with pending_id. Pending writes expire after an hour.
-        - duplicate: an existing memory (id) already says this; nothing was written.
-        - previously_removed: a similar memory was removed before; reason carries why. Reconsider.
-        - refused: a gate stopped it; gate names which (credentials, durability, user_claims, claims, limits)
-          and reason says what to change or which acknowledge_* flag applies.
+        - pending: user-inference (or the store requires confirmation; pending_reason says which): ask the
+          user in plain words, then memory_write_confirm or memory_write_cancel with pending_id (expires in 1 h).
+        - duplicate: a live memory (id, match) already says this; nothing was written.
+        - previously_removed: a similar memory was removed before; match.reason says why. Reconsider.
+        - refused: a gate stopped it. gate (credentials, durability, user_claims, claims) and code name the
+          check, reason says what it saw, hint how to fix it, override which acknowledge_* flag applies if the
+          gate is wrong. Transient run state refused by durability belongs in episode_write instead.
+        Nothing is written unless status is committed (or pending, until confirmed).
         """
         return store.write(content, scopes=scopes, category=category, confidence=confidence, source=source,
                            claims=claims, links=links, acknowledge_transient=acknowledge_transient,
@@ -264,12 +267,16 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         confidence: Confidence | None = None,
         category: Annotated[Literal["fact", "ambient"] | None, Field(description="fact or ambient; a memory cannot become user-inference by update.")] = None,
         links: Annotated[list[Link] | None, Field(max_length=64, description="The complete new link list (replaces the old one; [] clears).")] = None,
+        acknowledge_transient: Annotated[bool, Field(description="Override the durability gate for a new text that only sounds temporary.")] = False,
+        acknowledge_user_claim: Annotated[bool, Field(description="Override the user-claim gate when the new text is about someone other than the user.")] = False,
     ) -> dict[str, Any]:
         """Correct a memory that drifted or was wrong. Give only what changes; scopes and links replace the
-        old lists whole. A body edit bumps updated and clears last_verified_at and the attested claims; a
+        old lists whole. A new text passes the same content gates as a write (a refusal is an error naming the
+        gate and the fix). A body edit bumps updated and clears last_verified_at and the attested claims; a
         scope-only edit keeps verification. Returns {status: updated, memory}.
         """
-        memory = store.update(id, text=text, scopes=scopes, confidence=confidence, category=category, links=links)
+        memory = store.update(id, text=text, scopes=scopes, confidence=confidence, category=category, links=links,
+                              acknowledge_transient=acknowledge_transient, acknowledge_user_claim=acknowledge_user_claim)
         return {"status": "updated", "memory": memory.model_dump(mode="json")}
 
     @writer

@@ -59,9 +59,9 @@ class Connection:
 
 
 @asynccontextmanager
-async def _open(store: Path, cwd: Path):
+async def _open(store: Path, cwd: Path, launcher: tuple[str, ...]):
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kenning.server", "--store", str(store)], cwd=str(cwd),
+        command=sys.executable, args=[*launcher], cwd=str(cwd),
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
     )
     async with stdio_client(params) as (read, write):
@@ -71,9 +71,10 @@ async def _open(store: Path, cwd: Path):
 
 
 @contextmanager
-def connect(store: Path, cwd: Path):
+def connect(store: Path, cwd: Path, launcher: tuple[str, ...] | None = None):
+    launcher = launcher or ("-m", "kenning.server", "--store", str(store))
     with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(_open(store, cwd)) as (session, init):
+        with portal.wrap_async_context_manager(_open(store, cwd, launcher)) as (session, init):
             yield Connection(portal, session, init)
 
 
@@ -187,7 +188,12 @@ def test_a_pending_user_inference_is_confirmed_and_another_cancelled(server):
 def test_gates_refuse_through_the_tool_with_a_reason(server):
     refused = server.call("memory_write", content="currently debugging the flaky login test on this branch",
                           scopes=["projects:web"])
-    assert refused["status"] == "refused" and refused["gate"] and refused["reason"]
+    assert refused["status"] == "refused" and refused["gate"] == "durability" and refused["reason"]
+    assert refused["override"] == "acknowledge_transient" and "id" not in refused
+    mid = server.call("memory_write", content="Login tests run against the mock identity provider",
+                      scopes=["projects:web"])["id"]
+    assert "durability" in server.fails("memory_update", id=mid, text="right now the login tests are failing")
+    assert server.call("memory_show", id=mid)["content"].startswith("Login tests run")
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(server):
@@ -283,3 +289,16 @@ def test_hybrid_search_through_the_server_reports_every_leg(server):
     assert found["mode"] == "hybrid" and "vector" in found["legs_run"] and found["degraded"] is None
     hit = found["hits"][0]
     assert hit["matched_leg"] in {"semantic", "both"} and "vector" in hit["legs"]
+
+
+def test_kenning_serve_entry_point(tmp_path, repo):
+    from kenning.cli import app
+
+    if "serve" not in {c.name or c.callback.__name__ for c in app.registered_commands}:
+        pytest.skip("cli.py has not mounted kenning.episodes_cli.serve as `kenning serve` yet")
+    store = tmp_path / "via-cli"
+    launcher = ("-c", "from kenning.cli import main; main()", "--store", str(store), "serve")
+    with connect(store, repo, launcher) as conn:
+        assert set(conn.tools()) == TOOLS
+        conn.call("memory_write", content="The CLI launcher serves the same store", scopes=["projects:cli"])
+    assert (store / "kenning.sqlite3").exists()
