@@ -32,6 +32,7 @@ out = Console()
 err = Console(stderr=True)
 
 JSON_HELP = "Print machine-readable JSON instead of a table."
+INSTALL_MCP = 'pip install "kenning[mcp]"'
 
 
 def _one_line_errors(fn: Callable) -> Callable:
@@ -135,6 +136,12 @@ def serve(ctx: typer.Context) -> None:
 
     Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
     """
-    from kenning.server import serve as run_server
-
+    try:
+        from kenning.server import serve as run_server
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("mcp"):
+            raise
+        err.print(f"[red]error:[/red] the MCP server needs the mcp extra; install it with: {escape(INSTALL_MCP)}",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     run_server(_store_dir(ctx))

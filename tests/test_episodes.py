@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import typer
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
@@ -332,3 +334,22 @@ def test_cli_list_search_and_prune(tmp_path, repo, monkeypatch):
 
     pruned = runner.invoke(episodes_app, ["prune", "--json"])
     assert pruned.exit_code == 0 and json.loads(pruned.output) == {"pruned_sessions": []}
+
+
+def test_serve_without_the_mcp_extra_is_one_line_with_the_install_command(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from kenning.episodes_cli import serve
+
+    app = typer.Typer()
+
+    @app.callback()
+    def root(ctx: typer.Context) -> None:
+        ctx.obj = {"store_dir": str(tmp_path / "store")}
+
+    app.command("serve")(serve)
+    monkeypatch.delitem(sys.modules, "kenning.server", raising=False)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the extra looks like to import
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code == 2 and 'pip install "kenning[mcp]"' in result.output
+    assert "Traceback" not in result.output
