@@ -97,8 +97,11 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 PendingId = Annotated[str, Field(min_length=1, max_length=200, description="The pending_id a memory_write (or episode_promote) returned.")]
 
 
-def _tool(server: MCPServer, *, read_only: bool = False, destructive: bool = False) -> Callable[[Callable], Callable]:
-    """Register fn as a tool named after it, described by its docstring; KenningError -> a tool error."""
+def _tool(server: MCPServer, *, read_only: bool) -> Callable[[Callable], Callable]:
+    """Register fn as a tool named after it, described by its docstring; KenningError -> a tool error.
+
+    No tool is destructive in MCP's sense: removal is a restorable tombstone, updates are logged.
+    """
 
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -110,7 +113,7 @@ def _tool(server: MCPServer, *, read_only: bool = False, destructive: bool = Fal
 
         server.add_tool(
             call, name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""),
-            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False),
+            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=False, open_world_hint=False),
         )
         return fn
 
@@ -119,11 +122,11 @@ def _tool(server: MCPServer, *, read_only: bool = False, destructive: bool = Fal
 
 def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
-    # WARNING: stderr is the client's log; argument rejections are already returned to the model
+    # quiet stderr (it is the client's log): rejected arguments already reach the model as tool errors
     server = MCPServer("kenning", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     journal = episodes or Episodes(store)
     reader = _tool(server, read_only=True)
-    writer = _tool(server)
+    writer = _tool(server, read_only=False)
 
     # ------------------------------------------------------------------ reading memory
     @reader
