@@ -1,0 +1,308 @@
+"""Trust signals through the Store against a real temporary git repository with dated commits and
+an injected clock: staleness on hits and show, verify, links, outcomes, expand_top, health."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput, NotFound
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+BODY = "The server entry point is src/app.py and its docs are docs/README.md"
+
+
+class Clock:
+    def __init__(self, now: datetime = START):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+
+def git(cwd: Path, *args: str, when: datetime | None = None) -> str:
+    env = dict(os.environ)
+    if when is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when.isoformat()
+    return subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
+                          env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, when: datetime, files: dict[str, str | None]) -> None:
+    for name, text in files.items():
+        if text is None:
+            git(repo, "rm", "-q", name)
+        else:
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+            git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", "change", when=when)
+
+
+@pytest.fixture(autouse=True)
+def no_enclosing_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    commit(root, START - timedelta(days=1),
+           {"src/app.py": "def main():\n    pass\nPORT = 8443\n", "docs/README.md": "# docs\n", "other.txt": "x\n"})
+    return root
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path, clock, repo):
+    s = kenning.open_store(tmp_path / "store", clock=clock, cwd=repo)
+    yield s
+    s.close()
+
+
+def hit_for(store, mid, query="server entry point docs"):
+    [hit] = [h for h in store.search(query, mode="bm25", limit=10).to_dict()["hits"] if h["id"] == mid]
+    return hit
+
+
+# --- staleness ------------------------------------------------------------------------------------
+
+
+def test_staleness_follows_the_repository(store, repo, clock):
+    mid = store.write(BODY, scopes=["projects:demo"]).id
+    hit = hit_for(store, mid)
+    assert hit["staleness_verdict"] == "fresh"  # never verified, but written today: not yet due
+    assert hit["verification"]["status"] == "never"
+    assert (hit["path_drift_missing"], hit["commit_drift_count"]) == (0, 0)
+
+    commit(repo, START + timedelta(days=1), {"src/app.py": "def main():\n    return 1\nPORT = 8443\n"})
+    commit(repo, START + timedelta(days=1, hours=1), {"other.txt": "not cited\n"})
+    clock.now = START + timedelta(days=2)
+    hit = hit_for(store, mid)
+    assert (hit["commit_drift_count"], hit["staleness_verdict"]) == (1, "spot_check_recommended")
+
+    verified = store.verify(mid, note="read src/app.py", verified_paths=["src/app.py"])
+    assert verified["status"] == "verified" and verified["staleness_verdict"] == "fresh"
+    assert verified["verification"]["status"] == "fresh" and verified["commit_drift_count"] == 0
+    assert hit_for(store, mid)["staleness_verdict"] == "fresh"
+
+    commit(repo, START + timedelta(days=3), {"docs/README.md": None})
+    clock.now = START + timedelta(days=4)
+    hit = hit_for(store, mid)
+    assert hit["path_drift"] == {"checked": ["src/app.py", "docs/README.md"], "missing": ["docs/README.md"],
+                                 "verified": ["src/app.py"]}
+    assert hit["path_drift_missing"] == 1 and hit["commit_drift_count"] == 1
+    assert hit["staleness_verdict"] == "spot_check_recommended"  # a path scraped from prose: evidence only
+
+    commit(repo, START + timedelta(days=5), {"src/app.py": None})
+    clock.now = START + timedelta(days=6)
+    hit = hit_for(store, mid)
+    assert hit["claim_anchored_missing"] == ["src/app.py"] and hit["staleness_verdict"] == "spot_check_required"
+
+    shown = store.show(mid)
+    assert shown["staleness_verdict"] == "spot_check_required" and shown["staleness_reasons"]
+    assert shown["path_drift"]["missing"] == ["src/app.py", "docs/README.md"]
+    assert shown["commit_drift"]["status"] == "drift" and shown["commit_drift"]["count"] == 2
+    assert shown["verification"]["recommendation"] is None  # verified 4 days ago: the calendar is fine
+
+
+def test_a_never_verified_memory_becomes_due_after_the_window(store, clock):
+    mid = store.write("Release notes are written by the on-call engineer", scopes=["x"]).id
+    clock.now = START + timedelta(days=29)
+    assert hit_for(store, mid, "release notes")["staleness_verdict"] == "fresh"
+    clock.now = START + timedelta(days=31)
+    hit = hit_for(store, mid, "release notes")
+    assert hit["staleness_verdict"] == "spot_check_recommended" and hit["verification"]["status"] == "never"
+    assert "never verified" in store.show(mid)["verification"]["recommendation"]
+    store.configure(verification_stale_days=60)
+    assert hit_for(store, mid, "release notes")["staleness_verdict"] == "fresh"
+
+
+def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, clock):
+    import shutil
+
+    mid = store.write(BODY, scopes=["x"]).id
+    shutil.rmtree(repo)
+    hit = hit_for(store, mid)
+    assert hit["path_drift_missing"] is None and hit["path_drift_status"] == "unmeasured"
+    assert hit["commit_drift_count"] is None and hit["commit_drift_status"] == "unmeasured"
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+
+def test_verify_refuses_missing_paths_and_false_claims_and_changes_nothing(store):
+    mid = store.write("The port is 8443", scopes=["x"], claims=["src/app.py::PORT=8443"]).id
+    before = store.get(mid)
+    with pytest.raises(InvalidInput, match="missing.py"):
+        store.verify(mid, verified_paths=["missing.py"])
+    with pytest.raises(InvalidInput, match="PORT=9000"):
+        store.verify(mid, claims=["src/app.py::PORT=9000"])
+    with pytest.raises(InvalidInput, match="500"):
+        store.verify(mid, note="x" * 501)
+    with pytest.raises(NotFound):
+        store.verify("01NOPE")
+    assert store.get(mid) == before and store.events(kinds=["verify"]) == []
+
+
+def test_verify_replaces_attestations_and_an_update_of_the_body_clears_them(store, repo, clock):
+    mid = store.write("Docs live in docs/README.md; the windows build uses win/setup.ps1", scopes=["x"]).id
+    store.verify(mid, verified_paths=["docs/README.md"], verified_absent_paths=["win/setup.ps1"],
+                 claims=["src/app.py::main"])
+    memory = store.get(mid)
+    assert memory.verified_paths == ["docs/README.md"] and memory.verified_absent_paths == ["win/setup.ps1"]
+    assert [c.spec for c in memory.claims] == ["src/app.py::main"] and memory.updated == memory.created
+    assert "win/setup.ps1" not in store.show(mid)["path_drift"]["missing"]
+
+    store.verify(mid, verified_paths=[])  # [] clears, None keeps
+    memory = store.get(mid)
+    assert memory.verified_paths == [] and memory.verified_absent_paths == ["win/setup.ps1"]
+
+    commit(repo, START + timedelta(days=1), {"src/app.py": "def run():\n    pass\n"})
+    with pytest.raises(InvalidInput, match="src/app.py::main"):
+        store.verify(mid)  # the stored claim no longer holds: no stamp
+
+    store.update(mid, scopes=["x", "docs"])
+    assert store.get(mid).last_verified_at is not None  # a scope-only edit keeps verification
+    store.update(mid, text="Docs live in docs/README.md")
+    memory = store.get(mid)
+    assert memory.last_verified_at is None and memory.claims == [] and memory.verified_absent_paths == []
+    assert store.verify(mid)["verification"]["status"] == "fresh"
+
+
+# --- links --------------------------------------------------------------------------------------
+
+
+def test_supersedes_shows_on_the_old_memory_and_links_resolve_both_ways(store):
+    old = store.write("Staging deploys run from jenkins", scopes=["ci"]).id
+    new = store.write("Staging deploys run from github actions", scopes=["ci"],
+                      links=[{"kind": "supersedes", "target": old, "note": "moved off jenkins"}]).id
+    hits = {h["id"]: h for h in store.search("staging deploys", mode="bm25").to_dict()["hits"]}
+    assert hits[old]["superseded_by"] == [new] and "superseded_by" not in hits[new]
+    shown_old, shown_new = store.show(old), store.show(new)
+    assert shown_old["reverse_links"] == [{"kind": "supersedes", "source": new, "note": "moved off jenkins",
+                                           "summary": "Staging deploys run from github actions"}]
+    assert shown_new["links"][0]["summary"] == "Staging deploys run from jenkins"
+    assert shown_new["links"][0]["status"] == "live"
+    store.update(new, links=[])
+    assert "superseded_by" not in store.search("staging deploys", mode="bm25").to_dict()["hits"][0]
+    assert store.show(old)["reverse_links"] == []
+
+
+def test_depends_on_is_inlined_within_the_caps(store):
+    nouns = ["kafka", "redis", "vault", "consul", "nomad", "envoy", "istio", "etcd", "minio", "traefik",
+             "grafana", "loki", "tempo", "jaeger", "nats"]
+    targets = [store.write(f"The {n} cluster is owned by the platform team", scopes=["infra"]).id for n in nouns]
+    wide = store.write("zebra runbook one", scopes=["ops"],
+                       links=[{"kind": "depends_on", "target": t, "note": f"needs {i}"} for i, t in enumerate(targets[:5])]).id
+    hit = store.search("zebra runbook one", mode="bm25").to_dict()["hits"][0]
+    assert hit["id"] == wide and len(hit["depends_on_resolved"]) == 3
+    assert hit["depends_on_resolved"][0] == {"id": targets[0], "link_note": "needs 0", "scopes": ["infra"],
+                                             "summary": "The kafka cluster is owned by the platform team",
+                                             "status": "live"}
+    for i, words in enumerate(["quokka alpha", "quokka beta", "quokka gamma"]):
+        store.write(words, scopes=["ops"], links=[{"kind": "depends_on", "target": t}
+                                                  for t in targets[5 + i * 3: 8 + i * 3]])
+    hits = store.search("zebra quokka", mode="bm25", limit=10).to_dict()["hits"]
+    assert sum(len(h.get("depends_on_resolved", [])) for h in hits) == 10  # 4 hits x 3 wanted, 10 per call
+    store.remove(targets[0], reason="kafka retired")
+    assert store.search("zebra runbook one", mode="bm25").to_dict()["hits"][0]["depends_on_resolved"][0]["status"] == "removed"
+
+
+# --- outcomes -----------------------------------------------------------------------------------
+
+
+def test_negative_outcomes_ride_on_hits_until_answered(store, clock):
+    mid = store.write("Deploys run through deploy.sh at the repository root", scopes=["ops"]).id
+    store.record_use([mid], "applied")
+    assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")
+    store.record_use([mid], "ignored")
+    store.record_use(mid, "contradicted", note="user says it moved", excerpt="deploy.sh")
+    store.record_use([mid], "contradicted", note="again")
+    negatives = hit_for(store, mid, "deploys")["recent_negative_outcomes"]
+    assert [n["outcome"] for n in negatives] == ["contradicted", "ignored"] and negatives[0]["note"] == "again"
+    assert store.show(mid)["recent_negative_outcomes"] == negatives
+    store.verify(mid)  # spot-checked: the complaint is answered
+    assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")
+    store.record_use([mid], "ignored")
+    clock.now += timedelta(days=31)
+    assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")  # no longer recent
+
+
+def test_record_use_validates_its_arguments(store):
+    a = store.write("Alpha service owns the queue", scopes=["x"]).id
+    b = store.write("Beta service owns the cache", scopes=["x"]).id
+    out = store.record_use([a, b], "corrected", excerpt=["owns the queue", None])
+    assert out["status"] == "recorded" and out["memory_ids"] == [a, b]
+    assert [e["payload"] for e in store.events(kinds=["outcome"])] == [
+        {"outcome": "corrected", "excerpt": "owns the queue"}, {"outcome": "corrected"}]
+    for bad in (lambda: store.record_use([a], "loved"), lambda: store.record_use([], "applied"),
+                lambda: store.record_use([a], "ignored", excerpt=["x", "y"]),
+                lambda: store.record_use([a], "ignored", excerpt="")):
+        with pytest.raises(InvalidInput):
+            bad()
+    with pytest.raises(NotFound):
+        store.record_use([a, "01NOPE"], "ignored")
+    assert len(store.events(kinds=["outcome"])) == 2
+
+
+# --- expand_top ---------------------------------------------------------------------------------
+
+
+def test_expand_top_inlines_only_a_clear_winner(store):
+    mid = store.write("Nightly backups of the billing database go to the bucket acme-backups", scopes=["x"]).id
+    store.write("The staging cluster runs on three spot instances", scopes=["x"])
+    top = store.search("billing database backups bucket", mode="bm25", expand_top=True).to_dict()["hits"][0]
+    assert top["id"] == mid and top["content"].startswith("Nightly backups")
+    assert top["path_drift"]["status"] == "measured" and top["commit_drift"]["status"] == "clean"
+    plain = store.search("billing database backups bucket", mode="bm25").to_dict()["hits"][0]
+    assert "content" not in plain
+    store.write("Weekly backups of the billing database go to tape", scopes=["x"])
+    close = store.search("billing backups archive", mode="bm25", expand_top=True).to_dict()["hits"]
+    assert close[0]["relevance"] != "high" and all("content" not in h for h in close)
+
+
+# --- health -------------------------------------------------------------------------------------
+
+
+def test_health_counts_and_lists_the_curation_backlog(store, repo, clock):
+    old_fact = store.write("The billing export runs every night", scopes=["billing"]).id
+    store.write("Answers should be friendly and brief", scopes=["style"], category="ambient")
+    clock.now += timedelta(days=40)
+    checked = store.write("Invoices are generated by the invoicer service", scopes=["billing"]).id
+    store.verify(checked)
+    drifted = store.write("Templates live in templates/invoice.html", scopes=["billing"],
+                          acknowledge_transient=True).id
+    a = store.write("Refunds are approved by finance", scopes=["billing"]).id
+    b = store.write("Refunds are approved automatically under 50 euros", scopes=["billing"],
+                    links=[{"kind": "contradicts", "target": a}]).id
+    store.update(a, links=[{"kind": "contradicts", "target": b}])  # both sides declare it: one pair
+    store.record_use([checked], "contradicted", note="the user says invoices moved")
+    store.log_event("search_miss", memory_id=old_fact)
+    store.log_event("search_miss", memory_id=old_fact)
+
+    report = store.health()
+    counts = report["curation_pending"]
+    assert counts["never_verified"] == 4  # the ambient memory is never dead weight
+    assert counts["stale"] == 1 and report["oldest_unverified"][0]["id"] == old_fact
+    assert counts["drifted"] == 1 and report["drifted"][0] == {
+        "id": drifted, "scopes": ["billing"], "summary": "Templates live in templates/invoice.html",
+        "missing": ["templates/invoice.html"], "claim_anchored_missing": []}
+    assert counts["conflicts"] == 1 and counts["contradicted"] == 1
+    assert (counts["silent_misses"], counts["unique_silent_miss_memories"]) == (2, 1)
+    assert report["total"] == 6 and report["by_category"] == {"fact": 5, "ambient": 1}
+    store.remove(old_fact, reason="export retired")
+    assert store.health()["curation_pending"]["silent_misses"] == 0  # misses of removed memories drop out
+    assert store.scope_overview()["curation_pending"] == store.health()["curation_pending"]
