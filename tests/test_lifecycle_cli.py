@@ -1,0 +1,85 @@
+"""The lifecycle commands through typer's runner, from inside a real temporary git repository."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from kenning.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("PORT = 8443\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    monkeypatch.chdir(repo)
+    store_dir = str(tmp_path / "store")
+
+    def invoke(*args):
+        return runner.invoke(app, ["--store", store_dir, *args])
+
+    return invoke
+
+
+def as_json(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_write_options_gates_and_pending_round_trip(cli):
+    refused = as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--json"))
+    assert (refused["status"], refused["gate"], refused["override"]) == ("refused", "durability", "acknowledge_transient")
+    assert as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--ack-transient",
+                       "--json"))["status"] == "committed"
+    claimed = as_json(cli("write", "The port is set in src/app.py", "--scope", "x", "--claim", "src/app.py::PORT=8443",
+                          "--json"))
+    assert claimed["status"] == "committed"
+    newer = as_json(cli("write", "The port is configured in the src/app.py module", "--scope", "x",
+                        "--link", f"supersedes:{claimed['id']}:reworded", "--json"))
+    shown = as_json(cli("show", claimed["id"], "--json"))
+    assert shown["reverse_links"][0]["source"] == newer["id"] and shown["claims"] == [{"spec": "src/app.py::PORT=8443"}]
+    assert "staleness_verdict" in shown and shown["verification"]["status"] == "never"
+
+    pending = as_json(cli("write", "The user prefers tabs over spaces", "--scope", "user", "--category",
+                          "user-inference", "--json"))
+    assert pending["status"] == "pending"
+    assert [p["pending_id"] for p in as_json(cli("pending", "--json"))] == [pending["pending_id"]]
+    assert as_json(cli("confirm", pending["pending_id"], "--json"))["status"] == "committed"
+    assert as_json(cli("cancel", pending["pending_id"], "--json"))["status"] == "not_found"
+    assert "not_found" in cli("confirm", pending["pending_id"]).stdout
+
+
+def test_verify_record_use_search_options_scopes_and_health(cli):
+    mid = as_json(cli("write", "The service port is 8443, see src/app.py", "--scope", "ops", "--json"))["id"]
+    verified = as_json(cli("verify", mid, "--verified-path", "src/app.py", "--note", "read it", "--json"))
+    assert verified["status"] == "verified" and verified["verified_paths"] == ["src/app.py"]
+    failed = cli("verify", mid, "--verified-path", "gone.py")
+    assert failed.exit_code == 2 and "gone.py" in failed.stderr
+    assert as_json(cli("record-use", mid, "--outcome", "ignored", "--json"))["status"] == "recorded"
+    hit = as_json(cli("search", "service port", "--mode", "bm25", "--expand-top", "--json"))["hits"][0]
+    assert hit["id"] == mid and hit["content"].startswith("The service port") and hit["recent_negative_outcomes"]
+    assert as_json(cli("search", "service port", "--mode", "bm25", "--no-auto-scope", "--json"))["hits"]
+    # each CLI run is its own session: the memory predates the previous run's activity
+    assert as_json(cli("search", "service port", "--mode", "bm25", "--since-prior-session", "--json"))["hits"] == []
+    overview = as_json(cli("scopes", "--json"))
+    assert overview["scopes"] == {"ops": 1} and overview["total"] == 1
+    assert as_json(cli("rename-scope", "ops", "operations", "--json"))["changed"] == 1
+    assert as_json(cli("list", "--no-auto-scope", "--json"))[0]["scopes"] == ["operations"]
+    report = as_json(cli("health", "--json"))
+    assert report["total"] == 1 and report["curation_pending"]["never_verified"] == 0
+    table = cli("health")
+    assert table.exit_code == 0 and "curation:" in table.stdout
+
+
+def test_lifecycle_commands_have_help_with_an_example(cli):
+    for command in ("verify", "record-use", "confirm", "cancel", "pending", "scopes", "rename-scope", "health"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example: kenning" in result.stdout, command
