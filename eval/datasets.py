@@ -37,7 +37,7 @@ class Document:
     def content(self) -> str:
         """Title and body joined as ``title. text``.
 
-        The title goes in because it helps on every collection measured (rank-bm25 over the shared
+        The title goes in because it helps wherever it adds text (rank-bm25 over the shared
         token stream, nDCG@10 with / without title): SciFact 0.686 / 0.669 (the title is the
         paper's finding in short; BEIR indexes it too, so figures stay comparable), LoCoMo per
         conversation 0.477 / 0.451 - there the title is the session date, which the temporal
