@@ -1,6 +1,6 @@
 """Curation: which memories need a person's (or an agent's) attention, counted and listed.
 
-One pass over the visible live memories sorts them into buckets:
+The visible live memories fall into buckets:
 
 - ``never_verified``: nobody has checked it since it was written;
 - ``stale``: the calendar says a check is due (verified longer ago than the window, or never
@@ -11,100 +11,140 @@ One pass over the visible live memories sorts them into buckets:
   counts once, whichever side declared it);
 - ``contradicted``: memories with an unanswered ``contradicted`` outcome;
 - ``silent_misses`` / ``unique_silent_miss_memories``: turns where a matching memory existed but
-  was never looked up (logged by the audit), counting only misses whose memory is still live.
+  was never looked up (logged by the audit), counting only misses whose memory is still visible.
 
 Ambient memories colour replies without being cited, so they are never dead weight: they are
-left out of ``never_verified`` and ``stale``.
+left out of ``never_verified`` and ``stale``. The calendar buckets are decided in SQL, and only
+memories that cite a path or declare a claim are read whole for the drift check, so a session
+start stays cheap on a large store.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import events, trust
 from .models import Memory, iso
 from .scopes import View
-from .staleness import assess_path_drift, assess_verification
+from .staleness import assess_path_drift
 
 if TYPE_CHECKING:
     from .store import Store
 
 LISTED = 10  # how many memories health lists per bucket
+BUCKETS = ("never_verified", "stale", "drifted", "conflicts", "contradicted", "silent_misses")
 
 
-def _visible(store: "Store", view: View) -> list[Memory]:
+def _scan(store: "Store", view: View, now: datetime) -> tuple[dict[str, list], dict[str, str]]:
+    """Every bucket's members, and when each visible memory was created (for the since-filter)."""
     where, params = view.where()
-    rows = store.db.read(lambda c: c.execute(
-        f"SELECT m.record FROM memories m WHERE m.removed_at IS NULL {where} ORDER BY m.created, m.id", params).fetchall())
+    due = iso(now - timedelta(days=store.config.verification_stale_days))
+
+    def read(sql: str) -> list[tuple]:
+        return store.db.read(lambda c: c.execute(sql, params).fetchall())
+
+    rows = read("SELECT m.id, m.category, m.created, json_extract(m.record, '$.last_verified_at') "
+                f"FROM memories m WHERE m.removed_at IS NULL {where}")
+    created_at = {mid: created for mid, _, created, _ in rows}
+    buckets: dict[str, list] = {name: [] for name in BUCKETS}
+    for mid, category, created, verified in sorted(rows, key=lambda r: (r[2], r[0])):
+        if category == "ambient":
+            continue
+        if verified is None:
+            buckets["never_verified"].append((mid, created, None))
+        if (verified or created) < due:
+            buckets["stale"].append((mid, created, verified))
+
+    for (record,) in read(
+        "SELECT m.record FROM memories m WHERE m.removed_at IS NULL AND m.origin_worktree IS NOT NULL "
+        "AND (instr(m.content, '/') > 0 OR json_array_length(m.record, '$.claims') > 0 "
+        f"OR json_array_length(m.record, '$.verified_paths') > 0) {where} ORDER BY m.created, m.id"):
+        memory = Memory.model_validate_json(record)
+        drift = assess_path_drift(memory.content, [c.spec for c in memory.claims], memory.origin.worktree,
+                                  memory.verified_paths, memory.verified_absent_paths)
+        if drift.missing or drift.claim_anchored_missing:
+            buckets["drifted"].append((memory.id, memory, drift))
+
+    pairs: dict[frozenset[str], tuple[str, str, str | None]] = {}
+    for source, target, note in read(
+        "SELECT m.id, l.target, l.note FROM memory_links l JOIN memories m ON m.rowid = l.source "
+        f"WHERE l.kind = 'contradicts' AND m.removed_at IS NULL {where} ORDER BY m.id, l.target"):
+        if target in created_at:
+            pairs.setdefault(frozenset((source, target)), (source, target, note))
+    buckets["conflicts"] = list(pairs.values())
+
+    outcomes = events.query(store.db, since=now - trust.RECENT_OUTCOMES, kinds=[events.OUTCOME])
+    flagged = sorted({e["memory_id"] for e in outcomes if e["memory_id"] in created_at})
+    negatives = trust.negative_outcomes(store.db, _memories(store, flagged), now)
+    buckets["contradicted"] = [(mid, entry) for mid in flagged for entry in negatives.get(mid, [])
+                               if entry["outcome"] == "contradicted"]
+
+    buckets["silent_misses"] = [e for e in events.query(store.db, kinds=[events.SEARCH_MISS])
+                                if e["memory_id"] in created_at]
+    return buckets, created_at
+
+
+def _since(buckets: dict[str, list], created_at: dict[str, str], since: str) -> dict[str, list]:
+    """The buckets limited to memories created, and events logged, after ``since``."""
+    return {
+        "never_verified": [b for b in buckets["never_verified"] if b[1] > since],
+        "stale": [b for b in buckets["stale"] if b[1] > since],
+        "drifted": [b for b in buckets["drifted"] if created_at[b[0]] > since],
+        "conflicts": [b for b in buckets["conflicts"] if max(created_at[b[0]], created_at[b[1]]) > since],
+        "contradicted": [b for b in buckets["contradicted"] if b[1]["at"] > since],
+        "silent_misses": [e for e in buckets["silent_misses"] if e["at"] > since],
+    }
+
+
+def _memories(store: "Store", ids: list[str]) -> list[Memory]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = store.db.read(lambda c: c.execute(f"SELECT record FROM memories WHERE id IN ({marks})", ids).fetchall())
     return [Memory.model_validate_json(r[0]) for r in rows]
 
 
-def _scan(store: "Store", view: View, now: datetime, since: str | None = None) -> dict[str, Any]:
-    """Every bucket's members; ``since`` (ISO) keeps memories created and events logged after it."""
-    if since is not None:
-        view = View(here=view.here, auto_scope=view.auto_scope, disabled=view.disabled, created_after=since)
-    memories = _visible(store, view)
-    window = store.config.verification_stale_days
-    buckets: dict[str, list] = {"never_verified": [], "stale": [], "drifted": []}
-    for memory in memories:
-        if memory.category != "ambient":
-            verification = assess_verification(memory.last_verified_at, now, window, memory.created)
-            if verification.status == "never":
-                buckets["never_verified"].append((memory, verification))
-            if verification.overdue:
-                buckets["stale"].append((memory, verification))
-        if memory.origin is not None:
-            drift = assess_path_drift(memory.content, [c.spec for c in memory.claims], memory.origin.worktree,
-                                      memory.verified_paths, memory.verified_absent_paths)
-            if drift.missing or drift.claim_anchored_missing:
-                buckets["drifted"].append((memory, drift))
-    ids = {m.id for m in memories}
-    pairs: dict[frozenset[str], tuple[Memory, Any]] = {}
-    for m in memories:
-        for link in m.links:
-            if link.kind == "contradicts" and link.target in ids:
-                pairs.setdefault(frozenset((m.id, link.target)), (m, link))
-    buckets["conflicts"] = list(pairs.values())
-    negatives = trust.negative_outcomes(store.db, memories, now)
-    buckets["contradicted"] = [
-        (m, entry) for m in memories for entry in negatives.get(m.id, []) if entry["outcome"] == "contradicted"
-    ]
-    misses = [e for e in events.query(store.db, since=since, kinds=[events.SEARCH_MISS]) if e["memory_id"] in ids]
-    buckets["silent_misses"] = misses
-    buckets["unique_silent_miss_memories"] = sorted({e["memory_id"] for e in misses})
-    return buckets
+def _counts(buckets: dict[str, list]) -> dict[str, int]:
+    counts = {name: len(buckets[name]) for name in BUCKETS if name in buckets}
+    counts["unique_silent_miss_memories"] = len({e["memory_id"] for e in buckets["silent_misses"]})
+    return counts
 
 
-def _counts(buckets: dict[str, Any]) -> dict[str, int]:
-    return {name: len(members) for name, members in buckets.items()}
-
-
-def curation_counts(store: "Store", view: View, now: datetime, since: str | None = None) -> dict[str, int]:
-    """How many visible memories sit in each curation bucket (see the module docstring)."""
-    return _counts(_scan(store, view, now, since))
+def curation_counts(
+    store: "Store", view: View, now: datetime, since: str | None = None
+) -> tuple[dict[str, int], dict[str, int] | None]:
+    """How many visible memories sit in each bucket, and (with ``since``) how many of them are new
+    since then: created after it, or flagged by an event logged after it."""
+    buckets, created_at = _scan(store, view, now)
+    return _counts(buckets), None if since is None else _counts(_since(buckets, created_at, since))
 
 
 def report(store: "Store", view: View, now: datetime, limit: int = LISTED) -> dict[str, Any]:
-    """The counts plus the first ``limit`` members of each bucket, oldest unverified first."""
-    buckets = _scan(store, view, now)
+    """The counts plus the first ``limit`` members of each bucket, the longest unverified first."""
+    buckets, _ = _scan(store, view, now)
+    unverified = {mid: (created, verified) for mid, created, verified in buckets["never_verified"] + buckets["stale"]}
+    oldest = sorted(unverified.items(), key=lambda item: (item[1][1] or item[1][0], item[0]))[:limit]
+    contradicted = buckets["contradicted"][:limit]
+    by_id = {m.id: m for m in _memories(store, [mid for mid, _ in oldest] + [mid for mid, _ in contradicted])}
 
     def row(memory: Memory, **extra: Any) -> dict[str, Any]:
         return {"id": memory.id, "scopes": memory.scopes, "summary": memory.summary, **extra}
 
-    oldest = sorted(buckets["never_verified"] + [b for b in buckets["stale"] if b[1].status == "stale"],
-                    key=lambda b: (-(b[1].age_days or 0), b[0].id))
+    def age(since: str) -> float:
+        return round((now - datetime.fromisoformat(since.replace("Z", "+00:00"))) / timedelta(days=1), 1)
+
     return {
         "generated_at": iso(now),
         "curation_pending": _counts(buckets),
         "oldest_unverified": [
-            row(m, created=iso(m.created), last_verified_at=iso(m.last_verified_at), age_days=v.age_days,
-                verification=v.status)
-            for m, v in oldest[:limit]
+            row(by_id[mid], created=created, last_verified_at=verified, age_days=age(verified or created),
+                verification="stale" if verified else "never")
+            for mid, (created, verified) in oldest
         ],
         "drifted": [row(m, missing=d.missing, claim_anchored_missing=d.claim_anchored_missing)
-                    for m, d in buckets["drifted"][:limit]],
-        "conflicts": [{"id": m.id, "contradicts": link.target, "note": link.note} for m, link in buckets["conflicts"][:limit]],
-        "contradicted": [row(m, **entry) for m, entry in buckets["contradicted"][:limit]],
-        "silent_miss_memories": buckets["unique_silent_miss_memories"][:limit],
+                    for _, m, d in buckets["drifted"][:limit]],
+        "conflicts": [{"id": a, "contradicts": b, "note": note} for a, b, note in buckets["conflicts"][:limit]],
+        "contradicted": [row(by_id[mid], **entry) for mid, entry in contradicted],
+        "silent_miss_memories": sorted({e["memory_id"] for e in buckets["silent_misses"]})[:limit],
     }

@@ -28,7 +28,6 @@ class View:
     auto_scope: bool = True
     disabled: frozenset[str] = field(default_factory=frozenset)
     updated_after: str | None = None  # ISO text: only memories updated strictly later
-    created_after: str | None = None
 
     @property
     def scoped_to(self) -> Origin | None:
@@ -46,22 +45,26 @@ class View:
         if self.updated_after is not None:
             sql += " AND m.updated > ?"
             params.append(self.updated_after)
-        if self.created_after is not None:
-            sql += " AND m.created > ?"
-            params.append(self.created_after)
         return sql, params
 
-    def hides_anything(self, db: Database) -> bool:
-        """False when these rules cannot exclude a live memory, so a search may skip the filter."""
-        if self.disabled or self.updated_after is not None or self.created_after is not None:
-            return True
+    def hidden_keys(self, db: Database) -> list[int]:
+        """Memory keys hidden by auto_scope (another repository or worktree) or a disabled scope.
+
+        Read from the origin and scope indexes, so a search pays for what it hides, not for the
+        store's size; removed memories may be among them (harmless: search never returns those).
+        """
+        parts, params = [], []
         here = self.scoped_to
-        if here is None:
-            return False
-        return db.read(lambda c: c.execute(
-            "SELECT 1 FROM memories WHERE removed_at IS NULL AND origin_worktree IS NOT NULL "
-            "AND (origin_worktree < ? OR origin_worktree > ? OR origin_repo IS NOT ?) LIMIT 1",
-            (here.worktree, here.worktree, here.repo)).fetchone()) is not None
+        if here is not None:
+            parts.append("SELECT rowid FROM memories WHERE origin_worktree < ? OR origin_worktree > ?")
+            parts.append("SELECT rowid FROM memories WHERE origin_worktree = ? AND origin_repo IS NOT ?")
+            params += [here.worktree, here.worktree, here.worktree, here.repo]
+        if self.disabled:
+            parts.append(f"SELECT mem FROM memory_scopes WHERE scope IN ({','.join('?' * len(self.disabled))})")
+            params += sorted(self.disabled)
+        if not parts:
+            return []
+        return [r[0] for r in db.read(lambda c: c.execute(" UNION ".join(parts), params).fetchall())]
 
 
 def scope_counts(db: Database, view: View) -> tuple[dict[str, int], int]:

@@ -44,8 +44,7 @@ def run(
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     terms = query_terms(query)
     lexicon = store.lexicon.refresh()
-    allowed_keys = _allowed_keys(store, scopes, category, view)
-    allowed = None if allowed_keys is None else np.isin(lexicon.doc_key, allowed_keys) & lexicon.live
+    allowed = _allowed_mask(store, lexicon, scopes, category, view)
     now = store.clock().timestamp()
 
     runs: dict[str, engine.LegRun] = {}
@@ -55,7 +54,7 @@ def run(
     if "bm25" in leg_names:
         runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
     if "vector" in leg_names:
-        runs["vector"] = lambda n: vector(query, n, allowed_keys)
+        runs["vector"] = lambda n: vector(query, n, None if allowed is None else np.unique(lexicon.doc_key[allowed]))
 
     depth_per_leg = max(depth, config.leg_depth)
     candidates = engine.rank(runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights)
@@ -91,18 +90,29 @@ def _degraded_note(store: "Store") -> Degraded:
     return Degraded.model_validate(degraded_note(store.semantic.availability()))
 
 
-def _allowed_keys(store: "Store", scopes: list[str] | None, category: str | None, view: View | None) -> np.ndarray | None:
-    """The memory keys a search may return, or None when nothing restricts it (the fast path)."""
-    restricting = view is not None and view.hides_anything(store.db)
-    if not scopes and not category and not restricting:
-        return None
-    where, params = store._filter_sql(scopes, category)
-    if restricting:
-        view_where, view_params = view.where()
-        where, params = where + view_where, params + view_params
-    rows = store.db.read(lambda c: c.execute(
-        f"SELECT m.rowid FROM memories m WHERE removed_at IS NULL {where}", params).fetchall())
-    return np.array([r[0] for r in rows], dtype=np.int64)
+def _allowed_mask(
+    store: "Store", lexicon, scopes: list[str] | None, category: str | None, view: View | None
+) -> np.ndarray | None:
+    """Which index entries a search may return (a mask over lexids), or None when nothing restricts it.
+
+    Filters that keep few memories (scopes, category, updated after a time) are read as the keys
+    they keep; what the view hides (other repositories, disabled scopes) is read as the keys it
+    hides, so the common case costs an index probe, not a scan of the store.
+    """
+    allowed = None
+    updated_after = view.updated_after if view is not None else None
+    if scopes or category or updated_after is not None:
+        where, params = store._filter_sql(scopes, category)
+        if updated_after is not None:
+            where, params = where + " AND m.updated > ?", params + [updated_after]
+        rows = store.db.read(lambda c: c.execute(
+            f"SELECT m.rowid FROM memories m WHERE removed_at IS NULL {where}", params).fetchall())
+        allowed = np.isin(lexicon.doc_key, np.array([r[0] for r in rows], dtype=np.int64)) & lexicon.live
+    hidden = view.hidden_keys(store.db) if view is not None else []
+    if hidden:
+        visible = ~np.isin(lexicon.doc_key, np.array(hidden, dtype=np.int64))
+        allowed = (lexicon.live if allowed is None else allowed) & visible
+    return allowed
 
 
 def _texts(store: "Store", keys: list[int]) -> dict[int, str]:

@@ -111,8 +111,10 @@ def extract_paths(text: str) -> list[str]:
     URLs, e-mail addresses, versions (``3.12.1``), ``and/or``, ``origin/main``, globs, absolute
     and ``../`` paths, and bare names like ``config.py`` (no place to check them) do not.
     """
+    if "/" not in text:  # every path form needs a slash: most bodies stop here
+        return []
     scrubbed = _NOT_PATHS.sub(" ", text)
-    found = (_as_path(m.group()) for m in _CANDIDATE.finditer(scrubbed))
+    found = (_as_path(token) for m in _CANDIDATE.finditer(scrubbed) if "/" in (token := m.group()))
     return list(dict.fromkeys(p for p in found if p))
 
 

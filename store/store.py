@@ -611,6 +611,7 @@ class Store:
         per_scope, total = scopes_mod.scope_counts(self.db, view)
         now = self.clock()
         boundary = events.prior_session_boundary(self.db, self.session_id)
+        counts, counts_since = health_mod.curation_counts(self, view, now, since=boundary)
         here = self.here()
         return {
             "current_repo": here.repo if here else None,
@@ -620,9 +621,8 @@ class Store:
             "scopes": per_scope,
             "total": total,
             "disabled_scopes": sorted(self.disabled_scopes),
-            "curation_pending": health_mod.curation_counts(self, view, now),
-            "curation_pending_new_since_last_session":
-                None if boundary is None else health_mod.curation_counts(self, view, now, since=boundary),
+            "curation_pending": counts,
+            "curation_pending_new_since_last_session": counts_since,
             "recently_removed_in_worktree": self._recently_removed(view, now),
             "pending_writes": self.pending_writes(),
         }

@@ -132,7 +132,9 @@ def test_scope_overview_counts_without_content(tmp_path, clock, places, seeded):
         assert set(overview["curation_pending"]) >= {"stale", "never_verified", "drifted", "conflicts", "silent_misses"}
         assert overview["curation_pending"]["never_verified"] == 2
         assert overview["curation_pending_new_since_last_session"]["never_verified"] == 0
-        assert s.scope_overview(auto_scope=False)["total"] == 3
+        s.write("alpha builds are cached on the shared runner", scopes=["projects:alpha"])
+        assert s.scope_overview()["curation_pending_new_since_last_session"]["never_verified"] == 1
+        assert s.scope_overview(auto_scope=False)["total"] == 4
         s.remove(seeded["alpha"], reason="replaced")
         s.remove(seeded["outside"], reason="no longer true")
         assert s.scope_overview()["recently_removed_in_worktree"] == 1  # the global one has no worktree
