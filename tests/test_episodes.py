@@ -349,7 +349,8 @@ def test_serve_without_the_mcp_extra_is_one_line_with_the_install_command(tmp_pa
 
     app.command("serve")(serve)
     monkeypatch.delitem(sys.modules, "kenning.server", raising=False)
-    monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the extra looks like to import
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] + ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an install without the extra looks like to import
     result = CliRunner().invoke(app, ["serve"])
     assert result.exit_code == 2 and 'pip install "kenning[mcp]"' in result.output
     assert "Traceback" not in result.output
