@@ -52,7 +52,7 @@ def stage(conn: sqlite3.Connection, session: str, request: dict[str, Any], now: 
     pending = PendingWrite(id=str(ULID()), session=session, created=now, expires=now + PENDING_TTL, request=request)
     conn.execute(
         "INSERT INTO pending_writes(id, session, created, expires, request) VALUES (?, ?, ?, ?, ?)",
-        (pending.id, session, iso(now), iso(pending.expires), json.dumps(request, ensure_ascii=False)),
+        (pending.id, session, iso(now), iso(pending.expires), json.dumps(request, ensure_ascii=False, default=str)),
     )
     return pending
 

@@ -235,6 +235,8 @@ class Store:
         kept as given (so external ids survive), otherwise a ULID is assigned. ``labels`` name the
         records in error messages (e.g. ``"line 7"``). ``embed=True`` also embeds them now (when the
         embeddings extra works) instead of leaving them queued for the next semantic search.
+        This is the bulk path (corpora, migrations): no write gates run and no origin is recorded,
+        so imported memories are global (visible from every repository under auto_scope).
         """
         memories, seen = [], set()
         where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
