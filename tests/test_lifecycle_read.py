@@ -63,8 +63,8 @@ def seeded(tmp_path, clock, places):
     return ids
 
 
-def found(store, query="deploys rollout", **kw) -> set[str]:
-    return {h.id for h in store.search(query, mode="bm25", limit=10, **kw).hits}
+def found(store, query="deploys rollout", mode="bm25", **kw) -> set[str]:
+    return {h.id for h in store.search(query, mode=mode, limit=10, **kw).hits}
 
 
 def test_auto_scope_sees_its_own_repository_plus_global_memories(tmp_path, clock, places, seeded):
@@ -173,3 +173,15 @@ def test_since_prior_session_keeps_what_this_session_changed(tmp_path, clock, pl
         second.update(old, scopes=["x", "flags"])
         assert found(second, "rollout", since_prior_session=True) == {new, old}
         assert found(second, "dashboard", since_prior_session=True) == {new}
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow  # loads the model
+def test_auto_scope_also_filters_the_vector_leg(tmp_path, clock, places, seeded):
+    if not kenning.embeddings_available():
+        pytest.skip("the embeddings extra is not installed")
+    with open_at(tmp_path, clock, places["alpha"]) as s:
+        result = s.search("shipping a new release gradually", mode="semantic", limit=10)
+        assert result.legs_run == ["vector"]
+        assert {h.id for h in result.hits} <= {seeded["alpha"], seeded["outside"]}
+        assert seeded["beta"] in found(s, "shipping a new release gradually", mode="semantic", auto_scope=False)
