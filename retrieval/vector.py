@@ -103,8 +103,7 @@ class VectorIndex:
         keep = np.sort(len(keys) - 1 - last_from_end)
         keys, vectors = keys[keep], vectors[keep]
 
-        fresh = [i for i, key in enumerate(keys.tolist()) if key not in self._row]
-        self._reserve(self._count + len(fresh))
+        self._reserve(self._count + sum(key not in self._row for key in keys.tolist()))
         for i, key in enumerate(keys.tolist()):
             row = self._row.get(key)
             if row is None:
