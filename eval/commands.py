@@ -234,47 +234,49 @@ def compare_command(
 @eval_app.command("tune")
 @_one_line_errors
 def tune_command(
-    collection: str = typer.Argument(..., help="A BEIR folder or 'builtin' to tune on (a development split)."),
-    group_sep: Optional[str] = typer.Option(None, "--group-sep", help="As for `eval run`."),
-    metric: str = typer.Option("nDCG@10", "--metric", help="What to maximise: nDCG@10, R@10 or MRR@10."),
+    collections: list[str] = typer.Argument(..., help="One or more BEIR folders (development splits) or 'builtin'."),
+    group_sep: Optional[str] = typer.Option(
+        None, "--group-sep", help="As for `eval run`; ids without the separator are not grouped."),
+    metric: str = typer.Option("nDCG@10", "--metric", help="What to maximise (mean over the collections): nDCG@10, R@10 or MRR@10."),
     write_config: Optional[Path] = typer.Option(
         None, "--write-config", metavar="STORE", help="Write the best settings into this store's config."),
-    limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Tune on the first N queries only."),
+    limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Tune on the first N queries of each collection."),
     as_json: bool = typer.Option(False, "--json", help="Print the full sweep as JSON."),
 ) -> None:
-    """Sweep BM25 k1/b, RRF k and leg weights; print the best setting and its scores next to the defaults.
-
-    Tune on a development collection, then check the setting on others with `eval run`.
+    """Sweep BM25 k1/b, RRF k and leg weights; print the setting with the best mean score and, per collection,
+    how it compares with the defaults and with each single leg.
 
     Examples:
 
         kenning eval tune ../shared/eval-data/scifact-train
 
-        kenning eval tune ../shared/eval-data/locomo-dev --group-sep : --write-config ~/.kenning
+        kenning eval tune ../shared/eval-data/locomo-dev ../shared/eval-data/scifact-train --group-sep :
+
+        kenning eval tune builtin --write-config ~/.kenning
     """
     from .tuning import tune, write_config as persist
 
-    result = tune(collection, group_sep=group_sep, metric=metric, progress=not as_json, limit_queries=limit_queries)
+    result = tune(collections, group_sep=group_sep, metric=metric, progress=not as_json, limit_queries=limit_queries)
     if write_config is not None:
         result["written_to"] = str(write_config)
         persist(write_config, result["best"])
     if as_json:
         _emit_json(result)
         return
-    table = Table(title=f"tuning on {result['dataset']} for {metric}"
-                        + ("" if result["semantic"] else " (lexical legs only: no embeddings)"), box=box.SIMPLE_HEAD)
-    table.add_column("setting", style="bold")
-    table.add_column("bm25 k1 / b", justify="right")
-    table.add_column("rrf k", justify="right")
-    table.add_column("weights kw/bm25/vec", justify="right")
-    for name in ("nDCG@10", "R@10", "MRR@10"):
-        table.add_column(name, justify="right")
-    for label, settings, scores in (("default", result["default"], result["default_scores"]),
-                                    ("best", result["best"], result["best_scores"])):
-        w = settings["weights"]
-        table.add_row(label, f"{settings['bm25_k1']:g} / {settings['bm25_b']:g}", f"{settings['rrf_k']:g}",
-                      f"{w.get('keyword', 1):g}/{w.get('bm25', 1):g}/{w.get('vector', 1):g}",
-                      *(_fmt(scores[m]) for m in ("nDCG@10", "R@10", "MRR@10")))
+    for label in ("default", "best"):
+        s = result[label]
+        w = s["weights"]
+        out.print(f"[bold]{label}[/bold]: bm25 k1 {s['bm25_k1']:g}, b {s['bm25_b']:g}; rrf k {s['rrf_k']:g}; "
+                  f"weights keyword {w.get('keyword', 1):g}, bm25 {w.get('bm25', 1):g}, vector {w.get('vector', 1):g}; "
+                  f"mean {metric} {result[label + '_score']:.4f}")
+    legs = list(next(iter(result["per_dataset"].values()))["legs"])
+    table = Table(title=f"{metric} per collection" + ("" if result["semantic"] else " (lexical legs only: no embeddings)"),
+                  box=box.SIMPLE_HEAD)
+    for name in ("collection", *legs, "hybrid default", "hybrid tuned"):
+        table.add_column(name, justify="left" if name == "collection" else "right")
+    for name, figures in result["per_dataset"].items():
+        table.add_row(name, *(_fmt(figures["legs"][leg][metric]) for leg in legs),
+                      _fmt(figures["default"][metric]), _fmt(figures["best"][metric]))
     out.print(table)
     if write_config is not None:
         out.print(f"wrote the best settings into {write_config}")

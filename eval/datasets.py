@@ -89,8 +89,12 @@ class Dataset:
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:
-    """The group an id belongs to: the part before the first ``sep`` (None when not grouping)."""
-    if not sep:
+    """The group an id belongs to: the part before the first ``sep``.
+
+    None when not grouping, or when the id has no ``sep`` at all - such items are simply not
+    grouped, so one ``--group-sep`` can serve a mix of grouped and plain collections.
+    """
+    if not sep or sep not in item_id:
         return None
     return item_id.split(sep, 1)[0]
 

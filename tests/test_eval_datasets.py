@@ -113,6 +113,7 @@ def test_group_of():
     assert group_of("conv-26:D1:3", ":") == "conv-26"
     assert group_of("conv-26:q0", ":") == "conv-26"
     assert group_of("42", None) is None
+    assert group_of("42", ":") is None  # no separator: not grouped
 
 
 def test_limit_queries_keeps_their_judgments(small):

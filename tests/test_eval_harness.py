@@ -111,12 +111,20 @@ def test_compare_flags_only_drops_beyond_tolerance():
 
 @pytest.mark.slow  # loads the embedding model when the extra is installed
 def test_tune_returns_settings_and_writes_them_into_a_store(grouped, tmp_path):
-    result = tune(grouped, group_sep=":", progress=False, k1_grid=(0.9, 1.2), b_grid=(0.75,),
-                  rrf_k_grid=(20.0, 60.0), keyword_weights=(0.0, 1.0), vector_weights=(1.0,))
+    result = tune([grouped, "builtin"], group_sep=":", progress=False, k1_grid=(0.9, 1.2), b_grid=(0.75,),
+                  rrf_k_grid=(20.0, 60.0), keyword_weights=(0.0, 1.0), vector_weights=(1.0, 2.0))
     best = result["best"]
     assert set(best) == {"bm25_k1", "bm25_b", "rrf_k", "weights"}
-    assert result["best_scores"]["nDCG@10"] >= result["default_scores"]["nDCG@10"]
+    assert result["datasets"] == ["grouped", "builtin"]
     assert len(result["bm25_grid"]) == 2
+    # the sweep's winner is at least as good as the defaults it also scored
+    default_row = next(r for r in result["fusion_grid"] if r["rrf_k"] == 60.0 and r["weights"] == result["default"]["weights"])
+    assert result["fusion_grid"][0]["nDCG@10"] >= default_row["nDCG@10"]
+    for figures in result["per_dataset"].values():
+        assert {"default", "best", "legs", "sweep_estimate"} <= set(figures)
+    # the sweep's estimate is what hybrid search measures end to end with the same setting
+    builtin = result["per_dataset"]["builtin"]
+    assert builtin["best"]["nDCG@10"] == pytest.approx(builtin["sweep_estimate"], abs=0.02)
     written = write_config(tmp_path / "store", best)
     assert written["rrf_k"] == best["rrf_k"]
     with kenning.open_store(tmp_path / "store") as store:
