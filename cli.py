@@ -29,12 +29,13 @@ JSON_HELP = "Print machine-readable JSON instead of a table."
 
 
 def _mount_subcommands() -> None:
-    """Sub-apps live beside their concern (eval/commands.py …); mount whichever are present."""
-    try:
-        from kenning.eval.commands import eval_app
-    except ImportError:  # pragma: no cover - only while a sub-app is being written
-        return
+    """Sub-apps live beside their concern (eval/commands.py, episodes_cli.py); mount them here."""
+    from kenning.episodes_cli import episodes_app, serve
+    from kenning.eval.commands import eval_app
+
     app.add_typer(eval_app, name="eval")
+    app.add_typer(episodes_app, name="episodes")
+    app.command("serve", epilog="Example: kenning --store ~/.kenning serve   (MCP over stdio)")(serve)
 
 
 def handle_errors(fn: Callable) -> Callable:

@@ -55,8 +55,7 @@ def test_lexical_and_semantic_agree_as_both(filled):
 
 
 def test_filters_apply_before_vector_ranking(store):
-    for i in range(20):
-        store.write(f"kittens and cats number {i}", scopes=["noise"])
+    store.import_records([{"content": f"kittens and cats number {i}", "scopes": ["noise"]} for i in range(20)])
     wanted = store.write("a feline napping in the sun", scopes=["wanted"]).id
     hits = store.search("cat sleeping", mode="semantic", scopes=["wanted"]).hits
     assert [h.id for h in hits] == [wanted]
@@ -133,14 +132,14 @@ def test_update_replaces_the_vector_and_remove_drops_it(store):
 
 
 def test_identical_text_is_encoded_once(store):
-    store.write("duplicate text about llamas", scopes=["a"])
+    store.import_records([{"content": "duplicate text about llamas", "scopes": ["a"]}])
     store.semantic.embed_pending()
     calls = []
     encoder = store.semantic.encoder()
     original = encoder.encode
     encoder.encode = lambda texts, **kw: (calls.append(list(texts)), original(texts, **kw))[1]
     try:
-        store.write("duplicate text about llamas", scopes=["b"])
+        store.import_records([{"content": "duplicate text about llamas", "scopes": ["b"]}])
         store.semantic.embed_pending()
     finally:
         encoder.encode = original

@@ -100,9 +100,8 @@ def test_compaction_keeps_results_identical(store, monkeypatch):
 
 
 def test_filters_apply_before_ranking(store):
-    for i in range(30):
-        store.write(f"common words everywhere {i}", scopes=["noise"])
-    wanted = [store.write(f"common words {i}", scopes=["wanted"]).id for i in range(3)]
+    store.import_records([{"content": f"common words everywhere {i}", "scopes": ["noise"]} for i in range(30)])
+    wanted = store.import_records([{"content": f"common words {i}", "scopes": ["wanted"]} for i in range(3)])
     result = store.search("common words", scopes=["wanted"], limit=5)
     assert sorted(h.id for h in result.hits) == sorted(wanted)
     amb = store.write("common words ambient", scopes=["noise"], category="ambient").id
