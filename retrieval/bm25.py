@@ -48,3 +48,21 @@ def search(
     if not all_ids:
         return []
     return top_k(index, np.concatenate(all_ids), np.concatenate(all_scores), k)
+
+
+def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int]) -> dict[int, float]:
+    """Each document's IDF-weighted share of the distinct query terms it contains (0-1)."""
+    distinct = list(dict.fromkeys(terms))
+    if not distinct or not keys or index.n_docs == 0:
+        return {k: 0.0 for k in keys}
+    postings = index.postings(distinct)
+    wanted = np.asarray(keys, dtype=np.int64)
+    got = np.zeros(len(wanted))
+    total = 0.0
+    for term in distinct:
+        lexids, _ = postings[term]
+        weight = float(idf(index.n_docs, lexids.size)) if lexids.size else float(idf(index.n_docs, 0))
+        total += weight
+        if lexids.size:
+            got += weight * np.isin(wanted, index.doc_key[lexids])
+    return {int(k): float(g / total) for k, g in zip(wanted, got)} if total else {k: 0.0 for k in keys}

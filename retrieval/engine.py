@@ -49,13 +49,24 @@ def rank(
     limit: int,
     rrf_k: float = fusion.RRF_K,
     weights: dict[str, float] | None = None,
+    coverage_of: Callable[[list[int]], dict[int, float]] | None = None,
+    evidence: dict[str, float] | None = None,
 ) -> list[Candidate]:
-    """Run each leg to ``depth``, fuse (or pass a single leg through natively), keep ``limit``."""
+    """Run each leg to ``depth``, fuse, keep ``limit``; a single leg passes through natively.
+
+    With the vector leg in and ``evidence`` settings (alpha, cos_floor, power) plus a
+    ``coverage_of`` lookup, legs are fused on absolute evidence (``fusion.evidence``); otherwise
+    by weighted RRF.
+    """
     rankings = {name: run(depth) for name, run in legs.items()}
     if len(rankings) == 1:
         (name, ranking), = rankings.items()
         return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(ranking[:limit], 1)]
-    fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
+    if evidence is not None and coverage_of is not None and VECTOR_LEG in rankings:
+        keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
+        fused = fusion.evidence(rankings, coverage_of(keys), **evidence)
+    else:
+        fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
 
 

@@ -57,7 +57,13 @@ def run(
         runs["vector"] = lambda n: vector(query, n, None if allowed is None else np.unique(lexicon.doc_key[allowed]))
 
     depth_per_leg = max(depth, config.leg_depth)
-    candidates = engine.rank(runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights)
+    evidence = None
+    if config.fusion == "evidence":
+        evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
+                    "power": config.evidence_power}
+    candidates = engine.rank(
+        runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
+        coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
     memories = _memories(store, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:

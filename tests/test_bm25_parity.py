@@ -46,3 +46,14 @@ def test_scores_equal_rank_bm25(store, k1, b):
         ours = dict(bm25.search(lex, terms, k=len(CORPUS), k1=k1, b=b))
         for doc, score in enumerate(expected, start=1):
             assert ours.get(doc, 0.0) == pytest.approx(score, rel=1e-9, abs=1e-12)
+
+
+def test_idf_coverage_weights_rare_terms_more(store):
+    store.import_records([{"content": t, "scopes": ["c"]} for t in
+                          ["common rare", "common", "common other", "common again"]])
+    lex = store.lexicon.refresh()
+    cov = bm25.idf_coverage(lex, ["common", "rare"], [1, 2, 3])
+    w_common, w_rare = bm25.idf(4, 4), bm25.idf(4, 1)
+    assert cov[1] == pytest.approx(1.0)
+    assert cov[2] == pytest.approx(w_common / (w_common + w_rare))
+    assert cov[2] < 0.5 and cov[3] == cov[2]

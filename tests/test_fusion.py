@@ -1,3 +1,5 @@
+import pytest
+
 from kenning.retrieval.fusion import rrf
 
 
@@ -25,3 +27,24 @@ def test_ties_break_by_best_rank_then_key():
 
 def test_empty_rankings():
     assert rrf({}) == [] and rrf({"a": []}) == []
+
+
+def test_evidence_fusion_by_hand():
+    from kenning.retrieval.fusion import evidence
+
+    rankings = {"bm25": [(1, 9.0), (2, 4.0)], "vector": [(3, 0.82), (1, 0.46)]}
+    coverage = {1: 1.0, 2: 0.5, 3: 0.0}
+    fused = evidence(rankings, coverage, alpha=0.45, cos_floor=0.1, power=2.0)
+    scores = {f.key: f.score for f in fused}
+    assert scores[1] == pytest.approx(0.45 * 1.0 + 0.55 * (0.46 - 0.1) / 0.9)
+    assert scores[2] == pytest.approx(0.45 * 0.25)
+    assert scores[3] == pytest.approx(0.55 * (0.82 - 0.1) / 0.9)
+    assert [f.key for f in fused] == [1, 3, 2]
+    assert fused[0].legs == {"bm25": (1, 9.0), "vector": (2, 0.46)}
+
+
+def test_evidence_ignores_cosines_below_the_floor():
+    from kenning.retrieval.fusion import evidence
+
+    fused = evidence({"vector": [(7, 0.05)], "bm25": [(8, 1.0)]}, {8: 0.2}, cos_floor=0.1)
+    assert {f.key: f.score for f in fused}[7] == 0.0
