@@ -1,0 +1,25 @@
+"""The README's commands and example are the ones that work."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang):
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_the_ci_runs_the_readme_test_command_verbatim():
+    setup = _blocks("bash")[:2]
+    assert len(setup) == 2 and all(len(b.strip().splitlines()) == 1 for b in setup)
+    assert setup[1].strip() in (ROOT / ".ci" / "run").read_text()
+    assert "kenning eval run builtin" in setup[0]
+
+
+def test_the_library_example_runs(tmp_path, capsys):
+    code = _blocks("python")[0].replace('"/tmp/kenning-readme"', repr(str(tmp_path / "s")))
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "8443" in printed and "high" in printed
