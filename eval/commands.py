@@ -231,6 +231,16 @@ def compare_command(
         raise typer.Exit(1)
 
 
+def _describe_setting(s: Mapping) -> str:
+    w = s["weights"]
+    rrf = (f"rrf k {s['rrf_k']:g}, weights keyword {w.get('keyword', 1):g} / bm25 {w.get('bm25', 1):g} / "
+           f"vector {w.get('vector', 1):g}")
+    evidence = (f"evidence alpha {s['evidence_alpha']:g}, cos floor {s['evidence_cos_floor']:g}, "
+                f"power {s['evidence_power']:g}")
+    first, second = (evidence, rrf + " (lexical-only hybrid)") if s["fusion"] == "evidence" else (rrf, "")
+    return f"bm25 k1 {s['bm25_k1']:g}, b {s['bm25_b']:g}; {first}" + (f"; {second}" if second else "")
+
+
 @eval_app.command("tune")
 @_one_line_errors
 def tune_command(
@@ -264,11 +274,7 @@ def tune_command(
         _emit_json(result)
         return
     for label in ("default", "best"):
-        s = result[label]
-        w = s["weights"]
-        out.print(f"[bold]{label}[/bold]: bm25 k1 {s['bm25_k1']:g}, b {s['bm25_b']:g}; rrf k {s['rrf_k']:g}; "
-                  f"weights keyword {w.get('keyword', 1):g}, bm25 {w.get('bm25', 1):g}, vector {w.get('vector', 1):g}; "
-                  f"mean {metric} {result[label + '_score']:.4f}")
+        out.print(f"[bold]{label}[/bold]: {_describe_setting(result[label])}; mean {metric} {result[label + '_score']:.4f}")
     legs = list(next(iter(result["per_dataset"].values()))["legs"])
     table = Table(title=f"{metric} per collection" + ("" if result["semantic"] else " (lexical legs only: no embeddings)"),
                   box=box.SIMPLE_HEAD)

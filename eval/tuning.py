@@ -1,21 +1,24 @@
-"""Tune BM25 k1/b, RRF k and leg weights on development collections, for all of them at once.
+"""Tune BM25 k1/b and hybrid fusion on development collections, for all of them at once.
 
 A setting is chosen by its mean score over every collection given, never by one alone, and the
-report shows each collection's figures for the defaults, the chosen setting and each single leg -
+result shows each collection's figures for the defaults, the chosen setting and each single leg -
 so "it helps here and hurts there" is visible rather than averaged away.
 
-How it stays affordable on two cores:
+Hybrid search has two fusion families (``StoreConfig.fusion``): weighted RRF (``rrf_k``,
+``weights``; also what a lexical-only hybrid uses) and absolute evidence (``evidence_alpha``,
+``evidence_cos_floor``, ``evidence_power``). Both are swept. To stay affordable on two cores:
 
-1. BM25 k1/b are read at query time (``Store.configure(persist=False)``), so the corpus is
-   indexed once and each k1/b pair re-runs the queries in ``bm25`` mode (depth 10, all an @10
-   objective needs).
-2. Fusion settings are swept without re-running the legs: each leg's ranking is fetched once
-   through ``Store.rank`` (one mode per leg, to the store's ``leg_depth``), and every (k, weights)
-   candidate is fused by the engine's own ``retrieval.engine.rank`` - the function hybrid search
-   calls - so no query is re-encoded hundreds of times.
-3. The winner and the defaults are then measured end to end through ``Store.rank(mode="hybrid")``;
-   those are the figures reported as ``default``/``best``. Anything hybrid search adds beyond
-   fusing the legs would show up there as a gap to the sweep's estimate (``sweep_estimate``).
+1. BM25 k1/b are read at query time (``Store.configure(persist=False)``), so each collection is
+   indexed once and each k1/b pair only re-runs the queries in ``bm25`` mode, to depth 10.
+2. Fusion candidates are scored without re-running the legs: each leg's ranking is fetched once
+   through ``Store.rank`` (one single-leg mode per leg, to the store's ``leg_depth``) and every
+   candidate setting is fused by the engine's own ``retrieval.engine.rank`` - the function hybrid
+   search calls. Evidence fusion also needs each candidate document's term coverage; one hybrid
+   run with ``evidence_alpha = 1`` and ``evidence_power = 1`` returns exactly that as the score.
+3. The best setting of each family is then measured end to end through
+   ``Store.rank(mode="hybrid")`` and competes with the measured defaults; those measured figures
+   decide and are what is reported (so the result is never worse than the defaults). The sweep's
+   own estimate is kept beside them (``sweep_estimate``), so a gap between the two would show.
 """
 
 from __future__ import annotations
@@ -33,16 +36,21 @@ from .datasets import Dataset
 from .harness import Progress, _dataset, loaded_store, query_scopes, run_mode, semantic_available, summarize
 from .metrics import mean, per_query
 
-K1_GRID = (0.6, 0.9, 1.2, 1.5, 2.0)
-B_GRID = (0.3, 0.5, 0.75, 0.9)
+K1_GRID = (0.9, 1.2, 1.5, 2.0)
+B_GRID = (0.5, 0.75, 0.9)
 RRF_K_GRID = (1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 60.0, 100.0)
-KEYWORD_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+KEYWORD_WEIGHTS = (0.0, 0.2, 0.5, 1.0)
 VECTOR_WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+ALPHA_GRID = (0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8)
+COS_FLOOR_GRID = (0.0, 0.1, 0.2, 0.3)
+POWER_GRID = (1.0, 1.5, 2.0, 3.0)
 OBJECTIVES = ("nDCG@10", "R@10", "MRR@10")
-TUNABLE = ("bm25_k1", "bm25_b", "rrf_k", "weights")
+TUNABLE = ("bm25_k1", "bm25_b", "fusion", "rrf_k", "weights", "evidence_alpha", "evidence_cos_floor", "evidence_power")
 TOP = 10
 # The mode that runs exactly one leg, per leg name.
 LEG_MODES = {"keyword": "keyword", "bm25": "bm25", "vector": "semantic"}
+
+Ranking = list[tuple[str, float]]
 
 
 class _Collection:
@@ -51,47 +59,51 @@ class _Collection:
     def __init__(self, data: Dataset, store: Store, group_sep: str | None):
         self.data, self.store, self.group_sep = data, store, group_sep
         self.answerable = [q for q in data.queries if data.is_answerable(q)]
-
-    def score(self, ranked: Mapping[str, Sequence[str]], metric: str) -> float:
-        return mean(per_query(self.data.qrels, ranked, self.answerable)[metric]) or 0.0
+        self.rankings: dict[str, dict[str, Ranking]] = {}
+        self.coverage: dict[str, dict[str, float]] = {}
 
     def scores(self, ranked: Mapping[str, Sequence[str]]) -> dict[str, float]:
         table = per_query(self.data.qrels, {q: list(r)[:TOP] for q, r in ranked.items()}, self.answerable)
         return {m: round(mean(table[m]) or 0.0, 4) for m in OBJECTIVES}
 
-    def run(self, mode: str, settings: Mapping, bar: Progress, depth: int = TOP) -> dict:
-        """All of one mode's scores with ``settings`` applied, through ``Store.rank``."""
+    def run(self, mode: str, settings: Mapping, bar: Progress) -> dict[str, float]:
+        """One mode's scores with ``settings`` applied, end to end through ``Store.rank``."""
         self.store.configure(persist=False, **settings)
-        row = summarize(self.data, run_mode(self.store, self.data, mode, self.group_sep, depth, bar))
+        row = summarize(self.data, run_mode(self.store, self.data, mode, self.group_sep, TOP, bar))
         return {m: row[m] for m in OBJECTIVES}
 
-    def leg_rankings(self, legs: Iterable[str], bar: Progress) -> dict[str, dict[str, list[tuple[str, float]]]]:
-        """``{leg: {query_id: [(doc id, native score), …]}}`` to the store's leg depth, one mode per leg.
+    def _each_query(self, label: str, mode: str, depth: int, bar: Progress):
+        with bar.task(f"{self.data.name}: {label}", len(self.data.queries)) as advance:
+            for done, query in enumerate(self.data.queries.values(), start=1):
+                yield query.id, self.store.rank(query.text, mode=mode, depth=depth,
+                                                scopes=query_scopes(query.id, self.group_sep))
+                advance(done)
 
-        The native scores ride along because ``engine.rank`` takes (key, score) pairs.
-        """
+    def fetch_legs(self, legs: Sequence[str], bar: Progress) -> None:
+        """Each leg's ranking per query (doc id, native score) to the store's leg depth."""
         depth = self.store.config.leg_depth
-        out: dict[str, dict[str, list[tuple[str, float]]]] = {}
         for leg in legs:
-            out[leg] = {}
-            with bar.task(f"{self.data.name}: {leg} leg", len(self.data.queries)) as advance:
-                for done, query in enumerate(self.data.queries.values(), start=1):
-                    result = self.store.rank(query.text, mode=LEG_MODES[leg], depth=depth,
-                                             scopes=query_scopes(query.id, self.group_sep))
-                    out[leg][query.id] = [(hit.id, hit.legs[leg].score) for hit in result.hits if leg in hit.legs]
-                    advance(done)
+            self.rankings[leg] = {
+                q: [(hit.id, hit.legs[leg].score) for hit in result.hits if leg in hit.legs]
+                for q, result in self._each_query(f"{leg} leg", LEG_MODES[leg], depth, bar)
+            }
+
+    def fetch_coverage(self, bar: Progress) -> None:
+        """Every fusion candidate's term coverage: the evidence score itself when alpha = power = 1."""
+        depth = self.store.config.leg_depth * len(self.rankings)
+        self.store.configure(persist=False, fusion="evidence", evidence_alpha=1.0, evidence_power=1.0)
+        self.coverage = {q: {hit.id: hit.score for hit in result.hits}
+                         for q, result in self._each_query("term coverage", "hybrid", depth, bar)}
+
+    def fused(self, **fusion: object) -> dict[str, list[str]]:
+        """Top ten per answerable query from ``engine.rank`` over the fixed leg rankings."""
+        out = {}
+        for q in self.answerable:
+            legs = {leg: (lambda n, r=by_query[q]: r[:n]) for leg, by_query in self.rankings.items()}
+            depth = max(len(by_query[q]) for by_query in self.rankings.values())
+            coverage = self.coverage.get(q, {})
+            out[q] = [c.key for c in engine.rank(legs, depth, TOP, coverage_of=lambda keys: coverage, **fusion)]
         return out
-
-
-def _fused(rankings: Mapping[str, Mapping[str, list[tuple[str, float]]]], query_ids: Iterable[str], rrf_k: float,
-           weights: Mapping[str, float]) -> dict[str, list[str]]:
-    """Top ten per query from the engine's own fusion of fixed leg rankings."""
-    out = {}
-    for q in query_ids:
-        legs = {leg: (lambda n, r=by_query[q]: r[:n]) for leg, by_query in rankings.items()}
-        depth = max(len(by_query[q]) for by_query in rankings.values())
-        out[q] = [c.key for c in engine.rank(legs, depth, TOP, rrf_k=rrf_k, weights=dict(weights))]
-    return out
 
 
 def tune(
@@ -103,15 +115,17 @@ def tune(
     rrf_k_grid: Sequence[float] = RRF_K_GRID,
     keyword_weights: Sequence[float] = KEYWORD_WEIGHTS,
     vector_weights: Sequence[float] = VECTOR_WEIGHTS,
+    alpha_grid: Sequence[float] = ALPHA_GRID,
+    cos_floor_grid: Sequence[float] = COS_FLOOR_GRID,
+    power_grid: Sequence[float] = POWER_GRID,
     progress: bool = True,
     limit_queries: int | None = None,
 ) -> dict:
     """Sweep on one or more collections; return the best setting by mean ``metric`` and the evidence.
 
     ``group_sep`` applies to every collection (ids without the separator are simply not grouped).
-    The result's ``best`` holds ``bm25_k1``, ``bm25_b``, ``rrf_k`` and ``weights``, ready for
-    ``Store.configure`` or :func:`write_config`. Without the embeddings extra the fusion stage
-    tunes the lexical hybrid (keyword + bm25) and ``semantic`` says so.
+    ``best`` holds only tunable settings, ready for ``Store.configure`` or :func:`write_config`.
+    Without the embeddings extra only BM25 and the lexical hybrid's RRF are tuned (``semantic``).
     """
     if metric not in OBJECTIVES:
         raise InvalidInput(f"cannot tune for {metric!r}; choose one of {', '.join(OBJECTIVES)}")
@@ -130,46 +144,56 @@ def tune(
     with Progress(progress) as bar, ExitStack() as stack:
         sets = [_Collection(d, stack.enter_context(loaded_store(d, group_sep, bar, semantic=semantic)), group_sep)
                 for d in loaded]
-        config = sets[0].store.config
-        defaults = {"bm25_k1": config.bm25_k1, "bm25_b": config.bm25_b, "rrf_k": config.rrf_k,
-                    "weights": dict(config.weights)}
+        defaults = sets[0].store.config.model_dump(include=set(TUNABLE))
         per_set: dict[str, dict] = {c.data.name: {"default": c.run("hybrid", defaults, bar)} for c in sets}
 
         # 1. BM25 k1/b on the bm25 mode
         bm25_grid = []
-        for k1, b in _default_first([(config.bm25_k1, config.bm25_b)], [(k, b) for k in k1_grid for b in b_grid]):
+        for k1, b in _default_first([(defaults["bm25_k1"], defaults["bm25_b"])], [(k, b) for k in k1_grid for b in b_grid]):
             scores = {c.data.name: c.run("bm25", {"bm25_k1": k1, "bm25_b": b}, bar)[metric] for c in sets}
             bm25_grid.append({"bm25_k1": k1, "bm25_b": b, metric: _avg(scores), "by_dataset": scores})
         best_bm25 = max(bm25_grid, key=lambda r: r[metric])  # max keeps the first of equals: the default
         lexical = {"bm25_k1": best_bm25["bm25_k1"], "bm25_b": best_bm25["bm25_b"]}
 
-        # 2. fusion settings over fixed leg rankings, fused by the engine's own function
-        rankings = {}
+        # 2. fixed leg rankings (and coverage) at the chosen k1/b
         for c in sets:
-            c.store.configure(persist=False, **lexical)
-            rankings[c.data.name] = c.leg_rankings(legs, bar)
+            c.store.configure(persist=False, **{**defaults, **lexical})
+            c.fetch_legs(legs, bar)
             per_set[c.data.name]["legs"] = {
                 leg: c.scores({q: [doc for doc, _ in hits] for q, hits in by_query.items()})
-                for leg, by_query in rankings[c.data.name].items()
+                for leg, by_query in c.rankings.items()
             }
-        fusion_grid = []
-        candidates = _default_first(
-            [(defaults["rrf_k"], defaults["weights"])],
-            [(k, w) for k in rrf_k_grid for w in _weights(keyword_weights, vector_weights, semantic)],
-        )
-        with bar.task("fusion sweep", len(candidates)) as advance:
-            for done, (k, weights) in enumerate(candidates, start=1):
-                scores = {c.data.name: c.score(_fused(rankings[c.data.name], c.answerable, k, weights), metric)
-                          for c in sets}
-                fusion_grid.append({"rrf_k": k, "weights": weights, metric: _avg(scores), "by_dataset": scores})
-                advance(done)
-        winner = max(fusion_grid, key=lambda r: r[metric])
-        best = {**lexical, "rrf_k": winner["rrf_k"], "weights": winner["weights"]}
+            if semantic:
+                c.fetch_coverage(bar)
 
-        # 3. the chosen setting end to end, as users will run it
-        for c in sets:
-            per_set[c.data.name]["best"] = c.run("hybrid", best, bar)
-            per_set[c.data.name]["sweep_estimate"] = round(winner["by_dataset"][c.data.name], 4)
+        # 3. sweep both fusion families over them
+        candidates = [{"fusion": "rrf", "rrf_k": k, "weights": w}
+                      for k in _default_first([defaults["rrf_k"]], rrf_k_grid)
+                      for w in _default_first([defaults["weights"]], _weights(keyword_weights, vector_weights, semantic))]
+        if semantic:
+            candidates += [{"fusion": "evidence", "evidence_alpha": a, "evidence_cos_floor": f, "evidence_power": p}
+                           for a in _default_first([defaults["evidence_alpha"]], alpha_grid)
+                           for f in _default_first([defaults["evidence_cos_floor"]], cos_floor_grid)
+                           for p in _default_first([defaults["evidence_power"]], power_grid)]
+        fusion_grid = []
+        with bar.task("fusion sweep", len(candidates)) as advance:
+            for done, setting in enumerate(candidates, start=1):
+                scores = {c.data.name: c.scores(c.fused(**_engine_args(setting)))[metric] for c in sets}
+                fusion_grid.append({**setting, metric: _avg(scores), "by_dataset": scores})
+                advance(done)
+
+        # 4. the best of each family, measured end to end as users will run it, against the defaults
+        measured = [(defaults, {c.data.name: per_set[c.data.name]["default"] for c in sets}, None)]
+        for family in ("rrf", "evidence") if semantic else ("rrf",):
+            winner = max((r for r in fusion_grid if r["fusion"] == family), key=lambda r: r[metric])
+            setting = {**defaults, **lexical, **{k: v for k, v in winner.items() if k in TUNABLE}}
+            figures = {c.data.name: c.run("hybrid", setting, bar) for c in sets}
+            measured.append((setting, figures, winner["by_dataset"]))
+        best, figures, estimate = max(
+            measured, key=lambda m: _avg({n: f[metric] for n, f in m[1].items()}))
+        for name, row in figures.items():
+            per_set[name]["best"] = row
+            per_set[name]["sweep_estimate"] = None if estimate is None else round(estimate[name], 4)
 
     return {
         "datasets": [d.name for d in loaded],
@@ -183,6 +207,14 @@ def tune(
         "bm25_grid": bm25_grid,
         "fusion_grid": sorted(fusion_grid, key=lambda r: -r[metric]),
     }
+
+
+def _engine_args(setting: Mapping) -> dict:
+    """A fusion setting as ``engine.rank`` keyword arguments."""
+    if setting["fusion"] == "evidence":
+        return {"evidence": {"alpha": setting["evidence_alpha"], "cos_floor": setting["evidence_cos_floor"],
+                             "power": setting["evidence_power"]}}
+    return {"rrf_k": setting["rrf_k"], "weights": dict(setting["weights"])}
 
 
 def _avg(scores: Mapping[str, float | None]) -> float:
@@ -202,7 +234,7 @@ def _default_first(defaults: list, grid: Iterable) -> list:
 
 
 def write_config(store_path: str | Path, settings: Mapping) -> dict:
-    """Persist tuned settings (``bm25_k1``, ``bm25_b``, ``rrf_k``, ``weights``) into a store's config."""
+    """Persist tuned settings (any of ``TUNABLE``) into a store's config."""
     unknown = set(settings) - set(TUNABLE)
     if unknown:
         raise InvalidInput(f"not a tunable setting: {', '.join(sorted(unknown))}")
