@@ -32,9 +32,8 @@ if TYPE_CHECKING:
 INDEX_FILENAME = "vectors.idx"
 EMBED_BATCH = 256
 SAVE_INTERVAL_S = 30.0
-# No-match floor per model: cosine below it is noise (measured by bench/measure_floor.py).
-DEFAULT_FLOORS = {"all-MiniLM-L6-v2": 0.25}
-FALLBACK_FLOOR = 0.25
+# Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
+FALLBACK_FLOOR = 0.3
 
 
 def bump_generation(conn: sqlite3.Connection) -> None:
@@ -98,11 +97,12 @@ class Semantic:
         }
 
     def floor(self) -> float:
+        """The no-match floor: configured, else the model's measured one, else a fallback."""
         configured = self.store.config.vector_floor
         if configured is not None:
             return configured
-        name = self._encoder.spec.name if self._encoder else embeddings.DEFAULT_MODEL
-        return DEFAULT_FLOORS.get(name, FALLBACK_FLOOR)
+        measured = embeddings.no_match_floor(self._encoder.spec) if self._encoder else None
+        return FALLBACK_FLOOR if measured is None else measured
 
     def _adopt_model(self, encoder: embeddings.Encoder) -> None:
         """A store indexed with another model is re-embedded, never mixed."""
