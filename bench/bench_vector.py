@@ -4,11 +4,11 @@ Run from the repository root (needs the embeddings extra and ../shared/eval-data
 
     python bench/bench_vector.py [--sizes 1000,5000,...] [--queries 200] [--repeats 3]
 
-The first run encodes ~95k texts (about an hour on two busy cores); ``--encode-only`` does just
+The first run encodes ~101k texts (about an hour on two busy cores); ``--encode-only`` does just
 that, so it can run apart from the timed part (e.g. with OMP_NUM_THREADS=1 on a shared machine).
 
 The texts are the documents of every collection in ../shared/eval-data plus their sentences
-(about 100k distinct texts); the queries are the collections' real queries. Embeddings are
+and titles (about 101k distinct texts); the queries are the collections' real queries. Embeddings are
 cached (retrieval/embedding_cache.py), so only the first run pays for encoding.
 
 One index grows through the sizes; at each size it is searched through both paths by flipping
@@ -65,15 +65,16 @@ def collections() -> list[Path]:
 
 
 def real_texts(limit: int) -> tuple[list[str], list[str]]:
-    """Up to ``limit`` distinct document and sentence texts, and all queries, of every collection."""
-    docs, sentences, queries = [], [], []
+    """Up to ``limit`` distinct texts - documents, their sentences, their titles - and all queries."""
+    docs, sentences, titles, queries = [], [], [], []
     for folder in collections():
         corpus, qs, _ = load_collection(folder)
         docs.extend(corpus.values())
         queries.extend(qs.values())
         for text in corpus.values():
             sentences.extend(s for s in _SENTENCE_END.split(text) if len(s) > 20)
-    texts = list(dict.fromkeys(docs + sentences))[:limit]
+            titles.append(text.split("\n", 1)[0])
+    texts = list(dict.fromkeys(docs + sentences + titles))[:limit]
     return texts, list(dict.fromkeys(queries))
 
 
