@@ -92,3 +92,27 @@ def test_a_hook_environment_does_not_redirect_detection(tmp_path, monkeypatch):
     other = make_repo(tmp_path / "other")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     assert detect_origin(repo).repo == os.path.realpath(repo)
+
+
+def test_later_calls_follow_head_without_git(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "r")
+    first = detect_origin(repo)
+    (repo / "more.txt").write_text("x")
+    git(repo, "add", "more.txt")
+    git(repo, "commit", "-qm", "more")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    import kenning.store.origin as origin_module
+
+    calls = []
+    real = origin_module.run_git
+    monkeypatch.setattr(origin_module, "run_git", lambda *a, **k: (calls.append(a), real(*a, **k))[1])
+    assert detect_origin(repo).commit == head != first.commit
+    git(repo, "pack-refs", "--all")
+    assert detect_origin(repo).commit == head
+    git(repo, "checkout", "-q", "--detach", first.commit)
+    assert detect_origin(repo).commit == first.commit
+    assert calls == []
+    import shutil
+
+    shutil.rmtree(repo / ".git")
+    assert detect_origin(repo) is None
