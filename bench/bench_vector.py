@@ -4,11 +4,11 @@ Run from the repository root (needs the embeddings extra and ../shared/eval-data
 
     python bench/bench_vector.py [--sizes 1000,5000,...] [--queries 200] [--repeats 3]
 
-The first run encodes ~101k texts (about an hour on two busy cores); ``--encode-only`` does just
+The first run encodes 100k texts (about an hour on two busy cores); ``--encode-only`` does just
 that, so it can run apart from the timed part (e.g. with OMP_NUM_THREADS=1 on a shared machine).
 
-The texts are the documents of every collection in ../shared/eval-data plus their sentences
-and titles (about 101k distinct texts); the queries are the collections' real queries. Embeddings are
+The texts are the documents of every collection in ../shared/eval-data plus their sentences,
+titles and pairs of adjacent sentences (the first 100k distinct ones); the queries are the collections' real queries. Embeddings are
 cached (retrieval/embedding_cache.py), so only the first run pays for encoding.
 
 One index grows through the sizes; at each size it is searched through both paths by flipping
@@ -65,16 +65,21 @@ def collections() -> list[Path]:
 
 
 def real_texts(limit: int) -> tuple[list[str], list[str]]:
-    """Up to ``limit`` distinct texts - documents, their sentences, their titles - and all queries."""
-    docs, sentences, titles, queries = [], [], [], []
+    """Up to ``limit`` distinct texts and all queries of every collection.
+
+    The texts are documents, their sentences, their titles, then pairs of adjacent sentences.
+    """
+    docs, sentences, titles, pairs, queries = [], [], [], [], []
     for folder in collections():
         corpus, qs, _ = load_collection(folder)
         docs.extend(corpus.values())
         queries.extend(qs.values())
         for text in corpus.values():
-            sentences.extend(s for s in _SENTENCE_END.split(text) if len(s) > 20)
+            split = [s for s in _SENTENCE_END.split(text) if len(s) > 20]
+            sentences.extend(split)
             titles.append(text.split("\n", 1)[0])
-    texts = list(dict.fromkeys(docs + sentences + titles))[:limit]
+            pairs.extend(f"{a} {b}" for a, b in zip(split, split[1:]))
+    texts = list(dict.fromkeys(docs + sentences + titles + pairs))[:limit]
     return texts, list(dict.fromkeys(queries))
 
 
