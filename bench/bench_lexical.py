@@ -325,9 +325,9 @@ def _pair(stats: dict) -> str:
 
 
 def machine() -> dict:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parent).stdout.strip()
+    code = Path(kenning.__file__).resolve().parent
+    try:  # the commit of the code timed; empty for a snapshot outside git (say which in the notes)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=code).stdout.strip()
     except OSError:
         commit = ""
     return {
@@ -336,7 +336,7 @@ def machine() -> dict:
         "cpus": os.cpu_count(),
         "processor": platform.processor() or platform.machine(),
         "kenning": kenning.__version__,
-        "kenning_path": str(Path(kenning.__file__).parent),
+        "kenning_path": str(code),
         "commit": commit,
         "cwd": os.getcwd(),
         "load_average_at_start": list(os.getloadavg()),
