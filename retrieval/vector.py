@@ -22,7 +22,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,8 @@ _HNSW_SEED = 100
 _GROWTH = 1.5
 # Rows per BLAS call in exact search; OpenBLAS threads sgemv above roughly 1500 x 384 (measured).
 _SCORE_BLOCK = 1024
+# Allowed sets up to this size are mapped to rows key by key; larger ones by a sorted-key search.
+_DICT_LOOKUP_MAX = 2048
 # float32 dot products of unit vectors agree to ~1e-6; candidates this close to the cut are re-ranked.
 _TIE_SLACK = 1e-5
 
@@ -69,6 +71,7 @@ class VectorIndex:
         self._vectors = np.empty((0, dim), dtype=np.float32)
         self._count = 0
         self._row: dict[int, int] = {}
+        self._by_key: tuple[np.ndarray, np.ndarray] | None = None
         self._hnsw = None
         # Keys marked deleted in the graph; re-adding one must unmark it first.
         self._hnsw_removed: set[int] = set()
@@ -106,6 +109,7 @@ class VectorIndex:
         keys, vectors = keys[keep], vectors[keep]
 
         self._reserve(self._count + sum(key not in self._row for key in keys.tolist()))
+        self._by_key = None
         for i, key in enumerate(keys.tolist()):
             row = self._row.get(key)
             if row is None:
@@ -123,6 +127,7 @@ class VectorIndex:
     def remove(self, keys: Iterable[int]) -> int:
         """Drop keys (unknown ones are ignored); returns how many were present."""
         removed = 0
+        self._by_key = None
         for key in (int(k) for k in keys):
             row = self._row.pop(key, None)
             if row is None:
@@ -146,7 +151,7 @@ class VectorIndex:
         self,
         query_vec: np.ndarray,
         k: int,
-        allowed: Iterable[int] | None = None,
+        allowed: Collection[int] | np.ndarray | None = None,
         floor: float | None = None,
     ) -> list[Hit]:
         """The k best ``(key, cosine)`` pairs, best first, ties by key, only cosine >= floor.
@@ -169,15 +174,26 @@ class VectorIndex:
         candidates = self._count if rows is None else len(rows)
         if self._hnsw is None or candidates <= self.exact_threshold:
             return self._exact(query, k, rows, floor)
-        hits = self._approximate(query, min(k, candidates), rows, floor)
+        if rows is not None and not isinstance(allowed, (set, frozenset)):
+            allowed = set(self._keys[rows].tolist())  # hnswlib's filter asks key by key
+        hits = self._approximate(query, min(k, candidates), allowed, floor)
         if hits is None:  # the graph could not produce k results (heavy filtering): be exact
             return self._exact(query, k, rows, floor)
         return hits
 
-    def _rows_of(self, allowed: Iterable[int]) -> np.ndarray:
-        get = self._row.get
-        rows = [row for row in map(get, map(int, allowed)) if row is not None]
-        return np.unique(np.asarray(rows, dtype=np.int64))
+    def _rows_of(self, allowed: Collection[int] | np.ndarray) -> np.ndarray:
+        """Sorted rows of the allowed keys that are in the index (unknown keys are ignored)."""
+        if not isinstance(allowed, np.ndarray) and len(allowed) <= _DICT_LOOKUP_MAX:
+            get = self._row.get
+            rows = [row for row in map(get, map(int, allowed)) if row is not None]
+            return np.unique(np.asarray(rows, dtype=np.int64))
+        wanted = np.asarray(allowed if isinstance(allowed, np.ndarray) else list(allowed), dtype=np.int64).ravel()
+        if self._by_key is None:  # sorted keys and their rows, rebuilt after a change
+            order = np.argsort(self._keys[: self._count], kind="stable")
+            self._by_key = (self._keys[: self._count][order], order)
+        sorted_keys, rows = self._by_key
+        at = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
+        return np.unique(rows[at[sorted_keys[at] == wanted]])
 
     def _exact(self, query: np.ndarray, k: int, rows: np.ndarray | None, floor: float | None) -> list[Hit]:
         if rows is None:
@@ -201,13 +217,12 @@ class VectorIndex:
         return out
 
     def _approximate(
-        self, query: np.ndarray, k: int, rows: np.ndarray | None, floor: float | None
+        self, query: np.ndarray, k: int, allowed: set | frozenset | None, floor: float | None
     ) -> list[Hit] | None:
-        allowed_keys = None if rows is None else set(self._keys[rows].tolist())
         self._hnsw.set_ef(max(self.ef_search, k))
         try:
             labels, _ = self._hnsw.knn_query(
-                query[None, :], k=k, filter=None if allowed_keys is None else allowed_keys.__contains__
+                query[None, :], k=k, filter=None if allowed is None else allowed.__contains__
             )
         except RuntimeError:
             return None

@@ -77,6 +77,32 @@ def test_allowed_filters_before_ranking_so_the_answer_still_fills_k():
     assert hits[0][1] == pytest.approx(float(exact_scores.max()), abs=1e-6)
 
 
+@pytest.mark.parametrize("size", [50, 3000])  # key-by-key lookup, and the sorted-key search
+@pytest.mark.parametrize("kind", [set, list, np.array])
+def test_allowed_may_be_any_collection_and_may_name_unknown_keys(size, kind):
+    index = VectorIndex(DIM)
+    vectors = unit_rows(6000)
+    index.add(np.arange(6000) * 2, vectors)
+    wanted = np.random.default_rng(5).choice(12_000, size=size, replace=False)  # odd keys are unknown
+    hits = index.search(vectors[0], 10, allowed=kind(wanted.tolist()))
+    known = sorted(int(key) for key in wanted if key % 2 == 0)
+    scores = vectors[np.asarray(known) // 2] @ vectors[0]
+    expected = [known[i] for i in np.lexsort((known, -scores))[:10]]
+    assert [key for key, _ in hits] == expected
+
+
+def test_a_large_filter_sees_removals_and_additions():
+    index = VectorIndex(DIM)
+    vectors = unit_rows(4000)
+    index.add(np.arange(4000), vectors)
+    everything = np.arange(10_000)
+    assert index.search(vectors[7], 1, allowed=everything)[0][0] == 7
+    index.remove([7])
+    assert 7 not in [key for key, _ in index.search(vectors[7], 5, allowed=everything)]
+    index.add([9_999], vectors[7][None, :])
+    assert index.search(vectors[7], 1, allowed=everything)[0][0] == 9_999
+
+
 def test_allowed_with_no_known_key_finds_nothing():
     index = VectorIndex(DIM)
     index.add([1], unit_rows(1))
