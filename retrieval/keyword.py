@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .lexical import LexicalIndex, restrict, top_k
+from .lexical import LexicalIndex, accumulate, best, restrict
 from .text import contains_phrase, tokenize
 
 PHRASE_BONUS = 3.0
@@ -42,11 +42,7 @@ def search(
             scores.append(1.0 + np.log(tfs.astype(np.float64)))
     if not ids:
         return []
-    lexids = np.concatenate(ids)
-    scores = np.concatenate(scores)
-    uniq, inverse = np.unique(lexids, return_inverse=True)
-    totals = np.bincount(inverse, weights=scores)
-    matched = np.bincount(inverse)
+    uniq, totals, matched = accumulate(np.concatenate(ids), np.concatenate(scores))
     if now is not None:
         age_days = np.maximum(0.0, now - index.doc_ts[uniq]) / 86400.0
         totals += RECENCY_MAX * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
@@ -58,4 +54,4 @@ def search(
         for i in full:
             if contains_phrase(texts.get(int(index.doc_key[uniq[i]]), ""), phrase):
                 totals[i] += PHRASE_BONUS
-    return top_k(index, uniq, totals, k)
+    return best(index, uniq, totals, k)

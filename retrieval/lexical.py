@@ -34,12 +34,27 @@ def restrict(lexids: np.ndarray, values: np.ndarray, allowed: np.ndarray | None)
     return lexids[keep], values[keep]
 
 
+def accumulate(lexids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(matched lexids ascending, summed scores, how many contributions each) without sorting.
+
+    Dense bincounts over the lexid range cost O(postings + store size); ``np.unique`` sorts the
+    postings, which is what dominated queries of frequent words on a large store.
+    """
+    counts = np.bincount(lexids)
+    uniq = np.flatnonzero(counts)
+    return uniq, np.bincount(lexids, weights=scores)[uniq], counts[uniq]
+
+
 def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc."""
     if lexids.size == 0 or k <= 0:
         return []
-    uniq, inverse = np.unique(lexids, return_inverse=True)
-    totals = np.bincount(inverse, weights=scores)
+    uniq, totals, _ = accumulate(lexids, scores)
+    return best(index, uniq, totals, k)
+
+
+def best(index: LexicalIndex, uniq: np.ndarray, totals: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The best k of already summed (distinct lexid, total) pairs: score desc, key asc."""
     keys = index.doc_key[uniq]
     if len(totals) > k:
         # everything scoring at least the k-th best survives, so ties at the cut stay decidable by key

@@ -7,6 +7,7 @@ bigrams; stopwords are dropped from queries only, and only when something else i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -81,9 +82,24 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word(raw: str) -> str:
+    """casefold + plural fold of one word token; cached, as a store repeats a small vocabulary."""
+    return fold_plural(raw.casefold())
+
+
 def tokenize(text: str) -> list[str]:
-    """The document token stream (nothing dropped)."""
-    return [t for t, _, _ in token_spans(text)]
+    """The document token stream (nothing dropped): ``token_spans`` without the spans, faster."""
+    out: list[str] = []
+    for cjk, word in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text)):
+        if word:
+            out.append(_word(word))
+        elif len(cjk) == 1:
+            out.append(cjk.casefold())
+        else:
+            run = cjk.casefold()
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return out
 
 
 def query_tokens(query: str) -> list[str]:

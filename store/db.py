@@ -117,6 +117,18 @@ MIGRATIONS: list[str] = [
                json_extract(l.value, '$.note')
         FROM memories m, json_each(m.record, '$.links') l;
     """,
+    # 4: postings split into per-term segments of SEGMENT_DOCS lexids, so a merge rewrites one
+    # segment instead of the whole list; dropping the tokenizer mark makes the next open rebuild
+    """
+    DROP TABLE lex_terms;
+    CREATE TABLE lex_segments (
+        term TEXT NOT NULL,
+        seg INTEGER NOT NULL,             -- lexid // SEGMENT_DOCS of every posting in the blob
+        postings BLOB NOT NULL,           -- int32 lexids (ascending) then int32 term frequencies
+        PRIMARY KEY (term, seg)
+    ) WITHOUT ROWID;
+    DELETE FROM meta WHERE key = 'tokenizer';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,8 +1,9 @@
 """The persistent, incremental lexical index in the store's SQLite file, and this process's view of it.
 
-Layout (see db.py): ``lex_docs`` has one row per indexed text version (``lexid``); ``lex_terms``
-holds compacted postings per term as one blob; ``lex_delta`` holds the postings of single writes
-until compaction folds them into the blobs. A search reads only its own terms' postings, so a cold
+Layout (see db.py): ``lex_docs`` has one row per indexed text version (``lexid``); ``lex_segments``
+holds compacted postings per term in segments of ``SEGMENT_DOCS`` lexids, so adding postings
+rewrites only the newest segment, never the whole list; ``lex_delta`` holds the postings of single
+writes until compaction folds them into the segments. A search reads only its own terms' postings, so a cold
 process never re-tokenizes the store, and a single write touches a few small rows.
 
 The view caches the doc table and the postings it has read. Its own writes patch the cache; a
@@ -14,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
+from itertools import repeat
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from kenning.retrieval.text import fingerprint, tokenize
 from .db import Database
 
 COMPACT_AFTER_DELTA_ROWS = 20_000
+SEGMENT_DOCS = 8192
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int32))
 _CHUNK = 500
 
@@ -32,8 +35,38 @@ def _decode(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
     return arr[:half].astype(np.int64), arr[half:]
 
 
-def _encode(lexids: np.ndarray, tfs: np.ndarray) -> bytes:
-    return lexids.astype(np.int32).tobytes() + tfs.astype(np.int32).tobytes()
+def _group(terms: list[str], lexids: list[int], tfs: list[int]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+    """Postings grouped by (term, segment) as (int32 lexids, int32 tfs) bytes, in one numpy sort.
+
+    ``lexids`` must ascend within each term. A Python loop with numpy calls per term costs more
+    than the whole sort once a batch holds thousands of distinct terms; bytes slices do not.
+    """
+    if not terms:
+        return {}
+    codes = {term: code for code, term in enumerate(dict.fromkeys(terms))}
+    term_code = np.fromiter(map(codes.__getitem__, terms), np.int64, len(terms))
+    ids = np.asarray(lexids, np.int64)
+    seg = ids // SEGMENT_DOCS
+    first_seg, n_segs = int(seg.min()), int(seg.max() - seg.min()) + 1
+    key = term_code * n_segs + (seg - first_seg)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    id_bytes = ids[order].astype(np.int32).tobytes()
+    tf_bytes = np.asarray(tfs, np.int32)[order].tobytes()
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    ends = np.append(starts[1:], key.size)
+    names = list(codes)
+    return {
+        (names[k // n_segs], first_seg + k % n_segs): (id_bytes[4 * a : 4 * b], tf_bytes[4 * a : 4 * b])
+        for a, b, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist())
+    }
+
+
+def _join(blobs: list[bytes]) -> bytes:
+    """One postings blob from a term's segments (in segment order)."""
+    if len(blobs) == 1:
+        return blobs[0]
+    return b"".join(b[: len(b) // 2] for b in blobs) + b"".join(b[len(b) // 2 :] for b in blobs)
 
 
 def _chunks(items: list, size: int = _CHUNK) -> Iterable[list]:
@@ -65,7 +98,7 @@ class Lexicon:
         if row and row[0] == current:
             return False
         conn.execute("DELETE FROM lex_docs")
-        conn.execute("DELETE FROM lex_terms")
+        conn.execute("DELETE FROM lex_segments")
         conn.execute("DELETE FROM lex_delta")
         rows = conn.execute(
             "SELECT rowid, content, updated FROM memories WHERE removed_at IS NULL"
@@ -99,17 +132,16 @@ class Lexicon:
         if not items:
             return
         start = conn.execute("SELECT COALESCE(MAX(lexid), 0) + 1 FROM lex_docs").fetchone()[0]
-        docs, additions = [], {}
+        docs, terms, lexids, tfs = [], [], [], []
         for offset, (key, text, ts) in enumerate(items):
             lexid = start + offset
             counts = Counter(tokenize(text))
             docs.append((lexid, key, sum(counts.values()), ts))
-            for term, tf in counts.items():
-                additions.setdefault(term, ([], []))
-                additions[term][0].append(lexid)
-                additions[term][1].append(tf)
+            terms.extend(counts)
+            tfs.extend(counts.values())
+            lexids.extend(repeat(lexid, len(counts)))
         conn.executemany("INSERT INTO lex_docs(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
-        self._merge(conn, {t: (np.array(i, np.int64), np.array(f, np.int32)) for t, (i, f) in additions.items()})
+        self._merge(conn, _group(terms, lexids, tfs))
         self._dirty = True
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:
@@ -133,31 +165,36 @@ class Lexicon:
                 self.doc_ts[lexid] = ts
 
     def compact(self, conn: sqlite3.Connection) -> None:
-        """Fold the delta rows into the per-term blobs."""
-        additions: dict[str, tuple[list, list]] = {}
-        for term, lexid, tf in conn.execute("SELECT term, lexid, tf FROM lex_delta ORDER BY lexid"):
-            additions.setdefault(term, ([], []))
-            additions[term][0].append(lexid)
-            additions[term][1].append(tf)
-        self._merge(conn, {t: (np.array(i, np.int64), np.array(f, np.int32)) for t, (i, f) in additions.items()})
+        """Fold the delta rows into the per-term segments."""
+        rows = conn.execute("SELECT term, lexid, tf FROM lex_delta ORDER BY lexid").fetchall()
+        if rows:
+            terms, lexids, tfs = zip(*rows)
+            self._merge(conn, _group(list(terms), list(lexids), list(tfs)))
         conn.execute("DELETE FROM lex_delta")
         Database.set_meta(conn, "lex_delta_rows", "0")
 
-    def _merge(self, conn: sqlite3.Connection, additions: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        terms = list(additions)
-        existing: dict[str, bytes] = {}
-        for chunk in _chunks(terms):
-            marks = ",".join("?" * len(chunk))
-            existing.update(conn.execute(f"SELECT term, postings FROM lex_terms WHERE term IN ({marks})", chunk))
+    def _merge(self, conn: sqlite3.Connection, groups: dict[tuple[str, int], tuple[bytes, bytes]]) -> None:
+        """Append grouped postings to their segments; lexids only grow, so appending keeps them sorted."""
+        by_seg: dict[int, list[str]] = {}
+        for term, seg in groups:
+            by_seg.setdefault(seg, []).append(term)
+        existing: dict[tuple[str, int], bytes] = {}
+        for seg, terms in by_seg.items():
+            for chunk in _chunks(terms):
+                marks = ",".join("?" * len(chunk))
+                for term, blob in conn.execute(
+                    f"SELECT term, postings FROM lex_segments WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
+                ):
+                    existing[(term, seg)] = blob
         rows = []
-        for term in terms:
-            ids, tfs = additions[term]
-            if term in existing:
-                old_ids, old_tfs = _decode(existing[term])
-                ids, tfs = np.concatenate([old_ids, ids]), np.concatenate([old_tfs, tfs])
-            rows.append((term, _encode(ids, tfs)))
+        for (term, seg), (ids, tfs) in groups.items():
+            old = existing.get((term, seg))
+            if old is not None:
+                half = len(old) // 2
+                ids, tfs = old[:half] + ids, old[half:] + tfs
+            rows.append((term, seg, ids + tfs))
             self._cache.pop(term, None)
-        conn.executemany("INSERT OR REPLACE INTO lex_terms(term, postings) VALUES (?, ?)", rows)
+        conn.executemany("INSERT OR REPLACE INTO lex_segments(term, seg, postings) VALUES (?, ?, ?)", rows)
 
     # ------------------------------------------------------------------ read side
     def refresh(self) -> "Lexicon":
@@ -207,8 +244,10 @@ class Lexicon:
         self.live[lexid] = True
         self.n_docs += 1
         self._total_len += length
-        for term in counts:
-            self._cache.pop(term, None)
+        for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them
+            cached = self._cache.get(term)
+            if cached is not None:
+                self._cache[term] = (np.append(cached[0], lexid), np.append(cached[1], np.int32(tf)))
 
     @property
     def avg_len(self) -> float:
@@ -250,7 +289,12 @@ class Lexicon:
 
 def _read_terms(c: sqlite3.Connection, terms: list[str]):
     marks = ",".join("?" * len(terms))
-    blobs = dict(c.execute(f"SELECT term, postings FROM lex_terms WHERE term IN ({marks})", terms))
+    segments: dict[str, list[bytes]] = {}
+    for term, blob in c.execute(
+        f"SELECT term, postings FROM lex_segments WHERE term IN ({marks}) ORDER BY term, seg", terms
+    ):
+        segments.setdefault(term, []).append(blob)
+    blobs = {term: _join(parts) for term, parts in segments.items()}
     delta = c.execute(f"SELECT term, lexid, tf FROM lex_delta WHERE term IN ({marks})", terms).fetchall()
     return blobs, delta
 

@@ -23,7 +23,7 @@ def iso(ts: datetime | None) -> str | None:
     """UTC timestamps as fixed-width ISO-8601 with a Z, so they also sort as text."""
     if ts is None:
         return None
-    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 class _Record(BaseModel):

@@ -173,3 +173,21 @@ def test_a_newer_schema_is_refused(tmp_path):
     con.close()
     with pytest.raises(KenningError, match="newer kenning"):
         kenning.open_store(tmp_path / "s")
+
+
+def test_segmented_postings_give_the_same_answers_however_they_were_built(tmp_path, monkeypatch):
+    from kenning.store import lexicon
+
+    texts = [f"note {i} on topic{i % 5} with shared words and tag{i % 3}" for i in range(60)]
+    with kenning.open_store(tmp_path / "one") as s:
+        s.import_records([{"id": f"n{i}", "content": t} for i, t in enumerate(texts)])
+        expected = [(h.id, h.score) for h in s.search("topic3 shared tag1", mode="bm25", limit=50).hits]
+    monkeypatch.setattr(lexicon, "SEGMENT_DOCS", 8)
+    monkeypatch.setattr(lexicon, "COMPACT_AFTER_DELTA_ROWS", 25)
+    with kenning.open_store(tmp_path / "many") as s:
+        s.import_records([{"id": f"n{i}", "content": t} for i, t in enumerate(texts[:40])], batch_size=7)
+        s.import_records([{"id": f"n{i}", "content": texts[i]} for i in range(40, 60)], batch_size=3)
+        assert s.db.read(lambda c: c.execute("SELECT COUNT(DISTINCT seg) FROM lex_segments").fetchone()[0]) > 4
+        assert [(h.id, h.score) for h in s.search("topic3 shared tag1", mode="bm25", limit=50).hits] == expected
+    with kenning.open_store(tmp_path / "many") as s:  # a fresh process reads the segments back
+        assert [(h.id, h.score) for h in s.search("topic3 shared tag1", mode="bm25", limit=50).hits] == expected

@@ -14,6 +14,8 @@ MAX_SCOPE_CHARS = 200
 
 def has_control_chars(value: str) -> bool:
     """True when value holds a control or format character (Unicode category C*)."""
+    if value.isprintable():  # no C* character is printable: the common case costs one C call
+        return False
     return any(unicodedata.category(ch).startswith("C") for ch in value)
 
 

@@ -74,7 +74,8 @@ def _neighbours(store: "Store", content: str) -> list[tuple[str, str]]:
         return []
     marks = ",".join("?" * len(keys))
     return store.db.read(lambda c: c.execute(
-        f"SELECT id, content FROM memories WHERE rowid IN ({marks}) AND removed_at IS NULL", keys).fetchall())
+        # "+removed_at": keep SQLite on the rowid lookup; indexing removed_at scans every live row
+        f"SELECT id, content FROM memories WHERE rowid IN ({marks}) AND +removed_at IS NULL", keys).fetchall())
 
 
 def _tombstones(store: "Store") -> list[tuple[str, str, str]]:
