@@ -21,6 +21,7 @@ def unit_rows(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
 
 def graph_index(n: int, seed: int = 0) -> tuple[VectorIndex, np.ndarray]:
     """An index whose searches go through hnswlib (threshold far below its size)."""
+    pytest.importorskip("hnswlib")
     index = VectorIndex(DIM, exact_threshold=10)
     vectors = unit_rows(n, seed)
     index.add(np.arange(n) * 3, vectors)
