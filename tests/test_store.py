@@ -191,3 +191,17 @@ def test_segmented_postings_give_the_same_answers_however_they_were_built(tmp_pa
         assert [(h.id, h.score) for h in s.search("topic3 shared tag1", mode="bm25", limit=50).hits] == expected
     with kenning.open_store(tmp_path / "many") as s:  # a fresh process reads the segments back
         assert [(h.id, h.score) for h in s.search("topic3 shared tag1", mode="bm25", limit=50).hits] == expected
+
+
+def test_every_mode_answers_and_says_when_it_is_degraded(store):
+    mid = store.write("The auth service listens on port 8443", scopes=["x"]).id
+    semantic = kenning.embeddings_available()
+    for mode in ("keyword", "bm25", "semantic", "hybrid"):
+        result = store.search("auth port", mode=mode)
+        assert result.mode == mode and [h.id for h in result.hits] == [mid]
+        if mode in ("keyword", "bm25") or semantic:
+            assert result.degraded is None
+        else:
+            assert result.degraded.reason == "embeddings_absent"
+            assert result.degraded.install == 'pip install "kenning[embeddings]"'
+            assert result.legs_run == ["keyword", "bm25"]
