@@ -345,6 +345,8 @@ def run_eval(
         if "rank-bm25" in reference:
             ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
             report["modes"]["rank-bm25"] = summarize(data, ref)
+    if limit_queries is not None:
+        report["limit_queries"] = limit_queries
     skipped = len(data.documents) - len(indexable(data))
     if skipped:
         report["skipped_documents"] = skipped
