@@ -200,7 +200,7 @@ class Semantic:
         allowed = None
         if allowed_mems is not None:
             wanted = set(allowed_mems.tolist())
-            allowed = [key for key, mem in self._emb_mem.items() if mem in wanted]
+            allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
         hits = self._index.search(encoder.encode_query(query), k, allowed=allowed, floor=self.floor())
         self.save(force=False)
         return [(self._emb_mem[key], score) for key, score in hits]
