@@ -250,3 +250,15 @@ def test_bad_links_and_unknown_targets(store):
     linked = store.write("Ledger migrations need a payments review", scopes=["x"],
                          links=[{"kind": "depends_on", "target": target}, {"kind": "depends_on", "target": target}])
     assert [link.target for link in store.get(linked.id).links] == [target]  # a repeated link is kept once
+
+
+def test_a_long_near_duplicate_is_caught_among_many_similar_memories(tmp_path):
+    import kenning
+
+    store = kenning.open_store(tmp_path / "s", cwd=tmp_path)
+    common = "the service team said that the deploy of the new build went through the usual checks and"
+    store.import_records([{"content": f"{common} note {i} about area{i % 13}"} for i in range(300)])
+    original = store.write(f"{common} the zanzibar cache needs quokka tuning before friday", scopes=["x"])
+    assert original.status == "committed"
+    again = store.write(f"{common} the zanzibar cache needs quokka tuning before monday", scopes=["x"])
+    assert again.status == "duplicate" and again.match["id"] == original.id

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 DUPLICATE_CANDIDATES = 20
 PROBE_TERMS = 256  # a long body probes with its first distinct terms; a near duplicate shares most of them
+# ... and of those only the rarest: a text overlapping >= 40 % with the new one shares its rare
+# terms, and skipping the long posting lists of common words keeps a write cheap at 100k memories
+RAREST_PROBE_TERMS = 8
 TOMBSTONES_COMPARED = 1000  # the most recently removed
 
 
@@ -68,6 +71,10 @@ def run(
 def _neighbours(store: "Store", content: str) -> list[tuple[str, str]]:
     terms = list(dict.fromkeys(query_terms(content)))[:PROBE_TERMS]
     lexicon = store.lexicon.refresh()
+    if len(terms) > RAREST_PROBE_TERMS:
+        postings = lexicon.postings(terms)
+        known = [t for t in terms if postings[t][0].size]  # a word no memory has finds nothing
+        terms = sorted(known, key=lambda t: (postings[t][0].size, t))[:RAREST_PROBE_TERMS]
     keys = [key for key, _ in bm25.search(lexicon, terms, DUPLICATE_CANDIDATES, None,
                                           k1=store.config.bm25_k1, b=store.config.bm25_b)]
     if not keys:
