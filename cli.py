@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kenning.errors import InvalidInput, KenningError
+from kenning.cli_support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.errors import InvalidInput
 
 app = typer.Typer(
     name="kenning",
@@ -22,10 +20,6 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
-
-JSON_HELP = "Print machine-readable JSON instead of a table."
 
 
 def _mount_subcommands() -> None:
@@ -38,18 +32,7 @@ def _mount_subcommands() -> None:
     app.command("serve", epilog="Example: kenning --store ~/.kenning serve   (MCP over stdio)")(serve)
 
 
-def handle_errors(fn: Callable) -> Callable:
-    """A caller's mistake becomes one line on stderr and exit code 2, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KenningError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
+handle_errors = one_line_errors()
 
 
 @app.callback()
@@ -70,10 +53,6 @@ def _store(ctx: typer.Context):
     if state["store"] is None:
         state["store"] = Store(state["store_dir"])
     return state["store"]
-
-
-def _emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -105,7 +84,7 @@ def write(
                                claims=claim, links=[_parse_link(v) for v in link or []],
                                acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
     else:
         _print_write_result(result)
 
@@ -152,7 +131,7 @@ def search(
     result = _store(ctx).search(query, mode=mode, scopes=scope, limit=limit, category=category, expand_top=expand_top,
                                 auto_scope=not no_auto_scope, since_prior_session=since_prior_session)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
         return
     if result.degraded:
         err.print(f"[yellow]note:[/yellow] {escape(result.degraded.message)} ({escape(result.degraded.install)})",
@@ -182,7 +161,7 @@ def show(
     """Show one memory in full, with its verification, staleness verdict, drift report and links."""
     data = _store(ctx).show(id)
     if as_json:
-        _emit_json(data)
+        emit_json(data)
         return
     content = data.pop("content")
     brief = {"verification": data["verification"]["status"], "path_drift": data["path_drift"]["missing"] or None,
@@ -209,7 +188,7 @@ def list_(
     """List live memories, newest update first."""
     memories = _store(ctx).list(scopes=scope, category=category, limit=limit, auto_scope=not no_auto_scope)
     if as_json:
-        _emit_json([m.model_dump(mode="json") for m in memories])
+        emit_json([m.model_dump(mode="json") for m in memories])
         return
     table = Table(title=f"{len(memories)} memorie(s)")
     for column in ("id", "updated", "scopes", "category", "text"):
@@ -236,7 +215,7 @@ def update(
     memory = _store(ctx).update(id, text=text, scopes=scope or None, confidence=confidence, category=category,
                                 acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim)
     if as_json:
-        _emit_json(memory.model_dump(mode="json"))
+        emit_json(memory.model_dump(mode="json"))
     else:
         out.print(f"updated {memory.id}", highlight=False)
 
@@ -252,7 +231,7 @@ def remove(
     """Move a memory to the tombstones (never a hard delete; `restore` brings it back)."""
     tomb = _store(ctx).remove(id, reason)
     if as_json:
-        _emit_json(tomb.model_dump(mode="json"))
+        emit_json(tomb.model_dump(mode="json"))
     else:
         out.print(f"removed {tomb.memory.id}", highlight=False)
 
@@ -267,7 +246,7 @@ def restore(
     """Bring a removed memory back."""
     memory = _store(ctx).restore(id)
     if as_json:
-        _emit_json(memory.model_dump(mode="json"))
+        emit_json(memory.model_dump(mode="json"))
     else:
         out.print(f"restored {memory.id}", highlight=False)
 
@@ -283,7 +262,7 @@ def tombstones(
     """List removed memories with why and when."""
     tombs = _store(ctx).tombstones(scopes=scope, limit=limit)
     if as_json:
-        _emit_json([t.model_dump(mode="json") for t in tombs])
+        emit_json([t.model_dump(mode="json") for t in tombs])
         return
     table = Table(title=f"{len(tombs)} tombstone(s)")
     for column in ("id", "removed", "reason", "text"):
@@ -326,7 +305,7 @@ def import_(
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; nothing was imported") from None
     if as_json:
-        _emit_json({"imported": len(ids), "ids": ids})
+        emit_json({"imported": len(ids), "ids": ids})
     else:
         out.print(f"imported {len(ids)} memories", highlight=False)
 
@@ -352,7 +331,7 @@ def index(
     report = {"pending_before": pending, "embedded": done, "pending": store.semantic.pending_count(),
               **({"degraded": availability.cause} if availability and not availability.working else {})}
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     elif availability and not availability.working:
         raise InvalidInput(f"{pending} memories wait for embeddings, but {availability.cause}; "
                            'install the extra: pip install "kenning[embeddings]"')
@@ -377,7 +356,7 @@ def models(
             for spec in embeddings.list_models()]
     payload = {"configured": configured, "store": info, "models": rows}
     if as_json:
-        _emit_json(payload)
+        emit_json(payload)
         return
     table = Table(title=f"embedding models (store uses {info['model_id'] or 'none yet'}, dim {info['dim'] or '-'}, "
                         f"{info['pending']} pending)")
@@ -409,7 +388,7 @@ def verify(
     report = _store(ctx).verify(id, note=note, verified_paths=verified_path, verified_absent_paths=verified_absent_path,
                                 claims=claim)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     else:
         out.print(f"verified {report['id']} at {report['last_verified_at']}: {report['staleness_verdict']}", highlight=False)
 
@@ -427,7 +406,7 @@ def record_use(
     """Record what happened with memories that were shown; ignored and contradicted ride on later hits."""
     report = _store(ctx).record_use(ids, outcome, note=note, excerpt=excerpt)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     else:
         out.print(f"recorded {outcome} for {len(report['memory_ids'])} memorie(s)", highlight=False)
 
@@ -442,7 +421,7 @@ def confirm(
     """Commit a pending write (checked again against the store as it is now)."""
     result = _store(ctx).confirm_write(pending_id)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
     else:
         _print_write_result(result)
 
@@ -457,7 +436,7 @@ def cancel(
     """Drop a pending write without committing it."""
     report = _store(ctx).cancel_write(pending_id)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     else:
         out.print(f"{report['status']} {pending_id}", highlight=False)
 
@@ -471,7 +450,7 @@ def pending(
     """List writes waiting for confirm or cancel (from every session; they expire after an hour)."""
     rows = _store(ctx).pending_writes(all_sessions=True)
     if as_json:
-        _emit_json(rows)
+        emit_json(rows)
         return
     table = Table(title=f"{len(rows)} pending write(s)")
     for column in ("pending_id", "expires", "reason", "scopes", "text"):
@@ -491,7 +470,7 @@ def scopes(
     """Memories per scope and the curation backlog, without any memory text."""
     overview = _store(ctx).scope_overview(auto_scope=not no_auto_scope)
     if as_json:
-        _emit_json(overview)
+        emit_json(overview)
         return
     where = overview["current_worktree"] if overview["auto_scope"] and overview["current_worktree"] else "every project"
     table = Table(title=f"{overview['total']} memorie(s) visible from {where}")
@@ -514,7 +493,7 @@ def rename_scope(
     """Rename a scope on every memory and tombstone that carries it."""
     changed = _store(ctx).rename_scope(old, new)
     if as_json:
-        _emit_json({"old": old, "new": new, "changed": changed})
+        emit_json({"old": old, "new": new, "changed": changed})
     else:
         out.print(f"renamed {old} to {new} on {changed} memorie(s)", highlight=False)
 
@@ -530,7 +509,7 @@ def health(
     """The curation backlog: stale, never verified, drifted, conflicting and contradicted memories."""
     report = _store(ctx).health(auto_scope=not no_auto_scope, limit=limit)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
         return
     out.print(f"{report['total']} memorie(s), {report['tombstones']} tombstone(s), "
               f"{report['pending_writes']} pending write(s)", highlight=False)

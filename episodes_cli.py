@@ -8,18 +8,13 @@ keeps in the root context as ``obj["store_dir"]``. Cheap to import: the MCP SDK 
 
 from __future__ import annotations
 
-import functools
-import json
-import sys
-from collections.abc import Callable
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kenning.errors import KenningError
+from kenning.cli_support import JSON_HELP, emit_json, err, one_line_errors, out
 
 episodes_app = typer.Typer(
     name="episodes",
@@ -28,25 +23,10 @@ episodes_app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
-
-JSON_HELP = "Print machine-readable JSON instead of a table."
 INSTALL_MCP = 'pip install "kenning[mcp]"'
 
 
-def _one_line_errors(fn: Callable) -> Callable:
-    """A caller's mistake is one line on stderr and exit code 2, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KenningError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
+_one_line_errors = one_line_errors()
 
 
 def _store_dir(ctx: typer.Context) -> Optional[str]:
@@ -66,7 +46,7 @@ def _journal(ctx: typer.Context):
 def _print(episodes: list, with_bodies: bool, as_json: bool) -> None:
     rows = [e.to_dict(include_body=with_bodies) for e in episodes]
     if as_json:
-        sys.stdout.write(json.dumps({"count": len(rows), "episodes": rows}, ensure_ascii=False, indent=2) + "\n")
+        emit_json({"count": len(rows), "episodes": rows})
         return
     if not rows:
         out.print("no episodes", highlight=False)
@@ -123,7 +103,7 @@ def prune(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     """Delete expired episodes now (writes also do this) and name the sessions they came from."""
     sessions = _journal(ctx).prune()
     if as_json:
-        sys.stdout.write(json.dumps({"pruned_sessions": sessions}) + "\n")
+        emit_json({"pruned_sessions": sessions})
     else:
         out.print(f"pruned expired episodes of {len(sessions)} session(s)", highlight=False)
         for s in sessions:

@@ -6,20 +6,17 @@ matplotlib are imported inside the commands that need them.
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich import box
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from kenning.errors import InvalidInput, KenningError
+from kenning.cli_support import emit_json, one_line_errors, out
+from kenning.errors import InvalidInput
 
 eval_app = typer.Typer(
     name="eval",
@@ -28,32 +25,11 @@ eval_app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
 
 METRIC_COLUMNS = ("nDCG@10", "R@10", "R@100", "MRR@10")
-INSTALL_EVAL = 'pip install "kenning[eval]"'
 
 
-def _one_line_errors(fn: Callable) -> Callable:
-    """A caller's mistake (or a missing eval extra) is one line on stderr and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KenningError as exc:
-            message = str(exc)
-        except ImportError as exc:
-            message = f"the eval extra is missing ({exc.name or exc}); install it with: {INSTALL_EVAL}"
-        err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
-
-    return wrapper
-
-
-def _emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+_one_line_errors = one_line_errors("eval")
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -174,7 +150,7 @@ def run_command(
 
         plot_report(report, plot)
     if as_json:
-        _emit_json(report)
+        emit_json(report)
         return
     out.print(_report_table(report))
     category = _category_table(report)
@@ -207,7 +183,7 @@ def compare_command(
 
     result = compare(_read_json(report_path, "report"), _read_json(baseline_path, "baseline"), tolerance)
     if as_json:
-        _emit_json(result)
+        emit_json(result)
     else:
         table = Table(title=f"{result['dataset']} vs baseline {result['baseline_dataset']} (tolerance {tolerance})",
                       box=box.SIMPLE_HEAD)
@@ -271,7 +247,7 @@ def tune_command(
         result["written_to"] = str(write_config)
         persist(write_config, result["best"])
     if as_json:
-        _emit_json(result)
+        emit_json(result)
         return
     for label in ("default", "best"):
         out.print(f"[bold]{label}[/bold]: {_describe_setting(result[label])}; mean {metric} {result[label + '_score']:.4f}")

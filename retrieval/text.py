@@ -150,7 +150,7 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
     body = width - 2  # room for the two ellipses
     if not hits:
         return _trim(norm, 0, body, width)
-    best, best_key = 0, (-1, -1)
+    best_key, span = (-1, -1), (0, 0)
     j = 0
     for i in range(len(hits)):
         # grow the window [i, j) while it still fits in ``body`` characters
@@ -160,8 +160,7 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
         window = hits[i:j]
         key = (len({t for t, _, _ in window}), len(window))
         if key > best_key:
-            best, best_key = i, key
-            span = (hits[i][1], window[-1][2])
+            best_key, span = key, (hits[i][1], window[-1][2])
     start = max(0, (span[0] + span[1]) // 2 - body // 2)
     start = min(start, max(0, len(norm) - body))
     return _trim(norm, start, start + body, width)
