@@ -76,8 +76,9 @@ class Availability:
 
 
 def default_models_dir() -> Path:
-    """The package's ``models/`` folder (the repository root is the package)."""
-    return Path(__file__).resolve().parent.parent / "models"
+    """$KENNING_MODELS_DIR, else the package's ``models/`` folder (the repository root is the package)."""
+    configured = os.environ.get("KENNING_MODELS_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parent.parent / "models"
 
 
 def model_id_for(name: str, path: Path) -> str:

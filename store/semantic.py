@@ -62,6 +62,7 @@ class Semantic:
         self.db: Database = store.db
         self.cache: EmbeddingCache | None = None  # the eval harness shares vectors across runs
         self._encoder: embeddings.Encoder | None = None
+        self._encoder_for: str | None = None  # the configured model name it was loaded for
         self._index: VectorIndex | None = None
         self._emb_mem: dict[int, int] = {}
         self._generation: int | None = None
@@ -80,7 +81,10 @@ class Semantic:
 
     def encoder(self) -> embeddings.Encoder:
         """The store's encoder; raises EmbeddingsUnavailable (naming the install command) if it cannot run."""
+        if self._encoder is not None and self._encoder_for != self.store.config.model:
+            self._encoder, self._index = None, None  # the store was configured with another model
         if self._encoder is None:
+            self._encoder_for = self.store.config.model
             availability = self.availability()
             if not availability.working:
                 raise EmbeddingsUnavailable(availability.cause or "unknown cause")

@@ -172,3 +172,31 @@ def test_explicit_vector_request_without_the_extra_names_the_install(tmp_path):
             raise AssertionError("no error")
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_switching_model_re_embeds_instead_of_mixing(tmp_path, monkeypatch):
+    from sentence_transformers import SentenceTransformer, models
+
+    from kenning.retrieval.embeddings import resolve_model
+
+    base = SentenceTransformer(str(resolve_model().path), device="cpu")
+    dense = models.Dense(in_features=384, out_features=64)
+    small = tmp_path / "models" / "mini64"
+    SentenceTransformer(modules=[*base, dense], device="cpu").save(str(small))
+    monkeypatch.setenv("KENNING_MODELS_DIR", str(tmp_path / "models"))
+
+    store = kenning.open_store(tmp_path / "s")
+    ids = [store.write(text, scopes=["x"]).id for text in MEMORIES]
+    assert store.search("kitten on a sunny sill", mode="semantic").hits[0].id == ids[3]
+    first = store.semantic.model_info()
+    assert first["dim"] == 384
+    store.configure(model="mini64", vector_floor=-1.0)
+    assert store.search("kitten on a sunny sill", mode="semantic", limit=5).hits  # re-embedded, searchable
+    info = store.semantic.model_info()
+    assert info["dim"] == 64 and info["model_id"].startswith("mini64:") and info["pending"] == 0
+    rows = store.db.read(lambda c: c.execute("SELECT model_id, length(vector) FROM embeddings").fetchall())
+    assert len(rows) == len(MEMORIES) and {r for r in rows} == {(info["model_id"], 64 * 4)}
+    store.close()
+    reopened = kenning.open_store(tmp_path / "s")  # a fresh process with the same config: nothing to redo
+    assert reopened.semantic.pending_count() == 0
+    assert reopened.search("kitten on a sunny sill", mode="semantic", limit=5).hits
