@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import kenning
-from kenning.errors import EmbeddingsUnavailable
 from kenning.store.semantic import INDEX_FILENAME
 
 pytestmark = [pytest.mark.embeddings]
