@@ -19,7 +19,6 @@ import numpy as np
 
 import kenning
 from kenning.errors import InvalidInput
-from kenning.retrieval import embeddings
 from kenning.retrieval.text import query_tokens, tokenize
 from kenning.store.models import MODES
 from kenning.store.store import Store
@@ -86,15 +85,10 @@ class Progress:
             self._bar.remove_task(task)
 
 
-def semantic_available(model: str | None = None) -> bool:
-    """True when the vector leg can run in this process (loads the model on first call)."""
-    return embeddings.probe(model).working
-
-
-def resolve_modes(modes: Iterable[str] | str | None, model: str | None = None) -> list[str]:
+def resolve_modes(modes: Iterable[str] | str | None) -> list[str]:
     """Requested modes, validated; None means every mode that can run here (semantic ones only with embeddings)."""
     if modes is None:
-        return list(LEXICAL_MODES) + (list(SEMANTIC_MODES) if semantic_available(model) else [])
+        return list(LEXICAL_MODES) + (list(SEMANTIC_MODES) if kenning.embeddings_available() else [])
     if isinstance(modes, str):
         modes = [m.strip() for m in modes.split(",") if m.strip()]
     wanted = list(dict.fromkeys(modes))
@@ -104,7 +98,8 @@ def resolve_modes(modes: Iterable[str] | str | None, model: str | None = None) -
     return wanted
 
 
-def _dataset(dataset: Dataset | str | Path) -> Dataset:
+def as_dataset(dataset: Dataset | str | Path) -> Dataset:
+    """A loaded collection as is, or load one from a folder or ``"builtin"``."""
     return dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
 
 
@@ -314,7 +309,7 @@ def run_eval(
     over answerable queries (an empty answer scores 0); queries without any relevant document are
     reported in each mode's ``unanswerable`` block instead.
     """
-    data = _dataset(dataset)
+    data = as_dataset(dataset)
     if limit_queries is not None:
         if limit_queries < 1:
             raise InvalidInput("--limit-queries must be at least 1")

@@ -33,7 +33,7 @@ from kenning.retrieval import engine
 from kenning.store.store import Store
 
 from .datasets import Dataset
-from .harness import Progress, _dataset, loaded_store, query_scopes, run_mode, semantic_available, summarize
+from .harness import Progress, as_dataset, loaded_store, query_scopes, run_mode, summarize
 from .metrics import mean, per_query
 
 K1_GRID = (0.9, 1.2, 1.5, 2.0)
@@ -132,13 +132,13 @@ def tune(
     sources = list(datasets) if isinstance(datasets, (list, tuple)) else [datasets]
     if not sources:
         raise InvalidInput("give at least one collection to tune on")
-    loaded = [_dataset(s) for s in sources]
+    loaded = [as_dataset(s) for s in sources]
     if limit_queries is not None:
         loaded = [d.limit_queries(limit_queries) for d in loaded]
     for data in loaded:
         if not any(data.is_answerable(q) for q in data.queries):
             raise InvalidInput(f"{data.name} has no query with a relevant document; nothing to tune on")
-    semantic = semantic_available()
+    semantic = kenning.embeddings_available()
     legs = ["keyword", "bm25"] + (["vector"] if semantic else [])
 
     with Progress(progress) as bar, ExitStack() as stack:

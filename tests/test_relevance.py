@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import kenning
 import kenning.eval
-from kenning.eval.harness import LEXICAL_MODES, SEMANTIC_MODES, compare, run_eval, semantic_available
+from kenning.eval.harness import LEXICAL_MODES, SEMANTIC_MODES, compare, run_eval
 
 TOLERANCE = 0.005
 BASELINES = Path(kenning.eval.__file__).parent / "baselines"
@@ -76,7 +77,7 @@ def test_no_regression_against_baseline(baseline_path: Path, modes: list[str]):
         source = EVAL_DATA / baseline["dataset"]
         if not source.is_dir():
             pytest.skip(f"{source} is absent (set KENNING_EVAL_DATA to the eval-data folder)")
-    if set(modes) & set(SEMANTIC_MODES) and not semantic_available():
+    if set(modes) & set(SEMANTIC_MODES) and not kenning.embeddings_available():
         pytest.skip("the embeddings extra cannot run here")
 
     report = run_eval(source, modes=modes, group_sep=baseline.get("group_sep"), depth=baseline.get("depth", 100),
