@@ -31,25 +31,6 @@ EVAL_DATA = Path(os.environ.get("KENNING_EVAL_DATA") or Path(__file__).resolve()
 pytestmark = [pytest.mark.relevance, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run the model on one thread while these tests run, then restore the setting.
-
-    Queries are encoded one short text at a time, which two threads barely speed up; on a busy
-    two-core runner they contend instead (measured here with load ~3: scifact-train semantic +
-    hybrid took 834 s with two threads, 233 s for all four modes with one). The corpus itself
-    comes from the embedding cache, so nothing is lost.
-    """
-    try:
-        import torch
-    except ImportError:  # lexical-only install: nothing to pin
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def _cases():
     cases = []
