@@ -31,7 +31,6 @@ EVAL_DATA = Path(os.environ.get("KENNING_EVAL_DATA") or Path(__file__).resolve()
 pytestmark = [pytest.mark.relevance, pytest.mark.slow]
 
 
-
 def _cases():
     cases = []
     for path in sorted(BASELINES.glob("*.json")):
