@@ -6,9 +6,10 @@
 'committed'
 """
 
-from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound
+from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound, SearchDisabled
 from kenning.store.models import (
     Degraded,
+    LIVE_SETTINGS,
     Hit,
     Link,
     Memory,
@@ -35,9 +36,11 @@ __all__ = [
     "Hit",
     "InvalidInput",
     "KenningError",
+    "LIVE_SETTINGS",
     "Link",
     "Memory",
     "NotFound",
+    "SearchDisabled",
     "SearchResult",
     "Store",
     "StoreConfig",

@@ -17,6 +17,14 @@ class NotFound(KenningError, LookupError):
     """No live memory (or tombstone) has the given id."""
 
 
+class SearchDisabled(KenningError):
+    """A person turned search off for this store (the live setting ``search_enabled``)."""
+
+    def __init__(self) -> None:
+        super().__init__("search is disabled on this store (search_enabled=false); "
+                         "turn it on with: kenning config set search_enabled true")
+
+
 class EmbeddingsUnavailable(KenningError, RuntimeError):
     """The vector leg was asked for explicitly but the embeddings extra is absent or broken."""
 

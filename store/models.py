@@ -207,4 +207,12 @@ class StoreConfig(_Record):
     model: str | None = None
     vector_floor: float | None = None
     verification_stale_days: int = 30
+    # live settings (LIVE_SETTINGS): a person flips them while agents run; every process sees the
+    # change at its next call (Store.config re-reads the database when another connection committed)
     require_write_confirmation: bool = False
+    search_enabled: bool = True
+    write_enabled: bool = True
+
+
+# The settings meant to be flipped while servers run (HTTP PATCH /config, `kenning config set`).
+LIVE_SETTINGS: tuple[str, ...] = ("search_enabled", "write_enabled", "default_mode", "require_write_confirmation")

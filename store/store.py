@@ -9,6 +9,7 @@ calls are logged (store/events.py); curation counts come from store/health.py.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -19,13 +20,13 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
-from kenning.errors import InvalidInput, NotFound
+from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval.text import fingerprint
 
 from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, search as search_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
 from .db import DB_FILENAME, Database
-from .gates import GateRefused, pipeline, run_content_gates
+from .gates import GateRefusal, GateRefused, pipeline, run_content_gates
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
 from .lexicon import Lexicon
 from .location import resolve_store_dir
@@ -88,21 +89,72 @@ class Store:
         if self.db.get_meta("tokenizer") != fingerprint():
             with self.db.transaction() as c:
                 self.lexicon.ensure_current(c)
-        self.config = StoreConfig.model_validate_json(self.db.get_meta("config") or "{}")
+        # settings: the stored JSON, plus this object's own persist=False changes on top
+        self._local: dict[str, Any] = {}
+        self._config_seen = self.db.data_version()
+        self._config_raw = self.db.get_meta("config") or "{}"
+        self._config = _config_from(json.loads(self._config_raw), self._local)
         self.semantic = Semantic(self)
 
     # ------------------------------------------------------------------ config
+    @property
+    def config(self) -> StoreConfig:
+        """The settings in force now: re-read when another process (or Store object) committed.
+
+        PRAGMA data_version tells, without a query, whether any other connection committed since
+        the last look; only then is the stored JSON read again (and parsed only if it changed).
+        So a setting flipped by the CLI or the HTTP page reaches a running server at its next call.
+        """
+        version = self.db.data_version()
+        if version != self._config_seen:
+            self._config_seen = version
+            raw = self.db.get_meta("config") or "{}"
+            if raw != self._config_raw:
+                self._config_raw = raw
+                self._config = _config_from(json.loads(raw), self._local)
+        return self._config
+
     def configure(self, persist: bool = True, **changes: Any) -> StoreConfig:
-        """Change settings (e.g. ``bm25_k1=1.5``); ``persist=False`` keeps them to this object."""
-        try:
-            config = StoreConfig.model_validate({**self.config.model_dump(), **changes})
-        except ValidationError as exc:
-            raise _invalid(exc) from exc
-        if persist:
-            with self.db.transaction() as c:
-                Database.set_meta(c, "config", config.model_dump_json())
-        self.config = config
-        return config
+        """Change settings (e.g. ``bm25_k1=1.5``, ``write_enabled=False``); others keep their values.
+
+        ``persist=True`` merges the changes into the stored settings in one transaction, so two
+        processes changing different settings at once both win, and every process sees them at its
+        next call. ``persist=False`` keeps them to this object (evaluation sweeps). An unknown
+        name or a bad value raises InvalidInput and changes nothing.
+        """
+        unknown = sorted(set(changes) - set(StoreConfig.model_fields))
+        if unknown:
+            raise InvalidInput(f"unknown setting {unknown[0]!r}; settings are: {', '.join(StoreConfig.model_fields)}")
+        if not persist:
+            _config_from({**self.config.model_dump(), **changes}, {})  # validate before keeping any
+            self._local.update(changes)
+            self._config = _config_from(json.loads(self._config_raw), self._local)
+            return self._config
+        with self.db.transaction() as c:
+            row = c.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+            stored = _config_from(json.loads(row[0]) if row else {}, changes)
+            raw = stored.model_dump_json()
+            Database.set_meta(c, "config", raw)
+        for name in changes:
+            self._local.pop(name, None)
+        self._config_raw = raw
+        self._config = _config_from(json.loads(raw), self._local)
+        return self._config
+
+    def _writes_refused(self) -> GateRefusal | None:
+        """The live setting write_enabled=false refuses every memory change, before anything is written."""
+        if self.config.write_enabled:
+            return None
+        return GateRefusal(
+            gate="write_enabled", status="writes_disabled",
+            reason="writes are disabled on this store (write_enabled=false)",
+            hint="nothing was written; a person turns writes back on with: kenning config set write_enabled true",
+        )
+
+    def _check_writable(self) -> None:
+        refusal = self._writes_refused()
+        if refusal is not None:
+            raise GateRefused(refusal)
 
     # ------------------------------------------------------------------ where the caller is
     def here(self) -> Origin | None:
@@ -134,6 +186,9 @@ class Store:
         A malformed request raises InvalidInput / NotFound; a gate's refusal is returned as a
         WriteResult (refused, duplicate, previously_removed) and writes nothing.
         """
+        refusal = self._writes_refused()
+        if refusal is not None:
+            return pipeline.refused(refusal)
         origin = detect_origin(self.cwd)
         self._here = (origin,)
         request = {
@@ -165,6 +220,9 @@ class Store:
         state, staged = self.db.read(lambda c: pending_mod.lookup(c, pending_id, now))
         if state != "live":
             return _gone(pending_id, state, staged)
+        refusal = self._writes_refused()
+        if refusal is not None:
+            return pipeline.refused(refusal).model_copy(update={"pending_id": staged.id, "pending_retained": True})
         memory, gated = self._gated(staged.request)
         if isinstance(gated, WriteResult):
             return gated.model_copy(update={"pending_id": staged.id, "pending_retained": True})
@@ -238,6 +296,7 @@ class Store:
         This is the bulk path (corpora, migrations): no write gates run and no origin is recorded,
         so imported memories are global (visible from every repository under auto_scope).
         """
+        self._check_writable()
         memories, seen = [], set()
         where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
         for number, record in enumerate(records, start=1):
@@ -296,6 +355,7 @@ class Store:
         }
         if not changes:
             raise InvalidInput("nothing to update; give new text, scopes, confidence, category, links or metadata")
+        self._check_writable()
         if category == "user-inference":
             raise InvalidInput("a memory cannot become user-inference by update: that category needs the "
                                "user's confirmation, so write it anew with category user-inference")
@@ -350,6 +410,7 @@ class Store:
             raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
         if has_control_chars(reason):
             raise InvalidInput("the removal reason contains a control character")
+        self._check_writable()
         now = self.clock()
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
@@ -361,6 +422,7 @@ class Store:
 
     def restore(self, id: str) -> Memory:
         """Bring a tombstoned memory back into search, as it was when removed."""
+        self._check_writable()
         with self.db.transaction() as c:
             row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
             if row is None:
@@ -393,6 +455,7 @@ class Store:
         paths = None if verified_paths is None else _paths(verified_paths, "verified_paths")
         absent = None if verified_absent_paths is None else _paths(verified_absent_paths, "verified_absent_paths")
         given = None if claims is None else parse_claims(_texts(claims, "claims"))
+        self._check_writable()
         now = self.clock()
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
@@ -553,6 +616,8 @@ class Store:
         the top hit's body and full staleness report when it is clearly the answer. ``record=False``
         leaves the search out of the event log (the silent-miss audit's own probe).
         """
+        if not self.config.search_enabled:
+            raise SearchDisabled()
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
         boundary = events.prior_session_boundary(self.db, self.session_id) if since_prior_session else None
@@ -809,6 +874,14 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _config_from(stored: dict[str, Any], changes: dict[str, Any]) -> StoreConfig:
+    """Settings from stored JSON with changes on top; a bad value is a one-line InvalidInput."""
+    try:
+        return StoreConfig.model_validate({**StoreConfig.model_validate(stored).model_dump(), **changes})
+    except ValidationError as exc:
+        raise _invalid(exc) from exc
 
 
 def _link_dict(link: dict | Link) -> dict[str, Any]:

@@ -8,6 +8,7 @@ modes so no test waits for the embedding model.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from contextlib import asynccontextmanager, contextmanager
@@ -62,7 +63,9 @@ class Connection:
 async def _open(store: Path, cwd: Path, launcher: tuple[str, ...]):
     params = StdioServerParameters(
         command=sys.executable, args=[*launcher], cwd=str(cwd),
-        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent),
+             # the SDK passes only a few variables on; keep PYTHONPATH so a worktree tests its own code
+             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})},
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
