@@ -18,7 +18,7 @@ from kenning.store.models import (
     Tombstone,
     WriteResult,
 )
-from kenning.store.store import Store, open_store
+from kenning.memory.facade import Store, open_store
 
 __version__ = "0.1.0"
 

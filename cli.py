@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kenning.cli_support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
 from kenning.errors import InvalidInput
 
 app = typer.Typer(
@@ -23,8 +23,8 @@ app = typer.Typer(
 
 
 def _mount_subcommands() -> None:
-    """Sub-apps live beside their concern (eval/commands.py, episodes_cli.py); mount them here."""
-    from kenning.episodes_cli import episodes_app, serve
+    """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py); mount them here."""
+    from kenning.commands.episodes import episodes_app, serve
     from kenning.eval.commands import eval_app
 
     app.add_typer(eval_app, name="eval")
@@ -47,7 +47,7 @@ def _root(
 
 
 def _store(ctx: typer.Context):
-    from kenning.store.store import Store
+    from kenning.memory.facade import Store
 
     state = ctx.find_root().obj
     if state["store"] is None:

@@ -15,7 +15,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from kenning.cli_support import emit_json, one_line_errors, out
+from kenning.commands.support import emit_json, one_line_errors, out
 from kenning.errors import InvalidInput
 
 eval_app = typer.Typer(

@@ -21,7 +21,7 @@ import kenning
 from kenning.errors import InvalidInput
 from kenning.retrieval.text import query_tokens, tokenize
 from kenning.store.models import MODES
-from kenning.store.store import Store
+from kenning.memory.facade import Store
 
 from .datasets import Dataset, group_of, load_dataset
 from .metrics import METRICS, mean, per_query

@@ -30,7 +30,7 @@ from pathlib import Path
 import kenning
 from kenning.errors import InvalidInput
 from kenning.retrieval import engine
-from kenning.store.store import Store
+from kenning.memory.facade import Store
 
 from .datasets import Dataset
 from .harness import Progress, as_dataset, loaded_store, query_scopes, run_mode, summarize

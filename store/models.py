@@ -121,7 +121,7 @@ class Hit(_Record):
     created: datetime
     updated: datetime
     staleness_verdict: str = "fresh"
-    # trust annotations, present only when they say something (see store/staleness.py)
+    # trust annotations, present only when they say something (see memory/staleness.py)
     trust: dict[str, Any] = Field(default_factory=dict, exclude=True)
     content: str | None = None  # the full body, only when expanded
 

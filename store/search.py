@@ -1,56 +1,60 @@
-"""Search: filters (scopes, category, what the caller may see) -> legs -> fusion -> explained hits."""
+"""Search over the store: filters (scopes, category, what the caller may see) -> legs -> fusion -> explained hits.
+
+The caller validates the request (memory/reads.py) and says what the caller may not see (the
+keys its view hides, an updated-after bound); this module only ranks what the store holds.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
-from kenning.errors import InvalidInput
 from kenning.retrieval import bm25, engine, keyword
 from kenning.retrieval.text import query_terms
 
-from .gates.limits import check_scopes
-from .models import MODES, Degraded, Hit, LegScore, Memory, SearchResult
-from .scopes import View
+from .db import Database
+from .lexicon import Lexicon
+from .models import Degraded, Hit, LegScore, Memory, SearchResult, StoreConfig
+from .records import filter_sql
+from .semantic import Semantic
 
-if TYPE_CHECKING:
-    from .store import Store
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search may return: scopes (any of), a category, updated after, keys hidden from the caller."""
+
+    scopes: list[str] | None = None
+    category: str | None = None
+    updated_after: str | None = None
+    hidden: Sequence[int] = field(default_factory=tuple)
 
 
 def run(
-    store: "Store",
+    db: Database,
+    lexicon_store: Lexicon,
+    semantic: Semantic,
+    config: StoreConfig,
+    now: datetime,
     query: str,
     mode: str,
     depth: int,
-    scopes: Iterable[str] | None,
-    category: str | None,
-    view: View | None = None,
+    filters: Filters,
 ) -> tuple[SearchResult, dict[str, Memory]]:
-    """Rank and explain; returns the result and the hits' memories (for trust annotation)."""
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("the query is empty; give words a matching memory would contain")
-    if mode not in MODES:
-        raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    if scopes is not None and not isinstance(scopes, str) and not list(scopes):
-        scopes = None
-    scopes = check_scopes(scopes) if scopes else None
-    if category is not None and category not in ("fact", "user-inference", "ambient"):
-        raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
-
-    config = store.config
-    vector = store_vector_leg(store) if mode in ("semantic", "hybrid") else None
+    """Rank and explain a validated request; returns the result and the hits' memories (for trust annotation)."""
+    vector = store_vector_leg(semantic) if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     terms = query_terms(query)
-    lexicon = store.lexicon.refresh()
-    allowed = _allowed_mask(store, lexicon, scopes, category, view)
-    now = store.clock().timestamp()
+    lexicon = lexicon_store.refresh()
+    allowed = _allowed_mask(db, lexicon, filters)
+    at = now.timestamp()
 
     runs: dict[str, engine.LegRun] = {}
     if "keyword" in leg_names:
         runs["keyword"] = lambda n: keyword.search(
-            lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(store, keys), now=now)
+            lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)
     if "bm25" in leg_names:
         runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
     if "vector" in leg_names:
@@ -64,7 +68,7 @@ def run(
     candidates = engine.rank(
         runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
         coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
-    memories = _memories(store, [c.key for c in candidates])
+    memories = _memories(db, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -79,26 +83,24 @@ def run(
         ))
     return SearchResult(
         query=query, mode=mode, legs_run=list(runs),
-        degraded=_degraded_note(store) if degraded else None, hits=hits,
+        degraded=_degraded_note(semantic) if degraded else None, hits=hits,
     ), by_id
 
 
-def store_vector_leg(store: "Store"):
+def store_vector_leg(semantic: Semantic):
     """The vector leg for this store, or None while the embeddings extra cannot run."""
-    if not store.semantic.availability().working:
+    if not semantic.availability().working:
         return None
-    return lambda query, n, allowed_keys: store.semantic.search(query, n, allowed_keys)
+    return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys)
 
 
-def _degraded_note(store: "Store") -> Degraded:
+def _degraded_note(semantic: Semantic) -> Degraded:
     from kenning.retrieval.embeddings import degraded_note
 
-    return Degraded.model_validate(degraded_note(store.semantic.availability()))
+    return Degraded.model_validate(degraded_note(semantic.availability()))
 
 
-def _allowed_mask(
-    store: "Store", lexicon, scopes: list[str] | None, category: str | None, view: View | None
-) -> np.ndarray | None:
+def _allowed_mask(db: Database, lexicon, filters: Filters) -> np.ndarray | None:
     """Which index entries a search may return (a mask over lexids), or None when nothing restricts it.
 
     Filters that keep few memories (scopes, category, updated after a time) are read as the keys
@@ -106,37 +108,37 @@ def _allowed_mask(
     hides, so the common case costs an index probe, not a scan of the store.
     """
     allowed = None
-    updated_after = view.updated_after if view is not None else None
+    scopes, category, updated_after = filters.scopes, filters.category, filters.updated_after
     if scopes or category or updated_after is not None:
-        where, params = store._filter_sql(scopes, category)
+        where, params = filter_sql(scopes, category)
         if updated_after is not None:
             where, params = where + " AND m.updated > ?", params + [updated_after]
-        rows = store.db.read(lambda c: c.execute(
+        rows = db.read(lambda c: c.execute(
             f"SELECT m.rowid FROM memories m WHERE removed_at IS NULL {where}", params).fetchall())
         allowed = np.isin(lexicon.doc_key, np.array([r[0] for r in rows], dtype=np.int64)) & lexicon.live
-    hidden = view.hidden_keys(store.db) if view is not None else []
-    if hidden:
+    hidden = filters.hidden
+    if len(hidden):
         visible = ~np.isin(lexicon.doc_key, np.array(hidden, dtype=np.int64))
         allowed = (lexicon.live if allowed is None else allowed) & visible
     return allowed
 
 
-def _texts(store: "Store", keys: list[int]) -> dict[int, str]:
+def _texts(db: Database, keys: list[int]) -> dict[int, str]:
     out: dict[int, str] = {}
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        out.update(store.db.read(lambda c: c.execute(
+        out.update(db.read(lambda c: c.execute(
             f"SELECT rowid, content FROM memories WHERE rowid IN ({marks})", chunk).fetchall()))
     return out
 
 
-def _memories(store: "Store", keys: list[int]) -> dict[int, Memory]:
+def _memories(db: Database, keys: list[int]) -> dict[int, Memory]:
     out: dict[int, Memory] = {}
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        rows = store.db.read(lambda c: c.execute(
+        rows = db.read(lambda c: c.execute(
             f"SELECT rowid, record FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
         out.update((r, Memory.model_validate_json(rec)) for r, rec in rows)
     return out

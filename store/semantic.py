@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,11 +24,11 @@ from kenning.retrieval import embeddings
 from kenning.retrieval.vector import VectorIndex
 
 from .db import Database
+from .models import StoreConfig
+from .records import count_live
 
 if TYPE_CHECKING:
     from kenning.retrieval.embedding_cache import EmbeddingCache
-
-    from .store import Store
 
 INDEX_FILENAME = "vectors.idx"
 EMBED_BATCH = 256
@@ -57,9 +58,11 @@ def enqueue(conn: sqlite3.Connection, mems: list[int]) -> None:
 class Semantic:
     """Lazily loads the model, embeds the queue, keeps a vector index in step with the rows."""
 
-    def __init__(self, store: "Store"):
-        self.store = store
-        self.db: Database = store.db
+    def __init__(self, db: Database, directory: Path, config: Callable[[], StoreConfig]):
+        """``config`` is read on every use: the store's settings can change while it is open."""
+        self.db = db
+        self.index_path = directory / INDEX_FILENAME
+        self._config = config
         self.cache: EmbeddingCache | None = None  # the eval harness shares vectors across runs
         self._encoder: embeddings.Encoder | None = None
         self._encoder_for: str | None = None  # the configured model name it was loaded for
@@ -72,7 +75,7 @@ class Semantic:
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
         """Absent / working / broken for the store's model; loads the model on first call."""
-        return embeddings.probe(self.store.config.model)
+        return embeddings.probe(self._config().model)
 
     @property
     def loaded(self) -> bool:
@@ -81,10 +84,10 @@ class Semantic:
 
     def encoder(self) -> embeddings.Encoder:
         """The store's encoder; raises EmbeddingsUnavailable (naming the install command) if it cannot run."""
-        if self._encoder is not None and self._encoder_for != self.store.config.model:
+        if self._encoder is not None and self._encoder_for != self._config().model:
             self._encoder, self._index = None, None  # the store was configured with another model
         if self._encoder is None:
-            self._encoder_for = self.store.config.model
+            self._encoder_for = self._config().model
             availability = self.availability()
             if not availability.working:
                 raise EmbeddingsUnavailable(availability.cause or "unknown cause")
@@ -102,7 +105,7 @@ class Semantic:
 
     def floor(self) -> float:
         """The no-match floor: configured, else the model's measured one, else a fallback."""
-        configured = self.store.config.vector_floor
+        configured = self._config().vector_floor
         if configured is not None:
             return configured
         measured = embeddings.no_match_floor(self._encoder.spec) if self._encoder else None
@@ -120,7 +123,7 @@ class Semantic:
                 Database.set_meta(c, "embedding_dim", str(encoder.dim))
                 bump_generation(c)
         self._index = None
-        (self.store.directory / INDEX_FILENAME).unlink(missing_ok=True)
+        (self.index_path).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
@@ -130,10 +133,10 @@ class Semantic:
         if self._encoder is not None or recorded is None:
             return queued
         try:
-            spec = embeddings.resolve_model(self.store.config.model)
+            spec = embeddings.resolve_model(self._config().model)
         except Exception:
             return queued
-        return self.store.count() if spec.model_id != recorded else queued
+        return count_live(self.db) if spec.model_id != recorded else queued
 
     def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every queued memory (batched); returns how many were embedded."""
@@ -221,7 +224,7 @@ class Semantic:
             "SELECT rowid, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
         wanted = dict(rows)
         if self._index is None:
-            self._index = VectorIndex.load(self.store.directory / INDEX_FILENAME, encoder.dim,
+            self._index = VectorIndex.load(self.index_path, encoder.dim,
                                            {"model_id": encoder.model_id})
             self._saved_generation = None
             if self._index is None:
@@ -248,9 +251,9 @@ class Semantic:
         if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
             return
         if len(self._index) == 0:
-            (self.store.directory / INDEX_FILENAME).unlink(missing_ok=True)
+            (self.index_path).unlink(missing_ok=True)
         else:
-            self._index.save(self.store.directory / INDEX_FILENAME,
+            self._index.save(self.index_path,
                              {"model_id": self._encoder.model_id, "generation": self._generation})
         self._saved_generation = self._generation
         self._last_save = time.monotonic()

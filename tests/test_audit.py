@@ -8,7 +8,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput
-from kenning.store.audit import audit_turn
+from kenning.memory.audit import audit_turn
 
 QUESTION = "which port does the auth service listen on"
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from kenning.errors import InvalidInput
-from kenning.store.claims import (
+from kenning.memory.claims import (
     ParsedClaim,
     assigned_values,
     check_claim,

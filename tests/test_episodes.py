@@ -14,8 +14,8 @@ import typer
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
-from kenning.store.episodes import EPISODE_TTL, MAX_TAKEAWAY_BYTES, Episodes
-from kenning.store.gates.limits import MAX_CONTENT_BYTES, MAX_SCOPES
+from kenning.memory.episodes import EPISODE_TTL, MAX_TAKEAWAY_BYTES, Episodes
+from kenning.memory.gates.limits import MAX_CONTENT_BYTES, MAX_SCOPES
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
 
@@ -309,7 +309,7 @@ def test_episodes_never_reach_memory_search_or_list(tmp_path, clock, repo):
 def test_cli_list_search_and_prune(tmp_path, repo, monkeypatch):
     from typer.testing import CliRunner
 
-    from kenning.episodes_cli import episodes_app
+    from kenning.commands.episodes import episodes_app
 
     store, journal = session(tmp_path, Clock(datetime.now(timezone.utc)), repo)  # the CLI reads the real clock
     journal.write("body one", takeaway="first takeaway", scopes=["projects:cli"], swarm_id="team")
@@ -339,7 +339,7 @@ def test_cli_list_search_and_prune(tmp_path, repo, monkeypatch):
 def test_serve_without_the_mcp_extra_is_one_line_with_the_install_command(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from kenning.episodes_cli import serve
+    from kenning.commands.episodes import serve
 
     app = typer.Typer()
 
@@ -348,7 +348,7 @@ def test_serve_without_the_mcp_extra_is_one_line_with_the_install_command(tmp_pa
         ctx.obj = {"store_dir": str(tmp_path / "store")}
 
     app.command("serve")(serve)
-    monkeypatch.delitem(sys.modules, "kenning.server", raising=False)
+    monkeypatch.delitem(sys.modules, "kenning.serve.mcp", raising=False)
     for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] + ["mcp"]:
         monkeypatch.setitem(sys.modules, name, None)  # what an install without the extra looks like to import
     result = CliRunner().invoke(app, ["serve"])

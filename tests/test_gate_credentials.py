@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from kenning.store.gates import credentials, run_content_gates
+from kenning.memory.gates import credentials, run_content_gates
 
 
 def b64url(obj: object) -> str:

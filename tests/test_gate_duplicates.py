@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kenning.store.gates.duplicates import (
+from kenning.memory.gates.duplicates import (
     DUPLICATE_THRESHOLD,
     RELATED_THRESHOLD,
     check_duplicate,

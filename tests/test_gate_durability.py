@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kenning.store.gates import durability, run_content_gates
+from kenning.memory.gates import durability, run_content_gates
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kenning.store.gates import run_content_gates, user_claims
+from kenning.memory.gates import run_content_gates, user_claims
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
-from kenning.store.gates import GateRefused
+from kenning.memory.gates import GateRefused
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 TABLES = ("memories", "memory_scopes", "memory_links", "lex_docs", "lex_delta", "embed_queue", "pending_writes", "events")

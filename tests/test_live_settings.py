@@ -14,7 +14,7 @@ import pytest
 
 import kenning
 from kenning import LIVE_SETTINGS, InvalidInput, SearchDisabled
-from kenning.store.gates import GateRefused
+from kenning.memory.gates import GateRefused
 
 
 def _set_elsewhere(path, **changes) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kenning.store.origin import Origin, detect_origin, run_git
+from kenning.memory.origin import Origin, detect_origin, run_git
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -101,7 +101,7 @@ def test_later_calls_follow_head_without_git(tmp_path, monkeypatch):
     git(repo, "add", "more.txt")
     git(repo, "commit", "-qm", "more")
     head = git(repo, "rev-parse", "HEAD").strip()
-    import kenning.store.origin as origin_module
+    import kenning.memory.origin as origin_module
 
     calls = []
     real = origin_module.run_git

@@ -298,7 +298,7 @@ def test_kenning_serve_entry_point(tmp_path, repo):
     from kenning.cli import app
 
     if "serve" not in {c.name or c.callback.__name__ for c in app.registered_commands}:
-        pytest.skip("cli.py has not mounted kenning.episodes_cli.serve as `kenning serve` yet")
+        pytest.skip("cli.py has not mounted kenning.commands.episodes.serve as `kenning serve` yet")
     store = tmp_path / "via-cli"
     launcher = ("-c", "from kenning.cli import main; main()", "--store", str(store), "serve")
     with connect(store, repo, launcher) as conn:

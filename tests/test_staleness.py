@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kenning.store.origin import Origin
-from kenning.store.staleness import (
+from kenning.memory.origin import Origin
+from kenning.memory.staleness import (
     DriftCache,
     assess_commit_drift,
     assess_staleness,

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from kenning.errors import InvalidInput
 
-from .db import Database
+from kenning.store.db import Database
 from .gates.limits import check_scopes
-from .models import Memory
+from kenning.store.models import Memory
 from .origin import Origin
 
 

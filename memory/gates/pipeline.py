@@ -10,17 +10,14 @@ search uses) and with the most recent tombstones. A refusal writes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kenning.memory.claims import ParsedClaim
 from kenning.retrieval import bm25
 from kenning.retrieval.text import query_terms
+from kenning.store.db import Database
+from kenning.store.lexicon import Lexicon
+from kenning.store.models import StoreConfig, WriteResult
 
-from ..claims import ParsedClaim
-from ..models import WriteResult
 from . import GateRefusal, claims as claims_gate, duplicates, run_content_gates
-
-if TYPE_CHECKING:
-    from ..store import Store
 
 DUPLICATE_CANDIDATES = 20
 PROBE_TERMS = 256  # a long body probes with its first distinct terms; a near duplicate shares most of them
@@ -36,7 +33,9 @@ def refused(refusal: GateRefusal) -> WriteResult:
 
 
 def run(
-    store: "Store",
+    db: Database,
+    lexicon: Lexicon,
+    config: StoreConfig,
     content: str,
     category: str,
     claims: list[ParsedClaim],
@@ -49,7 +48,7 @@ def run(
     refusal = refusal or claims_gate.check(claims, worktree)
     if refusal is not None:
         return refused(refusal)
-    check = duplicates.check_duplicate(content, _neighbours(store, content), _tombstones(store))
+    check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content), _tombstones(db))
     match = check.match
     if check.status == "duplicate":
         return WriteResult(
@@ -68,24 +67,24 @@ def run(
     return check.related_ids
 
 
-def _neighbours(store: "Store", content: str) -> list[tuple[str, str]]:
+def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str) -> list[tuple[str, str]]:
     terms = list(dict.fromkeys(query_terms(content)))[:PROBE_TERMS]
-    lexicon = store.lexicon.refresh()
+    lexicon = lexicon_store.refresh()
     if len(terms) > RAREST_PROBE_TERMS:
         postings = lexicon.postings(terms)
         known = [t for t in terms if postings[t][0].size]  # a word no memory has finds nothing
         terms = sorted(known, key=lambda t: (postings[t][0].size, t))[:RAREST_PROBE_TERMS]
     keys = [key for key, _ in bm25.search(lexicon, terms, DUPLICATE_CANDIDATES, None,
-                                          k1=store.config.bm25_k1, b=store.config.bm25_b)]
+                                          k1=config.bm25_k1, b=config.bm25_b)]
     if not keys:
         return []
     marks = ",".join("?" * len(keys))
-    return store.db.read(lambda c: c.execute(
+    return db.read(lambda c: c.execute(
         # "+removed_at": keep SQLite on the rowid lookup; indexing removed_at scans every live row
         f"SELECT id, content FROM memories WHERE rowid IN ({marks}) AND +removed_at IS NULL", keys).fetchall())
 
 
-def _tombstones(store: "Store") -> list[tuple[str, str, str]]:
-    return store.db.read(lambda c: c.execute(
+def _tombstones(db: Database) -> list[tuple[str, str, str]]:
+    return db.read(lambda c: c.execute(
         "SELECT id, content, removed_reason FROM memories WHERE removed_at IS NOT NULL "
         "ORDER BY removed_at DESC LIMIT ?", (TOMBSTONES_COMPARED,)).fetchall())

@@ -34,7 +34,7 @@ class GateRefused(InvalidInput):
 
 
 # The gate modules build GateRefusal themselves, so they are imported after it exists.
-from kenning.store.gates import credentials, durability, user_claims  # noqa: E402
+from kenning.memory.gates import credentials, durability, user_claims  # noqa: E402
 
 
 def run_content_gates(

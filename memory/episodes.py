@@ -23,7 +23,7 @@ from ulid import ULID
 from kenning.errors import InvalidInput, NotFound
 
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
-from .models import _Record, iso
+from kenning.store.models import _Record, iso
 
 if TYPE_CHECKING:
     from .store import Store

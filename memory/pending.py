@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from ulid import ULID
 
-from .db import Database
-from .models import iso, summary_line
+from kenning.store.db import Database
+from kenning.store.models import iso, summary_line
 
 PENDING_TTL = timedelta(hours=1)
 KEEP_EXPIRED_FOR = timedelta(days=7)

@@ -1,6 +1,6 @@
 """Trust annotations: what a caller should know about a memory before relying on it.
 
-Every search hit and every ``show`` carries the staleness verdict (store/staleness.py). On top:
+Every search hit and every ``show`` carries the staleness verdict (memory/staleness.py). On top:
 
 - ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link);
 - ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import events
-from .db import Database
-from .models import Hit, Memory, iso
+from kenning.store.db import Database
+from kenning.store.models import Hit, Memory, iso
 from .staleness import DriftCache, Staleness, assess_staleness
 
 RECENT_OUTCOMES = timedelta(days=30)

@@ -24,8 +24,8 @@ from pydantic import Field
 
 from kenning import __version__
 from kenning.errors import KenningError
-from kenning.store import audit
-from kenning.store.episodes import (
+from kenning.memory import audit
+from kenning.memory.episodes import (
     HANDOFF_CAP,
     HANDOFF_DEFAULT,
     MAX_IDS,
@@ -35,9 +35,9 @@ from kenning.store.episodes import (
     SEARCH_DEFAULT,
     Episodes,
 )
-from kenning.store.gates.limits import MAX_SCOPE_CHARS, MAX_SCOPES
+from kenning.memory.gates.limits import MAX_SCOPE_CHARS, MAX_SCOPES
 from kenning.store.models import Link
-from kenning.store.store import MAX_LIMIT, Store
+from kenning.memory.facade import MAX_LIMIT, Store
 
 INSTRUCTIONS = """\
 kenning is a long-term memory shared with the user and with other agent sessions.

@@ -16,8 +16,8 @@ from typing import Any
 
 from kenning.errors import InvalidInput
 
-from .db import Database
-from .models import iso
+from kenning.store.db import Database
+from kenning.store.models import iso
 
 # kinds the store itself logs; other modules add their own (audit: turn_audited, search_miss)
 SEARCH, SHOW, LIST = "search", "show", "list"

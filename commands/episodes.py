@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kenning.cli_support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
 
 episodes_app = typer.Typer(
     name="episodes",
@@ -35,8 +35,8 @@ def _store_dir(ctx: typer.Context) -> Optional[str]:
 
 
 def _journal(ctx: typer.Context):
-    from kenning.store.episodes import Episodes
-    from kenning.store.store import Store
+    from kenning.memory.episodes import Episodes
+    from kenning.memory.facade import Store
 
     store = Store(_store_dir(ctx))
     ctx.call_on_close(store.close)
@@ -117,7 +117,7 @@ def serve(ctx: typer.Context) -> None:
     Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
     """
     try:
-        from kenning.server import serve as run_server
+        from kenning.serve.mcp import serve as run_server
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("mcp"):
             raise

@@ -1,6 +1,6 @@
 """Claims gate: a memory that declares checkable claims about its repository must be right now.
 
-Claims (``path``, ``path::symbol``, ``path::NAME=literal``; see store/claims.py) are checked
+Claims (``path``, ``path::symbol``, ``path::NAME=literal``; see memory/claims.py) are checked
 against the writer's worktree at write time. A false claim would be recorded as a fact that was
 never true, so it refuses the write; so does a claim written from outside any git worktree,
 where there is nothing to check it against. There is no override: drop or fix the claim.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from kenning.store.claims import ParsedClaim, check_claims
-from kenning.store.gates import GateRefusal
+from kenning.memory.claims import ParsedClaim, check_claims
+from kenning.memory.gates import GateRefusal
 
 GATE = "claims"
 

@@ -38,8 +38,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from kenning.errors import InvalidInput
-from kenning.store.claims import ClaimResult, ParsedClaim, check_claims, normalize_claim_path, parse_claim
-from kenning.store.origin import run_git
+from kenning.memory.claims import ClaimResult, ParsedClaim, check_claims, normalize_claim_path, parse_claim
+from kenning.memory.origin import run_git
 
 DEFAULT_STALE_DAYS = 30
 

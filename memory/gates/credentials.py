@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from kenning.store.gates import GateRefusal
+from kenning.memory.gates import GateRefusal
 
 GATE = "credentials"
 STATUS = "credential_warning"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from kenning.store.gates import GateRefusal
+from kenning.memory.gates import GateRefusal
 
 GATE = "durability"
 STATUS = "transient_warning"

@@ -22,27 +22,25 @@ start stays cheap on a large store.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import events, trust
-from .models import Memory, iso
+from kenning.store.db import Database
+from kenning.store.models import Memory, iso
 from .scopes import View
 from .staleness import assess_path_drift
-
-if TYPE_CHECKING:
-    from .store import Store
 
 LISTED = 10  # how many memories health lists per bucket
 BUCKETS = ("never_verified", "stale", "drifted", "conflicts", "contradicted", "silent_misses")
 
 
-def _scan(store: "Store", view: View, now: datetime) -> tuple[dict[str, list], dict[str, str]]:
+def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dict[str, list], dict[str, str]]:
     """Every bucket's members, and when each visible memory was created (for the since-filter)."""
     where, params = view.where()
-    due = iso(now - timedelta(days=store.config.verification_stale_days))
+    due = iso(now - timedelta(days=stale_days))
 
     def read(sql: str) -> list[tuple]:
-        return store.db.read(lambda c: c.execute(sql, params).fetchall())
+        return db.read(lambda c: c.execute(sql, params).fetchall())
 
     rows = read("SELECT m.id, m.category, m.created, json_extract(m.record, '$.last_verified_at') "
                 f"FROM memories m WHERE m.removed_at IS NULL {where}")
@@ -74,13 +72,13 @@ def _scan(store: "Store", view: View, now: datetime) -> tuple[dict[str, list], d
             pairs.setdefault(frozenset((source, target)), (source, target, note))
     buckets["conflicts"] = list(pairs.values())
 
-    outcomes = events.query(store.db, since=now - trust.RECENT_OUTCOMES, kinds=[events.OUTCOME])
+    outcomes = events.query(db, since=now - trust.RECENT_OUTCOMES, kinds=[events.OUTCOME])
     flagged = sorted({e["memory_id"] for e in outcomes if e["memory_id"] in created_at})
-    negatives = trust.negative_outcomes(store.db, _memories(store, flagged), now)
+    negatives = trust.negative_outcomes(db, _memories(db, flagged), now)
     buckets["contradicted"] = [(mid, entry) for mid in flagged for entry in negatives.get(mid, [])
                                if entry["outcome"] == "contradicted"]
 
-    buckets["silent_misses"] = [e for e in events.query(store.db, kinds=[events.SEARCH_MISS])
+    buckets["silent_misses"] = [e for e in events.query(db, kinds=[events.SEARCH_MISS])
                                 if e["memory_id"] in created_at]
     return buckets, created_at
 
@@ -97,11 +95,11 @@ def _since(buckets: dict[str, list], created_at: dict[str, str], since: str) -> 
     }
 
 
-def _memories(store: "Store", ids: list[str]) -> list[Memory]:
+def _memories(db: Database, ids: list[str]) -> list[Memory]:
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
-    rows = store.db.read(lambda c: c.execute(f"SELECT record FROM memories WHERE id IN ({marks})", ids).fetchall())
+    rows = db.read(lambda c: c.execute(f"SELECT record FROM memories WHERE id IN ({marks})", ids).fetchall())
     return [Memory.model_validate_json(r[0]) for r in rows]
 
 
@@ -112,21 +110,21 @@ def _counts(buckets: dict[str, list]) -> dict[str, int]:
 
 
 def curation_counts(
-    store: "Store", view: View, now: datetime, since: str | None = None
+    db: Database, stale_days: int, view: View, now: datetime, since: str | None = None
 ) -> tuple[dict[str, int], dict[str, int] | None]:
     """How many visible memories sit in each bucket, and (with ``since``) how many of them are new
     since then: created after it, or flagged by an event logged after it."""
-    buckets, created_at = _scan(store, view, now)
+    buckets, created_at = _scan(db, stale_days, view, now)
     return _counts(buckets), None if since is None else _counts(_since(buckets, created_at, since))
 
 
-def report(store: "Store", view: View, now: datetime, limit: int = LISTED) -> dict[str, Any]:
+def report(db: Database, stale_days: int, view: View, now: datetime, limit: int = LISTED) -> dict[str, Any]:
     """The counts plus the first ``limit`` members of each bucket, the longest unverified first."""
-    buckets, _ = _scan(store, view, now)
+    buckets, _ = _scan(db, stale_days, view, now)
     unverified = {mid: (created, verified) for mid, created, verified in buckets["never_verified"] + buckets["stale"]}
     oldest = sorted(unverified.items(), key=lambda item: (item[1][1] or item[1][0], item[0]))[:limit]
     contradicted = buckets["contradicted"][:limit]
-    by_id = {m.id: m for m in _memories(store, [mid for mid, _ in oldest] + [mid for mid, _ in contradicted])}
+    by_id = {m.id: m for m in _memories(db, [mid for mid, _ in oldest] + [mid for mid, _ in contradicted])}
 
     def row(memory: Memory, **extra: Any) -> dict[str, Any]:
         return {"id": memory.id, "scopes": memory.scopes, "summary": memory.summary, **extra}

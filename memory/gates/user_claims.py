@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from kenning.store.gates import GateRefusal
+from kenning.memory.gates import GateRefusal
 
 GATE = "user_claims"
 STATUS = "user_claim_warning"

@@ -1,9 +1,9 @@
 """The Store: one SQLite file holding memories, tombstones and the lexical index; every write one transaction.
 
 It is also the library's front door for the trust lifecycle: writes go through the gates
-(store/gates/pipeline.py) and may be staged for confirmation (store/pending.py); reads see what
-the caller's repository may see (store/scopes.py) and carry trust annotations (store/trust.py);
-calls are logged (store/events.py); curation counts come from store/health.py.
+(memory/gates/pipeline.py) and may be staged for confirmation (memory/pending.py); reads see what
+the caller's repository may see (memory/scopes.py) and carry trust annotations (memory/trust.py);
+calls are logged (memory/events.py); curation counts come from memory/health.py.
 """
 
 from __future__ import annotations
@@ -23,17 +23,19 @@ from ulid import ULID
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval.text import fingerprint
 
-from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, search as search_mod, trust
+from kenning.store import records, search as search_mod
+
+from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
-from .db import DB_FILENAME, Database
+from kenning.store.db import DB_FILENAME, Database
 from .gates import GateRefusal, GateRefused, pipeline, run_content_gates
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
-from .lexicon import Lexicon
-from .location import resolve_store_dir
-from .models import Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
+from kenning.store.lexicon import Lexicon
+from kenning.store.location import resolve_store_dir
+from kenning.store.models import MODES, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
 from .origin import Origin, detect_origin
 from .scopes import View
-from .semantic import Semantic, enqueue, forget
+from kenning.store.semantic import Semantic, enqueue, forget
 from .staleness import DriftCache
 
 MAX_LIMIT = 50
@@ -94,7 +96,7 @@ class Store:
         self._config_seen = self.db.data_version()
         self._config_raw = self.db.get_meta("config") or "{}"
         self._config = _config_from(json.loads(self._config_raw), self._local)
-        self.semantic = Semantic(self)
+        self.semantic = Semantic(self.db, self.directory, lambda: self.config)
 
     # ------------------------------------------------------------------ config
     @property
@@ -260,7 +262,7 @@ class Store:
         })
         self.db.read(lambda c: self._check_link_targets(c, memory.links))
         gated = pipeline.run(
-            self, memory.content, memory.category, parse_claims(request["claims"]),
+            self.db, self.lexicon, self.config, memory.content, memory.category, parse_claims(request["claims"]),
             origin["worktree"] if origin else None,
             request["acknowledge_transient"], request["acknowledge_user_claim"],
         )
@@ -622,7 +624,7 @@ class Store:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
         boundary = events.prior_session_boundary(self.db, self.session_id) if since_prior_session else None
         view = self._view(auto_scope, updated_after=boundary)
-        result, memories = search_mod.run(self, query, mode or self.config.default_mode, limit, scopes, category, view)
+        result, memories = self._rank(query, mode, limit, scopes, category, view)
         if since_prior_session and boundary is None:
             result.hits = []
             result.note = "no other session has logged anything yet, so there is no prior session to compare with"
@@ -643,7 +645,7 @@ class Store:
     ) -> SearchResult:
         """Pure ranking for evaluation (e.g. Recall@100): no result cap, no auto_scope, no trust
         annotation, no event."""
-        return search_mod.run(self, query, mode or self.config.default_mode, depth, scopes, category)[0]
+        return self._rank(query, mode, depth, scopes, category, None)[0]
 
     # ------------------------------------------------------------------ scopes and curation
     def disable_scope(self, scope: str) -> list[str]:
@@ -678,7 +680,8 @@ class Store:
         per_scope, total = scopes_mod.scope_counts(self.db, view)
         now = self.clock()
         boundary = events.prior_session_boundary(self.db, self.session_id)
-        counts, counts_since = health_mod.curation_counts(self, view, now, since=boundary)
+        counts, counts_since = health_mod.curation_counts(
+            self.db, self.config.verification_stale_days, view, now, since=boundary)
         here = self.here()
         return {
             "current_repo": here.repo if here else None,
@@ -713,7 +716,7 @@ class Store:
             "auto_scope": auto_scope, "current_worktree": here.worktree if here else None,
             "total": total, "by_category": by_category, "tombstones": tombstoned,
             "pending_writes": len(self.pending_writes(all_sessions=True)),
-            **health_mod.report(self, view, now, limit),
+            **health_mod.report(self.db, self.config.verification_stale_days, view, now, limit),
         }
 
     def _recently_removed(self, view: View, now: datetime) -> int:
@@ -854,16 +857,23 @@ class Store:
 
     @staticmethod
     def _filter_sql(scopes: Iterable[str] | None, category: str | None) -> tuple[str, list]:
-        where, params = "", []
-        if scopes:
-            scopes = check_scopes(scopes)
-            marks = ",".join("?" * len(scopes))
-            where += f" AND m.rowid IN (SELECT mem FROM memory_scopes WHERE scope IN ({marks}))"
-            params += scopes
-        if category:
-            where += " AND m.category = ?"
-            params.append(category)
-        return where, params
+        return records.filter_sql(check_scopes(scopes) if scopes else None, category)
+
+    def _rank(self, query, mode, depth, scopes, category, view: View | None):
+        mode = mode or self.config.default_mode
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("the query is empty; give words a matching memory would contain")
+        if mode not in MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if scopes is not None and not isinstance(scopes, str) and not list(scopes):
+            scopes = None
+        scopes = check_scopes(scopes) if scopes else None
+        if category is not None and category not in ("fact", "user-inference", "ambient"):
+            raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
+        filters = search_mod.Filters(scopes, category, view.updated_after if view else None,
+                                     view.hidden_keys(self.db) if view else ())
+        return search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
+                              query, mode, depth, filters)
 
     def close(self) -> None:
         self.semantic.save()

@@ -1,0 +1,1 @@
+"""The command line's sub-command groups and shared output helpers; cli.py mounts them."""

@@ -1,0 +1,145 @@
+"""The memories table and its side tables (scopes, links): rows in and out, inside the caller's transaction.
+
+Every function takes an open connection (or the Database for a read) and validated records;
+the lexical index and the embedding queue are kept in step by the caller (memory/writes.py),
+so one write stays one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+from kenning.errors import InvalidInput, NotFound
+
+from .db import Database
+from .models import Link, Memory, iso
+
+ID_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
+
+_INSERT = ("INSERT INTO memories(rowid, id, content, category, created, updated, content_hash, record, "
+           "origin_repo, origin_worktree) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def filter_sql(scopes: list[str] | None, category: str | None) -> tuple[str, list]:
+    """SQL on ``memories m`` keeping memories with any of ``scopes`` (validated) and of ``category``."""
+    where, params = "", []
+    if scopes:
+        marks = ",".join("?" * len(scopes))
+        where += f" AND m.rowid IN (SELECT mem FROM memory_scopes WHERE scope IN ({marks}))"
+        params += list(scopes)
+    if category:
+        where += " AND m.category = ?"
+        params.append(category)
+    return where, params
+
+
+def _row(rowid: int | None, m: Memory) -> tuple:
+    return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
+            m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None)
+
+
+def insert(c: sqlite3.Connection, memory: Memory) -> int:
+    """Insert one memory with its scopes and links; returns its rowid (the index key)."""
+    rowid = c.execute(_INSERT, _row(None, memory)).lastrowid
+    c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in memory.scopes])
+    store_links(c, rowid, memory.links)
+    return rowid
+
+
+def insert_many(c: sqlite3.Connection, memories: list[Memory]) -> list[int]:
+    """Insert a batch under consecutive rowids; returns them in order."""
+    start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
+    c.executemany(_INSERT, [_row(start + i, m) for i, m in enumerate(memories)])
+    c.executemany(
+        "INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)",
+        [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
+    )
+    for i, m in enumerate(memories):
+        store_links(c, start + i, m.links)
+    return [start + i for i in range(len(memories))]
+
+
+def replace(c: sqlite3.Connection, rowid: int, memory: Memory, scopes: bool, links: bool) -> None:
+    """Rewrite a memory's row; its scope and link lists too when they changed."""
+    c.execute(
+        "UPDATE memories SET content = ?, category = ?, updated = ?, content_hash = ?, record = ? WHERE rowid = ?",
+        (memory.content, memory.category, iso(memory.updated), content_hash(memory.content),
+         memory.model_dump_json(), rowid),
+    )
+    if scopes:
+        c.execute("DELETE FROM memory_scopes WHERE mem = ?", (rowid,))
+        c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in memory.scopes])
+    if links:
+        store_links(c, rowid, memory.links, replace=True)
+
+
+def store_links(c: sqlite3.Connection, rowid: int, links: list[Link], replace: bool = False) -> None:
+    """Mirror a memory's links into memory_links, where reverse lookups (superseded_by) find them."""
+    if replace:
+        c.execute("DELETE FROM memory_links WHERE source = ?", (rowid,))
+    c.executemany("INSERT INTO memory_links(source, kind, target, note) VALUES (?, ?, ?, ?)",
+                  [(rowid, link.kind, link.target, link.note) for link in links])
+
+
+def live_row(c: sqlite3.Connection, id: str) -> tuple[int, Memory]:
+    """(rowid, memory) of a live memory; NotFound (saying what to do) for an unknown or removed id."""
+    row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
+    if row[2] is not None:
+        raise NotFound(f"memory {id} is removed; `kenning restore {id}` first")
+    return row[0], Memory.model_validate_json(row[1])
+
+
+def check_link_targets(c: sqlite3.Connection, links: list[Link], self_id: str | None = None) -> None:
+    """Every link must point at another memory of this store (live or removed)."""
+    for link in links:
+        if link.target == self_id:
+            raise InvalidInput(f"a memory cannot link to itself ({link.kind} {link.target})")
+        if c.execute("SELECT 1 FROM memories WHERE id = ?", (link.target,)).fetchone() is None:
+            raise NotFound(f"link target {link.target!r} ({link.kind}) is not a memory in this store")
+
+
+def existing_ids(db: Database, ids: list[str]) -> set[str]:
+    """Which of ``ids`` are memories (live or removed)."""
+    found: set[str] = set()
+    for i in range(0, len(ids), ID_CHUNK):
+        chunk = ids[i : i + ID_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        found.update(r[0] for r in db.read(
+            lambda c: c.execute(f"SELECT id FROM memories WHERE id IN ({marks})", chunk).fetchall()))
+    return found
+
+
+def summaries(db: Database, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """{id: {summary, scopes, status: live | removed}} for the ids that exist."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = db.read(lambda c: c.execute(
+        f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", ids).fetchall())
+    out = {}
+    for mid, record, removed in rows:
+        memory = Memory.model_validate_json(record)
+        out[mid] = {"summary": memory.summary, "scopes": memory.scopes, "status": "removed" if removed else "live"}
+    return out
+
+
+def reverse_links(db: Database, id: str) -> list[dict[str, Any]]:
+    """Live memories that link to id: {kind, source, note, summary}."""
+    rows = db.read(lambda c: c.execute(
+        "SELECT l.kind, m.id, l.note, m.record FROM memory_links l JOIN memories m ON m.rowid = l.source "
+        "WHERE l.target = ? AND m.removed_at IS NULL ORDER BY l.kind, m.id", (id,)).fetchall())
+    return [{"kind": kind, "source": source, "note": note, "summary": Memory.model_validate_json(record).summary}
+            for kind, source, note, record in rows]
+
+
+def count_live(db: Database) -> int:
+    return db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories WHERE removed_at IS NULL").fetchone()[0])
+
