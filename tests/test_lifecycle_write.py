@@ -258,7 +258,7 @@ def test_a_long_near_duplicate_is_caught_among_many_similar_memories(tmp_path):
     store = kenning.open_store(tmp_path / "s", cwd=tmp_path)
     common = "the service team said that the deploy of the new build went through the usual checks and"
     store.import_records([{"content": f"{common} note {i} about area{i % 13}"} for i in range(300)])
-    original = store.write(f"{common} the zanzibar cache needs quokka tuning before friday", scopes=["x"])
+    original = store.write(f"{common} the zanzibar cache needs quokka tuning before each release", scopes=["x"])
     assert original.status == "committed"
-    again = store.write(f"{common} the zanzibar cache needs quokka tuning before monday", scopes=["x"])
+    again = store.write(f"{common} the zanzibar cache needs quokka tuning before every release", scopes=["x"])
     assert again.status == "duplicate" and again.match["id"] == original.id
