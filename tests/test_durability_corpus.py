@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kenning.store.gates import durability
+from kenning.memory.gates import durability
 
 DATA = Path(__file__).parent / "data" / "durability"
 
