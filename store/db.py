@@ -129,6 +129,62 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     DELETE FROM meta WHERE key = 'tokenizer';
     """,
+    # 5: transcript recall (recall/): registered sources, the ledgers found under them with how far
+    # each was read, their messages, and the messages' own lexical index (same layout as lex_*)
+    """
+    CREATE TABLE transcript_sources (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,        -- a ledger file or a folder searched for *.jsonl
+        project TEXT,                     -- the project of ledgers that name no working directory
+        added TEXT NOT NULL
+    );
+    CREATE TABLE transcript_ledgers (
+        id INTEGER PRIMARY KEY,
+        source INTEGER NOT NULL REFERENCES transcript_sources(id),
+        path TEXT NOT NULL UNIQUE,
+        format TEXT,                      -- claude-code | codex | generic, from the first line that tells
+        size INTEGER NOT NULL,            -- size, mtime and offset when last read: the incremental key
+        mtime_ns INTEGER NOT NULL,
+        offset INTEGER NOT NULL,          -- bytes consumed (whole lines only)
+        head TEXT NOT NULL,               -- digest of the first bytes read: a rewrite changes it
+        tail TEXT NOT NULL,               -- digest of the last bytes before offset
+        session TEXT,
+        parent_session TEXT,              -- a sidechain / worker ledger's parent session
+        project TEXT,                     -- the working directory the session ran in
+        malformed INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL DEFAULT '{}'  -- the reader's carry-over between reads (JSON)
+    );
+    CREATE INDEX transcript_ledgers_source ON transcript_ledgers(source);
+    CREATE TABLE transcript_messages (
+        rowid INTEGER PRIMARY KEY,
+        ledger INTEGER NOT NULL REFERENCES transcript_ledgers(id),
+        line INTEGER NOT NULL,            -- 1-based line number in the ledger
+        session TEXT,
+        parent_session TEXT,
+        sidechain INTEGER NOT NULL DEFAULT 0,
+        ts TEXT,                          -- the line's own timestamp, as written
+        at REAL NOT NULL,                 -- the same as epoch seconds (the file's mtime when it has none)
+        speaker TEXT NOT NULL,            -- user | assistant | tool
+        text TEXT NOT NULL
+    );
+    CREATE INDEX transcript_messages_ledger ON transcript_messages(ledger);
+    CREATE TABLE tlex_docs (
+        lexid INTEGER PRIMARY KEY,
+        mem INTEGER NOT NULL,             -- a transcript_messages rowid
+        length INTEGER NOT NULL,
+        live INTEGER NOT NULL,
+        ts REAL NOT NULL
+    );
+    CREATE INDEX tlex_docs_mem ON tlex_docs(mem, live);
+    CREATE TABLE tlex_segments (
+        term TEXT NOT NULL,
+        seg INTEGER NOT NULL,
+        postings BLOB NOT NULL,
+        PRIMARY KEY (term, seg)
+    ) WITHOUT ROWID;
+    CREATE TABLE tlex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
+    CREATE INDEX tlex_delta_term ON tlex_delta(term);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

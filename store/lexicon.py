@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
@@ -74,11 +75,32 @@ def _chunks(items: list, size: int = _CHUNK) -> Iterable[list]:
         yield items[i : i + size]
 
 
+@dataclass(frozen=True)
+class LexTables:
+    """Where one lexical index lives: its three tables, its meta keys and the rows it is built from.
+
+    The memories' index and the transcripts' index (recall/) share every line of the code and
+    differ only here. ``documents`` selects ``(key, text, ts)`` of every live document, ``ts`` as
+    epoch seconds or an ISO stamp; it is what a tokenizer change rebuilds from.
+    """
+
+    docs: str = "lex_docs"
+    segments: str = "lex_segments"
+    delta: str = "lex_delta"
+    tokenizer_key: str = "tokenizer"
+    delta_rows_key: str = "lex_delta_rows"
+    documents: str = "SELECT rowid, content, updated FROM memories WHERE removed_at IS NULL"
+
+
+MEMORY_TABLES = LexTables()
+
+
 class Lexicon:
     """Write side (called inside the store's transactions) and read side (a LexicalIndex)."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, tables: LexTables = MEMORY_TABLES):
         self.db = db
+        self.t = tables
         self._version: int | None = None
         self._dirty = True
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -94,44 +116,45 @@ class Lexicon:
     def ensure_current(self, conn: sqlite3.Connection) -> bool:
         """Rebuild the index when the token stream changed since it was built; True if rebuilt."""
         current = fingerprint()
-        row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-        if row and row[0] == current:
+        if _meta(conn, self.t.tokenizer_key, "") == current:
             return False
-        conn.execute("DELETE FROM lex_docs")
-        conn.execute("DELETE FROM lex_segments")
-        conn.execute("DELETE FROM lex_delta")
-        rows = conn.execute(
-            "SELECT rowid, content, updated FROM memories WHERE removed_at IS NULL"
-        ).fetchall()
-        self.add_many(conn, [(r, c, _epoch(u)) for r, c, u in rows])
-        Database.set_meta(conn, "tokenizer", current)
-        Database.set_meta(conn, "lex_delta_rows", "0")
-        self._dirty = True
+        self.rebuild(conn)
+        Database.set_meta(conn, self.t.tokenizer_key, current)
         return True
+
+    def rebuild(self, conn: sqlite3.Connection) -> None:
+        """Index every live document afresh (a tokenizer change, or retired postings piling up)."""
+        conn.execute(f"DELETE FROM {self.t.docs}")
+        conn.execute(f"DELETE FROM {self.t.segments}")
+        conn.execute(f"DELETE FROM {self.t.delta}")
+        rows = conn.execute(self.t.documents).fetchall()
+        self.add_many(conn, [(r, c, _epoch(u) if isinstance(u, str) else float(u)) for r, c, u in rows])
+        Database.set_meta(conn, self.t.delta_rows_key, "0")
+        self._dirty = True
 
     def add(self, conn: sqlite3.Connection, key: int, text: str, ts: float) -> None:
         """Index one text through the delta table (cheap), compacting when the delta grows large."""
         counts = Counter(tokenize(text))
         length = sum(counts.values())
         lexid = conn.execute(
-            "INSERT INTO lex_docs(mem, length, live, ts) VALUES (?, ?, 1, ?)", (key, length, ts)
+            f"INSERT INTO {self.t.docs}(mem, length, live, ts) VALUES (?, ?, 1, ?)", (key, length, ts)
         ).lastrowid
         conn.executemany(
-            "INSERT INTO lex_delta(term, lexid, tf) VALUES (?, ?, ?)",
+            f"INSERT INTO {self.t.delta}(term, lexid, tf) VALUES (?, ?, ?)",
             [(t, lexid, c) for t, c in counts.items()],
         )
-        pending = int(_meta(conn, "lex_delta_rows", "0")) + len(counts)
+        pending = int(_meta(conn, self.t.delta_rows_key, "0")) + len(counts)
         if pending >= COMPACT_AFTER_DELTA_ROWS:
             self.compact(conn)
         else:
-            Database.set_meta(conn, "lex_delta_rows", str(pending))
+            Database.set_meta(conn, self.t.delta_rows_key, str(pending))
         self._patch_add(lexid, key, length, ts, counts)
 
     def add_many(self, conn: sqlite3.Connection, items: list[tuple[int, str, float]]) -> None:
         """Index a batch straight into the compacted blobs (the import path)."""
         if not items:
             return
-        start = conn.execute("SELECT COALESCE(MAX(lexid), 0) + 1 FROM lex_docs").fetchone()[0]
+        start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
         docs, terms, lexids, tfs = [], [], [], []
         for offset, (key, text, ts) in enumerate(items):
             lexid = start + offset
@@ -140,15 +163,25 @@ class Lexicon:
             terms.extend(counts)
             tfs.extend(counts.values())
             lexids.extend(repeat(lexid, len(counts)))
-        conn.executemany("INSERT INTO lex_docs(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
+        conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
         self._merge(conn, _group(terms, lexids, tfs))
         self._dirty = True
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:
         """Retire the live text version of a document (its postings are skipped from now on)."""
-        rows = conn.execute(
-            "UPDATE lex_docs SET live = 0 WHERE mem = ? AND live = 1 RETURNING lexid, length", (key,)
-        ).fetchall()
+        self._retire(conn.execute(
+            f"UPDATE {self.t.docs} SET live = 0 WHERE mem = ? AND live = 1 RETURNING lexid, length", (key,)
+        ).fetchall())
+
+    def remove_many(self, conn: sqlite3.Connection, keys: list[int]) -> None:
+        """Retire the live text versions of many documents (a transcript that was rewritten or deleted)."""
+        for chunk in _chunks(keys):
+            marks = ",".join("?" * len(chunk))
+            self._retire(conn.execute(
+                f"UPDATE {self.t.docs} SET live = 0 WHERE live = 1 AND mem IN ({marks}) RETURNING lexid, length",
+                chunk).fetchall())
+
+    def _retire(self, rows: list[tuple[int, int]]) -> None:
         for lexid, length in rows:
             if lexid < self._size and self.live[lexid]:
                 self.live[lexid] = False
@@ -158,7 +191,7 @@ class Lexicon:
     def touch(self, conn: sqlite3.Connection, key: int, ts: float) -> None:
         """Record a new update time (the keyword leg's recency nudge) without re-indexing."""
         rows = conn.execute(
-            "UPDATE lex_docs SET ts = ? WHERE mem = ? AND live = 1 RETURNING lexid", (ts, key)
+            f"UPDATE {self.t.docs} SET ts = ? WHERE mem = ? AND live = 1 RETURNING lexid", (ts, key)
         ).fetchall()
         for (lexid,) in rows:
             if lexid < self._size:
@@ -166,12 +199,12 @@ class Lexicon:
 
     def compact(self, conn: sqlite3.Connection) -> None:
         """Fold the delta rows into the per-term segments."""
-        rows = conn.execute("SELECT term, lexid, tf FROM lex_delta ORDER BY lexid").fetchall()
+        rows = conn.execute(f"SELECT term, lexid, tf FROM {self.t.delta} ORDER BY lexid").fetchall()
         if rows:
             terms, lexids, tfs = zip(*rows)
             self._merge(conn, _group(list(terms), list(lexids), list(tfs)))
-        conn.execute("DELETE FROM lex_delta")
-        Database.set_meta(conn, "lex_delta_rows", "0")
+        conn.execute(f"DELETE FROM {self.t.delta}")
+        Database.set_meta(conn, self.t.delta_rows_key, "0")
 
     def _merge(self, conn: sqlite3.Connection, groups: dict[tuple[str, int], tuple[bytes, bytes]]) -> None:
         """Append grouped postings to their segments; lexids only grow, so appending keeps them sorted."""
@@ -183,7 +216,7 @@ class Lexicon:
             for chunk in _chunks(terms):
                 marks = ",".join("?" * len(chunk))
                 for term, blob in conn.execute(
-                    f"SELECT term, postings FROM lex_segments WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
+                    f"SELECT term, postings FROM {self.t.segments} WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
                 ):
                     existing[(term, seg)] = blob
         rows = []
@@ -194,7 +227,7 @@ class Lexicon:
                 ids, tfs = old[:half] + ids, old[half:] + tfs
             rows.append((term, seg, ids + tfs))
             self._cache.pop(term, None)
-        conn.executemany("INSERT OR REPLACE INTO lex_segments(term, seg, postings) VALUES (?, ?, ?)", rows)
+        conn.executemany(f"INSERT OR REPLACE INTO {self.t.segments}(term, seg, postings) VALUES (?, ?, ?)", rows)
 
     # ------------------------------------------------------------------ read side
     def refresh(self) -> "Lexicon":
@@ -208,7 +241,7 @@ class Lexicon:
 
     def _load(self) -> None:
         rows = self.db.read(
-            lambda c: c.execute("SELECT lexid, mem, length, ts FROM lex_docs WHERE live = 1").fetchall()
+            lambda c: c.execute(f"SELECT lexid, mem, length, ts FROM {self.t.docs} WHERE live = 1").fetchall()
         )
         arr = np.array(rows, dtype=np.float64).reshape(-1, 4)
         lexids = arr[:, 0].astype(np.int64)
@@ -269,7 +302,7 @@ class Lexicon:
     def _fetch(self, terms: list[str]) -> None:
         found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for chunk in _chunks(terms):
-            blobs, delta = self.db.read(lambda c: _read_terms(c, chunk))
+            blobs, delta = self.db.read(lambda c: _read_terms(c, self.t, chunk))
             extra: dict[str, tuple[list, list]] = {}
             for term, lexid, tf in delta:
                 extra.setdefault(term, ([], []))
@@ -287,15 +320,15 @@ class Lexicon:
         self._cache.update(found)
 
 
-def _read_terms(c: sqlite3.Connection, terms: list[str]):
+def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
     marks = ",".join("?" * len(terms))
     segments: dict[str, list[bytes]] = {}
     for term, blob in c.execute(
-        f"SELECT term, postings FROM lex_segments WHERE term IN ({marks}) ORDER BY term, seg", terms
+        f"SELECT term, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms
     ):
         segments.setdefault(term, []).append(blob)
     blobs = {term: _join(parts) for term, parts in segments.items()}
-    delta = c.execute(f"SELECT term, lexid, tf FROM lex_delta WHERE term IN ({marks})", terms).fetchall()
+    delta = c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms).fetchall()
     return blobs, delta
 
 

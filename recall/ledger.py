@@ -1,0 +1,97 @@
+"""Reading a ledger file incrementally: whole lines from a byte offset, and telling an append from a rewrite.
+
+A ledger is append-only while its session runs, so the index remembers (size, mtime, offset) and
+two digests: of the first bytes and of the bytes just before the offset. A file that grew with
+both digests intact is read on from the offset; one that shrank, or whose digests changed, was
+rewritten and is read again from the start. Only whole lines are consumed, so a line being
+written right now is picked up whole at the next read (a last line without a newline counts
+once it parses).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .readers import Message, read_line
+
+HEAD_BYTES = 1024
+TAIL_BYTES = 256
+
+
+@dataclass
+class Mark:
+    """How far a ledger was read, and what its bytes looked like there."""
+
+    size: int
+    mtime_ns: int
+    offset: int
+    head: str
+    tail: str
+
+
+@dataclass
+class Increment:
+    messages: list[tuple[int, Message]] = field(default_factory=list)  # (1-based line, message)
+    malformed: int = 0
+    mark: Mark | None = None
+    lines: int = 0  # total lines consumed so far
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def marks_hold(f, mark: Mark) -> bool:
+    """Do the bytes the mark remembers still read the same (so the file was appended to, not rewritten)?"""
+    f.seek(0)
+    head = f.read(min(mark.offset, HEAD_BYTES))
+    if digest(head) != mark.head:
+        return False
+    start = max(0, mark.offset - TAIL_BYTES)
+    f.seek(start)
+    return digest(f.read(mark.offset - start)) == mark.tail
+
+
+def read_from(path: str, stat: os.stat_result, offset: int, lines_before: int, state: dict[str, Any]) -> Increment:
+    """Parse the whole lines after ``offset``; malformed lines are counted and skipped."""
+    inc = Increment(lines=lines_before)
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(max(0, stat.st_size - offset))
+        end = data.rfind(b"\n") + 1
+        body, rest = data[:end], data[end:]
+        if rest.strip():
+            try:  # a final line without its newline: take it if it is already whole
+                json.loads(rest)
+                body, end = data, len(data)
+            except ValueError:
+                pass
+        consumed = offset + end
+        chunks = body.split(b"\n")
+        if chunks and not chunks[-1]:
+            chunks.pop()
+        for raw in chunks:
+            inc.lines += 1
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                inc.malformed += 1
+                continue
+            if not isinstance(obj, dict):
+                inc.malformed += 1
+                continue
+            for message in read_line(obj, state):
+                inc.messages.append((inc.lines, message))
+        f.seek(0)
+        head = f.read(min(consumed, HEAD_BYTES))
+        start = max(0, consumed - TAIL_BYTES)
+        f.seek(start)
+        tail = f.read(consumed - start)
+    inc.mark = Mark(stat.st_size, stat.st_mtime_ns, consumed, digest(head), digest(tail))
+    return inc

@@ -1,0 +1,472 @@
+"""Transcript recall: the session ledgers agents already write, indexed incrementally and ranked by kenning's engine.
+
+Why the store's own SQLite file: one file to back up and move, one transaction model, and the
+messages get their own lexical index through the very ``Lexicon`` code the memories use (tables
+``tlex_*``, see store/db.py), so a transcript hit is ranked and explained by the same legs,
+fusion and snippet code as a memory hit. Their own tables keep them out of every memory path
+(gates, duplicates, counts, trust).
+
+Incremental: every search first brings the index up to date with the files, cheaply. A ledger
+whose size and mtime did not change is not opened; one that grew is read on from the byte offset
+where the last read stopped (its digests prove it was appended to); one that shrank or changed
+before the offset is read again from the start; one that disappeared is dropped. So a line a live
+session appends is searchable at the next query, in this process or any other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import weakref
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kenning.errors import InvalidInput, NotFound
+from kenning.retrieval import bm25, engine, keyword
+from kenning.retrieval.text import fingerprint, query_terms
+from kenning.store.db import Database
+from kenning.store.lexicon import LexTables, Lexicon
+from kenning.store.models import iso, utcnow
+
+from .ledger import Mark, marks_hold, read_from
+from .readers import identity
+from .transcript_models import TranscriptHit, TranscriptResult
+
+if TYPE_CHECKING:
+    from kenning.store.models import StoreConfig
+
+TRANSCRIPT_TABLES = LexTables(
+    docs="tlex_docs", segments="tlex_segments", delta="tlex_delta",
+    tokenizer_key="tlex_tokenizer", delta_rows_key="tlex_delta_rows",
+    documents="SELECT rowid, text, at FROM transcript_messages",
+)
+LEDGER_SUFFIX = ".jsonl"
+BATCH_BELOW = 64  # an increment this small goes through the delta table (cheap, patches the cache)
+# retired postings (rewritten or deleted ledgers) are dropped by a rebuild once they outnumber the live ones
+REBUILD_RETIRED_MIN = 10_000
+MAX_LIMIT = 50
+LEXICAL_MODES = ("keyword", "bm25")
+ENV_CURRENT_SESSION = "KENNING_CURRENT_SESSION"
+
+
+@dataclass
+class SyncReport:
+    """What one pass over the sources changed."""
+
+    new: int = 0          # ledgers read for the first time
+    appended: int = 0     # ledgers read on from their offset
+    reread: int = 0       # rewritten ledgers read again from the start
+    dropped: int = 0      # ledgers whose file is gone (or whose source was removed)
+    messages: int = 0     # messages added
+    malformed: int = 0    # lines skipped as malformed in this pass
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new or self.appended or self.reread or self.dropped)
+
+
+@dataclass
+class _Ledger:
+    id: int
+    source: int
+    path: str
+    mark: Mark
+    session: str | None
+    parent_session: str | None
+    project: str | None
+    state: str
+
+
+_indexes: "weakref.WeakKeyDictionary[Any, TranscriptIndex]" = weakref.WeakKeyDictionary()
+
+
+def index_for(store: Any) -> "TranscriptIndex":
+    """The transcript index of an open store (one per store object, so its caches are reused)."""
+    found = _indexes.get(store)
+    if found is None:
+        found = _indexes[store] = TranscriptIndex(store.db, lambda: store.config, cwd=store.cwd)
+    return found
+
+
+class TranscriptIndex:
+    """Sources, ledgers and messages in the store's database, plus this process's view of them."""
+
+    def __init__(self, db: Database, config: "callable[[], StoreConfig]", cwd: str | os.PathLike | None = None):
+        self.db = db
+        self.config = config
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.lexicon = Lexicon(db, TRANSCRIPT_TABLES)
+        self._lock = threading.RLock()
+        self._version: int | None = None
+        self._ledgers: dict[str, _Ledger] = {}
+        self._key_ledger = np.full(0, -1, np.int64)
+        if db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
+            with db.transaction() as c:
+                self.lexicon.ensure_current(c)
+
+    # ------------------------------------------------------------------ sources
+    def add_source(self, path: str | os.PathLike, project: str | os.PathLike | None = None) -> dict[str, Any]:
+        """Register a ledger file or a folder of them; ``project`` is the project of ledgers that name none
+        (default: the project of the directory the caller works in). Reads it right away."""
+        resolved = Path(path).expanduser()
+        if not resolved.exists():
+            raise InvalidInput(f"{resolved} does not exist; give a transcript file (.jsonl) or a folder holding them")
+        if not (resolved.is_dir() or resolved.is_file()):
+            raise InvalidInput(f"{resolved} is neither a file nor a folder")
+        resolved = resolved.resolve()
+        owner = project_of(str(Path(project).expanduser().resolve()) if project is not None else str(self._here()))
+        with self.db.transaction() as c:
+            row = c.execute("SELECT id FROM transcript_sources WHERE path = ?", (str(resolved),)).fetchone()
+            if row is None:
+                c.execute("INSERT INTO transcript_sources(path, project, added) VALUES (?, ?, ?)",
+                          (str(resolved), owner, iso(utcnow())))
+        report = self.sync()
+        return {"path": str(resolved), "project": owner, "already_registered": row is not None,
+                "ledgers": sum(1 for led in self._ledgers.values() if _under(led.path, str(resolved))),
+                "messages_added": report.messages, "malformed_lines": report.malformed}
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Registered sources with how many ledgers and messages each holds now."""
+        self.sync()
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT s.id, s.path, s.project, s.added, COUNT(DISTINCT l.id), "
+            "(SELECT COUNT(*) FROM transcript_messages m JOIN transcript_ledgers l2 ON l2.id = m.ledger "
+            " WHERE l2.source = s.id), COALESCE(SUM(l.malformed), 0) "
+            "FROM transcript_sources s LEFT JOIN transcript_ledgers l ON l.source = s.id "
+            "GROUP BY s.id ORDER BY s.path").fetchall())
+        return [{"path": path, "project": project, "added": added, "ledgers": ledgers, "messages": messages,
+                 "malformed_lines": malformed, "exists": Path(path).exists()}
+                for _, path, project, added, ledgers, messages, malformed in rows]
+
+    def remove_source(self, path: str | os.PathLike) -> dict[str, Any]:
+        """Unregister a source and drop what was indexed from it (the files are not touched)."""
+        given = Path(path).expanduser()
+        candidates = {str(given), str(given.resolve()) if given.exists() else str(given.absolute())}
+        with self._lock, self.db.transaction() as c:
+            row = next((r for p in candidates for r in [c.execute(
+                "SELECT id, path FROM transcript_sources WHERE path = ?", (p,)).fetchone()] if r), None)
+            if row is None:
+                raise NotFound(f"{path} is not a registered transcript source; `kenning transcripts list` shows them")
+            ledgers = [r[0] for r in c.execute("SELECT id FROM transcript_ledgers WHERE source = ?", (row[0],))]
+            messages = self._drop(c, ledgers)
+            c.execute("DELETE FROM transcript_sources WHERE id = ?", (row[0],))
+        self._version = None
+        return {"path": row[1], "removed": True, "ledgers_dropped": len(ledgers), "messages_dropped": messages}
+
+    # ------------------------------------------------------------------ keeping up with the files
+    def sync(self) -> SyncReport:
+        """Bring the index up to date with the files: new, appended, rewritten and deleted ledgers."""
+        report = SyncReport()
+        with self._lock:
+            self._refresh()
+            sources = self.db.read(lambda c: c.execute(
+                "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
+            seen: set[str] = set()
+            for source_id, source_path, project in sources:
+                for path in _ledger_files(source_path):
+                    if path in seen:
+                        continue
+                    seen.add(path)
+                    try:
+                        stat = os.stat(path)
+                    except OSError:
+                        continue
+                    known = self._ledgers.get(path)
+                    if known and known.mark.size == stat.st_size and known.mark.mtime_ns == stat.st_mtime_ns:
+                        continue
+                    self._read(source_id, project, path, stat, known, report)
+            gone = [led for path, led in self._ledgers.items() if path not in seen]
+            if gone:
+                with self.db.transaction() as c:
+                    self._drop(c, [led.id for led in gone])
+                report.dropped += len(gone)
+                for led in gone:
+                    self._ledgers.pop(led.path, None)
+            if report.reread or report.dropped:
+                self._maybe_rebuild()
+        return report
+
+    def _read(self, source_id: int, default_project: str | None, path: str, stat: os.stat_result,
+              known: _Ledger | None, report: SyncReport) -> None:
+        offset, state = 0, {}
+        rewritten = False
+        if known is not None:
+            try:
+                with open(path, "rb") as f:
+                    appended = stat.st_size >= known.mark.offset and marks_hold(f, known.mark)
+            except OSError:
+                return
+            if appended:
+                offset, state = known.mark.offset, json.loads(known.state)
+            else:
+                rewritten = True
+        try:
+            inc = read_from(path, stat, offset, int(state.get("lines", 0)), state)
+        except OSError:
+            return
+        state["lines"] = inc.lines
+        session, parent = identity(state)
+        if session is None:
+            session = Path(path).stem
+        project = project_of(state["cwd"]) if state.get("cwd") else default_project
+        fallback_at = stat.st_mtime
+        with self.db.transaction() as c:
+            row = c.execute("SELECT id, offset, head FROM transcript_ledgers WHERE path = ?", (path,)).fetchone()
+            if (row is None) != (known is None) or (row and known and (row[1], row[2]) != (known.mark.offset, known.mark.head)):
+                self._version = None  # another process got here first; look again at the next sync
+                return
+            if rewritten:
+                self._drop(c, [known.id], keep_ledger=True)
+            mark = inc.mark
+            values = (source_id, state.get("format"), mark.size, mark.mtime_ns, mark.offset, mark.head, mark.tail,
+                      session, parent, project, inc.malformed, json.dumps(state))
+            if row is None:
+                ledger_id = c.execute(
+                    "INSERT INTO transcript_ledgers(source, format, size, mtime_ns, offset, head, tail, session, "
+                    "parent_session, project, malformed, state, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*values, path)).lastrowid
+            else:
+                ledger_id = row[0]
+                c.execute(
+                    "UPDATE transcript_ledgers SET source = ?, format = ?, size = ?, mtime_ns = ?, offset = ?, head = ?, "
+                    "tail = ?, session = ?, parent_session = ?, project = ?, "
+                    "malformed = CASE WHEN ? THEN 0 ELSE malformed END + ?, state = ? WHERE id = ?",
+                    (*values[:10], rewritten, *values[10:], ledger_id))
+            self._insert_messages(c, ledger_id, inc.messages, fallback_at)
+        self._ledgers[path] = _Ledger(ledger_id, source_id, path, inc.mark, session, parent, project, json.dumps(state))
+        report.messages += len(inc.messages)
+        report.malformed += inc.malformed
+        report.paths.append(path)
+        if known is None:
+            report.new += 1
+        elif rewritten:
+            report.reread += 1
+        else:
+            report.appended += 1
+
+    def _insert_messages(self, c: sqlite3.Connection, ledger_id: int, messages: list, fallback_at: float) -> None:
+        if not messages:
+            return
+        start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM transcript_messages").fetchone()[0]
+        rows = []
+        for i, (line, m) in enumerate(messages):
+            at = _epoch(m.ts)
+            rows.append((start + i, ledger_id, line, m.session, m.parent_session, int(m.sidechain),
+                         _stamp(m.ts), at if at is not None else fallback_at, m.speaker, m.text))
+        c.executemany(
+            "INSERT INTO transcript_messages(rowid, ledger, line, session, parent_session, sidechain, ts, at, speaker, "
+            "text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if len(rows) < BATCH_BELOW:
+            for row in rows:
+                self.lexicon.add(c, row[0], row[9], row[7])
+        else:
+            self.lexicon.add_many(c, [(row[0], row[9], row[7]) for row in rows])
+        self._map_keys([row[0] for row in rows], ledger_id)
+
+    def _drop(self, c: sqlite3.Connection, ledgers: list[int], keep_ledger: bool = False) -> int:
+        """Forget ledgers' messages (and the ledgers themselves unless ``keep_ledger``); returns how many messages."""
+        dropped = 0
+        for i in range(0, len(ledgers), 500):
+            chunk = ledgers[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            keys = [r[0] for r in c.execute(f"SELECT rowid FROM transcript_messages WHERE ledger IN ({marks})", chunk)]
+            self.lexicon.remove_many(c, keys)
+            c.execute(f"DELETE FROM transcript_messages WHERE ledger IN ({marks})", chunk)
+            if not keep_ledger:
+                c.execute(f"DELETE FROM transcript_ledgers WHERE id IN ({marks})", chunk)
+            dropped += len(keys)
+        return dropped
+
+    def _maybe_rebuild(self) -> None:
+        retired = self.db.read(lambda c: c.execute(f"SELECT COUNT(*) FROM {TRANSCRIPT_TABLES.docs} WHERE live = 0").fetchone()[0])
+        if retired >= REBUILD_RETIRED_MIN and retired > self.lexicon.refresh().n_docs:
+            with self.db.transaction() as c:
+                self.lexicon.rebuild(c)
+
+    # ------------------------------------------------------------------ this process's view
+    def _refresh(self) -> None:
+        """Reload the ledger table and the message -> ledger map after another connection's commit."""
+        version = self.db.data_version()
+        if version == self._version:
+            return
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT id, source, path, size, mtime_ns, offset, head, tail, session, parent_session, project, state "
+            "FROM transcript_ledgers").fetchall())
+        self._ledgers = {
+            r[2]: _Ledger(r[0], r[1], r[2], Mark(r[3], r[4], r[5], r[6], r[7]), r[8], r[9], r[10], r[11]) for r in rows}
+        pairs = self.db.read(lambda c: c.execute("SELECT rowid, ledger FROM transcript_messages").fetchall())
+        arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        self._key_ledger = np.full(int(arr[:, 0].max()) + 1 if arr.size else 0, -1, np.int64)
+        self._key_ledger[arr[:, 0]] = arr[:, 1]
+        self._version = version
+
+    def _map_keys(self, keys: list[int], ledger_id: int) -> None:
+        top = max(keys) + 1
+        if top > self._key_ledger.size:
+            grown = np.full(max(top, 2 * self._key_ledger.size), -1, np.int64)
+            grown[: self._key_ledger.size] = self._key_ledger
+            self._key_ledger = grown
+        self._key_ledger[keys] = ledger_id
+
+    def _here(self) -> Path:
+        return self.cwd or Path.cwd()
+
+    # ------------------------------------------------------------------ search
+    def search(
+        self,
+        query: str,
+        limit: int = 8,
+        all_projects: bool = False,
+        project: str | os.PathLike | None = None,
+        exclude_session: str | None = None,
+        mode: str | None = None,
+    ) -> TranscriptResult:
+        """Ranked, explained transcript messages. By default only ledgers of the caller's project (its
+        repository, else its directory); ``all_projects`` searches every one. ``exclude_session`` (default:
+        $KENNING_CURRENT_SESSION) leaves out the caller's own session, whose content it already has."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("the query is empty; give words a past message would contain")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
+        if mode is not None and mode not in (*LEXICAL_MODES, "hybrid", "semantic"):
+            raise InvalidInput(f"unknown mode {mode!r}; choose keyword, bm25, semantic or hybrid")
+        exclude = exclude_session if exclude_session is not None else os.environ.get(ENV_CURRENT_SESSION) or None
+        scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
+        self.sync()
+        with self._lock:
+            return self._rank(query, limit, scope, exclude, mode)
+
+    def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str | None) -> TranscriptResult:
+        config = self.config()
+        terms = query_terms(query)
+        lexicon = self.lexicon.refresh()
+        allowed = self._allowed(lexicon, scope, exclude)
+        legs = [mode] if mode in LEXICAL_MODES else list(LEXICAL_LEGS)
+        runs: dict[str, engine.LegRun] = {}
+        now = datetime.now(timezone.utc).timestamp()
+        if "keyword" in legs:
+            runs["keyword"] = lambda n: keyword.search(lexicon, terms, n, allowed, phrase=query, text_of=self._texts, now=now)
+        if "bm25" in legs:
+            runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+        candidates = engine.rank(runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights)
+        rows = self._rows([c.key for c in candidates])
+        hits = []
+        for cand in candidates:
+            row = rows[cand.key]
+            engine.explain(cand, terms, row["text"])
+            hits.append(TranscriptHit(
+                id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
+                match_terms=cand.match_terms, snippet=cand.snippet,
+                legs={leg: {"rank": r, "score": round(s, 6)} for leg, (r, s) in cand.legs.items()},
+                session=row["session"], parent_session=row["parent_session"], sidechain=row["sidechain"],
+                timestamp=row["ts"], speaker=row["speaker"], project=row["project"], ledger=row["path"],
+                line=row["line"], format=row["format"],
+            ))
+        note = None
+        if mode in ("semantic", "hybrid"):
+            note = "transcripts are ranked by the lexical legs (keyword, bm25); the vector leg covers memories only"
+        return TranscriptResult(query=query, legs_run=list(runs), scope="all" if scope is None else scope,
+                                excluded_session=exclude, hits=hits, note=note)
+
+    def _allowed(self, lexicon: Lexicon, scope: str | None, exclude: str | None) -> np.ndarray | None:
+        """A mask over lexids: messages of ledgers in scope and not of the excluded session (None: all)."""
+        ledgers = list(self._ledgers.values())
+        keep = [led.id for led in ledgers if (scope is None or _in_project(led.project, scope))
+                and (exclude is None or led.session != exclude)]
+        if len(keep) == len(ledgers):
+            return None
+        ok = np.zeros(max((led.id for led in ledgers), default=0) + 2, bool)
+        ok[keep] = True
+        keys = lexicon.doc_key
+        inside = (keys >= 0) & (keys < self._key_ledger.size)
+        ledger_of = np.full(keys.size, -1, np.int64)
+        ledger_of[inside] = self._key_ledger[keys[inside]]
+        return lexicon.live & (ledger_of >= 0) & ok[np.clip(ledger_of, 0, ok.size - 1)]
+
+    def _texts(self, keys: list[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(self.db.read(lambda c: c.execute(
+                f"SELECT rowid, text FROM transcript_messages WHERE rowid IN ({marks})", chunk).fetchall()))
+        return out
+
+    def _rows(self, keys: list[int]) -> dict[int, dict[str, Any]]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT m.rowid, m.text, m.session, m.parent_session, m.sidechain, m.ts, m.speaker, m.line, "
+            "l.project, l.path, l.format FROM transcript_messages m JOIN transcript_ledgers l ON l.id = m.ledger "
+            f"WHERE m.rowid IN ({marks})", keys).fetchall())
+        names = ("text", "session", "parent_session", "sidechain", "ts", "speaker", "line", "project", "path", "format")
+        return {r[0]: {**dict(zip(names, r[1:])), "sidechain": bool(r[4])} for r in rows}
+
+
+LEXICAL_LEGS = engine.LEXICAL_LEGS
+
+
+# ---------------------------------------------------------------------------------------- helpers
+_projects: dict[str, str] = {}
+
+
+def project_of(directory: str) -> str:
+    """A working directory's project: its repository's root when it is (still) in one, else the directory."""
+    found = _projects.get(directory)
+    if found is None:
+        found = os.path.normpath(directory)
+        if os.path.isdir(directory):
+            from kenning.store.origin import detect_origin
+
+            origin = detect_origin(directory)
+            if origin is not None:
+                found = origin.repo
+        _projects[directory] = found
+    return found
+
+
+def _in_project(ledger_project: str | None, scope: str) -> bool:
+    return ledger_project is not None and _under(ledger_project, scope)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _ledger_files(source: str) -> list[str]:
+    """The ledgers a source holds now: the file itself, or every *.jsonl under the folder."""
+    if os.path.isfile(source):
+        return [source]
+    found = []
+    for root, dirs, files in os.walk(source):
+        dirs.sort()
+        found.extend(os.path.join(root, name) for name in sorted(files) if name.endswith(LEDGER_SUFFIX))
+    return found
+
+
+def _epoch(ts: Any) -> float | None:
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return float(ts) / 1000.0 if ts > 1e11 else float(ts)
+    if isinstance(ts, str) and ts:
+        try:
+            parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    return None
+
+
+def _stamp(ts: Any) -> str | None:
+    """The timestamp as ISO text (epoch numbers converted)."""
+    if isinstance(ts, str):
+        return ts or None
+    at = _epoch(ts)
+    return iso(datetime.fromtimestamp(at, timezone.utc)) if at is not None else None

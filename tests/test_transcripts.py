@@ -1,0 +1,241 @@
+"""Transcript recall on real files in temporary folders: formats, the incremental index, scoping, ranking.
+
+The fixtures under tests/data/transcripts follow the shapes Claude Code and Codex CLI write
+(one session a file, sidechain / worker ledgers beside them) plus a generic ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput, NotFound
+from kenning.recall import profile
+from kenning.recall.recall import recall
+from kenning.recall.transcripts import ENV_CURRENT_SESSION, index_for
+
+DATA = Path(__file__).parent / "data" / "transcripts"
+PAYMENTS = "/home/dev/projects/payments"
+WEBSITE = "/home/dev/projects/website"
+MAIN_SESSION = "4f35e220-c435-4cf7-b9b9-f40426042847"
+CODEX_SESSION = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+
+
+@pytest.fixture
+def ledgers(tmp_path):
+    target = tmp_path / "ledgers"
+    shutil.copytree(DATA, target)
+    return target
+
+
+@pytest.fixture
+def index(store, ledgers):
+    ix = index_for(store)
+    ix.add_source(ledgers, project=PAYMENTS)
+    return ix
+
+
+def _texts(result) -> list[str]:
+    return [h.snippet for h in result.hits]
+
+
+def _append(path: Path, *objs) -> None:
+    with open(path, "a") as f:
+        for obj in objs:
+            f.write(json.dumps(obj) + "\n")
+
+
+def _generic(text: str, session: str = "nightly-42", role: str = "assistant", **extra) -> dict:
+    return {"session": session, "ts": "2026-11-30T10:00:00Z", "role": role, "text": text, **extra}
+
+
+# ---------------------------------------------------------------------------------------- formats
+def test_claude_code_ledger_keeps_user_and_assistant_text_and_short_tool_prose(index):
+    found = index.search("deadlock ledger_entries reconciliation", project=PAYMENTS)
+    main = [h for h in found.hits if h.session == MAIN_SESSION]
+    assert {h.speaker for h in main} == {"user", "assistant"}
+    assert all(h.format == "claude-code" and h.timestamp.startswith("2026-11-20T09:1") for h in main)
+    short_tool = index.search("212 tests passed payments suite", project=PAYMENTS).hits[0]
+    assert short_tool.speaker == "tool" and short_tool.snippet.startswith("All 212 tests passed")
+    # a long grep listing, thinking, tool calls, meta lines and slash commands are not indexed
+    for absent in ("FOR UPDATE", "Need to look at the job code first", "Grep", "Caveat", "cost"):
+        assert not [h for h in index.search(absent, all_projects=True).hits if absent.lower() in h.snippet.lower()], absent
+
+
+def test_codex_rollout_skips_injected_context_event_echoes_and_reasoning(index):
+    hits = index.search("refund idempotency", project=PAYMENTS).hits
+    codex = [h for h in hits if h.format == "codex"]
+    assert [(h.speaker, h.session) for h in codex] == [("user", CODEX_SESSION), ("assistant", CODEX_SESSION)] or \
+        sorted(h.speaker for h in codex) == ["assistant", "user"]
+    assert len(codex) == 2  # the event_msg echoes of the same two messages are not indexed twice
+    assert not index.search("approval_policy environment_context", all_projects=True).hits
+    assert not index.search("Inspecting refund handler", all_projects=True).hits or all(
+        "Inspecting" not in h.snippet for h in index.search("Inspecting refund handler", all_projects=True).hits)
+
+
+def test_generic_ledger_and_malformed_lines_are_counted_not_fatal(index, ledgers):
+    hit = index.search("backup snapshots", project=PAYMENTS).hits[0]
+    assert hit.format == "generic" and hit.session == "nightly-42" and hit.speaker == "assistant"
+    assert hit.timestamp.startswith("2026-11-29T")  # epoch seconds converted
+    (source,) = index.sources()
+    assert source["malformed_lines"] == 2  # one in the generic ledger, one truncated Claude Code line
+    assert source["ledgers"] == 6 and source["messages"] > 10
+
+
+def test_sidechain_and_worker_ledgers_are_included_with_their_parent(index):
+    sub = [h for h in index.search("payouts lock order ledger_entries", project=PAYMENTS).hits if h.sidechain]
+    assert sub and all(h.parent_session == MAIN_SESSION and h.session == "a7f3c21" for h in sub)
+    worker = [h for h in index.search("unique index concurrent retries", project=PAYMENTS).hits if h.format == "codex"]
+    assert worker and worker[0].parent_session == CODEX_SESSION and worker[0].sidechain
+
+
+def test_hits_carry_the_same_explanation_as_memory_hits(index):
+    hit = index.search("pgbouncer port 6432", project=PAYMENTS).hits[0]
+    payload = hit.to_dict()
+    assert payload["role"] == "transcript" and payload["relevance"] == "high"
+    assert set(payload["legs"]) == {"keyword", "bm25"} and payload["matched_leg"] == "lexical"
+    assert set(payload["match_terms"]) == {"pgbouncer", "port", "6432"}
+    assert {"session", "timestamp", "speaker", "snippet", "ledger", "line"} <= set(payload)
+
+
+# ---------------------------------------------------------------------------------------- scope
+def test_project_scope_by_default_and_all_for_every_project(index):
+    scoped = index.search("image optimizer libvips", project=PAYMENTS)
+    assert not scoped.hits and scoped.scope == PAYMENTS
+    everywhere = index.search("image optimizer libvips", all_projects=True)
+    assert everywhere.hits and everywhere.hits[0].project == WEBSITE and everywhere.scope == "all"
+    assert index.search("image optimizer libvips", project=WEBSITE).hits
+
+
+def test_default_project_is_the_callers_directory(tmp_path, ledgers):
+    here = tmp_path / "work" / "payments"
+    here.mkdir(parents=True)
+    generic = ledgers / "mine.jsonl"
+    generic.write_text(json.dumps(_generic("the cache warmer runs every ten minutes", cwd=str(here))) + "\n")
+    with kenning.open_store(tmp_path / "s", cwd=here) as store:
+        index_for(store).add_source(generic)
+        assert index_for(store).search("cache warmer").hits
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with kenning.open_store(tmp_path / "s", cwd=elsewhere) as store:
+        assert not index_for(store).search("cache warmer").hits
+        assert index_for(store).search("cache warmer", all_projects=True).hits
+
+
+def test_current_session_is_excluded_by_argument_or_environment(index, monkeypatch):
+    query = "refund idempotency"
+    assert any(h.session == CODEX_SESSION for h in index.search(query, project=PAYMENTS).hits)
+    excluded = index.search(query, project=PAYMENTS, exclude_session=CODEX_SESSION)
+    assert excluded.excluded_session == CODEX_SESSION
+    assert not any(h.session == CODEX_SESSION for h in excluded.hits)
+    assert any(h.parent_session == CODEX_SESSION for h in index.search("unique index retries", project=PAYMENTS,
+                                                                         exclude_session=CODEX_SESSION).hits)
+    monkeypatch.setenv(ENV_CURRENT_SESSION, CODEX_SESSION)
+    assert not any(h.session == CODEX_SESSION for h in index.search(query, project=PAYMENTS).hits)
+
+
+# ---------------------------------------------------------------------------------------- incremental
+def test_appended_line_is_searchable_at_the_next_query(index, ledgers):
+    ledger = ledgers / "generic" / "notes-agent.jsonl"
+    assert not index.search("zeppelin", project=PAYMENTS).hits
+    _append(ledger, _generic("the zeppelin migration is scheduled for Tuesday"))
+    assert index.search("zeppelin", project=PAYMENTS).hits[0].line == 5
+    report = index.sync()
+    assert not report.changed  # nothing new: the unchanged file is not read again
+
+
+def test_half_written_line_waits_until_it_is_whole(index, ledgers):
+    ledger = ledgers / "generic" / "notes-agent.jsonl"
+    line = json.dumps(_generic("the quokka service answers on port 7070"))
+    with open(ledger, "a") as f:
+        f.write(line[:30])
+    assert not index.search("quokka", project=PAYMENTS).hits
+    with open(ledger, "a") as f:
+        f.write(line[30:] + "\n")
+    assert index.search("quokka", project=PAYMENTS).hits
+
+
+def test_append_is_seen_by_another_process_store(tmp_path, index, ledgers, store):
+    other = kenning.open_store(store.directory)
+    try:
+        assert not index_for(other).search("narwhal", project=PAYMENTS).hits
+        _append(ledgers / "generic" / "notes-agent.jsonl", _generic("narwhal is the codename of the billing rewrite"))
+        assert index.search("narwhal", project=PAYMENTS).hits  # read by the first connection ...
+        assert index_for(other).search("narwhal", project=PAYMENTS).hits  # ... and seen by the second
+    finally:
+        other.close()
+
+
+def test_rewritten_file_is_read_again(index, ledgers):
+    ledger = ledgers / "generic" / "notes-agent.jsonl"
+    assert index.search("S3 access keys", project=PAYMENTS).hits
+    ledger.write_text("\n".join(json.dumps(_generic(t)) for t in (
+        "the ocelot queue drains at midnight", "the ocelot queue has three consumers", "padding line one",
+        "padding line two", "padding line three")) + "\n")
+    report = index.sync()
+    assert report.reread == 1
+    assert not [h for h in index.search("S3 access keys", project=PAYMENTS).hits if h.format == "generic"]
+    assert len(index.search("ocelot", project=PAYMENTS).hits) == 2
+
+
+def test_deleted_file_drops_out(index, ledgers):
+    assert index.search("image optimizer", all_projects=True).hits
+    shutil.rmtree(ledgers / "claude" / "projects" / "-home-dev-projects-website")
+    assert not index.search("image optimizer", all_projects=True).hits
+    assert index.sources()[0]["ledgers"] == 5
+
+
+def test_sources_add_list_remove(store, ledgers):
+    ix = index_for(store)
+    with pytest.raises(InvalidInput):
+        ix.add_source(ledgers / "missing")
+    added = ix.add_source(ledgers / "codex")
+    assert added["ledgers"] == 2 and added["messages_added"] == 3
+    assert ix.add_source(ledgers / "codex")["already_registered"]
+    assert [s["path"] for s in ix.sources()] == [str((ledgers / "codex").resolve())]
+    removed = ix.remove_source(ledgers / "codex")
+    assert removed["ledgers_dropped"] == 2 and removed["messages_dropped"] == 3
+    assert ix.sources() == [] and not ix.search("refund", all_projects=True).hits
+    with pytest.raises(NotFound):
+        ix.remove_source(ledgers / "codex")
+
+
+def test_bad_queries_are_clear_errors(index):
+    with pytest.raises(InvalidInput):
+        index.search("   ")
+    with pytest.raises(InvalidInput):
+        index.search("x", limit=0)
+
+
+# ---------------------------------------------------------------------------------------- curated over raw
+def test_curated_memory_and_profile_note_outrank_an_equal_transcript_hit(store, tmp_path):
+    """A memory and a profile note that match the query exactly as well as a transcript message come first."""
+    text = "deploys to the staging cluster go through the blue green switch"
+    ledger = tmp_path / "session.jsonl"
+    ledger.write_text(json.dumps(_generic(text, cwd=str(tmp_path))) + "\n")
+    index_for(store).add_source(ledger, project=tmp_path)
+    memory = store.write(text, scopes=["projects:demo"])
+    assert memory.status == "committed"
+    staged = profile.remember(store, "The user prefers to watch every blue green switch on the staging cluster "
+                                     "personally, and wants a heads-up before one starts")
+    assert staged.status == "pending"  # the user-inference rule still holds for the profile tier
+    store.confirm_write(staged.pending_id)
+    found = recall(store, "staging cluster blue green switch", all_projects=True)
+    roles = [h["role"] for h in found["hits"]]
+    assert roles[:3] == ["profile", "memory", "transcript"], roles
+    assert found["hits"][0]["recall_score"] == found["hits"][1]["recall_score"]
+    assert found["hits"][2]["recall_score"] < found["hits"][1]["recall_score"]
+
+
+def test_a_transcript_matching_better_outranks_a_weaker_memory(store, tmp_path):
+    ledger = tmp_path / "session.jsonl"
+    ledger.write_text(json.dumps(_generic("the walrus cron job rotates the kiwi certificates", cwd=str(tmp_path))) + "\n")
+    index_for(store).add_source(ledger, project=tmp_path)
+    store.write("the walrus host is in rack four", scopes=["projects:demo"])
+    found = recall(store, "walrus kiwi certificates", all_projects=True)
+    assert [h["role"] for h in found["hits"]] == ["transcript", "memory"]
