@@ -23,6 +23,7 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,7 +99,7 @@ def index_for(store: Any) -> "TranscriptIndex":
 class TranscriptIndex:
     """Sources, ledgers and messages in the store's database, plus this process's view of them."""
 
-    def __init__(self, db: Database, config: "callable[[], StoreConfig]", cwd: str | os.PathLike | None = None):
+    def __init__(self, db: Database, config: "Callable[[], StoreConfig]", cwd: str | os.PathLike | None = None):
         self.db = db
         self.config = config
         self.cwd = Path(cwd) if cwd is not None else None
@@ -112,7 +113,8 @@ class TranscriptIndex:
                 self.lexicon.ensure_current(c)
 
     # ------------------------------------------------------------------ sources
-    def add_source(self, path: str | os.PathLike, project: str | os.PathLike | None = None) -> dict[str, Any]:
+    def add_source(self, path: str | os.PathLike, project: str | os.PathLike | None = None,
+                   progress: "Callable[[int, int], None] | None" = None) -> dict[str, Any]:
         """Register a ledger file or a folder of them; ``project`` is the project of ledgers that name none
         (default: the project of the directory the caller works in). Reads it right away."""
         resolved = Path(path).expanduser()
@@ -127,7 +129,7 @@ class TranscriptIndex:
             if row is None:
                 c.execute("INSERT INTO transcript_sources(path, project, added) VALUES (?, ?, ?)",
                           (str(resolved), owner, iso(utcnow())))
-        report = self.sync()
+        report = self.sync(progress)
         return {"path": str(resolved), "project": owner, "already_registered": row is not None,
                 "ledgers": sum(1 for led in self._ledgers.values() if _under(led.path, str(resolved))),
                 "messages_added": report.messages, "malformed_lines": report.malformed}
@@ -161,27 +163,33 @@ class TranscriptIndex:
         return {"path": row[1], "removed": True, "ledgers_dropped": len(ledgers), "messages_dropped": messages}
 
     # ------------------------------------------------------------------ keeping up with the files
-    def sync(self) -> SyncReport:
-        """Bring the index up to date with the files: new, appended, rewritten and deleted ledgers."""
+    def sync(self, progress: "Callable[[int, int], None] | None" = None) -> SyncReport:
+        """Bring the index up to date with the files: new, appended, rewritten and deleted ledgers.
+
+        ``progress(done, total)`` is called per ledger file (a first index of a large folder takes a while)."""
         report = SyncReport()
         with self._lock:
             self._refresh()
             sources = self.db.read(lambda c: c.execute(
                 "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
             seen: set[str] = set()
-            for source_id, source_path, project in sources:
-                for path in _ledger_files(source_path):
-                    if path in seen:
-                        continue
-                    seen.add(path)
-                    try:
-                        stat = os.stat(path)
-                    except OSError:
-                        continue
-                    known = self._ledgers.get(path)
-                    if known and known.mark.size == stat.st_size and known.mark.mtime_ns == stat.st_mtime_ns:
-                        continue
-                    self._read(source_id, project, path, stat, known, report)
+            files = [(source_id, project, path) for source_id, source_path, project in sources
+                     for path in _ledger_files(source_path)]
+            for done, (source_id, project, path) in enumerate(files, 1):
+                if progress is not None:
+                    progress(done, len(files))
+                if path in seen:
+                    continue
+                seen.add(path)
+                try:
+                    stat = os.stat(path)
+                except OSError:  # gone since the walk: dropped below
+                    seen.discard(path)
+                    continue
+                known = self._ledgers.get(path)
+                if known and known.mark.size == stat.st_size and known.mark.mtime_ns == stat.st_mtime_ns:
+                    continue
+                self._read(source_id, project, path, stat, known, report)
             gone = [led for path, led in self._ledgers.items() if path not in seen]
             if gone:
                 with self.db.transaction() as c:

@@ -438,6 +438,29 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
                                source=source, use_body=use_body, acknowledge_transient=acknowledge_transient,
                                acknowledge_user_claim=acknowledge_user_claim)
 
+    # ------------------------------------------------------------------ recall across sessions
+    @reader
+    def session_search(
+        query: Annotated[str, Field(min_length=1, max_length=10_000, description="Nouns a past message or note would contain (error, file, service names).")],
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many hits (1-50).")] = 8,
+        all: Annotated[bool, Field(description="False: this project's sessions and memories. True: every project's.")] = False,
+    ) -> dict[str, Any]:
+        """Recall what earlier agent sessions said (Claude Code, Codex CLI and other registered transcripts),
+        together with curated memories and profile notes about the user. Call it when the user refers to
+        earlier work ("like we did last week", "the bug we fixed yesterday") that memory_search does not cover.
+        Your own session is left out (the server reads $KENNING_CURRENT_SESSION).
+
+        Returns {query, all, scope, excluded_session, legs_run, degraded, hits}. Each hit has role profile |
+        memory | transcript, recall_score (the share of your query words it contains; transcripts slightly
+        discounted, so on equal match curated notes come first), relevance, matched_leg, match_terms, legs and
+        snippet. A transcript hit adds session, parent_session (a sidechain/worker's parent), timestamp,
+        speaker (user | assistant | tool), ledger and line; a memory or profile hit adds id, scopes and its
+        trust fields, as memory_search returns them. A transcript is what was said then, not a checked fact.
+        """
+        from kenning.recall.recall import recall
+
+        return recall(store, query, limit=limit, all_projects=all)
+
     return server
 
 

@@ -1,0 +1,111 @@
+"""Transcript recall through its surfaces: the CLI as a real subprocess and the MCP tool over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.slow  # every call starts a Python process
+
+DATA = Path(__file__).parent / "data" / "transcripts"
+PAYMENTS = "/home/dev/projects/payments"
+CODEX_SESSION = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+
+
+def kenning(store: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_CURRENT_SESSION", None)
+    return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(store), *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+@pytest.fixture
+def ledgers(tmp_path):
+    shutil.copytree(DATA, tmp_path / "ledgers")
+    return tmp_path / "ledgers"
+
+
+def test_cli_transcripts_add_list_recall_remove(tmp_path, ledgers):
+    store = tmp_path / "store"
+    added = kenning(store, "transcripts", "add", str(ledgers), "--project", PAYMENTS, "--json")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["ledgers"] == 6
+    listed = json.loads(kenning(store, "transcripts", "list", "--json").stdout)
+    assert listed["count"] == 1 and listed["sources"][0]["malformed_lines"] == 2
+    assert kenning(store, "write", "Staging connects through pgbouncer on port 6432", "--scope", "projects:payments").returncode == 0
+    recalled = json.loads(kenning(store, "recall", "pgbouncer port 6432", "--all", "--json").stdout)
+    roles = [h["role"] for h in recalled["hits"]]
+    assert roles[0] == "memory" and "transcript" in roles
+    transcript = next(h for h in recalled["hits"] if h["role"] == "transcript")
+    assert transcript["speaker"] in ("user", "assistant") and transcript["session"] and transcript["timestamp"]
+    table = kenning(store, "recall", "pgbouncer port 6432", "--all")
+    assert "memory" in table.stdout and "transcript" in table.stdout
+    removed = json.loads(kenning(store, "transcripts", "remove", str(ledgers), "--json").stdout)
+    assert removed["messages_dropped"] > 10
+    assert [h["role"] for h in json.loads(kenning(store, "recall", "pgbouncer", "--all", "--json").stdout)["hits"]] == ["memory"]
+
+
+def test_cli_mistakes_are_one_line_errors(tmp_path):
+    missing = kenning(tmp_path / "store", "transcripts", "add", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    unknown = kenning(tmp_path / "store", "transcripts", "remove", str(tmp_path / "nope"))
+    assert unknown.returncode == 2 and "not a registered transcript source" in unknown.stderr
+    empty = kenning(tmp_path / "store", "recall", " ")
+    assert empty.returncode == 2 and "empty" in empty.stderr
+
+
+@asynccontextmanager
+async def _open(store: Path, cwd: Path, env: dict[str, str]):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.server", "--store", str(store)],
+                                   cwd=str(cwd), env={"HF_HUB_OFFLINE": "1", **_python_path(), **env})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def _python_path() -> dict[str, str]:
+    """The server must import the kenning under test (a worktree sets PYTHONPATH), not the installed one."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+
+
+@contextmanager
+def mcp(store: Path, cwd: Path, env: dict[str, str]):
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(_open(store, cwd, env)) as session:
+            def call(name: str, **arguments):
+                result = portal.call(session.call_tool, name, arguments)
+                assert not result.is_error, result.content
+                return result.structured_content
+
+            call.tools = lambda: {t.name: t for t in portal.call(session.list_tools).tools}
+            yield call
+
+
+def test_mcp_session_search_excludes_the_current_session_and_sees_appends(tmp_path, ledgers):
+    store = tmp_path / "store"
+    work = tmp_path / "work"
+    work.mkdir()
+    assert kenning(store, "transcripts", "add", str(ledgers), "--project", PAYMENTS).returncode == 0
+    with mcp(store, work, {"KENNING_CURRENT_SESSION": CODEX_SESSION}) as call:
+        tool = call.tools()["session_search"]
+        assert set(tool.input_schema["properties"]) == {"query", "limit", "all"}
+        assert tool.annotations.read_only_hint is True
+        found = call("session_search", query="refund idempotency unique index", all=True)
+        assert found["excluded_session"] == CODEX_SESSION
+        assert found["hits"] and not [h for h in found["hits"] if h.get("session") == CODEX_SESSION]
+        assert call("session_search", query="refund idempotency")["hits"] == []  # work/ is another project
+        with open(ledgers / "generic" / "notes-agent.jsonl", "a") as f:
+            f.write(json.dumps({"session": "live", "role": "user", "text": "the axolotl release ships Monday",
+                                "cwd": PAYMENTS}) + "\n")
+        live = call("session_search", query="axolotl release", all=True)  # same server process, no restart
+        assert live["hits"][0]["role"] == "transcript" and live["hits"][0]["session"] == "live"
