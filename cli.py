@@ -26,7 +26,7 @@ def _mount_subcommands() -> None:
     """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py); mount them here."""
     from kenning.commands.episodes import episodes_app, serve
     from kenning.eval.commands import eval_app
-    from kenning.recall_cli import recall_command, transcripts_app
+    from kenning.commands.recall import recall_command, transcripts_app
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(transcripts_app, name="transcripts")

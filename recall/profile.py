@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from kenning.store.models import Hit, Memory, WriteResult
 
 if TYPE_CHECKING:
-    from kenning.store.store import Store
+    from kenning.memory.facade import Store
 
 PROFILE_SCOPE = "user"
 PROFILE_CATEGORY = "user-inference"

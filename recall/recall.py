@@ -18,7 +18,7 @@ from . import profile
 from .transcripts import index_for
 
 if TYPE_CHECKING:
-    from kenning.store.store import Store
+    from kenning.memory.facade import Store
 
 TRANSCRIPT_WEIGHT = 0.9
 TIER_ORDER = {"profile": 0, "memory": 1, "transcript": 2}

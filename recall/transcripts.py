@@ -432,7 +432,7 @@ def project_of(directory: str) -> str:
     if found is None:
         found = os.path.normpath(directory)
         if os.path.isdir(directory):
-            from kenning.store.origin import detect_origin
+            from kenning.memory.origin import detect_origin
 
             origin = detect_origin(directory)
             if origin is not None:

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from kenning.cli_support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
 
 transcripts_app = typer.Typer(
     name="transcripts",
