@@ -111,11 +111,24 @@ def prune(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
 
 
 @_one_line_errors
-def serve(ctx: typer.Context) -> None:
-    """Run the MCP server over stdio (one session per process) for an agent client to launch.
+def serve(
+    ctx: typer.Context,
+    http: bool = typer.Option(False, "--http", help="Serve the HTTP API and the curation page instead of MCP over stdio."),
+    host: str = typer.Option("127.0.0.1", help="With --http: the address to listen on (beyond loopback needs a token)."),
+    port: int = typer.Option(8765, min=1, max=65535, help="With --http: the port."),
+    token: Optional[str] = typer.Option(None, envvar="KENNING_TOKEN", show_default=False,
+                                        help="With --http: require Authorization: Bearer <token> on every request."),
+    max_body: int = typer.Option(2 * 1024 * 1024, min=1, help="With --http: the largest request body in bytes."),
+) -> None:
+    """Run the MCP server over stdio (one session per process) for an agent client to launch,
+    or with --http the HTTP API and the page at http://127.0.0.1:8765/.
 
     Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
+    Example: kenning --store ~/.kenning serve --http --port 8765
     """
+    if http:
+        _serve_http(ctx, host, port, token, max_body)
+        return
     try:
         from kenning.serve.mcp import serve as run_server
     except ModuleNotFoundError as exc:
@@ -125,3 +138,10 @@ def serve(ctx: typer.Context) -> None:
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     run_server(_store_dir(ctx))
+
+
+@one_line_errors(missing_extra="http")
+def _serve_http(ctx: typer.Context, host: str, port: int, token: Optional[str], max_body: int) -> None:
+    from kenning.serve.http import serve as run_http
+
+    run_http(_store_dir(ctx), host=host, port=port, token=token or None, max_body=max_body)

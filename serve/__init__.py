@@ -1,1 +1,1 @@
-"""The surfaces that serve the library to other programs: the MCP server (mcp.py); an HTTP server is coming."""
+"""The surfaces that serve the library to other programs: the MCP server (mcp.py) and HTTP (http/)."""

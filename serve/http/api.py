@@ -1,0 +1,185 @@
+"""The JSON routes: each validates its arguments, calls one Store method and returns its JSON shape."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from kenning.errors import InvalidInput
+from kenning.store.models import LIVE_SETTINGS
+from kenning.memory.facade import MAX_LIMIT, Store
+
+from .errors import write_status
+
+router = APIRouter()
+
+MAX_LISTED = 500
+Category = Literal["fact", "user-inference", "ambient"]
+ScopesQuery = Query(None, description="Only memories tagged with at least one of these scopes (repeat the parameter).")
+AllQuery = Query(False, alias="all", description="Every repository's memories, not only the server's own and global ones.")
+
+
+def _store(request: Request) -> Store:
+    return request.app.state.store
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is a 400, not silently ignored
+
+
+class WriteBody(_Body):
+    content: str
+    scopes: list[str] | str
+    category: str = "fact"
+    confidence: str = "medium"
+    source: str = "explicit-statement"
+    metadata: dict[str, Any] | None = None
+    links: list[dict[str, Any]] | None = None
+    claims: list[str] | None = None
+    acknowledge_transient: bool = False
+    acknowledge_user_claim: bool = False
+
+
+class UpdateBody(_Body):
+    text: str | None = None
+    scopes: list[str] | None = None
+    confidence: str | None = None
+    category: str | None = None
+    links: list[dict[str, Any]] | None = None
+    metadata: dict[str, Any] | None = None
+    acknowledge_transient: bool = False
+    acknowledge_user_claim: bool = False
+
+
+class VerifyBody(_Body):
+    note: str | None = None
+    verified_paths: list[str] | None = None
+    verified_absent_paths: list[str] | None = None
+    claims: list[str] | None = None
+
+
+# ------------------------------------------------------------------------------------------ reads
+@router.get("/search", tags=["memories"], summary="Ranked, explained, trust-annotated hits")
+def search(
+    request: Request,
+    q: str = Query(..., description="The words a matching memory would contain."),
+    limit: int = Query(5, description=f"1-{MAX_LIMIT} hits."),
+    mode: str | None = Query(None, description="keyword | bm25 | semantic | hybrid; default: the store's default_mode."),
+    scopes: list[str] | None = ScopesQuery,
+    category: str | None = Query(None, description="fact | user-inference | ambient"),
+    all_repos: bool = AllQuery,
+    expand_top: bool = Query(False, description="Inline the top hit's body when it is clearly the answer."),
+) -> dict[str, Any]:
+    result = _store(request).search(q, mode=mode, scopes=scopes, limit=limit, category=category,
+                                    expand_top=expand_top, auto_scope=not all_repos)
+    return result.to_dict()
+
+
+@router.get("/memories", tags=["memories"], summary="Live memories, newest update first")
+def list_memories(
+    request: Request,
+    scopes: list[str] | None = ScopesQuery,
+    category: Category | None = None,
+    limit: int = Query(50, ge=1, le=MAX_LISTED),
+    offset: int = Query(0, ge=0, le=100_000),
+    all_repos: bool = AllQuery,
+    body: bool = Query(False, description="Include each memory's full text."),
+) -> dict[str, Any]:
+    rows = _store(request).list(scopes=scopes, category=category, limit=offset + limit + 1, auto_scope=not all_repos)
+    page = rows[offset : offset + limit]
+    return {"memories": [m.listing(with_body=body) for m in page], "offset": offset, "limit": limit,
+            "next_offset": offset + limit if len(rows) > offset + limit else None}
+
+
+@router.get("/memories/{id}", tags=["memories"], summary="One memory in full with its trust report")
+def show(request: Request, id: str) -> dict[str, Any]:
+    return _store(request).show(id)
+
+
+@router.get("/tombstones", tags=["memories"], summary="Removed memories with why and when")
+def tombstones(request: Request, scopes: list[str] | None = ScopesQuery,
+               limit: int = Query(50, ge=1, le=MAX_LISTED)) -> dict[str, Any]:
+    return {"tombstones": [t.model_dump(mode="json") for t in _store(request).tombstones(scopes=scopes, limit=limit)]}
+
+
+@router.get("/pending", tags=["pending writes"], summary="Staged writes awaiting confirmation (every session)")
+def pending(request: Request) -> dict[str, Any]:
+    return {"pending": _store(request).pending_writes(all_sessions=True)}
+
+
+@router.get("/health", tags=["curation"], summary="The curation report: stale, never verified, drifted ...")
+def health(request: Request, all_repos: bool = AllQuery, limit: int = Query(10, ge=1, le=MAX_LISTED)) -> dict[str, Any]:
+    return _store(request).health(auto_scope=not all_repos, limit=limit)
+
+
+# ------------------------------------------------------------------------------------------ writes
+@router.post("/memories", tags=["memories"], summary="Write through the gates: committed, pending or refused",
+             responses={201: {"description": "committed"}, 202: {"description": "pending confirmation"},
+                        409: {"description": "refused by a setting, or a duplicate"},
+                        422: {"description": "refused by a gate (gate, code, reason, hint)"}})
+def write(request: Request, body: WriteBody) -> JSONResponse:
+    result = _store(request).write(**body.model_dump())
+    return JSONResponse(result.to_dict(), status_code=write_status(result))
+
+
+@router.patch("/memories/{id}", tags=["memories"], summary="Change fields; a new text passes the content gates")
+def update(request: Request, id: str, body: UpdateBody) -> dict[str, Any]:
+    memory = _store(request).update(id, **body.model_dump())
+    return {"status": "updated", "memory": memory.model_dump(mode="json")}
+
+
+@router.delete("/memories/{id}", tags=["memories"], summary="Tombstone a memory (restorable); needs a reason")
+def remove(request: Request, id: str, reason: str = Query("", description="Why it is removed.")) -> dict[str, Any]:
+    tombstone = _store(request).remove(id, reason)
+    return {"status": "removed", "tombstone": tombstone.model_dump(mode="json")}
+
+
+@router.post("/memories/{id}/restore", tags=["memories"], summary="Bring a tombstoned memory back")
+def restore(request: Request, id: str) -> dict[str, Any]:
+    return {"status": "restored", "memory": _store(request).restore(id).model_dump(mode="json")}
+
+
+@router.post("/memories/{id}/verify", tags=["curation"], summary="Record a spot-check (paths and claims checked)")
+def verify(request: Request, id: str, body: VerifyBody | None = None) -> dict[str, Any]:
+    return _store(request).verify(id, **(body or VerifyBody()).model_dump())
+
+
+@router.post("/pending/{pending_id}/confirm", tags=["pending writes"], summary="Commit a staged write")
+def confirm(request: Request, pending_id: str) -> JSONResponse:
+    result = _store(request).confirm_write(pending_id)
+    return JSONResponse(result.to_dict(), status_code=write_status(result) if result.status != "committed" else 200)
+
+
+@router.post("/pending/{pending_id}/cancel", tags=["pending writes"], summary="Drop a staged write")
+def cancel(request: Request, pending_id: str) -> JSONResponse:
+    result = _store(request).cancel_write(pending_id)
+    return JSONResponse(result, status_code={"cancelled": 200, "expired": 410}.get(result["status"], 404))
+
+
+# ------------------------------------------------------------------------------------------ settings
+@router.get("/config", tags=["settings"], summary="The live settings, as every process sees them now")
+def get_config(request: Request) -> dict[str, Any]:
+    return live_settings(_store(request))
+
+
+@router.patch("/config", tags=["settings"], summary="Change live settings; the ones not named keep their values")
+def patch_config(request: Request, changes: dict[str, Any]) -> dict[str, Any]:
+    if not changes:
+        raise InvalidInput(f"name at least one setting: {', '.join(LIVE_SETTINGS)}")
+    unknown = sorted(set(changes) - set(LIVE_SETTINGS))
+    if unknown:
+        raise InvalidInput(f"unknown setting {unknown[0]!r}; the live settings are: {', '.join(LIVE_SETTINGS)}")
+    for name in ("search_enabled", "write_enabled", "require_write_confirmation"):
+        if name in changes and not isinstance(changes[name], bool):
+            raise InvalidInput(f"{name} must be true or false, got {changes[name]!r}")
+    store = _store(request)
+    store.configure(**changes)
+    return live_settings(store)
+
+
+def live_settings(store: Store) -> dict[str, Any]:
+    config = store.config
+    return {name: getattr(config, name) for name in LIVE_SETTINGS}

@@ -1,0 +1,58 @@
+"""The FastAPI application: one Store shared by every request, the guard in front, no CORS.
+
+FastAPI's own docs pages load their scripts from a CDN, so they are switched off: ``/docs`` is a
+page rendered here from the OpenAPI schema (served at ``/openapi.json``), with no outside assets.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from kenning import __version__
+from kenning.memory.facade import Store
+
+from . import api, errors, page
+from .security import DEFAULT_MAX_BODY, Guard
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def create_app(
+    store: Store | str | os.PathLike | None = None,
+    token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> Guard:
+    """The ASGI app serving ``store`` (a Store, or a directory opened here and closed at shutdown).
+
+    ``token``: when set, every request needs ``Authorization: Bearer <token>``. The returned
+    object is the guard; ``.api`` is the FastAPI application behind it.
+    """
+    owned = not isinstance(store, Store)
+    opened = Store(store) if owned else store
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            opened.close()
+
+    app = FastAPI(
+        title="kenning", version=__version__, lifespan=lifespan,
+        description="Long-term memory for AI agents: search, write and curate a kenning store. "
+                    "Errors are {\"error\": message}: 400 a caller's mistake, 404 a missing id, "
+                    "409/422 a refused write (with gate and hint).",
+        docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+    )
+    app.state.store = opened
+    errors.install(app)
+    app.include_router(api.router)
+    page.mount(app)
+    guard = Guard(app, token=token, max_body=max_body)
+    guard.api = app
+    return guard
+

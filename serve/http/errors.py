@@ -1,0 +1,79 @@
+"""Status codes for the library's answers: a caller's mistake is 400, a missing id 404, a refusal 409/422.
+
+The body of every error is ``{"error": "<the library's one-line message>"}``, plus ``gate``,
+``code`` and ``hint`` when a gate or a live setting refused. Nothing a caller sends can reach a
+500: validation failures of the request itself are 400 with one line naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from kenning.errors import KenningError, NotFound, SearchDisabled
+from kenning.memory.gates import GateRefused
+from kenning.store.models import WriteResult
+
+# a refusal by a live setting is a conflict with the store's state; a gate's verdict on the
+# content is unprocessable content
+SETTING_GATES = ("write_enabled",)
+
+WRITE_STATUS = {
+    "committed": 201,
+    "pending": 202,
+    "duplicate": 409,
+    "previously_removed": 409,
+    "expired": 410,
+    "not_found": 404,
+}
+
+
+def refusal_status(gate: str | None) -> int:
+    return 409 if gate in SETTING_GATES else 422
+
+
+def write_status(result: WriteResult) -> int:
+    """The status of a write (or confirm) result: created, accepted (pending), or why not."""
+    if result.status == "refused":
+        return refusal_status(result.gate)
+    return WRITE_STATUS[result.status]
+
+
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **{k: v for k, v in extra.items() if v is not None}}, status_code=status)
+
+
+def _kenning_error(_: Request, exc: KenningError) -> JSONResponse:
+    if isinstance(exc, GateRefused):
+        r = exc.refusal
+        return error(refusal_status(r.gate), str(exc), gate=r.gate, code=r.status, reason=r.reason, hint=r.hint,
+                     matched=r.matched or None, override=r.override)
+    if isinstance(exc, SearchDisabled):
+        return error(409, str(exc), setting="search_enabled")
+    if isinstance(exc, NotFound):
+        return error(404, str(exc))
+    return error(400, str(exc))
+
+
+def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's 422 list becomes a 400 with one line: where, and what is wrong."""
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")) or "request"
+    message = first.get("msg", "invalid request")
+    if first.get("type") == "json_invalid":
+        where, message = "body", "the body is not valid JSON"
+    return error(400, f"{where}: {message}")
+
+
+def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(KenningError, _kenning_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

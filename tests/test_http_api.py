@@ -1,0 +1,228 @@
+"""The HTTP API in process (Starlette's test client over the real app and a real SQLite store).
+
+Status codes: 400 for a caller's mistake with the library's one-line message, 404 for a missing
+id, 409/422 for a refused write with gate and hint; no bad input reaches a 500.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+import kenning
+from kenning.serve.http import create_app
+
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture
+def client(store):
+    store.configure(default_mode="bm25")  # no test waits for the embedding model
+    with TestClient(create_app(store), base_url=BASE, raise_server_exceptions=False) as c:
+        yield c
+
+
+def _write(client, content="The auth service listens on port 8443", scopes=("projects:auth",), **extra):
+    response = client.post("/memories", json={"content": content, "scopes": list(scopes), **extra})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def test_write_search_show_update_round_trip(client):
+    mid = _write(client)
+    hits = client.get("/search", params={"q": "auth port"}).json()["hits"]
+    assert [h["id"] for h in hits] == [mid]
+    assert {"matched_leg", "relevance", "staleness_verdict", "snippet"} <= set(hits[0])
+
+    shown = client.get(f"/memories/{mid}").json()
+    assert shown["content"] == "The auth service listens on port 8443" and "staleness_verdict" in shown
+
+    updated = client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 9443"})
+    assert updated.status_code == 200 and updated.json()["memory"]["content"].endswith("9443")
+    assert client.get("/search", params={"q": "9443"}).json()["hits"][0]["id"] == mid
+    assert client.get("/search", params={"q": "8443"}).json()["hits"] == []
+
+
+def test_search_parameters_reach_the_library(client):
+    _write(client, "The auth service listens on port 8443", ["projects:auth"])
+    _write(client, "The billing service listens on port 7000", ["projects:billing"], category="ambient")
+    scoped = client.get("/search", params={"q": "service port", "scopes": ["projects:billing"], "mode": "keyword"})
+    assert scoped.json()["mode"] == "keyword"
+    assert [h["scopes"] for h in scoped.json()["hits"]] == [["projects:billing"]]
+    only_ambient = client.get("/search", params={"q": "service port", "category": "ambient", "all": "true"}).json()
+    assert [h["category"] for h in only_ambient["hits"]] == ["ambient"]
+    assert len(client.get("/search", params={"q": "service port", "limit": 1}).json()["hits"]) == 1
+
+
+def test_list_pages_through_memories(client):
+    ids = [_write(client, f"Service number {i} listens on port {8000 + i}", ["s"]) for i in range(5)]
+    first = client.get("/memories", params={"limit": 2}).json()
+    assert first["next_offset"] == 2 and len(first["memories"]) == 2
+    seen = [m["id"] for m in first["memories"]]
+    offset = first["next_offset"]
+    while offset is not None:
+        page = client.get("/memories", params={"limit": 2, "offset": offset}).json()
+        seen += [m["id"] for m in page["memories"]]
+        offset = page["next_offset"]
+    assert sorted(seen) == sorted(ids) and len(seen) == 5
+    assert "content" in client.get("/memories", params={"body": "true", "limit": 1}).json()["memories"][0]
+    assert client.get("/memories", params={"category": "ambient"}).json()["memories"] == []
+
+
+def test_remove_needs_a_reason_then_tombstone_and_restore(client):
+    mid = _write(client)
+    missing_reason = client.delete(f"/memories/{mid}")
+    assert missing_reason.status_code == 400 and "reason is required" in missing_reason.json()["error"]
+    removed = client.delete(f"/memories/{mid}", params={"reason": "moved to 9443"})
+    assert removed.status_code == 200 and removed.json()["tombstone"]["reason"] == "moved to 9443"
+    assert client.get(f"/memories/{mid}").status_code == 404
+    assert client.get("/search", params={"q": "auth port"}).json()["hits"] == []
+    assert [t["memory"]["id"] for t in client.get("/tombstones").json()["tombstones"]] == [mid]
+    assert client.post(f"/memories/{mid}/restore").json()["status"] == "restored"
+    assert client.post(f"/memories/{mid}/restore").status_code == 400  # not removed any more
+    assert client.get("/tombstones").json()["tombstones"] == []
+    assert client.get("/search", params={"q": "auth port"}).json()["hits"][0]["id"] == mid
+
+
+def test_verify_records_the_check(client):
+    mid = _write(client)
+    verified = client.post(f"/memories/{mid}/verify", json={"note": "read the config"})
+    assert verified.status_code == 200 and verified.json()["verification_note"] == "read the config"
+    assert client.post(f"/memories/{mid}/verify").json()["status"] == "verified"  # no body at all
+    assert client.get(f"/memories/{mid}").json()["last_verified_at"] is not None
+
+
+def test_pending_writes_are_listed_confirmed_and_cancelled(client):
+    client.patch("/config", json={"require_write_confirmation": True})
+    first = client.post("/memories", json={"content": "The queue is RabbitMQ on port 5672", "scopes": ["q"]})
+    second = client.post("/memories", json={"content": "The cache is Redis on port 6379", "scopes": ["q"]})
+    assert first.status_code == second.status_code == 202
+    listed = {p["pending_id"] for p in client.get("/pending").json()["pending"]}
+    assert listed == {first.json()["pending_id"], second.json()["pending_id"]}
+
+    confirmed = client.post(f"/pending/{first.json()['pending_id']}/confirm")
+    assert confirmed.status_code == 200 and confirmed.json()["status"] == "committed"
+    assert client.post(f"/pending/{second.json()['pending_id']}/cancel").json()["status"] == "cancelled"
+    assert client.post(f"/pending/{second.json()['pending_id']}/cancel").status_code == 404
+    assert client.post("/pending/nope/confirm").status_code == 404
+    assert client.get("/pending").json()["pending"] == []
+    assert client.get(f"/memories/{confirmed.json()['id']}").status_code == 200
+
+
+def test_gate_refusals_are_422_with_gate_and_hint(client):
+    refused = client.post("/memories", json={"content": "Today I'm refactoring the search engine.", "scopes": ["x"]})
+    assert refused.status_code == 422
+    body = refused.json()
+    assert (body["status"], body["gate"]) == ("refused", "durability") and "episode" in body["hint"]
+    mid = _write(client)
+    duplicate = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]})
+    assert duplicate.status_code == 409 and duplicate.json()["status"] == "duplicate"
+    update = client.patch(f"/memories/{mid}", json={"text": "WIP: the exporter skips archived rows."})
+    assert update.status_code == 422
+    assert update.json()["gate"] == "durability" and update.json()["hint"]
+    assert client.get(f"/memories/{mid}").json()["content"] == "The auth service listens on port 8443"
+
+
+def test_health_reports_the_curation_lists(client):
+    _write(client)
+    health = client.get("/health", params={"all": "true"}).json()
+    assert health["total"] == 1 and health["curation_pending"]["never_verified"] == 1
+    assert [r["verification"] for r in health["oldest_unverified"]] == ["never"]
+    assert {"drifted", "contradicted", "conflicts"} <= set(health)
+
+
+def test_config_patch_names_one_setting_and_leaves_the_others(client, store):
+    before = client.get("/config").json()
+    assert before == {"search_enabled": True, "write_enabled": True, "default_mode": "bm25",
+                      "require_write_confirmation": False}
+    after = client.patch("/config", json={"write_enabled": False}).json()
+    assert after == {**before, "write_enabled": False}
+    assert kenning.open_store(store.directory).config.write_enabled is False  # stored, not only in memory
+    assert client.patch("/config", json={"default_mode": "keyword"}).json() == {
+        **before, "write_enabled": False, "default_mode": "keyword"}
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"serch_enabled": False}, "unknown setting 'serch_enabled'; the live settings are: search_enabled"),
+    ({"bm25_k1": 2.0}, "unknown setting 'bm25_k1'"),
+    ({"write_enabled": "off"}, "write_enabled must be true or false"),
+    ({"default_mode": "fuzzy"}, "default_mode"),
+    ({}, "name at least one setting"),
+])
+def test_config_patch_refuses_unknown_or_bad_settings(client, body, message):
+    response = client.patch("/config", json=body)
+    assert response.status_code == 400 and message in response.json()["error"]
+    assert client.get("/config").json()["write_enabled"] is True
+
+
+def test_toggles_switch_search_and_writes_off(client, store):
+    mid = _write(client)
+    client.patch("/config", json={"search_enabled": False})
+    off = client.get("/search", params={"q": "auth"})
+    assert off.status_code == 409 and off.json()["error"].startswith("search is disabled")
+    client.patch("/config", json={"search_enabled": True, "write_enabled": False})
+    count = store.count()
+    write = client.post("/memories", json={"content": "The cache is Redis on port 6379", "scopes": ["x"]})
+    assert write.status_code == 409
+    assert (write.json()["gate"], write.json()["code"]) == ("write_enabled", "writes_disabled")
+    for response in (client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 1"}),
+                     client.delete(f"/memories/{mid}", params={"reason": "x"}),
+                     client.post(f"/memories/{mid}/verify")):
+        assert response.status_code == 409, response.text
+        assert "writes are disabled" in response.json()["error"] and response.json()["gate"] == "write_enabled"
+    assert store.count() == count and store.get(mid).content == "The auth service listens on port 8443"
+    assert client.get("/search", params={"q": "auth"}).status_code == 200  # reads still work
+
+
+@pytest.mark.parametrize("method, url, kwargs", [
+    ("get", "/search", {"params": {"q": ""}}),
+    ("get", "/search", {"params": {"q": "x", "limit": "many"}}),
+    ("get", "/search", {"params": {"q": "x", "limit": 0}}),
+    ("get", "/search", {"params": {"q": "x", "mode": "fuzzy"}}),
+    ("get", "/search", {"params": {"q": "x", "category": "rumour"}}),
+    ("get", "/search", {"params": {"q": "x", "scopes": [""]}}),
+    ("get", "/search", {"params": {"q": "x", "all": "perhaps"}}),
+    ("get", "/memories", {"params": {"limit": -1}}),
+    ("get", "/memories", {"params": {"category": "rumour"}}),
+    ("post", "/memories", {"json": {"content": "", "scopes": ["x"]}}),
+    ("post", "/memories", {"json": {"content": "x" * 10, "scopes": []}}),
+    ("post", "/memories", {"json": {"content": "fine text here", "scopes": ["x"], "category": "gossip"}}),
+    ("post", "/memories", {"json": {"content": "fine text here", "scopes": ["x"], "links": [{"kind": "likes"}]}}),
+    ("post", "/memories", {"json": {"content": "fine text here", "scopes": ["x"], "surprise": 1}}),
+    ("post", "/memories", {"json": ["not", "an", "object"]}),
+    ("post", "/memories", {"content": b"{broken", "headers": {"content-type": "application/json"}}),
+    ("post", "/memories", {"content": b"content=x", "headers": {"content-type": "application/x-www-form-urlencoded"}}),
+    ("patch", "/memories/ID", {"json": {}}),
+    ("patch", "/memories/ID", {"json": {"confidence": "certain"}}),
+    ("patch", "/memories/ID", {"json": {"category": "user-inference"}}),
+    ("post", "/memories/ID/verify", {"json": {"note": "\x07bell"}}),
+    ("post", "/memories/ID/verify", {"json": {"claims": ["../../etc/passwd::x"]}}),
+    ("patch", "/config", {"json": "write_enabled"}),
+])
+def test_bad_input_is_400_with_one_line(client, method, url, kwargs):
+    mid = _write(client)
+    response = getattr(client, method)(url.replace("ID", mid), **kwargs)
+    assert response.status_code == 400, (response.status_code, response.text)
+    message = response.json()["error"]
+    assert message and "\n" not in message and "Traceback" not in message
+
+
+@pytest.mark.parametrize("method, url", [
+    ("get", "/memories/01NOSUCHMEMORY"), ("patch", "/memories/01NOSUCHMEMORY"),
+    ("delete", "/memories/01NOSUCHMEMORY?reason=x"), ("post", "/memories/01NOSUCHMEMORY/restore"),
+    ("post", "/memories/01NOSUCHMEMORY/verify"), ("get", "/no/such/route"),
+])
+def test_missing_ids_are_404(client, method, url):
+    kwargs = {"json": {"text": "The port is 1"}} if method == "patch" else {}
+    response = getattr(client, method)(url, **kwargs)
+    assert response.status_code == 404 and response.json()["error"]
+
+
+def test_openapi_and_docs_work_offline(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/search", "/memories", "/memories/{id}", "/config", "/pending", "/health", "/tombstones"} <= set(
+        schema["paths"])
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/memories/{id}/restore" in docs.text
+    assert "http://" not in docs.text.replace("http://127.0.0.1", "") and "https://" not in docs.text
+    assert client.get("/redoc").status_code == 404

@@ -1,0 +1,201 @@
+"""Who may reach the HTTP server and with what: the bind refusal, the token, the body limit, no CORS,
+no cross-site writes, no files from outside the package. In process where the app is enough, with
+a real server process (raw sockets, the CLI, KENNING_TOKEN) where the wire matters.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from http_server import http_server
+
+import kenning
+from kenning import InvalidInput
+from kenning.serve.http import create_app
+from kenning.serve.http.security import check_bind, is_loopback
+
+BASE = "http://127.0.0.1:8765"
+TOKEN = "s3cret-token-for-tests"
+EVERY_ROUTE = [
+    ("get", "/"), ("get", "/static/page.js"), ("get", "/docs"), ("get", "/openapi.json"),
+    ("get", "/search?q=auth"), ("get", "/memories"), ("post", "/memories"), ("get", "/memories/X"),
+    ("patch", "/memories/X"), ("delete", "/memories/X?reason=x"), ("post", "/memories/X/restore"),
+    ("post", "/memories/X/verify"), ("get", "/tombstones"), ("get", "/pending"), ("post", "/pending/X/confirm"),
+    ("post", "/pending/X/cancel"), ("get", "/health"), ("get", "/config"), ("patch", "/config"),
+    ("get", "/ui/tombstones"), ("get", "/no/such/route"),
+]
+
+
+@pytest.fixture
+def guarded(store):
+    store.configure(default_mode="bm25")
+    with TestClient(create_app(store, token=TOKEN, max_body=4096), base_url=BASE,
+                    raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"])
+def test_loopback_binds_need_no_token(host):
+    assert is_loopback(host)
+    check_bind(host, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "example.org", ""])
+def test_other_binds_are_refused_without_a_token(host):
+    with pytest.raises(InvalidInput, match="without a token"):
+        check_bind(host, None)
+    check_bind(host, TOKEN)
+
+
+def test_the_cli_refuses_a_public_bind_without_a_token(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "KENNING_TOKEN"}
+    run = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), "serve", "--http",
+                          "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("method, url", EVERY_ROUTE)
+def test_with_a_token_every_route_needs_the_bearer(guarded, method, url):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+                    {"Authorization": f"Bearer {TOKEN}x"}, {"Authorization": "Bearer"}):
+        response = guarded.request(method.upper(), url, headers=headers)
+        assert response.status_code == 401, (headers, response.status_code)
+        assert response.headers["www-authenticate"].startswith("Bearer")
+    ok = guarded.request(method.upper(), url, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code != 401
+
+
+def test_with_a_token_a_wrong_one_writes_nothing(guarded, store):
+    refused = guarded.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]},
+                           headers={"Authorization": "Bearer guess"})
+    assert refused.status_code == 401 and store.count() == 0
+    ok = guarded.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]},
+                      headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 201 and store.count() == 1
+
+
+def test_the_page_accepts_the_token_as_a_cookie(guarded):
+    login = guarded.get("/", headers={"Accept": "text/html"})
+    assert login.status_code == 401 and "<form" in login.text and "kenning_token" in login.text
+    guarded.cookies.set("kenning_token", "wrong")
+    assert guarded.get("/").status_code == 401
+    guarded.cookies.set("kenning_token", TOKEN)
+    assert guarded.get("/").status_code == 200 and guarded.get("/config").status_code == 200
+
+
+def test_a_body_over_the_limit_is_413_and_writes_nothing(guarded, store):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    big = guarded.post("/memories", json={"content": "word " * 2000, "scopes": ["x"]}, headers=auth)
+    assert big.status_code == 413 and "larger than the limit of 4096 bytes" in big.json()["error"]
+    lying = guarded.post("/memories", content=b"{}", headers={**auth, "content-length": "-5",
+                                                              "content-type": "application/json"})
+    assert lying.status_code in (400, 413)
+    assert store.count() == 0
+
+
+@pytest.fixture
+def client(store):
+    store.configure(default_mode="bm25")
+    with TestClient(create_app(store), base_url=BASE, raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_cors_is_off(client):
+    preflight = client.options("/memories", headers={"Origin": "http://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in preflight.headers
+    read = client.get("/config", headers={"Origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in read.headers
+
+
+def test_cross_site_writes_are_refused(client, store):
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:9999"):
+        response = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]},
+                               headers={"Origin": origin})
+        assert response.status_code == 403 and "cross-site" in response.json()["error"]
+    assert client.patch("/config", json={"write_enabled": False}, headers={"Origin": "http://evil.example"}
+                        ).status_code == 403
+    assert store.count() == 0 and store.config.write_enabled is True
+    same = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]},
+                       headers={"Origin": BASE})
+    assert same.status_code == 201
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(store):
+    with TestClient(create_app(store), base_url="http://rebound.example:8765") as rebound:
+        assert rebound.get("/config").status_code == 403  # a DNS-rebinding page's request
+    with TestClient(create_app(store), base_url="http://localhost:8765") as local:
+        assert local.get("/config").status_code == 200
+
+
+def _raw(base: str, request: bytes) -> tuple[int, bytes]:
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    status = int(data.split(b" ", 2)[1])
+    return status, data.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.slow
+def test_the_real_server_serves_nothing_outside_the_package_and_limits_chunked_bodies(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not serve me")
+    with http_server(tmp_path / "store", "--max-body", "1000") as base:
+        host = base.removeprefix("http://")
+        for path in ("/static/../pyproject.toml", "/static/%2e%2e/%2e%2e/pyproject.toml", "/static/..%2f..%2fcli.py",
+                     "/static//etc/passwd", "/static/%2fetc%2fpasswd", f"/static/{secret}", "/../../etc/passwd",
+                     "/static/../templates/base.html", "/templates/base.html"):
+            status, body = _raw(base, f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+            assert status in (400, 404), (path, status)
+            assert b"root:" not in body and b"do not serve me" not in body and b"[project]" not in body
+        status, body = _raw(base, f"GET /static/page.js HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        assert status == 200 and b"fetch" in body
+
+        chunk = b'{"content": "' + b"x" * 1500 + b'", "scopes": ["x"]}'
+        chunked = (f"POST /memories HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                   f"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n{len(chunk):x}\r\n").encode() + chunk + b"\r\n0\r\n\r\n"
+        status, body = _raw(base, chunked)
+        assert status == 413 and b"larger than the limit" in body
+        assert httpx.get(f"{base}/memories").json()["memories"] == []
+
+
+@pytest.mark.slow
+def test_the_real_server_takes_its_token_from_the_environment(tmp_path):
+    with http_server(tmp_path / "store", token=TOKEN, host="0.0.0.0") as base:
+        assert httpx.get(f"{base}/config").status_code == 401
+        assert httpx.get(f"{base}/config", headers={"Authorization": "Bearer nope"}).status_code == 401
+        answer = httpx.get(f"{base}/config", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert answer.status_code == 200 and answer.json()["write_enabled"] is True
+
+
+@pytest.mark.slow
+def test_settings_cross_between_the_server_and_another_process(tmp_path):
+    path = tmp_path / "store"
+    kenning.open_store(path).configure(default_mode="bm25")
+    with http_server(path) as base:
+        written = httpx.post(f"{base}/memories", json={"content": "The auth service listens on port 8443",
+                                                       "scopes": ["x"]})
+        assert written.status_code == 201
+        warm = kenning.open_store(path)  # this test process: a second, already-running process
+        assert warm.search("auth port").hits
+
+        subprocess.run([sys.executable, "-c", f"import kenning; kenning.open_store({str(path)!r})"
+                        ".configure(search_enabled=False)"], check=True)
+        assert httpx.get(f"{base}/search", params={"q": "auth"}).status_code == 409
+        assert httpx.get(f"{base}/config").json()["search_enabled"] is False
+
+        assert httpx.patch(f"{base}/config", json={"search_enabled": True, "write_enabled": False}).status_code == 200
+        assert warm.search("auth port").hits  # the server's change reached this process
+        assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "refused"
+        assert httpx.post(f"{base}/memories", json={"content": "The queue is RabbitMQ", "scopes": ["x"]}
+                          ).status_code == 409
+        assert warm.count() == 1
