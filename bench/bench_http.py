@@ -39,6 +39,7 @@ from corpus import Corpus  # noqa: E402
 from http_server import http_server  # noqa: E402
 
 import kenning  # noqa: E402
+from kenning.memory.gates import run_content_gates  # noqa: E402
 
 WRITE_OFFSET = 1_000_000  # corpus indices for new writes, far from the seeded ones
 
@@ -64,13 +65,23 @@ class Plan:
                 if rng.random() < search_share:
                     steps.append(("search", rng.choice(queries)))
                 else:
-                    index = WRITE_OFFSET + (run * clients + client) * requests + n
-                    text = corpus.memory(random.Random(f"{corpus.seed}:{index}"))
-                    # a unique tag keeps two generated texts from ever being near-duplicates
-                    text = f"load run {run} client {client} item {n} says {text}"
+                    index = WRITE_OFFSET + (run * clients + client) * requests * 10 + n * 10
+                    text = _durable_text(corpus, index, f"load run {run} client {client} item {n} says")
                     # a third of the non-search requests update an earlier write of this client
                     steps.append(("update" if rng.random() < 1 / 3 else "write", text))
             self.steps.append(steps)
+
+
+def _durable_text(corpus: Corpus, index: int, tag: str) -> str:
+    """A corpus memory the content gates accept (some templates read as run-state: 'by friday').
+
+    The unique tag keeps two generated texts from ever being near-duplicates, so every write is
+    expected to commit and anything else counts as an error."""
+    for attempt in range(10):
+        text = f"{tag} {corpus.memory(random.Random(f'{corpus.seed}:{index + attempt}'))}"
+        if run_content_gates(text, "fact") is None:
+            return text
+    raise RuntimeError(f"no gate-clean text near corpus index {index}")
 
 
 class Ledger:

@@ -6,9 +6,12 @@ page rendered here from the OpenAPI schema (served at ``/openapi.json``), with n
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -48,11 +51,34 @@ def create_app(
                     "409/422 a refused write (with gate and hint).",
         docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )
-    app.state.store = opened
+    app.state.store = Serialised(opened)
     errors.install(app)
     app.include_router(api.router)
     page.mount(app)
     guard = Guard(app, token=token, max_body=max_body)
     guard.api = app
     return guard
+
+
+class Serialised:
+    """The Store with every call behind one lock: routes run on a thread pool, and the Store's
+    in-memory index caches (lexicon postings, doc arrays) must not change under a running search.
+    Measured by bench/bench_http.py: without it, concurrent writes and searches raised KeyError."""
+
+    def __init__(self, store: Store):
+        self._store = store
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            value = getattr(self._store, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return call
 

@@ -26,4 +26,7 @@ def serve(
           file=sys.stderr, flush=True)
     # no proxy headers: the client address is the socket's, and Host checks see what the client sent
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False,
-                date_header=True, timeout_graceful_shutdown=5)
+                date_header=True, timeout_graceful_shutdown=5,
+                # longer than uvicorn's 5 s, so a busy client's kept-alive connection is not closed
+                # just as it sends its next request (seen as resets under load)
+                timeout_keep_alive=30)
