@@ -153,8 +153,9 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
     best_key, span = (-1, -1), (0, 0)
     j = 0
     for i in range(len(hits)):
-        # grow the window [i, j) while it still fits in ``body`` characters
-        j = max(j, i)
+        # grow the window [i, j) while it still fits in ``body`` characters; a single token
+        # longer than ``body`` is a window of its own (cut by _trim)
+        j = max(j, i + 1)
         while j < len(hits) and hits[j][2] - hits[i][1] <= body:
             j += 1
         window = hits[i:j]

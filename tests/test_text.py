@@ -54,3 +54,12 @@ def test_snippet_is_bounded_and_centred_on_the_densest_cluster():
 
 def test_fingerprint_is_stable():
     assert text.fingerprint() == text.fingerprint()
+
+
+def test_snippet_of_a_matched_token_longer_than_the_snippet():
+    """A matched token wider than the snippet (a hash, a minified line) is cut, never an IndexError."""
+    for size in (238, 239, 240, 500, 5000):
+        token = "a" * size
+        body = f"start {token} end " + "filler words " * 40
+        out = text.snippet(body, [token])
+        assert 0 < len(out) <= 240
