@@ -29,56 +29,112 @@ class CredentialFinding:
     line: int
 
 
+MAX_FINDINGS = 50  # enough to refuse and name the kinds; bounds the work on hostile input
 _END = r"(?![A-Za-z0-9_-])"
 _START = r"(?<![A-Za-z0-9_-])"
 
 # (kind, pattern, how many leading characters are a public prefix safe to show)
 _VENDOR_KEYS: list[tuple[str, re.Pattern[str], int]] = [
-    ("AWS access key id", re.compile(rf"{_START}(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{{16}}{_END}"), 4),
-    ("GitHub token", re.compile(rf"{_START}gh[pousr]_[A-Za-z0-9]{{36,}}{_END}"), 4),
-    ("GitHub fine-grained token", re.compile(rf"{_START}github_pat_[A-Za-z0-9_]{{30,}}{_END}"), 11),
-    ("Slack token", re.compile(rf"{_START}xox[abposr]-[A-Za-z0-9-]{{10,}}{_END}"), 5),
-    (
-        "Slack webhook URL",
-        re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}"),
-        len("https://hooks.slack.com/services/"),
-    ),
-    ("Stripe live key", re.compile(rf"{_START}(?:sk|rk)_live_[A-Za-z0-9]{{16,}}{_END}"), 8),
-    ("Anthropic API key", re.compile(rf"{_START}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}"), 7),
-    # OpenAI keys: sk-, sk-proj-, sk-svcacct-, sk-admin-; the body must mix letters and digits.
-    (
-        "OpenAI API key",
-        re.compile(rf"{_START}sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?=[A-Za-z_-]*\d)(?=[\d_-]*[A-Za-z])[A-Za-z0-9_-]{{20,}}{_END}"),
-        3,
-    ),
-    ("Google API key", re.compile(rf"{_START}AIza[0-9A-Za-z_-]{{35}}{_END}"), 4),
+    (kind, re.compile(pattern), keep)
+    for kind, pattern, keep in [
+        ("AWS access key id", rf"{_START}(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{{16}}{_END}", 4),
+        ("GitHub token", rf"{_START}gh[pousr]_[A-Za-z0-9]{{36,}}{_END}", 4),
+        ("GitHub fine-grained token", rf"{_START}github_pat_[A-Za-z0-9_]{{30,}}{_END}", 11),
+        ("GitLab token", rf"{_START}gl(?:pat|dt|rt|ptt|ft|soat)-[A-Za-z0-9_-]{{20,}}{_END}", 6),
+        ("Slack token", rf"{_START}xox[abposr]-[A-Za-z0-9-]{{10,}}{_END}", 5),
+        ("Slack webhook URL", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]+/[A-Za-z0-9/]{16,}",
+         len("https://hooks.slack.com/services/")),
+        ("Discord webhook URL", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}",
+         len("https://discord.com/api/webhooks/")),
+        ("Stripe key", rf"{_START}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}{_END}", 8),
+        ("Stripe webhook secret", rf"{_START}whsec_[A-Za-z0-9]{{24,}}{_END}", 6),
+        ("Anthropic API key", rf"{_START}sk-ant-[A-Za-z0-9_-]{{20,}}{_END}", 7),
+        # OpenAI keys: sk-, sk-proj-, sk-svcacct-, sk-admin-; the body must mix letters and digits.
+        ("OpenAI API key",
+         rf"{_START}sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?=[A-Za-z_-]*\d)(?=[\d_-]*[A-Za-z])[A-Za-z0-9_-]{{20,}}{_END}", 3),
+        ("Google API key", rf"{_START}AIza[0-9A-Za-z_-]{{35}}{_END}", 4),
+        ("Azure storage key", r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/]{40,}={0,2}", 11),
+        ("Azure SAS signature", r"(?i)[?&]sig=[A-Za-z0-9%+/]{30,}", 5),
+        ("SendGrid API key", rf"{_START}SG\.[A-Za-z0-9_-]{{16,}}\.[A-Za-z0-9_-]{{30,}}{_END}", 3),
+        ("Hugging Face token", rf"{_START}hf_[A-Za-z]{{30,}}{_END}", 3),
+        ("npm token", rf"{_START}npm_[A-Za-z0-9]{{36}}{_END}", 4),
+        ("PyPI token", rf"{_START}pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{{40,}}{_END}", 5),
+        ("Twilio API key", rf"{_START}SK[0-9a-fA-F]{{32}}{_END}", 2),
+        ("Mailgun API key", rf"{_START}key-[0-9a-f]{{32}}{_END}", 4),
+        ("Mailchimp API key", rf"{_START}[0-9a-f]{{32}}-us\d{{1,2}}{_END}", 0),
+        ("Shopify token", rf"{_START}shp(?:at|ss|ca|pa)_[0-9a-fA-F]{{32}}{_END}", 6),
+        ("DigitalOcean token", rf"{_START}do[opr]_v1_[0-9a-f]{{64}}{_END}", 7),
+        ("Square token", rf"{_START}sq0(?:atp|csp)-[A-Za-z0-9_-]{{22,}}{_END}", 7),
+        ("Databricks token", rf"{_START}dapi[0-9a-f]{{32}}(?:-\d)?{_END}", 4),
+        ("Atlassian API token", rf"{_START}ATATT3[A-Za-z0-9_=-]{{100,}}{_END}", 6),
+        ("Telegram bot token", rf"{_START}\d{{8,10}}:AA[A-Za-z0-9_-]{{33}}{_END}", 0),
+        ("Docker Hub token", rf"{_START}dckr_pat_[A-Za-z0-9_-]{{20,}}{_END}", 9),
+        ("Vault token", rf"{_START}hv[sb]\.[A-Za-z0-9_-]{{24,}}{_END}", 4),
+        ("Doppler token", rf"{_START}dp\.(?:st|pt|ct|sa|scim|audit)\.[A-Za-z0-9._-]{{40,}}{_END}", 6),
+        ("New Relic key", rf"{_START}NRAK-[A-Z0-9]{{27}}{_END}", 5),
+        ("Linear API key", rf"{_START}lin_api_[A-Za-z0-9]{{40}}{_END}", 8),
+        ("Terraform Cloud token", rf"{_START}[A-Za-z0-9]{{14}}\.atlasv1\.[A-Za-z0-9_-]{{60,}}{_END}", 0),
+    ]
 ]
 
-# A header line alone is prose about a key; a header followed by key material is a key.
+# A header line alone is prose about a key; a header followed by key material is a key. Inside
+# JSON (a GCP service-account file) the line breaks are the two characters backslash and n.
 _PEM = re.compile(
-    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----\s*"
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----(?:\s|\\n)*"
     r"(?:[A-Za-z-]+:[^\n]*\n\s*)*"  # optional RFC 1421 headers (Proc-Type, DEK-Info)
     r"[A-Za-z0-9+/=]{40,}"
 )
 
 _JWT = re.compile(rf"{_START}([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]*){_END}")
 
+_PASSWORD_WORDS = r"(?:password|passwd|pwd|passphrase|passcode)"
 _SECRET_KEY_NAME = (
-    r"[A-Za-z0-9_.-]*?"
-    r"(?:password|passwd|pwd|passphrase|token|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key)"
+    r"(?:[A-Za-z0-9_.-]{0,40}?"
+    rf"(?:{_PASSWORD_WORDS}|token|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key|licen[cs]e[_-]?key)"
+    r"|(?:[A-Za-z0-9_.-]{0,40}[_.-])?pass)"
 )
 # NAME = value / NAME: value / "NAME": "value"; the name must END in the secret word, so
 # token_type, max_tokens or password_policy are not assignments of a secret.
 _ASSIGNMENT = re.compile(
     rf"""(?ix)
-    (?<![A-Za-z0-9_])(?P<name>{_SECRET_KEY_NAME})(?![A-Za-z0-9_])
-    ["']?\s*(?::=|=|:)\s*
+    (?<![A-Za-z0-9_.-])(?P<name>{_SECRET_KEY_NAME})(?![A-Za-z0-9_])  # a name starts after a space, quote or sign
+    ["']?\s*(?P<sep>:=|=|:)\s*
     (?P<quote>["'`]?)(?P<value>[^\s"'`,;]+)(?P=quote)
     """
 )
 _BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")
 _URL_PASSWORD = re.compile(
-    r"\b(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<user>[^\s:/@]*):(?P<password>[^\s/@]+)@(?P<host>[^\s/?#]+)", re.I
+    r"(?<![a-z0-9+.-])(?P<scheme>[a-z][a-z0-9+.-]{0,30})://(?P<user>[^\s:/@]{0,100}):(?P<password>[^\s/@]{1,200})@"
+    r"(?P<host>[^\s/?#]{1,255})", re.I
+)
+# A secret stated in prose: "my password is hunter2", "root password for db01 is Zx9#kLm2pQ",
+# "the api token for jenkins is …", "use pw Tr0ub4dor&3". The value must look secret on its own
+# ("the password is expired" is prose), so this asks more of it than an assignment does.
+_PROSE_SECRET = re.compile(
+    rf"""(?ix)
+    \b(?P<label>{_PASSWORD_WORDS}|pw|(?:api|auth|access|deploy|bot|bearer)[ _-]?(?:token|key)|token
+       |(?:client|webhook|app|shared)[ _-]?secret|secret)\b
+    (?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.@-]+(?:\s+[\w.@-]+)?)?   # for db01, for the staging box
+    (?:\s*(?:is|was|[:=])(?:\s+now)?)?\s+
+    (?P<quote>["'`]?)(?P<value>[^\s"'`]{{4,}})(?P=quote)
+    """
+)
+# user / password pairs after a login word: "login for db01: admin / Adm1n!24", "credentials are ops:pa55w0rd!"
+_LOGIN_PAIR = re.compile(
+    r"""(?ix)
+    \b(?:login|logins|creds|credentials|account|user(?:name)?)\b[^\n/]{0,25}?
+    (?<![\w.@-])(?P<user>[\w.@-]{2,30})\s*[/:]\s*
+    (?P<value>(?=\S*[0-9!@\#$%^&*])(?=\S*[A-Za-z])[^\s/]{6,})(?!\S)
+    """
+)
+_ADMIN_PAIR = re.compile(r"(?i)\b(?:admin|root|administrator|sa)\s+/\s+(?P<value>(?=\S*[0-9!@#$%^&*])[^\s/]{6,})(?!\S)")
+# License keys: a 32-hex or 5x5 key after a licence word. A bare 32-hex string is a hash, not a secret.
+_LICENSE = re.compile(
+    r"""(?ix)
+    \b(?:licen[cs]e(?:[ _-]?(?:key|code|number))?|serial(?:[ _-]?(?:key|number|no))?|activation[ _-]?(?:key|code)
+       |product[ _-]?key|registration[ _-]?(?:key|code))\b
+    [^\n]{0,30}?(?<![A-Za-z0-9])(?P<value>[0-9a-f]{32}|[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,})(?![A-Za-z0-9])
+    """
 )
 
 _PLACEHOLDER_WORDS = frozenset(
@@ -86,10 +142,11 @@ _PLACEHOLDER_WORDS = frozenset(
     changeme change_me changeit password passwd secret token apikey api_key key value none null
     nil true false empty redacted removed hidden masked placeholder example sample dummy test
     testing foo bar baz required optional string str int todo tbd xxx your_token your_password
-    pass
+    pass unset undefined default disabled enabled generated random prompt ask vault env
     """.split()
 )
-_PLACEHOLDER_PARTS = ("example", "placeholder", "redacted", "your_", "your-", "changeme", "xxxx", "dummy")
+_PLACEHOLDER_PARTS = ("example", "placeholder", "redacted", "your_", "your-", "changeme", "xxxx", "dummy",
+                      "replace", "insert_", "<", ">")
 
 
 def is_placeholder(value: str) -> bool:
@@ -98,14 +155,22 @@ def is_placeholder(value: str) -> bool:
     low = v.lower()
     if len(v) < 3 or low in _PLACEHOLDER_WORDS:
         return True
-    if v[0] in "<{[$%(" or v.startswith(("...", "…")):
+    if v[0] in "<{[$(" or v.startswith(("...", "…")) or re.fullmatch(r"%\w+%", v):
         return True  # <token>, {{ secret }}, ${VAR}, $VAR, %VAR%, [redacted], ...
+    if re.fullmatch(r"!\w+", v):
+        return True  # a YAML tag such as !vault (the value follows on the next lines, encrypted)
     if len(set(v)) <= 2:
         return True  # ***, xxxxxxxx, ********
     if any(part in low for part in _PLACEHOLDER_PARTS):
         return True
     # a reference to where the secret lives: os.environ[...], getenv(...), settings.db_password
     return "(" in v or "[" in v or re.fullmatch(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+", v) is not None
+
+
+def _placeholder_key(value: str, prefix: int) -> bool:
+    """A vendor-shaped key whose body is filler (sk_live_xxxx…, ghp_XXXX…, AKIA0000…) or a documented example."""
+    body = value[prefix:]
+    return "EXAMPLE" in value.upper() or len(set(body.lower())) <= 3 or "xxxx" in body.lower()
 
 
 def looks_secret(value: str) -> bool:
@@ -120,6 +185,42 @@ def looks_secret(value: str) -> bool:
     if len(value) >= 6 and (has_digit or (has_alpha and has_symbol)):
         return True
     return len(value) >= 20 and re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value) is None
+
+
+def _word_password(m: re.Match[str], text: str) -> bool:
+    """A plain word assigned to a password name is still a password (PG_PASSWORD=sunshine) when the
+    syntax is an assignment: ``=``, a quoted value, or a ``name: value`` that ends the line."""
+    name, value = m.group("name").lower(), m.group("value")
+    if not re.search(rf"(?:{_PASSWORD_WORDS}|pass)$", name) or len(value) < 4 or is_placeholder(value):
+        return False
+    if not re.fullmatch(r"[A-Za-z]+", value):
+        return False
+    rest = text[m.end():].split("\n", 1)[0].strip()
+    return m.group("sep") != ":" or bool(m.group("quote")) or not rest or rest[0] in ",;)}#"
+
+
+def _prose_value_secret(value: str) -> bool:
+    """A value named in prose: a digit and a letter, or a letter and a symbol, and no path or URL."""
+    value = value.rstrip(".,;:!?)")
+    if "://" in value or value.startswith("/") or is_placeholder(value):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    has_symbol = any(not c.isalnum() for c in value)
+    return len(value) >= 6 and has_alpha and (has_digit or has_symbol)
+
+
+def _pair_value_secret(m: re.Match[str], text: str) -> bool:
+    """The password of a user / password pair: a symbol in it, or (mixed case and a digit) where it
+    ends the clause; "acme-corp/billing-v2" or "admin / Settings2 tab" are paths and labels."""
+    value = m.group("value").rstrip(".,;:)")
+    if not _prose_value_secret(value):
+        return False
+    if any(c in "!@#$%^&*+=?~" for c in value):
+        return True
+    rest = text[m.end():].split("\n", 1)[0].strip()
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+    return mixed and (not rest or not rest[0].isalnum())
 
 
 def _is_jwt_header(segment: str) -> bool:
@@ -140,11 +241,25 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+def _iter(pattern: re.Pattern[str], text: str, restart: str):
+    """Matches of pattern; after each, resume inside group ``restart`` so a rejected match cannot
+    hide one that starts within it (``export TOKEN=aws_secret_access_key = …``)."""
+    pos = 0
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return
+        yield m
+        pos = max(m.start(restart), m.start() + 1)
+
+
 def find_credentials(text: str) -> list[CredentialFinding]:
     """Every secret-looking span in text, in order of position, masked."""
     found: list[tuple[int, int, CredentialFinding]] = []
 
     def add(start: int, end: int, kind: str, masked: str) -> None:
+        if len(found) >= MAX_FINDINGS:
+            return
         if not any(s <= start < e or start <= s < end for s, e, _ in found):
             found.append((start, end, CredentialFinding(kind, masked, _line(text, start))))
 
@@ -153,7 +268,7 @@ def find_credentials(text: str) -> list[CredentialFinding]:
     for kind, pattern, keep in _VENDOR_KEYS:
         for m in pattern.finditer(text):
             value = m.group()
-            if "EXAMPLE" not in value.upper():  # AWS's documented AKIAIOSFODNN7EXAMPLE and kin
+            if not _placeholder_key(value, keep):
                 add(m.start(), m.end(), kind, _mask(value, keep))
     for m in _JWT.finditer(text):
         if _is_jwt_header(m.group(1)):
@@ -162,12 +277,21 @@ def find_credentials(text: str) -> list[CredentialFinding]:
         if looks_secret(m.group("password")):
             masked = f"{m.group('scheme')}://{m.group('user')}:***@{m.group('host')}"
             add(m.start(), m.end(), "password in URL", masked)
-    for m in _ASSIGNMENT.finditer(text):
-        if looks_secret(m.group("value")):
+    for m in _iter(_ASSIGNMENT, text, "value"):
+        if looks_secret(m.group("value")) or _word_password(m, text):
             add(m.start(), m.end(), "secret assignment", f"{m.group('name')}=***")
     for m in _BEARER.finditer(text):
         if looks_secret(m.group("value")):
             add(m.start(), m.end(), "bearer token", "Bearer ***")
+    for m in _LICENSE.finditer(text):
+        add(m.start("value"), m.end("value"), "license key", _mask(m.group("value")))
+    for m in _iter(_PROSE_SECRET, text, "value"):
+        if _prose_value_secret(m.group("value")):
+            add(m.start("value"), m.end("value"), "secret in prose", f"{m.group('label')} ***")
+    for pattern in (_LOGIN_PAIR, _ADMIN_PAIR):
+        for m in pattern.finditer(text):
+            if _pair_value_secret(m, text):
+                add(m.start("value"), m.end("value"), "login and password", "user / ***")
     return [f for _, _, f in sorted(found, key=lambda item: item[0])]
 
 
