@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kenning.store.gates.credentials import find_credentials
+from kenning.memory.gates.credentials import find_credentials
 
 _SPEC = importlib.util.spec_from_file_location("credentials_corpus", Path(__file__).parent / "data" / "credentials_corpus.py")
 corpus_mod = importlib.util.module_from_spec(_SPEC)
