@@ -66,7 +66,7 @@ class Plan:
                     steps.append(("search", rng.choice(queries)))
                 else:
                     index = WRITE_OFFSET + (run * clients + client) * requests * 10 + n * 10
-                    text = _durable_text(corpus, index, f"load run {run} client {client} item {n} says")
+                    text = _durable_text(corpus, index, f"load set {run} client {client} item {n} says")
                     # a third of the non-search requests update an earlier write of this client
                     steps.append(("update" if rng.random() < 1 / 3 else "write", text))
             self.steps.append(steps)

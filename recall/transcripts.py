@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.errors import InvalidInput, NotFound
+from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval import bm25, engine, keyword
 from kenning.retrieval.text import fingerprint, query_terms
 from kenning.store.db import Database
@@ -339,6 +339,8 @@ class TranscriptIndex:
         """Ranked, explained transcript messages. By default only ledgers of the caller's project (its
         repository, else its directory); ``all_projects`` searches every one. ``exclude_session`` (default:
         $KENNING_CURRENT_SESSION) leaves out the caller's own session, whose content it already has."""
+        if not self.config().search_enabled:
+            raise SearchDisabled()
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query is empty; give words a past message would contain")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:

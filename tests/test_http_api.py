@@ -226,3 +226,14 @@ def test_openapi_and_docs_work_offline(client):
     assert docs.status_code == 200 and "/memories/{id}/restore" in docs.text
     assert "http://" not in docs.text.replace("http://127.0.0.1", "") and "https://" not in docs.text
     assert client.get("/redoc").status_code == 404
+
+
+def test_search_with_transcripts_recalls_every_tier_and_obeys_search_enabled(client):
+    mid = _write(client)
+    recalled = client.get("/search", params={"q": "auth port", "transcripts": "true", "all": "true"})
+    assert recalled.status_code == 200, recalled.text
+    assert [(h["role"], h["id"]) for h in recalled.json()["hits"]] == [("memory", mid)]
+    assert client.get("/search", params={"q": "auth", "transcripts": "true", "category": "fact"}).status_code == 400
+    client.patch("/config", json={"search_enabled": False})
+    off = client.get("/search", params={"q": "auth port", "transcripts": "true"})
+    assert off.status_code == 409 and off.json()["error"].startswith("search is disabled")

@@ -154,3 +154,12 @@ def test_a_running_mcp_server_obeys_a_setting_changed_by_another_process(tmp_pat
         assert (refused["status"], refused["gate"]) == ("refused", "write_enabled")
         assert "writes are disabled" in mcp.fails("memory_remove", id=written["id"], reason="x")
     assert kenning.open_store(store_dir).count() == 1
+
+
+def test_transcript_search_obeys_search_enabled(store):
+    from kenning.recall.transcripts import index_for
+
+    assert index_for(store).search("auth port", all_projects=True).hits == []
+    store.configure(search_enabled=False)
+    with pytest.raises(SearchDisabled):
+        index_for(store).search("auth port", all_projects=True)

@@ -72,7 +72,15 @@ def search(
     category: str | None = Query(None, description="fact | user-inference | ambient"),
     all_repos: bool = AllQuery,
     expand_top: bool = Query(False, description="Inline the top hit's body when it is clearly the answer."),
+    transcripts: bool = Query(False, description="Recall instead: memories, profile notes and past agent sessions' "
+                                                 "messages, merged and labelled by role (as `kenning recall`)."),
 ) -> dict[str, Any]:
+    if transcripts:
+        if scopes or category or expand_top:
+            raise InvalidInput("scopes, category and expand_top filter memories only; leave them out with transcripts=true")
+        from kenning.recall.recall import recall
+
+        return _store(request).run(recall, q, limit=limit, all_projects=all_repos, mode=mode)
     result = _store(request).search(q, mode=mode, scopes=scopes, limit=limit, category=category,
                                     expand_top=expand_top, auto_scope=not all_repos)
     return result.to_dict()

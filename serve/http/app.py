@@ -69,6 +69,11 @@ class Serialised:
         self._store = store
         self._lock = threading.RLock()
 
+    def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(store, ...)`` under the same lock: for library functions that take the Store."""
+        with self._lock:
+            return fn(self._store, *args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         with self._lock:
             value = getattr(self._store, name)
