@@ -26,11 +26,14 @@ def _mount_subcommands() -> None:
     """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py); mount them here."""
     from kenning.commands.episodes import episodes_app, serve
     from kenning.eval.commands import eval_app
-    from kenning.commands.recall import recall_command, transcripts_app
+    from kenning.commands.recall import clean_command, export_command, recall_command, sync_command, transcripts_app
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(transcripts_app, name="transcripts")
     app.command("recall", epilog="Example: kenning recall 'deadlock reconciliation job' --all")(recall_command)
+    app.command("clean", epilog="Example: kenning clean --dry-run")(clean_command)
+    app.command("export", epilog="Example: kenning export --markdown ~/notes/kenning")(export_command)
+    app.command("sync", epilog="Example: kenning sync ~/notes/kenning   (after editing its MEMORY.md files)")(sync_command)
     app.add_typer(episodes_app, name="episodes")
     app.command("serve", epilog="Example: kenning --store ~/.kenning serve   (MCP over stdio)")(serve)
 

@@ -139,3 +139,76 @@ def recall_command(
             where = f"{hit['id']} · {', '.join(hit['scopes'])}"
         table.add_row(str(i), hit["role"], escape(where), hit["relevance"], escape(_short(hit["snippet"], 110)))
     out.print(table)
+
+
+@handle_errors
+def sync_command(
+    ctx: typer.Context,
+    directory: Path = typer.Argument(..., help="A folder written by `kenning export --markdown`."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Read edits to MEMORY.md / USER.md back: an edited body updates, a deleted block removes (restorable),
+    a new paragraph writes, all through the write gates. A mangled block is reported, never guessed at."""
+    from kenning.recall.markdown import sync
+
+    report = sync(_store(ctx), directory)
+    if as_json:
+        emit_json(report)
+        return
+    labels = (("updated", "updated"), ("written", "written"), ("pending", "staged for confirmation"),
+              ("removed", "removed (tombstoned)"), ("refused", "refused"), ("conflicts", "conflict"),
+              ("mangled", "mangled, left as is"), ("held", "removal held"), ("missing_files", "file missing"))
+    quiet = True
+    for key, label in labels:
+        for item in report[key]:
+            quiet = False
+            if isinstance(item, str):
+                out.print(f"{label}: {escape(item)}", highlight=False)
+                continue
+            where = f"{item.get('file')}" + (f":{item['line']}" if item.get("line") else "")
+            what = item.get("id") or item.get("pending_id") or ""
+            why = item.get("why") or item.get("problem") or ""
+            out.print(f"{label}: {escape(where)} {what} {escape(why)}".rstrip(), highlight=False)
+    if quiet:
+        out.print("no edits to take in", highlight=False)
+    if report["mangled"] or report["refused"] or report["conflicts"]:
+        raise typer.Exit(1)
+
+
+@handle_errors
+def export_command(
+    ctx: typer.Context,
+    markdown: Path = typer.Option(..., "--markdown", help="Folder for one MEMORY.md per scope and USER.md (created if missing)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite edits in the folder that were not synced yet."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write every memory as markdown a person can read and edit (then `kenning sync` takes the edits back)."""
+    from kenning.recall.markdown import export
+
+    report = export(_store(ctx), markdown, force=force)
+    if as_json:
+        emit_json(report)
+        return
+    out.print(f"{report['memories']} memories in {report['folder']}: {len(report['written'])} file(s) written, "
+              f"{len(report['unchanged'])} unchanged, {len(report['removed'])} removed", highlight=False)
+
+
+@handle_errors
+def clean_command(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be removed."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Remove abandoned lock files, temporary files of interrupted writes and empty folders kenning made.
+    Never deletes memories, tombstones or anything because of its age."""
+    from kenning.recall.clean import clean
+
+    report = clean(_store(ctx), dry_run=dry_run)
+    if as_json:
+        emit_json(report)
+        return
+    verb = "would remove" if dry_run else "removed"
+    for item in report["removed"]:
+        out.print(f"{verb} {escape(item['path'])} ({item['what']})", highlight=False)
+    if not report["removed"]:
+        out.print("nothing to clean", highlight=False)

@@ -1,0 +1,339 @@
+"""The markdown mirror: ``export`` writes the store as MEMORY.md files a person can edit, ``sync`` reads the edits back.
+
+Layout of the folder: ``<scope parts>/MEMORY.md`` per scope (``projects:kenning`` ->
+``projects/kenning/MEMORY.md``; a memory lives in the file of its first scope), ``USER.md`` for the
+profile tier, and ``.kenning-export.json``, the manifest: for every file, the body kenning last
+wrote for each id. The manifest is what tells a person's edit (the body differs from what kenning
+wrote) from a change made in the store since (the store differs from what kenning wrote), and a
+deleted block from a memory written after the export.
+
+Sync goes through the library, so through the gates: an edited body is an update, a deleted
+block a tombstone ("removed from MEMORY.md"), a paragraph outside the blocks a write (in
+USER.md a profile note, staged until the user confirms it). A mangled block is reported and left
+as it is; while a file has one, its deletions are held, since the mangled block may be one of
+them. Changes are written back by replacing exactly the characters of the blocks concerned, under
+the folder's lock, through a temp file and a rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from kenning.errors import InvalidInput, KenningError, NotFound
+from kenning.store.models import Memory
+
+from . import profile
+from .files import DirLock, atomic_write, read_text
+from .markdown_format import Parsed, Segment, parse, render_block, render_file
+
+if TYPE_CHECKING:
+    from kenning.memory.facade import Store
+
+MANIFEST_NAME = ".kenning-export.json"
+MEMORY_FILE = "MEMORY.md"
+USER_FILE = "USER.md"
+PROFILE_KIND = {"tier": "profile"}
+ALL_MEMORIES = 10**9
+DIRS_META_KEY = "markdown_dirs"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def scope_path(scope: str) -> str:
+    """A scope's file, relative to the folder: its ``:``-separated parts as folders, each made path-safe."""
+    parts = []
+    for part in scope.split(":"):
+        safe = quote(part, safe=" -_.@+=,")
+        parts.append({"": "%20", ".": "%2E", "..": "%2E%2E"}.get(safe, safe))
+    return "/".join(parts + [MEMORY_FILE])
+
+
+def removal_reason(rel: str) -> str:
+    return f"removed from {Path(rel).name}"
+
+
+# ---------------------------------------------------------------------------------------- manifest
+def _load(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST_NAME
+    if not path.exists():
+        return {"version": 1, "files": {}, "pending": {}, "folders": []}
+    try:
+        data = json.loads(read_text(path))
+    except ValueError as exc:
+        raise InvalidInput(f"{path} is damaged ({exc}); export again with --force to rebuild it") from exc
+    data.setdefault("files", {})
+    data.setdefault("pending", {})
+    data.setdefault("folders", [])
+    return data
+
+
+def _save(folder: Path, manifest: dict[str, Any]) -> None:
+    atomic_write(folder / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _remember_folder(store: "Store", folder: Path) -> None:
+    """Record the folder in the store, so `kenning clean` knows where kenning writes."""
+    known = json.loads(store.db.get_meta(DIRS_META_KEY) or "[]")
+    if str(folder) not in known:
+        with store.db.transaction() as c:
+            type(store.db).set_meta(c, DIRS_META_KEY, json.dumps(sorted({*known, str(folder)})))
+
+
+def known_folders(store: "Store") -> list[Path]:
+    return [Path(p) for p in json.loads(store.db.get_meta(DIRS_META_KEY) or "[]")]
+
+
+# ---------------------------------------------------------------------------------------- export
+def export(store: "Store", directory: str | os.PathLike, force: bool = False) -> dict[str, Any]:
+    """Write every live memory into the folder (only files whose text changes are rewritten).
+
+    Refuses while a file holds edits not synced yet (they would be overwritten); ``force`` overwrites.
+    """
+    folder = Path(directory).expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(f"{folder} is a file; give a folder for the markdown files")
+    created = [] if folder.exists() else [folder]
+    folder.mkdir(parents=True, exist_ok=True)
+    with DirLock(folder):
+        manifest = _load(folder)
+        if not force:
+            unsynced = [rel for rel in sorted(manifest["files"]) if _unsynced(folder / rel, manifest["files"][rel], store)]
+            if unsynced:
+                raise InvalidInput(f"{unsynced[0]} has edits not synced yet; run `kenning sync {folder}` first "
+                                   "(or export with --force to overwrite them)")
+        wanted = _files_for(store)
+        written, unchanged = [], []
+        for rel, (kind, title, memories) in sorted(wanted.items()):
+            path = folder / rel
+            text = render_file(kind, title, memories)
+            for parent in reversed(path.relative_to(folder).parents[:-1]):
+                if not (folder / parent).exists():
+                    created.append(folder / parent)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and read_text(path) == text:
+                unchanged.append(rel)
+            else:
+                atomic_write(path, text)
+                written.append(rel)
+            manifest["files"][rel] = {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}}
+        removed = []
+        for rel in sorted(set(manifest["files"]) - set(wanted)):
+            (folder / rel).unlink(missing_ok=True)
+            removed.append(rel)
+            del manifest["files"][rel]
+            manifest["pending"].pop(rel, None)
+        manifest["folders"] = sorted({*manifest["folders"], *(str(p.relative_to(folder)) for p in created if p != folder)})
+        _prune_folders(folder, manifest)
+        _save(folder, manifest)
+    _remember_folder(store, folder)
+    return {"folder": str(folder), "written": written, "unchanged": unchanged, "removed": removed,
+            "memories": sum(len(m) for _, _, m in wanted.values())}
+
+
+def _files_for(store: "Store") -> dict[str, tuple[dict, str, list[Memory]]]:
+    """rel path -> (file kind, title, memories in creation order) for every live memory."""
+    memories = store.list(limit=ALL_MEMORIES, auto_scope=False, record=False)
+    files: dict[str, tuple[dict, str, list[Memory]]] = {}
+    for memory in sorted(memories, key=lambda m: (m.created, m.id)):
+        if profile.is_profile(memory):
+            rel, kind, title = USER_FILE, PROFILE_KIND, "About the user"
+        else:
+            scope = memory.scopes[0]
+            rel, kind, title = scope_path(scope), {"scope": scope}, f"Memories · {scope}"
+        files.setdefault(rel, (kind, title, []))[2].append(memory)
+    return files
+
+
+def _unsynced(path: Path, entry: dict[str, Any], store: "Store") -> bool:
+    """Does the file hold a person's change kenning has not taken in (edit, new text, deletion, damage)?"""
+    if not path.exists():
+        return False
+    parsed = parse(read_text(path))
+    if parsed.new or parsed.mangled:
+        return True
+    present = {b.id for b in parsed.blocks}
+    for block in parsed.blocks:
+        written = entry["ids"].get(block.id)
+        if written is not None and sha(block.body) != written:
+            return True
+    gone = set(entry["ids"]) - present
+    return any(_live(store, mid) for mid in gone)
+
+
+def _live(store: "Store", memory_id: str) -> bool:
+    try:
+        store.get(memory_id)
+    except NotFound:
+        return False
+    return True
+
+
+def _prune_folders(folder: Path, manifest: dict[str, Any]) -> None:
+    """Remove the folders kenning made that are empty now (deepest first)."""
+    for rel in sorted(manifest["folders"], key=lambda p: -p.count("/")):
+        path = folder / rel
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+            manifest["folders"].remove(rel)
+
+
+# ---------------------------------------------------------------------------------------- sync
+def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
+    """Read a person's edits back into the store; returns what happened, file by file."""
+    folder = Path(directory).expanduser().resolve()
+    if not folder.is_dir():
+        raise InvalidInput(f"{folder} is not a folder; export into it first with `kenning export --markdown {folder}`")
+    report: dict[str, list] = {"updated": [], "written": [], "pending": [], "removed": [], "refused": [],
+                               "conflicts": [], "mangled": [], "held": [], "missing_files": [], "files_changed": []}
+    with DirLock(folder):
+        manifest = _load(folder)
+        files = set(manifest["files"])
+        for path in folder.rglob("*.md"):
+            if path.name in (MEMORY_FILE, USER_FILE):
+                files.add(str(path.relative_to(folder)))
+        for rel in sorted(files):
+            path = folder / rel
+            if not path.exists():
+                report["missing_files"].append(rel)  # deleting a file is not read as deleting its memories
+                continue
+            _sync_file(store, folder, rel, manifest, report)
+        _save(folder, manifest)
+    _remember_folder(store, folder)
+    return {"folder": str(folder), **report}
+
+
+def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any], report: dict[str, list]) -> None:
+    path = folder / rel
+    text = read_text(path)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    parsed = parse(text)
+    entry = manifest["files"].get(rel) or {"kind": parsed.kind, "ids": {}}
+    kind = parsed.kind or entry.get("kind")
+    if not isinstance(kind, dict) or not (kind.get("scope") or kind.get("tier") == "profile"):
+        report["mangled"].append({"file": rel, "line": 1, "problem": "the file has no kenning:file comment naming its scope"})
+        return
+    written_ids: dict[str, str] = dict(entry.get("ids", {}))
+    edits: list[tuple[int, int, str]] = []
+    ids_now: dict[str, str] = {}
+    for seg in parsed.mangled:
+        report["mangled"].append({"file": rel, "line": seg.line, "id": seg.id, "problem": seg.problem})
+    for block in parsed.blocks:
+        ids_now[block.id] = _sync_block(store, rel, block, written_ids.get(block.id), newline, edits, report)
+    pending = manifest["pending"].setdefault(rel, {})
+    for seg in parsed.new:
+        memory = _sync_new(store, rel, kind, seg, pending, report)
+        if memory is not None:
+            edits.append((seg.start, seg.end, render_block(memory, newline)))
+            ids_now[memory.id] = sha(memory.content)
+    gone = [mid for mid in written_ids if mid not in ids_now and mid not in {s.id for s in parsed.mangled}]
+    for mid in gone:
+        if parsed.mangled:
+            report["held"].append({"file": rel, "id": mid, "why": "the file has a mangled block, which may be this one"})
+            ids_now[mid] = written_ids[mid]
+            continue
+        try:
+            store.remove(mid, removal_reason(rel))
+            report["removed"].append({"file": rel, "id": mid})
+        except NotFound:
+            pass  # already removed in the store
+    for seg in parsed.mangled:
+        if seg.id and seg.id in written_ids:
+            ids_now[seg.id] = written_ids[seg.id]
+    if not pending:
+        manifest["pending"].pop(rel, None)
+    new_text = text
+    for start, end, replacement in sorted(edits, reverse=True):
+        new_text = new_text[:start] + replacement + new_text[end:]
+    if new_text != text:
+        atomic_write(path, new_text)
+        report["files_changed"].append(rel)
+    manifest["files"][rel] = {"kind": kind, "ids": ids_now}
+
+
+def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, newline: str,
+                edits: list, report: dict[str, list]) -> str:
+    """Apply one block's edit; returns the body hash the manifest keeps for it."""
+    try:
+        memory = store.get(block.id)
+    except NotFound:
+        report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
+                                    "why": "no live memory has this id (removed in the store, or never there); "
+                                           "delete the block, or `kenning restore` it"})
+        return written or sha(block.body)
+    if block.body == memory.content:
+        return sha(memory.content)
+    if written is not None and sha(block.body) == written:
+        return written  # the store changed since the export, the file did not: export brings it in
+    if written is not None and sha(memory.content) != written:
+        report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
+                                    "why": "edited here and changed in the store since the export; "
+                                           "settle it with `kenning update`, then export with --force"})
+        return written
+    text = block.body.strip("\r\n")
+    if not text.strip():
+        report["refused"].append({"file": rel, "id": block.id, "line": block.line,
+                                  "why": "the body is empty; delete the whole block to remove the memory"})
+        return written or sha(memory.content)
+    try:
+        updated = store.update(block.id, text=text.replace("\r\n", "\n") if newline == "\r\n" else text)
+    except KenningError as exc:
+        report["refused"].append({"file": rel, "id": block.id, "line": block.line, "why": str(exc)})
+        return written or sha(memory.content)
+    edits.append((block.start, block.end, render_block(updated, newline)))
+    report["updated"].append({"file": rel, "id": block.id})
+    return sha(updated.content)
+
+
+def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[str, str],
+              report: dict[str, list]) -> Memory | None:
+    """Write a paragraph outside the blocks; the new memory when it committed (its block replaces the paragraph)."""
+    key = sha(seg.body)
+    staged = pending.get(key)
+    if staged:
+        live = {p["id"] for p in store.pending_writes(all_sessions=True)}
+        if staged in live:
+            report["pending"].append({"file": rel, "line": seg.line, "pending_id": staged, "still": True})
+            return None
+        confirmed = _confirmed_memory(store, staged)
+        pending.pop(key)
+        if confirmed is not None:
+            return confirmed
+    text = seg.body.replace("\r\n", "\n")
+    try:
+        if kind.get("tier") == "profile":
+            result = profile.remember(store, text)
+        else:
+            result = store.write(text, scopes=[kind["scope"]])
+    except KenningError as exc:
+        report["refused"].append({"file": rel, "line": seg.line, "why": str(exc)})
+        return None
+    if result.status == "committed":
+        report["written"].append({"file": rel, "id": result.id, "line": seg.line})
+        return store.get(result.id)
+    if result.status == "pending":
+        pending[key] = result.pending_id
+        report["pending"].append({"file": rel, "line": seg.line, "pending_id": result.pending_id, "still": False})
+        return None
+    report["refused"].append({"file": rel, "line": seg.line, "status": result.status,
+                              "why": result.reason or result.status, "match": result.id})
+    return None
+
+
+def _confirmed_memory(store: "Store", pending_id: str) -> Memory | None:
+    for event in store.events(kinds=["confirm"]):
+        if (event.get("payload") or {}).get("pending_id") == pending_id and event.get("memory_id"):
+            try:
+                return store.get(event["memory_id"])
+            except NotFound:
+                return None
+    return None
+
+
+__all__ = ["export", "sync", "scope_path", "known_folders", "Parsed"]
