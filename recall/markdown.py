@@ -297,7 +297,7 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
     key = sha(seg.body)
     staged = pending.get(key)
     if staged:
-        live = {p["id"] for p in store.pending_writes(all_sessions=True)}
+        live = {p["pending_id"] for p in store.pending_writes(all_sessions=True)}
         if staged in live:
             report["pending"].append({"file": rel, "line": seg.line, "pending_id": staged, "still": True})
             return None

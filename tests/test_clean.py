@@ -1,0 +1,101 @@
+"""``kenning clean`` on real folders: what kenning left behind goes, knowledge and people's files stay."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kenning.recall import markdown
+from kenning.recall.clean import STALE_AFTER_S, clean
+from kenning.recall.files import LOCK_NAME, TEMP_MARK
+
+DEAD_PID = 2**22 + 4321  # above the default pid_max, so no live process has it
+
+
+@pytest.fixture
+def litter(store, tmp_path):
+    """A mirror with an abandoned lock, temp files, an emptied kenning folder and a person's own empty folder."""
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    store.write("The on-call rota changes every Monday", scopes=["ops"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    (folder / "ops" / "MEMORY.md").unlink()  # a person deleted the file: its folder, kenning's, is empty
+    (folder / "mine").mkdir()  # a person's own empty folder
+    (folder / LOCK_NAME).write_text(json.dumps({"pid": DEAD_PID, "host": os.uname().nodename, "at": 0}))
+    dead_tmp = folder / "projects" / f".MEMORY.md{TEMP_MARK}{DEAD_PID}-1"
+    dead_tmp.write_text("half a file")
+    live_tmp = folder / f".USER.md{TEMP_MARK}{os.getpid()}-7"
+    live_tmp.write_text("being written")
+    old_index_tmp = store.directory / ".vectors.idx.abc123.tmp"
+    old_index_tmp.write_bytes(b"\0" * 16)
+    os.utime(old_index_tmp, (time.time() - 2 * STALE_AFTER_S,) * 2)
+    new_index_tmp = store.directory / ".vectors.idx.def456.tmp"
+    new_index_tmp.write_bytes(b"\0" * 16)
+    return folder, {"lock": folder / LOCK_NAME, "dead_tmp": dead_tmp, "live_tmp": live_tmp, "ops": folder / "ops",
+                    "old_index_tmp": old_index_tmp, "new_index_tmp": new_index_tmp, "mine": folder / "mine"}
+
+
+def test_dry_run_lists_and_removes_nothing(store, litter):
+    _, paths = litter
+    report = clean(store, dry_run=True)
+    listed = {r["path"] for r in report["removed"]}
+    assert listed == {str(paths[k]) for k in ("lock", "dead_tmp", "ops", "old_index_tmp")}
+    assert all(p.exists() for p in paths.values())
+
+
+def test_clean_removes_leftovers_and_never_knowledge(store, litter):
+    folder, paths = litter
+    before = store.count()
+    report = clean(store)
+    assert {r["path"] for r in report["removed"]} == {str(paths[k]) for k in ("lock", "dead_tmp", "ops", "old_index_tmp")}
+    for kept in ("live_tmp", "new_index_tmp", "mine"):
+        assert paths[kept].exists(), kept
+    assert not paths["lock"].exists() and not paths["ops"].exists()
+    assert (folder / "projects" / "auth" / "MEMORY.md").exists() and store.count() == before
+    assert (store.directory / "kenning.sqlite3").exists()
+    assert clean(store)["removed"] == []  # nothing left to do
+    markdown.sync(store, folder)  # the lock is gone, so the folder is usable again
+
+
+def test_clean_never_removes_by_age(store, tmp_path):
+    store.write("Backups keep 14 daily snapshots", scopes=["ops"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    long_ago = time.time() - 10 * 365 * 86400
+    for path in [*folder.rglob("*"), store.directory / "kenning.sqlite3"]:
+        os.utime(path, (long_ago, long_ago))
+    assert clean(store)["removed"] == []
+    assert store.count() == 1 and (folder / "ops" / "MEMORY.md").exists()
+
+
+@pytest.mark.slow
+def test_cli_export_sync_clean(tmp_path):
+    store, folder = tmp_path / "store", tmp_path / "notes"
+
+    def kenning(*args):
+        return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(store), *args],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+    assert kenning("write", "The auth service listens on port 8443", "--scope", "projects:auth").returncode == 0
+    exported = kenning("export", "--markdown", str(folder), "--json")
+    assert exported.returncode == 0 and json.loads(exported.stdout)["written"] == ["projects/auth/MEMORY.md"]
+    path = folder / "projects" / "auth" / "MEMORY.md"
+    path.write_text(path.read_text() + "\nThe auth service runs three replicas.\n")
+    synced = kenning("sync", str(folder))
+    assert synced.returncode == 0 and synced.stdout.startswith("written: projects/auth/MEMORY.md")
+    broken = path.read_text().replace('{"id": "', '{"id" "', 1)
+    path.write_text(broken)
+    mangled = kenning("sync", str(folder))
+    assert mangled.returncode == 1 and "mangled" in mangled.stdout
+    (folder / LOCK_NAME).write_text(json.dumps({"pid": DEAD_PID, "host": os.uname().nodename, "at": 0}))
+    assert kenning("sync", str(folder)).returncode == 2
+    dry = kenning("clean", "--dry-run")
+    assert "would remove" in dry.stdout and (folder / LOCK_NAME).exists()
+    done = kenning("clean")
+    assert done.returncode == 0 and f"removed {folder / LOCK_NAME}" in done.stdout.replace("\n", "")
+    assert not (folder / LOCK_NAME).exists()

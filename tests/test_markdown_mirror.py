@@ -1,0 +1,208 @@
+"""The markdown mirror on real files: export, hand edits, sync through the gates, byte-for-byte safety."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kenning.errors import InvalidInput
+from kenning.recall import markdown, profile
+from kenning.recall.files import LOCK_NAME, TEMP_MARK, DirLock
+from kenning.recall.markdown_format import END_LINE, parse
+
+
+@pytest.fixture
+def mirror(store, tmp_path):
+    ids = {
+        "port": store.write("The auth service listens on port 8443", scopes=["projects:auth"]).id,
+        "deploy": store.write("Deploys go through the blue green switch on the staging cluster",
+                              scopes=["projects:auth", "ops"]).id,
+        "backup": store.write("Postgres backups keep 14 daily snapshots", scopes=["projects:auth"]).id,
+        "ops": store.write("The on-call rota changes every Monday at 09:00 UTC", scopes=["ops"]).id,
+    }
+    staged = profile.remember(store, "The user prefers short answers with the code first")
+    ids["profile"] = store.confirm_write(staged.pending_id).id
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    return folder, ids
+
+
+def _block_span(text: str, memory_id: str) -> tuple[int, int]:
+    (block,) = [b for b in parse(text).blocks if b.id == memory_id]
+    return block.start, block.end
+
+
+def _sync(store, folder):
+    report = markdown.sync(store, folder)
+    assert not list(folder.rglob(f"*{TEMP_MARK}*")) and not (folder / LOCK_NAME).exists()
+    return report
+
+
+def test_export_layout_and_provenance_headers(store, mirror):
+    folder, ids = mirror
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.md")) == [
+        "USER.md", "ops/MEMORY.md", "projects/auth/MEMORY.md"]
+    auth = (folder / "projects/auth/MEMORY.md").read_text()
+    (block,) = [b for b in parse(auth).blocks if b.id == ids["deploy"]]
+    assert set(block.header) == {"id", "scopes", "category", "created", "updated", "origin"}
+    assert block.header["scopes"] == ["projects:auth", "ops"] and block.body.startswith("Deploys go through")
+    assert ids["profile"] in (folder / "USER.md").read_text() and ids["profile"] not in auth
+
+
+def test_round_trip_sync_then_export_changes_nothing(store, mirror):
+    folder, _ = mirror
+    before = {p: p.read_bytes() for p in folder.rglob("*.md")}
+    report = _sync(store, folder)
+    assert not any(report[k] for k in ("updated", "written", "pending", "removed", "refused", "mangled", "files_changed"))
+    again = markdown.export(store, folder)
+    assert again["written"] == [] and {p: p.read_bytes() for p in folder.rglob("*.md")} == before
+
+
+def test_edited_body_is_an_update_and_only_that_block_changes(store, mirror):
+    folder, ids = mirror
+    path = folder / "projects/auth/MEMORY.md"
+    text = path.read_text()
+    start, end = _block_span(text, ids["port"])
+    path.write_text(text.replace("listens on port 8443", "listens on port 9443"))
+    report = _sync(store, folder)
+    assert report["updated"] == [{"file": "projects/auth/MEMORY.md", "id": ids["port"]}]
+    assert store.get(ids["port"]).content == "The auth service listens on port 9443"
+    after = path.read_text()
+    new_start, new_end = _block_span(after, ids["port"])
+    assert new_start == start and after[:start] == text[:start] and after[new_end:] == text[end:]  # byte for byte
+    assert json.loads(after[start:new_end].split("\n")[0][len("<!-- kenning:memory "):-4])["updated"] > \
+        json.loads(text[start:end].split("\n")[0][len("<!-- kenning:memory "):-4])["updated"]
+    assert markdown.export(store, folder)["written"] == []  # the file already says what the store says
+
+
+def test_deleted_block_is_a_tombstone_and_the_rest_is_untouched(store, mirror):
+    folder, ids = mirror
+    path = folder / "projects/auth/MEMORY.md"
+    text = path.read_text()
+    start, end = _block_span(text, ids["backup"])
+    edited = text[:start] + text[end:]
+    path.write_text(edited)
+    report = _sync(store, folder)
+    assert report["removed"] == [{"file": "projects/auth/MEMORY.md", "id": ids["backup"]}]
+    (tomb,) = [t for t in store.tombstones() if t.memory.id == ids["backup"]]
+    assert tomb.reason == "removed from MEMORY.md"
+    assert path.read_text() == edited
+    assert not _sync(store, folder)["removed"]  # the removal is taken in once
+
+
+def test_new_paragraph_is_a_write_through_the_gates(store, mirror):
+    folder, ids = mirror
+    path = folder / "ops/MEMORY.md"
+    text = path.read_text()
+    path.write_text(text + "\nGrafana dashboards live in the ops-observability repository.\n"
+                           "\nThe deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
+    report = _sync(store, folder)
+    (written,) = report["written"]
+    assert store.get(written["id"]).scopes == ["ops"]
+    assert [r.get("line") for r in report["refused"]] and "secret" in report["refused"][0]["why"].lower()
+    after = path.read_text()
+    assert after.startswith(text) and f'"id": "{written["id"]}"' in after
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" in after  # a refused paragraph stays for the person to fix
+    assert not _sync(store, folder)["written"]  # the new block now has its header: not written twice
+
+
+def test_new_paragraph_in_user_md_waits_for_confirmation(store, mirror):
+    folder, _ = mirror
+    path = folder / "USER.md"
+    path.write_text(path.read_text() + "\nThe user works in the Berlin office.\n")
+    first = _sync(store, folder)
+    (staged,) = first["pending"]
+    assert not staged["still"] and not first["written"]
+    assert _sync(store, folder)["pending"][0]["still"]  # not staged a second time
+    assert len(store.pending_writes(all_sessions=True)) == 1
+    memory_id = store.confirm_write(staged["pending_id"]).id
+    _sync(store, folder)
+    assert f'"id": "{memory_id}"' in path.read_text()
+    assert markdown.export(store, folder)["written"] == []
+
+
+def test_mangled_header_is_reported_and_deletions_wait(store, mirror):
+    folder, ids = mirror
+    path = folder / "projects/auth/MEMORY.md"
+    text = path.read_text()
+    mangled = text.replace(f'{{"id": "{ids["port"]}"', f'{{"id" "{ids["port"]}"')
+    start, end = _block_span(mangled, ids["backup"])
+    mangled = mangled[:start] + mangled[end:]
+    path.write_text(mangled)
+    report = _sync(store, folder)
+    assert report["mangled"][0]["problem"].startswith("the header's JSON does not parse")
+    # the mangled header names no readable id, so it may be either block that vanished: both wait
+    assert sorted(h["id"] for h in report["held"]) == sorted([ids["backup"], ids["port"]])
+    assert not report["removed"] and not report["written"]
+    assert store.get(ids["port"]).content.endswith("8443") and store.get(ids["backup"])
+    assert path.read_text() == mangled
+    with pytest.raises(InvalidInput, match="not synced"):
+        markdown.export(store, folder)
+
+
+def test_end_marker_without_header_is_mangled_not_new(store, mirror):
+    folder, ids = mirror
+    path = folder / "ops/MEMORY.md"
+    text = path.read_text()
+    header = next(line for line in text.splitlines() if ids["ops"] in line)
+    path.write_text(text.replace(header + "\n", ""))
+    report = _sync(store, folder)
+    assert report["mangled"] and "without its header" in report["mangled"][0]["problem"]
+    assert not report["written"] and not report["removed"]
+
+
+def test_refused_edit_keeps_the_memory_and_the_text(store, mirror):
+    folder, ids = mirror
+    path = folder / "ops/MEMORY.md"
+    path.write_text(path.read_text().replace("changes every Monday", "password=hunter2hunter2 changes every Monday"))
+    report = _sync(store, folder)
+    assert report["refused"] and report["refused"][0]["id"] == ids["ops"]
+    assert "hunter2" not in store.get(ids["ops"]).content and "hunter2" in path.read_text()
+
+
+def test_edit_in_both_places_is_a_conflict(store, mirror):
+    folder, ids = mirror
+    store.update(ids["ops"], text="The on-call rota changes every Tuesday at 09:00 UTC")
+    path = folder / "ops/MEMORY.md"
+    path.write_text(path.read_text().replace("every Monday", "every Friday"))
+    report = _sync(store, folder)
+    assert report["conflicts"][0]["id"] == ids["ops"]
+    assert "Tuesday" in store.get(ids["ops"]).content
+
+
+def test_store_changes_reach_the_files_on_export(store, mirror):
+    folder, ids = mirror
+    store.update(ids["ops"], text="The on-call rota changes every Tuesday at 09:00 UTC")
+    assert not _sync(store, folder)["updated"]  # an untouched block is not an edit
+    assert markdown.export(store, folder)["written"] == ["ops/MEMORY.md"]
+    assert "Tuesday" in (folder / "ops/MEMORY.md").read_text()
+
+
+def test_crlf_files_keep_their_line_endings(store, mirror):
+    folder, ids = mirror
+    path = folder / "ops/MEMORY.md"
+    crlf = path.read_bytes().replace(b"\n", b"\r\n").replace(b"every Monday", b"every Sunday")
+    path.write_bytes(crlf)
+    assert _sync(store, folder)["updated"]
+    data = path.read_bytes()
+    assert b"every Sunday" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert store.get(ids["ops"]).content == "The on-call rota changes every Sunday at 09:00 UTC"
+
+
+def test_sync_waits_for_the_folder_lock(store, mirror, monkeypatch):
+    folder, _ = mirror
+    monkeypatch.setattr("kenning.recall.files.LOCK_WAIT_S", 0.2)
+    with DirLock(folder):
+        with pytest.raises(InvalidInput, match="locked by pid"):
+            markdown.sync(store, folder)
+    (folder / LOCK_NAME).write_text(json.dumps({"pid": 2**22 + 12345, "host": os.uname().nodename, "at": 0}))
+    with pytest.raises(InvalidInput, match="kenning clean"):
+        markdown.sync(store, folder)
+
+
+def test_sync_of_a_folder_that_is_not_there(store, tmp_path):
+    with pytest.raises(InvalidInput):
+        markdown.sync(store, tmp_path / "nothing")
+    assert END_LINE.startswith("<!--")
