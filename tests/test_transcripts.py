@@ -222,7 +222,7 @@ def test_curated_memory_and_profile_note_outrank_an_equal_transcript_hit(store, 
     memory = store.write(text, scopes=["projects:demo"])
     assert memory.status == "committed"
     staged = profile.remember(store, "The user prefers to watch every blue green switch on the staging cluster "
-                                     "personally, and wants a heads-up before one starts")
+                                     "personally")
     assert staged.status == "pending"  # the user-inference rule still holds for the profile tier
     store.confirm_write(staged.pending_id)
     found = recall(store, "staging cluster blue green switch", all_projects=True)
