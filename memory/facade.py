@@ -23,7 +23,7 @@ from ulid import ULID
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval.text import fingerprint
 
-from kenning.store import records, search as search_mod
+from kenning.store import files, records, search as search_mod
 
 from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
@@ -77,16 +77,14 @@ class Store:
         self._here: tuple[Origin | None] | None = None
         # scopes hidden from search and list for this session only
         self.disabled_scopes: list[str] = []
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInput(f"cannot create the store directory {self.directory}: {exc.strerror}") from exc
-        self.path = self.directory / DB_FILENAME
+        files.prepare_directory(self.directory)
+        self.path = files.database_file(self.directory, DB_FILENAME)
         self.clock = clock
         try:
             self.db = Database(self.path)
         except sqlite3.DatabaseError as exc:
             raise InvalidInput(f"{self.path} is not a kenning store ({exc})") from exc
+        files.tighten(self.path)
         self.lexicon = Lexicon(self.db)
         if self.db.get_meta("tokenizer") != fingerprint():
             with self.db.transaction() as c:
