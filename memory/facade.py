@@ -23,7 +23,7 @@ from ulid import ULID
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval.text import fingerprint
 
-from kenning.store import files, records, search as search_mod
+from kenning.store import files, integrity, records, search as search_mod
 
 from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
@@ -32,7 +32,7 @@ from .gates import GateRefusal, GateRefused, pipeline, run_content_gates
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
-from kenning.store.models import MODES, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
+from kenning.store.models import MODES, Degraded, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
 from .origin import Origin, detect_origin
 from .scopes import View
 from kenning.store.semantic import Semantic, enqueue, forget
@@ -85,7 +85,10 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise InvalidInput(f"{self.path} is not a kenning store ({exc})") from exc
         files.tighten(self.path)
+        self.store_id = integrity.store_id(self.db)
         self.lexicon = Lexicon(self.db)
+        if not getattr(self.db, "read_only", False) and not self.db.read(integrity.lexicon_docs_consistent):
+            integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
         if self.db.get_meta("tokenizer") != fingerprint():
             with self.db.transaction() as c:
                 self.lexicon.ensure_current(c)
@@ -870,8 +873,66 @@ class Store:
             raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
         filters = search_mod.Filters(scopes, category, view.updated_after if view else None,
                                      view.hidden_keys(self.db) if view else ())
-        return search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
-                              query, mode, depth, filters)
+        ranked = search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
+                                query, mode, depth, filters)
+        if self.lexicon.damaged and not getattr(self.db, "read_only", False):
+            # damaged postings were skipped, never raised; rebuild from the text and rank again
+            damaged = len(self.lexicon.damaged)
+            integrity.repair_lexicon(self.db, self.lexicon)
+            ranked = search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
+                                    query, mode, depth, filters)
+            ranked[0].degraded = ranked[0].degraded or Degraded(
+                reason="lexical_index_repaired", install="",
+                message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the memories' "
+                        "text before this answer")
+        return ranked
+
+    # ------------------------------------------------------------------ derived data
+    def check(self) -> dict[str, Any]:
+        """Verify the database and every structure derived from it (lexical index, embedding rows,
+        vector index file) without changing anything: {ok, problems: [{part, what, repair}]}."""
+        problems = [*integrity.check_sqlite(self.db), *integrity.check_lexicon(self.db),
+                    *integrity.check_embeddings(self.db),
+                    *integrity.check_vector_index(self.db, self.semantic.index_path)]
+        return {"ok": not problems, "store": str(self.directory), "problems": [p.to_dict() for p in problems]}
+
+    REBUILDABLE = ("lexical", "vectors", "all")
+
+    def rebuild(self, what: str = "all", progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+        """Rebuild derived data from the memories: ``lexical`` (the keyword/BM25 index), ``vectors``
+        (drop bad embedding rows and the index file, then embed what is missing when the model can
+        run) or ``all``. ``progress(stage, done, total)`` is told how far each stage got."""
+        if what not in self.REBUILDABLE:
+            raise InvalidInput(f"rebuild what? choose one of {', '.join(self.REBUILDABLE)}, not {what!r}")
+        done: dict[str, Any] = {}
+        if what in ("lexical", "all"):
+            total = self.count()
+            if progress:
+                progress("lexical", 0, total)
+            integrity.repair_lexicon(self.db, self.lexicon)
+            if progress:
+                progress("lexical", total, total)
+            done["lexical"] = {"documents": total}
+        if what in ("vectors", "all"):
+            dropped = integrity.repair_embeddings(self.db)
+            moved = integrity.remove_index_file(self.semantic.index_path)
+            self.semantic.forget_index()
+            embedded, note = 0, None
+            if self.semantic.availability().working:
+                total = self.semantic.pending_count()
+                counter = {"n": 0}
+
+                def step(n: int) -> None:
+                    counter["n"] += n
+                    if progress:
+                        progress("vectors", min(counter["n"], total), total)
+
+                embedded = self.semantic.embed_pending(progress=step)
+                self.semantic.rebuild_index()
+            else:
+                note = "the embeddings extra is not working here: rows are queued and embedded by the next semantic search"
+            done["vectors"] = {"rows_dropped": dropped, "embedded": embedded, "index_file": moved, "note": note}
+        return {"rebuilt": what, **done}
 
     def close(self) -> None:
         self.semantic.save()

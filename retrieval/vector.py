@@ -82,6 +82,7 @@ class VectorIndex:
         self._hnsw = None
         # Keys marked deleted in the graph; re-adding one must unmark it first.
         self._hnsw_removed: set[int] = set()
+        self.meta: dict = {}  # what a loaded file was saved with
 
     # -- contents ---------------------------------------------------------------------------
 
@@ -380,6 +381,7 @@ class VectorIndex:
             # Copies, so the payload (graph arrays included) is freed once hnswlib has its own.
             index._keys, index._vectors, index._count = keys.copy(), vectors.copy(), len(keys)
             index._row = {key: row for row, key in enumerate(keys.tolist())}
+            index.meta = saved  # the caller's provenance, for checks beyond expected_meta
             if len(index._row) != len(keys):
                 return None
             if header["hnsw"] is not None:
@@ -395,6 +397,15 @@ class VectorIndex:
 
 
 _MISSING = object()
+
+
+def read_header(path: str | Path) -> dict | None:
+    """The header of a saved index (its meta included) if the file is one we wrote intact, else None."""
+    try:
+        data = _read(Path(path))
+    except OSError:
+        return None
+    return None if data is None else data[0]
 
 
 def _read(path: Path) -> tuple[dict, bytearray] | None:

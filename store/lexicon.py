@@ -63,6 +63,15 @@ def _group(terms: list[str], lexids: list[int], tfs: list[int]) -> dict[tuple[st
     }
 
 
+def valid_segment(blob: object, seg: int) -> bool:
+    """A postings blob as written: int32 lexids of this segment, strictly ascending, then positive tfs."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % 8:
+        return False
+    ids, tfs = _decode(blob)
+    return (bool(ids.size) and int(ids[0]) >= seg * SEGMENT_DOCS and int(ids[-1]) < (seg + 1) * SEGMENT_DOCS
+            and bool(np.all(ids[1:] > ids[:-1])) and bool(np.all(tfs > 0)))
+
+
 def _join(blobs: list[bytes]) -> bytes:
     """One postings blob from a term's segments (in segment order)."""
     if len(blobs) == 1:
@@ -111,6 +120,8 @@ class Lexicon:
         self.live = np.empty(0, bool)
         self.n_docs = 0
         self._total_len = 0.0
+        # terms whose stored postings failed validation in a read: skipped, and rebuilt by the store
+        self.damaged: set[str] = set()
 
     # ------------------------------------------------------------------ write side
     def ensure_current(self, conn: sqlite3.Connection) -> bool:
@@ -218,7 +229,10 @@ class Lexicon:
                 for term, blob in conn.execute(
                     f"SELECT term, postings FROM {self.t.segments} WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
                 ):
-                    existing[(term, seg)] = blob
+                    if valid_segment(blob, seg):
+                        existing[(term, seg)] = blob
+                    else:  # overwritten below with the new postings only; the store rebuilds the rest
+                        self.damaged.add(term)
         rows = []
         for (term, seg), (ids, tfs) in groups.items():
             old = existing.get((term, seg))
@@ -302,7 +316,8 @@ class Lexicon:
     def _fetch(self, terms: list[str]) -> None:
         found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for chunk in _chunks(terms):
-            blobs, delta = self.db.read(lambda c: _read_terms(c, self.t, chunk))
+            blobs, delta, damaged = self.db.read(lambda c: _read_terms(c, self.t, chunk))
+            self.damaged |= damaged
             extra: dict[str, tuple[list, list]] = {}
             for term, lexid, tf in delta:
                 extra.setdefault(term, ([], []))
@@ -314,8 +329,9 @@ class Lexicon:
                     ids = np.concatenate([ids, np.array(extra[term][0], np.int64)])
                     tfs = np.concatenate([tfs, np.array(extra[term][1], np.int32)])
                 # a posting newer than our doc table belongs to another connection's write
-                if ids.size and ids.max() >= self.live.size:
-                    ids, tfs = ids[ids < self.live.size], tfs[ids < self.live.size]
+                if ids.size and (ids.max() >= self.live.size or ids.min() < 0):
+                    keep = (ids >= 0) & (ids < self.live.size)
+                    ids, tfs = ids[keep], tfs[keep]
                 found[term] = (ids, tfs)
         self._cache.update(found)
 
@@ -323,13 +339,22 @@ class Lexicon:
 def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
     marks = ",".join("?" * len(terms))
     segments: dict[str, list[bytes]] = {}
-    for term, blob in c.execute(
-        f"SELECT term, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms
+    damaged: set[str] = set()
+    for term, seg, blob in c.execute(
+        f"SELECT term, seg, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms
     ):
-        segments.setdefault(term, []).append(blob)
+        if isinstance(seg, int) and valid_segment(blob, seg):
+            segments.setdefault(term, []).append(blob)
+        else:
+            damaged.add(term)
     blobs = {term: _join(parts) for term, parts in segments.items()}
-    delta = c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms).fetchall()
-    return blobs, delta
+    delta = []
+    for term, lexid, tf in c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms):
+        if isinstance(lexid, int) and isinstance(tf, int) and tf > 0:
+            delta.append((term, lexid, tf))
+        else:
+            damaged.add(term)
+    return blobs, delta, damaged
 
 
 def _meta(conn: sqlite3.Connection, key: str, default: str) -> str:

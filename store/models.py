@@ -132,7 +132,7 @@ class Hit(_Record):
 
 
 class Degraded(_Record):
-    reason: Literal["embeddings_absent", "embeddings_broken"]
+    reason: Literal["embeddings_absent", "embeddings_broken", "lexical_index_repaired"]
     message: str
     install: str
 

@@ -23,6 +23,7 @@ from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings
 from kenning.retrieval.vector import VectorIndex
 
+from . import integrity
 from .db import Database
 from .models import StoreConfig
 from .records import count_live
@@ -123,7 +124,10 @@ class Semantic:
                 Database.set_meta(c, "embedding_dim", str(encoder.dim))
                 bump_generation(c)
         self._index = None
-        (self.index_path).unlink(missing_ok=True)
+        try:
+            self.index_path.unlink(missing_ok=True)
+        except OSError:
+            pass  # not a file: never loaded (`kenning check` reports it)
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
@@ -226,6 +230,8 @@ class Semantic:
         if self._index is None:
             self._index = VectorIndex.load(self.index_path, encoder.dim,
                                            {"model_id": encoder.model_id})
+            if self._index is not None and integrity.index_trusted(self.db, self._index.meta) is not None:
+                self._index = None  # another store's, or a later state's than this database: rebuilt from the rows
             self._saved_generation = None
             if self._index is None:
                 self._index = VectorIndex(encoder.dim)
@@ -250,10 +256,23 @@ class Semantic:
             return
         if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
             return
-        if len(self._index) == 0:
-            (self.index_path).unlink(missing_ok=True)
-        else:
-            self._index.save(self.index_path,
-                             {"model_id": self._encoder.model_id, "generation": self._generation})
+        try:
+            if len(self._index) == 0:
+                self.index_path.unlink(missing_ok=True)
+            else:
+                self._index.save(self.index_path, {"model_id": self._encoder.model_id,
+                                                   **integrity.index_provenance(self.db, self._index.keys(), self._generation)})
+        except OSError:
+            pass  # the file is only a cache of the rows (a folder in its way: `kenning check` reports it)
         self._saved_generation = self._generation
         self._last_save = time.monotonic()
+
+    # ------------------------------------------------------------------ rebuild (kenning rebuild vectors)
+    def forget_index(self) -> None:
+        """Drop this process's vector index; the next search (or rebuild_index) builds it from the rows."""
+        self._index, self._generation, self._saved_generation = None, None, None
+
+    def rebuild_index(self) -> None:
+        """Build the vector index from the embedding rows now and save it."""
+        self._sync(self.encoder())
+        self.save()

@@ -1,0 +1,319 @@
+"""Derived data that proves itself: what each derived structure was built from, checked and repaired.
+
+The lexical index, the embeddings rows and the vector index file are all derived from the
+memories. Each carries its provenance: the tokenizer fingerprint (lexical), the model id and the
+text's hash (each embedding row), and for the index file the store's identity, the embeddings
+generation it was saved at, and the text hashes of its newest keys (its lineage). A file from
+another store, from a later state than the database (a restored backup), or whose keys now name
+other texts is not trusted; it is rebuilt from the rows.
+
+``check_*`` functions only read and return problems; ``repair_*`` functions fix what the
+matching check finds. ``kenning check`` and ``kenning rebuild`` run them over a whole store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kenning.retrieval.text import fingerprint, tokenize
+
+from .db import Database
+from .lexicon import MEMORY_TABLES, LexTables, _decode, valid_segment
+
+STORE_ID_KEY = "store_id"
+LINEAGE_KEYS = 64
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing found wrong: which structure, what, and what ``kenning rebuild`` does about it."""
+
+    part: str  # sqlite | lexical | embeddings | vectors
+    what: str
+    repair: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------ store identity
+def store_id(db: Database) -> str:
+    """The store's identity, made once: a derived file names the store it was built from."""
+    found = db.get_meta(STORE_ID_KEY)
+    if found or getattr(db, "read_only", False):
+        return found or ""
+    with db.transaction() as c:
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (STORE_ID_KEY,)).fetchone()
+        if row:
+            return row[0]
+        made = str(uuid.uuid4())
+        Database.set_meta(c, STORE_ID_KEY, made)
+        return made
+
+
+def _generation(c: sqlite3.Connection) -> int:
+    row = c.execute("SELECT value FROM meta WHERE key = 'embeddings_generation'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except (TypeError, ValueError):
+        return -1
+
+
+# ------------------------------------------------------------------------------ sqlite
+def check_sqlite(db: Database) -> list[Problem]:
+    rows = db.read(lambda c: c.execute("PRAGMA quick_check").fetchall())
+    if [r[0] for r in rows] == ["ok"]:
+        return []
+    return [Problem("sqlite", f"quick_check: {r[0]}", "restore the database from a backup; derived data can "
+                    "be rebuilt, memories cannot") for r in rows[:10]]
+
+
+# ------------------------------------------------------------------------------ lexical
+def lexicon_docs_consistent(c: sqlite3.Connection, t: LexTables = MEMORY_TABLES) -> bool:
+    """Cheap check at open: every live document has exactly one live index row and no other row is live."""
+    live_docs = c.execute(f"SELECT COUNT(*), COUNT(DISTINCT mem) FROM {t.docs} WHERE live = 1").fetchone()
+    documents = c.execute(f"SELECT COUNT(*) FROM ({t.documents})").fetchone()[0]
+    joined = c.execute(
+        f"SELECT COUNT(*) FROM {t.docs} d JOIN ({t.documents}) m ON m.rowid = d.mem WHERE d.live = 1"
+    ).fetchone()[0]
+    return live_docs[0] == live_docs[1] == documents == joined
+
+
+def check_lexicon(db: Database, t: LexTables = MEMORY_TABLES) -> list[Problem]:
+    """Re-derive every live document's postings and compare them with the stored index."""
+    repair = "kenning rebuild lexical"
+
+    def read(c: sqlite3.Connection):
+        return (c.execute("SELECT value FROM meta WHERE key = ?", (t.tokenizer_key,)).fetchone(),
+                c.execute(t.documents).fetchall(),
+                c.execute(f"SELECT lexid, mem, length FROM {t.docs} WHERE live = 1").fetchall(),
+                c.execute(f"SELECT term, seg, postings FROM {t.segments}").fetchall(),
+                c.execute(f"SELECT term, lexid, tf FROM {t.delta}").fetchall())
+
+    mark, documents, docs, segments, delta = db.read(read)
+    problems = []
+    if not mark or mark[0] != fingerprint():
+        problems.append(Problem("lexical", "built with another tokenizer (or never built)", repair))
+    by_mem: dict[int, list[tuple[int, int]]] = {}
+    for lexid, mem, length in docs:
+        by_mem.setdefault(mem, []).append((lexid, length))
+    expected: list[tuple[str, int, int]] = []
+    missing = duplicated = wrong_length = 0
+    for key, text, _ in documents:
+        rows = by_mem.pop(key, [])
+        if not rows:
+            missing += 1
+            continue
+        if len(rows) > 1:
+            duplicated += 1
+        lexid, length = rows[0]
+        counts = Counter(tokenize(text))
+        if sum(counts.values()) != length:
+            wrong_length += 1
+        expected.extend((term, lexid, tf) for term, tf in counts.items())
+    stale = sum(len(rows) for rows in by_mem.values())
+    for count, what in ((missing, "live memories missing from the index"),
+                        (duplicated, "memories indexed more than once"),
+                        (wrong_length, "documents with a wrong length"),
+                        (stale, "index rows live for a removed or unknown memory")):
+        if count:
+            problems.append(Problem("lexical", f"{count} {what}", repair))
+    live = {lexid for lexid, _, _ in docs}
+    actual: list[tuple[str, int, int]] = []
+    damaged = 0
+    for term, seg, blob in segments:
+        if not isinstance(seg, int) or not valid_segment(blob, seg):
+            damaged += 1
+            continue
+        ids, tfs = _decode(blob)
+        actual.extend((term, int(i), int(f)) for i, f in zip(ids.tolist(), tfs.tolist()) if i in live)
+    actual.extend((term, lexid, tf) for term, lexid, tf in delta if lexid in live)
+    if damaged:
+        problems.append(Problem("lexical", f"{damaged} damaged postings blobs", repair))
+    differ = _postings_difference(expected, actual)
+    if differ:
+        terms = sorted(differ)
+        shown = ", ".join(repr(x) for x in terms[:5]) + (" …" if len(terms) > 5 else "")
+        problems.append(Problem("lexical", f"postings differ from the memories' text for {len(terms)} terms ({shown})",
+                                repair))
+    return problems
+
+
+def _postings_difference(expected: list[tuple[str, int, int]], actual: list[tuple[str, int, int]]) -> set[str]:
+    """Terms whose (lexid, tf) postings differ between the two lists."""
+    want, have = Counter(expected), Counter(actual)
+    return {term for term, _, _ in (want - have) + (have - want)}
+
+
+def repair_lexicon(db: Database, lexicon) -> None:
+    """Re-index every live document from its text (the Lexicon's own rebuild), in one transaction."""
+    with db.transaction() as c:
+        lexicon.rebuild(c)
+        Database.set_meta(c, lexicon.t.tokenizer_key, fingerprint())
+    lexicon.damaged.clear()
+
+
+# ------------------------------------------------------------------------------ embeddings
+def check_embeddings(db: Database) -> list[Problem]:
+    """Embedding rows against the memories: the model recorded, live owner, same text hash, sound vector."""
+    repair = "kenning rebuild vectors"
+
+    def read(c: sqlite3.Connection):
+        model = c.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+        dim = c.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
+        rows = c.execute(
+            "SELECT e.mem, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
+            "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem").fetchall()
+        unembedded = c.execute(
+            "SELECT COUNT(*) FROM memories m WHERE m.removed_at IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.mem = m.rowid AND e.model_id = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.mem = m.rowid)",
+            (model[0] if model else "",)).fetchone()[0]
+        return model, dim, rows, unembedded
+
+    model, dim, rows, unembedded = db.read(read)
+    if model is None:
+        return []  # never embedded: nothing derived yet
+    try:
+        size = int(dim[0]) * 4 if dim else None
+    except (TypeError, ValueError):
+        size = None
+    other_model = orphan = stale = corrupt = 0
+    for _, model_id, digest, vector, current, live in rows:
+        if model_id != model[0]:
+            other_model += 1
+        elif current is None or not live:
+            orphan += 1
+        elif digest != current:
+            stale += 1
+        elif not _sound_vector(vector, size):
+            corrupt += 1
+    problems = []
+    for count, what in ((other_model, "embedding rows of another model"),
+                        (orphan, "embedding rows of removed or unknown memories"),
+                        (stale, "embedding rows of an older text of their memory"),
+                        (corrupt, "embedding rows with a damaged vector"),
+                        (unembedded, "live memories with no embedding and not queued for one")):
+        if count:
+            problems.append(Problem("embeddings", f"{count} {what}", repair))
+    return problems
+
+
+def _sound_vector(blob: object, size: int | None) -> bool:
+    if not isinstance(blob, bytes) or (size is not None and len(blob) != size) or len(blob) % 4:
+        return False
+    vector = np.frombuffer(blob, np.float32)
+    if not np.all(np.isfinite(vector)):
+        return False
+    return abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3
+
+
+def repair_embeddings(db: Database) -> int:
+    """Drop every embedding row the check objects to and queue its memory again; returns rows dropped."""
+    with db.transaction() as c:
+        model = c.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+        if model is None:
+            return 0
+        dim = c.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
+        try:
+            size = int(dim[0]) * 4 if dim else None
+        except (TypeError, ValueError):
+            size = None
+        bad = [rowid for rowid, model_id, digest, vector, current, live in c.execute(
+            "SELECT e.rowid, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
+            "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem")
+            if model_id != model[0] or current is None or not live or digest != current
+            or not _sound_vector(vector, size)]
+        for i in range(0, len(bad), 500):
+            chunk = bad[i : i + 500]
+            c.execute(f"DELETE FROM embeddings WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+        c.execute(
+            "INSERT OR IGNORE INTO embed_queue(mem) SELECT m.rowid FROM memories m WHERE m.removed_at IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.mem = m.rowid AND e.model_id = ?)", (model[0],))
+        if bad:
+            c.execute("INSERT INTO meta(key, value) VALUES ('embeddings_generation', '1') "
+                      "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+    return len(bad)
+
+
+# ------------------------------------------------------------------------------ the vector index file
+def index_provenance(db: Database, keys: np.ndarray, generation: int | None) -> dict:
+    """What a saved index records beside its model id: store identity, generation and lineage
+    (the text hashes of its newest keys, which a restored older database would give to other texts)."""
+    newest = sorted(int(k) for k in np.asarray(keys).tolist())[-LINEAGE_KEYS:]
+    marks = ",".join("?" * len(newest))
+    rows = db.read(lambda c: c.execute(
+        f"SELECT rowid, content_hash FROM embeddings WHERE rowid IN ({marks})", newest).fetchall()) if newest else []
+    return {"store_id": db.get_meta(STORE_ID_KEY) or "", "generation": generation,
+            "lineage": {str(k): _short(h) for k, h in rows}}
+
+
+def index_trusted(db: Database, meta: dict | None) -> str | None:
+    """None when a loaded index's provenance fits this database, else why not (it is then rebuilt)."""
+    if not isinstance(meta, dict):
+        return "no provenance recorded"
+    mine = db.get_meta(STORE_ID_KEY) or ""
+    if meta.get("store_id") != mine:
+        return "it was built for another store"
+    generation = meta.get("generation")
+    current = db.read(_generation)
+    if not isinstance(generation, int) or generation > current:
+        return f"it is from a later state (generation {generation}) than the database ({current}): a restored backup?"
+    lineage = meta.get("lineage")
+    if not isinstance(lineage, dict):
+        return "no lineage recorded"
+    try:
+        keys = [int(k) for k in lineage]
+    except ValueError:
+        return "its lineage is damaged"
+    if keys:
+        marks = ",".join("?" * len(keys))
+        rows = dict(db.read(lambda c: c.execute(
+            f"SELECT rowid, content_hash FROM embeddings WHERE rowid IN ({marks})", keys).fetchall()))
+        if any(k in rows and _short(rows[k]) != lineage[str(k)] for k in keys):
+            return "its keys now name other texts (the database was restored or replaced)"
+    return None
+
+
+def _short(digest: str) -> str:
+    return hashlib.sha256(str(digest).encode()).hexdigest()[:16]
+
+
+def check_vector_index(db: Database, path: Path) -> list[Problem]:
+    from kenning.retrieval.vector import read_header
+
+    repair = "kenning rebuild vectors"
+    if not path.exists() and not path.is_symlink():
+        return []
+    if not path.is_file():
+        return [Problem("vectors", f"{path.name} is not a file (a folder or a broken link)", repair)]
+    header = read_header(path)
+    if header is None:
+        return [Problem("vectors", f"{path.name} is damaged (unreadable header or checksum mismatch)", repair)]
+    meta = header.get("meta") or {}
+    model = db.get_meta("embedding_model")
+    if model is not None and meta.get("model_id") != model:
+        return [Problem("vectors", f"{path.name} was built with another model ({meta.get('model_id')})", repair)]
+    why = index_trusted(db, meta)
+    return [Problem("vectors", f"{path.name} is not trusted: {why}", repair)] if why else []
+
+
+def remove_index_file(path: Path) -> str | None:
+    """Clear the way for a rebuilt index: delete the file; a folder in its place is moved aside."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+        return f"removed {path.name}"
+    if path.is_dir():
+        aside = path.with_name(f"{path.name}.not-an-index-{int(time.time())}")
+        shutil.move(str(path), str(aside))
+        return f"moved the folder {path.name} aside to {aside.name}"
+    return None

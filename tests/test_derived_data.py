@@ -1,0 +1,155 @@
+"""Derived data proves itself: damage to the lexical index, the embedding rows or the vector index
+file is detected (`check`), repaired (`rebuild`, or on its own), and never an exception in a search."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import pytest
+
+import kenning
+from kenning import open_store
+from kenning.store.semantic import INDEX_FILENAME
+
+TEXTS = [f"memory {i} about the {w} service on port {8000 + i}" for i, w in
+         enumerate(["auth", "billing", "search", "mail", "queue", "cache", "gateway", "metrics"] * 5)]
+
+
+@pytest.fixture
+def filled(tmp_path):
+    store = open_store(tmp_path / "s")
+    store.import_records([{"content": t, "scopes": ["t"]} for t in TEXTS])
+    yield store
+    store.close()
+
+
+def bm25_ids(store, query="billing service port"):
+    """The bm25 answer as {id: score} (ties may come in another order after a rebuild)."""
+    return {h.id: round(h.score, 6) for h in store.search(query, mode="bm25", limit=10, record=False).hits}
+
+
+def sql(store, statement, *args):
+    with store.db.transaction() as c:
+        c.execute(statement, args)
+
+
+def test_a_healthy_store_checks_clean(filled):
+    report = filled.check()
+    assert report["ok"], report["problems"]
+
+
+@pytest.mark.parametrize("blob", [b"\x00\x01\x02", b"garbage!" * 3, struct.pack("<4i", 9, 3, 1, 1), b""])
+def test_a_garbage_postings_blob_is_skipped_reported_and_rebuilt_in_the_search(filled, blob):
+    before = bm25_ids(filled)
+    sql(filled, "UPDATE lex_segments SET postings = ? WHERE term = 'billing'", blob)
+    assert not filled.check()["ok"]
+    fresh = open_store(filled.directory)  # another process sees the damage cold
+    result = fresh.search("billing service port", mode="bm25", limit=10, record=False)
+    assert result.degraded is not None and result.degraded.reason == "lexical_index_repaired"
+    assert {h.id: round(h.score, 6) for h in result.hits} == before
+    assert fresh.check()["ok"]
+    fresh.close()
+
+
+def test_a_blob_of_the_wrong_type_is_damage_too(filled):
+    sql(filled, "UPDATE lex_segments SET postings = 'text' WHERE term = 'auth'")
+    fresh = open_store(filled.directory)
+    assert fresh.search("auth", mode="keyword", record=False).hits
+    fresh.close()
+
+
+def test_lost_or_retired_index_rows_are_rebuilt_when_the_store_opens(filled):
+    before = bm25_ids(filled)
+    sql(filled, "DELETE FROM lex_docs WHERE lexid IN (SELECT lexid FROM lex_docs LIMIT 5)")
+    sql(filled, "UPDATE lex_docs SET live = 0 WHERE lexid IN (SELECT lexid FROM lex_docs WHERE live = 1 LIMIT 3)")
+    with open_store(filled.directory) as fresh:
+        assert bm25_ids(fresh) == before
+        assert fresh.check()["ok"]
+
+
+def test_swapped_or_deleted_postings_are_found_by_check_and_fixed_by_rebuild(filled):
+    before = bm25_ids(filled)
+    for a, b in (("billing", "swap"), ("mail", "billing"), ("swap", "mail")):
+        sql(filled, "UPDATE lex_segments SET term = ? WHERE term = ?", b, a)
+    sql(filled, "DELETE FROM lex_segments WHERE term = 'port'")
+    report = filled.check()
+    assert not report["ok"]
+    assert any(p["part"] == "lexical" and "postings differ" in p["what"] for p in report["problems"])
+    with open_store(filled.directory) as cold:  # the damage is real for a process that reads it
+        assert bm25_ids(cold) != before
+    done = filled.rebuild("lexical")
+    assert done["lexical"]["documents"] == len(TEXTS)
+    assert filled.check()["ok"] and bm25_ids(filled) == before
+
+
+def test_rebuild_refuses_an_unknown_part(filled):
+    with pytest.raises(kenning.InvalidInput if hasattr(kenning, "InvalidInput") else Exception, match="rebuild what"):
+        filled.rebuild("everything")
+
+
+def test_a_folder_in_place_of_the_index_file_is_reported_and_moved_aside(filled):
+    (filled.directory / INDEX_FILENAME).mkdir()
+    report = filled.check()
+    assert any(p["part"] == "vectors" and "not a file" in p["what"] for p in report["problems"])
+    done = filled.rebuild("vectors")
+    assert "moved the folder" in done["vectors"]["index_file"]
+    assert not (filled.directory / INDEX_FILENAME).is_dir()
+
+
+def test_the_store_has_an_identity(filled, tmp_path):
+    other = open_store(tmp_path / "other")
+    assert filled.store_id and other.store_id and filled.store_id != other.store_id
+    other.close()
+
+
+# ---------------------------------------------------------------------------------- with the real model
+needs_model = pytest.mark.skipif(not kenning.embeddings_available(), reason="the embeddings extra is not installed")
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow
+@needs_model
+def test_an_index_file_newer_than_a_restored_database_is_not_trusted(tmp_path):
+    """Back up the DB, write and embed more, restore the backup beside the newer vectors.idx, then
+    write new memories (whose embedding keys collide with the newer file's): answers stay right."""
+    home = tmp_path / "s"
+    with open_store(home) as store:
+        store.import_records([{"content": t, "scopes": ["t"]} for t in TEXTS[:10]], embed=True)
+        store.search("billing", mode="semantic")
+    backup = tmp_path / "backup.sqlite3"
+    shutil.copy(home / "kenning.sqlite3", backup)
+    with open_store(home) as store:
+        store.import_records([{"content": f"the zebra enclosure number {i}", "scopes": ["t"]} for i in range(10)],
+                             embed=True)
+        store.search("zebra", mode="semantic")
+    for suffix in ("-wal", "-shm"):
+        (home / f"kenning.sqlite3{suffix}").unlink(missing_ok=True)
+    shutil.copy(backup, home / "kenning.sqlite3")
+    with open_store(home) as store:
+        store.import_records([{"content": f"the teapot collection item {i}", "scopes": ["t"]} for i in range(10)],
+                             embed=True)
+        assert any("not trusted" in p["what"] for p in store.check()["problems"]), store.check()
+        hits = store.search("teapot collection", mode="semantic", limit=10).hits
+        contents = [store.get(h.id).content for h in hits]
+        assert contents and all("teapot" in c for c in contents[:5]), contents
+        assert not any("zebra" in c for c in contents)
+        assert store.check()["ok"], store.check()["problems"]
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow
+@needs_model
+def test_damaged_embedding_rows_are_found_and_rebuilt(tmp_path):
+    with open_store(tmp_path / "s") as store:
+        store.import_records([{"content": t, "scopes": ["t"]} for t in TEXTS], embed=True)
+        store.search("billing", mode="semantic")
+        sql(store, "DELETE FROM embeddings WHERE rowid IN (SELECT rowid FROM embeddings LIMIT 3)")
+        sql(store, "UPDATE embeddings SET vector = x'00' WHERE rowid = (SELECT MAX(rowid) FROM embeddings)")
+        sql(store, "UPDATE embeddings SET content_hash = 'x' WHERE rowid = (SELECT MIN(rowid) FROM embeddings)")
+        problems = {p["what"] for p in store.check()["problems"] if p["part"] == "embeddings"}
+        assert any("no embedding" in p for p in problems) and any("damaged vector" in p for p in problems)
+        assert any("older text" in p for p in problems)
+        done = store.rebuild("vectors")
+        assert done["vectors"]["embedded"] >= 5
+        assert store.check()["ok"], store.check()["problems"]
