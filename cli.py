@@ -36,6 +36,10 @@ def _mount_subcommands() -> None:
     app.command("sync", epilog="Example: kenning sync ~/notes/kenning   (after editing its MEMORY.md files)")(sync_command)
     app.add_typer(episodes_app, name="episodes")
     app.command("serve", epilog="Example: kenning --store ~/.kenning serve   (MCP over stdio)")(serve)
+    from kenning.commands.integrity import check, rebuild
+
+    app.command("check", epilog="Example: kenning check --json   (exit 1 when something is damaged)")(check)
+    app.command("rebuild", epilog="Example: kenning rebuild lexical   (or vectors, or all)")(rebuild)
 
 
 handle_errors = one_line_errors()

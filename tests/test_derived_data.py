@@ -153,3 +153,30 @@ def test_damaged_embedding_rows_are_found_and_rebuilt(tmp_path):
         done = store.rebuild("vectors")
         assert done["vectors"]["embedded"] >= 5
         assert store.check()["ok"], store.check()["problems"]
+
+
+# ---------------------------------------------------------------------------------- the CLI
+def cli(*args, store):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(store), *args],
+                          capture_output=True, text=True)
+
+
+def test_cli_check_exits_1_on_damage_and_rebuild_fixes_it(filled):
+    import json
+
+    home = filled.directory
+    filled.close()
+    clean = cli("check", "--json", store=home)
+    assert clean.returncode == 0 and json.loads(clean.stdout)["ok"]
+    with open_store(home) as store:
+        sql(store, "UPDATE lex_segments SET postings = x'0102' WHERE term = 'billing'")
+    damaged = cli("check", store=home)
+    assert damaged.returncode == 1 and "damaged postings" in damaged.stdout and "Traceback" not in damaged.stderr
+    rebuilt = cli("rebuild", "lexical", store=home)
+    assert rebuilt.returncode == 0 and f"from {len(TEXTS)} memories" in rebuilt.stdout
+    assert cli("check", store=home).returncode == 0
+    wrong = cli("rebuild", "everything", store=home)
+    assert wrong.returncode == 2 and "rebuild what" in wrong.stderr and "Traceback" not in wrong.stderr

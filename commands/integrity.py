@@ -1,0 +1,68 @@
+"""`kenning check` and `kenning rebuild`: verify a store and its derived data, rebuild what is damaged."""
+
+from __future__ import annotations
+
+import typer
+
+from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
+
+
+def _store(ctx: typer.Context):
+    from kenning.memory.facade import Store
+
+    state = ctx.find_root().obj
+    if state["store"] is None:
+        state["store"] = Store(state["store_dir"])
+    return state["store"]
+
+
+@one_line_errors()
+def check(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Verify the database, the lexical index, the embedding rows and the vector index file; exit 1 on damage."""
+    report = _store(ctx).check()
+    if as_json:
+        emit_json(report)
+    elif report["ok"]:
+        out.print(f"ok: {report['store']} and everything derived from it check clean", highlight=False)
+    else:
+        for problem in report["problems"]:
+            out.print(f"{problem['part']}: {problem['what']} (fix: {problem['repair']})", markup=False, highlight=False)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+@one_line_errors()
+def rebuild(
+    ctx: typer.Context,
+    what: str = typer.Argument("all", help="lexical | vectors | all"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Rebuild derived data from the memories' text: the lexical index, the vectors, or both."""
+    from rich.progress import Progress
+
+    store = _store(ctx)
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        tasks: dict[str, int] = {}
+
+        def step(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(f"rebuilding {stage}", total=total or None)
+            progress.update(tasks[stage], completed=done, total=total or None)
+
+        report = store.rebuild(what, progress=step)
+    if as_json:
+        emit_json(report)
+        return
+    if "lexical" in report:
+        out.print(f"lexical index rebuilt from {report['lexical']['documents']} memories", highlight=False)
+    if "vectors" in report:
+        v = report["vectors"]
+        line = f"vectors: {v['rows_dropped']} bad embedding rows dropped, {v['embedded']} memories embedded"
+        if v["index_file"]:
+            line += f"; {v['index_file']}"
+        out.print(line, markup=False, highlight=False)
+        if v["note"]:
+            out.print(v["note"], markup=False, highlight=False)
