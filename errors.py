@@ -17,6 +17,15 @@ class NotFound(KenningError, LookupError):
     """No live memory (or tombstone) has the given id."""
 
 
+class Stale(KenningError):
+    """Optimistic concurrency: the caller's version token is older than the stored memory."""
+
+    def __init__(self, memory_id: str, given: str, current: str):
+        super().__init__(f"memory {memory_id} changed since you read it (version {given}, now {current}); "
+                         "nothing was written: re-read it and retry")
+        self.memory_id, self.given, self.current = memory_id, given, current
+
+
 class SearchDisabled(KenningError):
     """A person turned search off for this store (the live setting ``search_enabled``)."""
 

@@ -22,6 +22,7 @@ from ulid import ULID
 
 from kenning.errors import InvalidInput, NotFound
 
+from . import events
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
 from kenning.store.models import _Record, iso
 
@@ -35,6 +36,7 @@ HANDOFF_DEFAULT, HANDOFF_CAP = 5, 50
 SEARCH_DEFAULT, SEARCH_CAP = 20, 200
 MAX_IDS = 200
 PROMOTED_EVENT = "episode_promoted"
+EXPIRED_EVENT = "episodes_expired"  # a session's entries reached their TTL and were pruned
 METADATA_KEY = "promoted_from_episode"
 
 _COLUMNS = "id, session, parent_session, swarm_id, worktree, scopes, takeaway, body, created, expires"
@@ -163,14 +165,17 @@ class Episodes:
         with self.store.db.transaction() as c:
             return self._prune(c, self.store.clock())
 
-    @staticmethod
-    def _prune(c: sqlite3.Connection, now: datetime) -> list[str]:
+    def _prune(self, c: sqlite3.Connection, now: datetime) -> list[str]:
+        """Delete expired entries, logging per session and worktree so a handoff can say where they went."""
         cutoff = iso(now)
-        sessions = [r[0] for r in c.execute(
-            "SELECT DISTINCT session FROM episodes WHERE expires <= ? ORDER BY session", (cutoff,)).fetchall()]
-        if sessions:
+        rows = c.execute("SELECT session, worktree, COUNT(*) FROM episodes WHERE expires <= ? "
+                         "GROUP BY session, worktree ORDER BY session", (cutoff,)).fetchall()
+        if rows:
             c.execute("DELETE FROM episodes WHERE expires <= ?", (cutoff,))
-        return sessions
+            events.log_many(c, now, self.store.session_id, EXPIRED_EVENT,
+                            [(None, {"session": session, "worktree": worktree, "count": count})
+                             for session, worktree, count in rows])
+        return list(dict.fromkeys(session for session, _, _ in rows))
 
     # ------------------------------------------------------------------ reads
     def get(self, episode_id: str) -> Episode:
@@ -320,11 +325,12 @@ class Episodes:
     def _prior_sessions(self) -> list[str]:
         """Other sessions with journal activity in exactly this worktree, latest activity first."""
         latest: dict[str, str] = {}
+        # expired entries count as activity too (pruned ones through their event): the session did journal
         rows = self.store.db.read(lambda c: c.execute(
-            "SELECT session, MAX(created) FROM episodes WHERE worktree IS ? AND session != ? AND expires > ? "
-            "GROUP BY session", (self.worktree, self.store.session_id, iso(self.store.clock()))).fetchall())
+            "SELECT session, MAX(created) FROM episodes WHERE worktree IS ? AND session != ? "
+            "GROUP BY session", (self.worktree, self.store.session_id)).fetchall())
         latest.update(rows)
-        for event in self.store.events(kinds=[PROMOTED_EVENT]):
+        for event in self.store.events(kinds=[PROMOTED_EVENT, EXPIRED_EVENT]):
             payload = event.get("payload") or {}
             session = payload.get("session")
             if session and session != self.store.session_id and payload.get("worktree") == self.worktree:
@@ -341,7 +347,15 @@ class Episodes:
         if promoted:
             return (f"session {session} journaled, but all its entries were promoted into memories "
                     f"({len(promoted)} promoted); memory_search finds them")
-        return f"session {session} has no live journal entries (none written, or expired after 30 days)"
+        expired = self.store.db.read(lambda c: c.execute(
+            "SELECT COUNT(*) FROM episodes WHERE session = ? AND expires <= ?",
+            (session, iso(self.store.clock()))).fetchone()[0])
+        expired += sum((e.get("payload") or {}).get("count", 0) for e in self.store.events(kinds=[EXPIRED_EVENT])
+                       if (e.get("payload") or {}).get("session") == session)
+        if expired:
+            return (f"session {session} journaled, but all {expired} of its entries expired (episodes last "
+                    f"{EPISODE_TTL.days} days); nothing of it is left to hand off")
+        return f"session {session} has no live journal entries"
 
     def _same_checkout(self, worktree: str | None) -> bool:
         """Permissive worktree match for the bare search walk: only a clearly different checkout is dropped."""

@@ -24,6 +24,7 @@ SEARCH, SHOW, LIST = "search", "show", "list"
 WRITE, PENDING, CONFIRM, CANCEL = "write", "pending", "confirm", "cancel"
 UPDATE, REMOVE, RESTORE, VERIFY = "update", "remove", "restore", "verify"
 OUTCOME, RENAME_SCOPE = "outcome", "rename_scope"
+CORROBORATE = "corroborate"  # a duplicate write credited to the memory that already said it
 SEARCH_MISS = "search_miss"
 
 MAX_KIND_CHARS = 64

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
-from kenning.errors import InvalidInput, NotFound, SearchDisabled
+from kenning.errors import InvalidInput, NotFound, SearchDisabled, Stale
 from kenning.retrieval.text import fingerprint
 
 from kenning.store import files, integrity, records, search as search_mod
@@ -28,7 +28,7 @@ from kenning.store import files, integrity, records, search as search_mod
 from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
 from kenning.store.db import DB_FILENAME, Database
-from .gates import GateRefusal, GateRefused, pipeline, run_content_gates
+from .gates import GateRefusal, GateRefused, pipeline, run_content_gates, truncation
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
@@ -183,12 +183,22 @@ class Store:
         claims: list[str] | None = None,
         acknowledge_transient: bool = False,
         acknowledge_user_claim: bool = False,
+        acknowledge_scope_mismatch: bool = False,
+        acknowledge_ungrounded: bool = False,
+        force: bool = False,
+        groundedness_check: bool = False,
+        source_transcript: str | None = None,
     ) -> WriteResult:
         """Gate, then commit one memory (or stage it: user-inference, or require_write_confirmation).
 
         A malformed request raises InvalidInput / NotFound; a gate's refusal is returned as a
-        WriteResult (refused, duplicate, previously_removed) and writes nothing.
+        WriteResult whose status is the gate's (transient_warning, duplicate, …) and writes
+        nothing, except that a duplicate credits its match a corroboration (once per session).
+        ``groundedness_check=True`` compares every sentence with ``source_transcript``.
+        ``force=True`` writes through duplicate, previously_removed and scope_mismatch.
         """
+        if groundedness_check and not (isinstance(source_transcript, str) and source_transcript.strip()):
+            raise InvalidInput("groundedness_check needs source_transcript: the conversation text to check against")
         refusal = self._writes_refused()
         if refusal is not None:
             return pipeline.refused(refusal)
@@ -199,11 +209,14 @@ class Store:
             "metadata": metadata, "links": [_link_dict(link) for link in links or []],
             "claims": [str(c) for c in parse_claims(_texts(claims, "claims"))],
             "acknowledge_transient": bool(acknowledge_transient), "acknowledge_user_claim": bool(acknowledge_user_claim),
+            "acknowledge_scope_mismatch": bool(acknowledge_scope_mismatch), "force": bool(force),
+            # groundedness is judged once, at write time: a staged write that passed it needs no transcript later
+            "acknowledge_ungrounded": bool(acknowledge_ungrounded) or groundedness_check,
             "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
         }
-        memory, gated = self._gated(request)
+        memory, gated = self._gated(request, source_transcript if groundedness_check else None)
         if isinstance(gated, WriteResult):
-            return gated
+            return self._credit_duplicate(gated)
         if memory.category == "user-inference" or self.config.require_write_confirmation:
             request["scopes"], request["metadata"] = memory.scopes, memory.metadata
             with self.db.transaction() as c:
@@ -211,7 +224,8 @@ class Store:
                 events.log(c, staged.created, self.session_id, events.PENDING, None,
                            {"pending_id": staged.id, "reason": staged.reason})
             return WriteResult(status="pending", pending_id=staged.id, pending_reason=staged.reason,
-                               expires=staged.expires, related=gated, warnings=_warnings(memory))
+                               expires=staged.expires, related=gated.related,
+                               removed_matches=gated.removed_matches, warnings=_warnings(memory))
         return self._commit(memory, gated, events.WRITE, {"category": memory.category})
 
     def confirm_write(self, pending_id: str) -> WriteResult:
@@ -228,7 +242,7 @@ class Store:
             return pipeline.refused(refusal).model_copy(update={"pending_id": staged.id, "pending_retained": True})
         memory, gated = self._gated(staged.request)
         if isinstance(gated, WriteResult):
-            return gated.model_copy(update={"pending_id": staged.id, "pending_retained": True})
+            return self._credit_duplicate(gated).model_copy(update={"pending_id": staged.id, "pending_retained": True})
         with self.db.transaction() as c:
             state, _ = pending_mod.lookup(c, staged.id, self.clock())
             if state != "live":  # confirmed or cancelled by someone else meanwhile
@@ -253,7 +267,20 @@ class Store:
         staged = pending_mod.live(self.db, self.clock(), None if all_sessions else self.session_id)
         return [p.to_dict() for p in staged]
 
-    def _gated(self, request: dict[str, Any]) -> tuple[Memory, WriteResult | list[str]]:
+    def _credit_duplicate(self, result: WriteResult) -> WriteResult:
+        """A duplicate is evidence: credit the memory that already says it, once per session."""
+        if result.status != "duplicate" or result.id is None:
+            return result
+        with self.db.transaction() as c:
+            seen = c.execute("SELECT 1 FROM events WHERE session = ? AND kind = ? AND memory_id = ? LIMIT 1",
+                             (self.session_id, events.CORROBORATE, result.id)).fetchone()
+            if seen is None:
+                events.log(c, self.clock(), self.session_id, events.CORROBORATE, result.id,
+                           {"overlap": (result.match or {}).get("overlap")})
+        return result.model_copy(update={"corroboration_recorded": seen is None})
+
+    def _gated(self, request: dict[str, Any],
+               source_transcript: str | None = None) -> tuple[Memory, WriteResult | pipeline.Passed]:
         """Validate a write request into a Memory and run the gates: (memory, refusal or related ids)."""
         origin = request.get("origin")
         memory = self._new_memory({
@@ -264,22 +291,23 @@ class Store:
         self.db.read(lambda c: self._check_link_targets(c, memory.links))
         gated = pipeline.run(
             self.db, self.lexicon, self.config, memory.content, memory.category, parse_claims(request["claims"]),
-            origin["worktree"] if origin else None,
-            request["acknowledge_transient"], request["acknowledge_user_claim"],
+            origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
+            scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
         )
         return memory, gated
 
-    def _commit(self, memory: Memory, related: list[str], kind: str, payload: dict,
+    def _commit(self, memory: Memory, passed: pipeline.Passed, kind: str, payload: dict,
                 conn: sqlite3.Connection | None = None) -> WriteResult:
         if conn is None:
             with self.db.transaction() as c:
-                result = self._commit(memory, related, kind, payload, conn=c)
+                result = self._commit(memory, passed, kind, payload, conn=c)
             self._embed_if_loaded()
             return result
         self._check_link_targets(conn, memory.links)
         self._insert(conn, memory)
         events.log(conn, memory.created, self.session_id, kind, memory.id, payload)
-        return WriteResult(status="committed", id=memory.id, related=related, warnings=_warnings(memory))
+        return WriteResult(status="committed", id=memory.id, related=passed.related,
+                           removed_matches=passed.removed_matches, warnings=_warnings(memory))
 
     def import_records(
         self,
@@ -345,11 +373,15 @@ class Store:
         metadata: dict | None = None,
         acknowledge_transient: bool = False,
         acknowledge_user_claim: bool = False,
+        acknowledge_truncation: bool = False,
+        version: str | None = None,
     ) -> Memory:
         """Change fields of a live memory and bump ``updated``; a new text clears its verification.
 
-        A new text passes the content gates (credentials, durability, user claims) like a write;
-        a refusal raises GateRefused. Scopes and links replace the old lists whole.
+        A new text passes the content gates (credentials, durability, user claims) like a write,
+        and the truncation gate (a shorter body ending mid-sentence); a refusal raises GateRefused
+        and changes nothing. Scopes and links replace the old lists whole. ``version`` (from show or
+        search) makes the update conditional: a memory changed since raises Stale and nothing is written.
         """
         changes: dict[str, Any] = {
             k: v for k, v in {"content": text, "scopes": scopes, "confidence": confidence,
@@ -372,11 +404,13 @@ class Store:
             changes["links"] = [_link_dict(link) for link in links]
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
+            _check_version(memory, version)
             fields = memory.model_dump()
             fields.update(changes)
             text_changed = text is not None and text != memory.content
             if text_changed:
-                refusal = run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
+                refusal = (run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
+                           or truncation.check(memory.content, text, acknowledge_truncation))
                 if refusal is not None:
                     raise GateRefused(refusal)
                 fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
@@ -421,7 +455,7 @@ class Store:
             self.lexicon.remove(c, rowid)
             forget(c, rowid)
             events.log(c, now, self.session_id, events.REMOVE, memory.id, {"reason": reason.strip()})
-        return Tombstone(memory=memory, reason=reason.strip(), removed_at=now)
+        return Tombstone(memory=memory, reason=reason.strip(), removed_at=now, removed_by_session=self.session_id)
 
     def restore(self, id: str) -> Memory:
         """Bring a tombstoned memory back into search, as it was when removed."""
@@ -447,8 +481,15 @@ class Store:
         verified_paths: Iterable[str] | None = None,
         verified_absent_paths: Iterable[str] | None = None,
         claims: Iterable[str] | None = None,
+        verified_commits: Iterable[str] | None = None,
+        verified_versions: Iterable[str] | None = None,
+        version: str | None = None,
     ) -> dict[str, Any]:
         """Record a spot-check: ``last_verified_at`` = now; ``updated`` and the text stay as they are.
+
+        ``verified_commits`` and ``verified_versions`` are an audit trail only (kept on the record
+        and in the event log; nothing on the read path resolves them). With ``version`` (from show or
+        search), a memory changed since returns ``{status: stale, current_version}`` and records nothing.
 
         Attested paths must exist in the memory's worktree and every claim (given, else stored)
         must hold there, or nothing is recorded (InvalidInput says which). Each list replaces the
@@ -458,10 +499,16 @@ class Store:
         paths = None if verified_paths is None else _paths(verified_paths, "verified_paths")
         absent = None if verified_absent_paths is None else _paths(verified_absent_paths, "verified_absent_paths")
         given = None if claims is None else parse_claims(_texts(claims, "claims"))
+        commits = None if verified_commits is None else _labels(verified_commits, "verified_commits")
+        versions = None if verified_versions is None else _labels(verified_versions, "verified_versions")
         self._check_writable()
         now = self.clock()
         with self.db.transaction() as c:
             rowid, memory = self._live_row(c, id)
+            if version is not None and version != memory.version:
+                return {"status": "stale", "id": memory.id, "version": version, "current_version": memory.version,
+                        "hint": "another agent changed this memory since you read it; nothing was recorded. "
+                                "Re-read it with memory_show, re-check, and verify again with the new version."}
             to_check = given if given is not None else parse_claims(c.spec for c in memory.claims)
             self._check_attestation(memory, paths or [], to_check)
             fields = memory.model_dump()
@@ -472,17 +519,27 @@ class Store:
                 fields["verified_absent_paths"] = absent
             if given is not None:
                 fields["claims"] = [{"spec": str(claim)} for claim in given]
+            audit_trail = dict(fields.get("metadata") or {})
+            for key, values in (("verified_commits", commits), ("verified_versions", versions)):
+                if values is not None:
+                    audit_trail[key] = values
+            fields["metadata"] = audit_trail
             verified = self._validated(fields)
             c.execute("UPDATE memories SET record = ? WHERE rowid = ?", (verified.model_dump_json(), rowid))
             events.log(c, now, self.session_id, events.VERIFY, verified.id,
                        {"note": note, "verified_paths": verified.verified_paths,
                         "verified_absent_paths": verified.verified_absent_paths,
-                        "claims": [claim.spec for claim in verified.claims]})
+                        "claims": [claim.spec for claim in verified.claims],
+                        "verified_commits": verified.metadata.get("verified_commits"),
+                        "verified_versions": verified.metadata.get("verified_versions")})
         assessed = trust.staleness(verified, now, self.config.verification_stale_days, DriftCache())
         return {
-            "status": "verified", "id": verified.id, "last_verified_at": iso(now), "verification_note": note,
+            "status": "verified", "id": verified.id, "version": verified.version,
+            "last_verified_at": iso(now), "verification_note": note,
             "verified_paths": verified.verified_paths, "verified_absent_paths": verified.verified_absent_paths,
-            "claims": [claim.spec for claim in verified.claims], **assessed.to_hit_fields(),
+            "claims": [claim.spec for claim in verified.claims],
+            "verified_commits": verified.metadata.get("verified_commits", []),
+            "verified_versions": verified.metadata.get("verified_versions", []), **assessed.to_hit_fields(),
         }
 
     def _check_attestation(self, memory: Memory, paths: list[str], claims: list[ParsedClaim]) -> None:
@@ -553,7 +610,7 @@ class Store:
         now = self.clock()
         assessed = trust.staleness(memory, now, self.config.verification_stale_days, DriftCache())
         out = memory.model_dump(mode="json")
-        out["summary"] = memory.summary
+        out["summary"], out["version"] = memory.summary, memory.version
         out.update(trust.full_detail(assessed))
         targets = self._summaries([link.target for link in memory.links])
         out["links"] = [{**link.model_dump(mode="json"), **targets.get(link.target, {"status": "missing"})}
@@ -594,7 +651,19 @@ class Store:
         rows = self.db.read(lambda c: c.execute(
             f"SELECT record, removed_reason, removed_at FROM memories m WHERE removed_at IS NOT NULL {where} "
             "ORDER BY removed_at DESC, id DESC LIMIT ?", (*params, limit)).fetchall())
-        return [Tombstone(memory=Memory.model_validate_json(r), reason=why, removed_at=at) for r, why, at in rows]
+        removers = self._removers([Memory.model_validate_json(r).id for r, _, _ in rows])
+        return [Tombstone(memory=(m := Memory.model_validate_json(r)), reason=why, removed_at=at,
+                          removed_by_session=removers.get(m.id)) for r, why, at in rows]
+
+    def _removers(self, ids: list[str]) -> dict[str, str]:
+        """The session that last removed each memory, from the event log (no column needed)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.read(lambda c: c.execute(
+            f"SELECT memory_id, session FROM events WHERE kind = ? AND memory_id IN ({marks}) ORDER BY rowid",
+            (events.REMOVE, *ids)).fetchall())
+        return dict(rows)
 
     def count(self) -> int:
         return self.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories WHERE removed_at IS NULL").fetchone()[0])
@@ -652,6 +721,11 @@ class Store:
     def disable_scope(self, scope: str) -> list[str]:
         """Hide a scope from this session's searches, lists and counts; returns the disabled scopes."""
         scope = check_scopes([scope])[0]
+        known = self.db.read(lambda c: c.execute(
+            "SELECT 1 FROM memory_scopes WHERE scope = ? UNION ALL "
+            "SELECT 1 FROM episodes, json_each(episodes.scopes) WHERE value = ? LIMIT 1", (scope, scope)).fetchone())
+        if known is None and scope not in self.disabled_scopes:
+            raise NotFound(f"no memory, tombstone or episode has scope {scope!r}; memory_scope_overview lists the scopes")
         if scope not in self.disabled_scopes:
             self.disabled_scopes.append(scope)
         return sorted(self.disabled_scopes)
@@ -970,6 +1044,15 @@ def _texts(values: Iterable[str] | str | None, what: str) -> list[str]:
     return values
 
 
+def _labels(values: Iterable[str], what: str) -> list[str]:
+    """Short audit labels (commit ids, version strings): non-blank, one line, at most 200 characters."""
+    values = _texts(values, what)
+    bad = [v for v in values if len(v) > MAX_ID_CHARS or has_control_chars(v)]
+    if bad:
+        raise InvalidInput(f"{what}: each entry is one line of at most {MAX_ID_CHARS} characters")
+    return list(dict.fromkeys(v.strip() for v in values))
+
+
 def _paths(values: Iterable[str], what: str) -> list[str]:
     return list(dict.fromkeys(normalize_claim_path(p) for p in _texts(values, what)))
 
@@ -1002,6 +1085,11 @@ def _excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[st
         if value is not None and len(value) > MAX_NOTE_CHARS:
             raise InvalidInput(f"an excerpt is at most {MAX_NOTE_CHARS} characters")
     return values
+
+
+def _check_version(memory: Memory, version: str | None) -> None:
+    if version is not None and version != memory.version:
+        raise Stale(memory.id, version, memory.version)
 
 
 def _warnings(memory: Memory) -> list[str]:

@@ -140,6 +140,7 @@ def annotate(
     for position, hit in enumerate(hits):
         assessed = staleness(memories[hit.id], now, stale_days, cache)
         hit.staleness_verdict = assessed.verdict
+        hit.version = memories[hit.id].version
         expanded = expand and position == 0
         trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
         for key, value in (("superseded_by", replaced.get(hit.id)), ("depends_on_resolved", depends.get(hit.id)),

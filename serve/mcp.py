@@ -17,14 +17,14 @@ import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from kenning import __version__
-from kenning.errors import KenningError
+from kenning.errors import KenningError, Stale
 from kenning.memory import audit
+from kenning.memory.gates import GateRefused
 from kenning.memory.episodes import (
     HANDOFF_CAP,
     HANDOFF_DEFAULT,
@@ -38,6 +38,8 @@ from kenning.memory.episodes import (
 from kenning.memory.gates.limits import MAX_SCOPE_CHARS, MAX_SCOPES
 from kenning.store.models import Link
 from kenning.memory.facade import MAX_LIMIT, Store
+from kenning.serve import outputs as out
+from kenning.serve.surface import StrictServer, for_tools
 
 INSTRUCTIONS = """\
 kenning is a long-term memory shared with the user and with other agent sessions.
@@ -78,9 +80,24 @@ Mode = Annotated[
     Field(description="Retrieval mode; omit for the store default (hybrid). Without the embeddings extra, "
                       "semantic and hybrid answer lexically and say so in `degraded`."),
 ]
-Category = Literal["fact", "user-inference", "ambient"]
-Confidence = Literal["low", "medium", "high"]
-Source = Literal["explicit-statement", "inferred"]
+Category = Annotated[
+    Literal["fact", "user-inference", "ambient"],
+    Field(description="fact: project/infra/tool knowledge, commits now. ambient: background that colours replies. "
+                      "user-inference: a claim about the user, always pending until the user confirms."),
+]
+Confidence = Annotated[Literal["low", "medium", "high"], Field(description="How sure you are: low, medium or high.")]
+Source = Annotated[
+    Literal["explicit-statement", "inferred"],
+    Field(description="explicit-statement: the user or a document said it. inferred: you concluded it."),
+]
+Ack = Annotated[bool, Field(description="Accept the risk this gate warns of (see the refusal's hint).")]
+Force = Annotated[bool, Field(description="Write even though it is a duplicate, resembles a removed memory, or names "
+                                          "another project's scope. Never overrides credentials, durability or user claims.")]
+Version = Annotated[
+    str | None,
+    Field(max_length=100, description="The version token from memory_show / memory_search. When another agent changed "
+                                      "the memory since, the call returns status stale and writes nothing."),
+]
 Note = Annotated[str | None, Field(max_length=500, description="What you checked or why, for the event log (max 500 chars).")]
 Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]] | None, Field(max_length=256)]
 Claims = Annotated[
@@ -90,14 +107,18 @@ Claims = Annotated[
 ]
 Links = Annotated[
     list[Link] | None,
-    Field(max_length=64, description="Links to other memories: kind supersedes | contradicts | extends | depends_on, "
-                                     "target = the other memory's id, optional note."),
+    Field(max_length=64, description="Links to other memories, each {type, target_id, note?} (kind/target also "
+                                     "accepted). type: supersedes | contradicts | extends | depends_on."),
 ]
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+Audit = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=200)]] | None,
+    Field(max_length=64, description="Audit trail only: recorded with the verification, not checked."),
+]
 PendingId = Annotated[str, Field(min_length=1, max_length=200, description="The pending_id a memory_write (or episode_promote) returned.")]
 
 
-def _tool(server: MCPServer, *, read_only: bool) -> Callable[[Callable], Callable]:
+def _tool(server: StrictServer, *, read_only: bool) -> Callable[[Callable], Callable]:
     """Register fn as a tool named after it, described by its docstring; KenningError -> a tool error.
 
     No tool is destructive in MCP's sense: removal is a restorable tombstone, updates are logged.
@@ -107,9 +128,14 @@ def _tool(server: MCPServer, *, read_only: bool) -> Callable[[Callable], Callabl
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except KenningError as exc:
-                raise ToolError(str(exc)) from exc
+                raise ToolError(for_tools(str(exc))) from None
+            if isinstance(result, dict):
+                for key in ("hint", "reason"):
+                    if isinstance(result.get(key), str):
+                        result[key] = for_tools(result[key])
+            return result
 
         server.add_tool(
             call, name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""),
@@ -120,10 +146,10 @@ def _tool(server: MCPServer, *, read_only: bool) -> Callable[[Callable], Callabl
     return register
 
 
-def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
+def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer:
     """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
     # quiet stderr (it is the client's log): rejected arguments already reach the model as tool errors
-    server = MCPServer("kenning", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = StrictServer("kenning", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     journal = episodes or Episodes(store)
     reader = _tool(server, read_only=True)
     writer = _tool(server, read_only=False)
@@ -138,7 +164,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         auto_scope: Annotated[bool, Field(description="True: only memories written from this repository and worktree, plus global ones. False: every project.")] = True,
         since_prior_session: Annotated[bool, Field(description="Only memories updated after the last activity of another session: what changed in this session.")] = False,
         mode: Mode = None,
-    ) -> dict[str, Any]:
+    ) -> out.SearchOut:
         """Search the stored memories. Do not call by default: only when the user refers to context you lack
         ("my project", "the deploy script we wrote") or a stored preference could settle an ambiguous request.
         When a hit shapes your reply, tell the user you used it.
@@ -161,7 +187,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
                             auto_scope=auto_scope, since_prior_session=since_prior_session).to_dict()
 
     @reader
-    def memory_show(id: MemoryId) -> dict[str, Any]:
+    def memory_show(id: MemoryId) -> out.MemoryOut:
         """One memory in full, usually after a search snippet looked relevant.
 
         Returns the memory's fields (content, scopes, category, confidence, source, created, updated, origin,
@@ -178,7 +204,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         category: Annotated[Category | None, Field(description="Only this category.")] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, newest update first (1-50).")] = MAX_LIMIT,
         with_bodies: Annotated[bool, Field(description="Include full bodies. Pulls every listed memory into your context: only for small stores.")] = False,
-    ) -> dict[str, Any]:
+    ) -> out.ListOut:
         """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated).
 
         Cheap triage when you need to see what exists rather than find one thing; filter by scopes to narrow.
@@ -192,7 +218,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     @reader
     def memory_scope_overview(
         auto_scope: Annotated[bool, Field(description="True: count this repository's and global memories only. False: every project.")] = True,
-    ) -> dict[str, Any]:
+    ) -> out.OverviewOut:
         """Counts per scope and the curation backlog, without any memory content. Call once at the start of a
         conversation: if total is 0, skip memory_search for the rest of it unless asked.
 
@@ -208,7 +234,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     def memory_list_tombstones(
         scopes: ScopeFilter = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, most recently removed first (1-50).")] = 20,
-    ) -> dict[str, Any]:
+    ) -> out.TombstonesOut:
         """Removed memories with the reason and time of removal, most recent first. Check here before
         re-suggesting something the user may have deliberately removed; memory_restore undoes a removal.
         """
@@ -220,14 +246,19 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     def memory_write(
         content: Annotated[str, Field(min_length=1, description="The memory body: one self-contained fact, in words a later search would use.")],
         scopes: Annotated[list[Scope], Field(min_length=1, max_length=MAX_SCOPES, description="Narrow tags such as projects:<name>, tools, infrastructure. Avoid 'general'.")],
-        category: Annotated[Category, Field(description="fact: project/infra/tool knowledge, commits now. ambient: background that colours replies. user-inference: a claim about the user, always pending until confirmed.")] = "fact",
+        category: Category = "fact",
         confidence: Confidence = "medium",
-        source: Annotated[Source, Field(description="explicit-statement: the user or a document said it. inferred: you concluded it.")] = "explicit-statement",
+        source: Source = "explicit-statement",
         claims: Claims = None,
         links: Links = None,
         acknowledge_transient: Annotated[bool, Field(description="Override the durability gate when wording that sounds temporary is in fact durable.")] = False,
         acknowledge_user_claim: Annotated[bool, Field(description="Override the user-claim gate when the body is about someone other than the user.")] = False,
-    ) -> dict[str, Any]:
+        acknowledge_scope_mismatch: Annotated[bool, Field(description="Override scope_mismatch: the fact really is about the other project the scopes name.")] = False,
+        groundedness_check: Annotated[bool, Field(description="Check every sentence against source_transcript; unsupported ones return status ungrounded.")] = False,
+        source_transcript: Annotated[str | None, Field(max_length=1_000_000, description="The conversation text the memory comes from (needed with groundedness_check).")] = None,
+        acknowledge_ungrounded: Annotated[bool, Field(description="Override ungrounded when the grounding came from outside the transcript (a file read, a tool result).")] = False,
+        force: Force = False,
+    ) -> out.WriteOut:
         """Remember something durable. Call proactively when a lasting fact, decision, convention or preference
         comes up; the gates below catch bad writes, so writing eagerly is safe. Run state goes to episode_write.
 
@@ -235,19 +266,27 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         - committed: stored; id is the new memory, related lists similar existing memories.
         - pending: user-inference (or the store requires confirmation; pending_reason says which): ask the
           user in plain words, then memory_write_confirm or memory_write_cancel with pending_id (expires in 1 h).
-        - duplicate: a live memory (id, match) already says this; nothing was written.
-        - previously_removed: a similar memory was removed before; match.reason says why. Reconsider.
-        - refused: a gate stopped it. gate (credentials, durability, user_claims, claims) and code name the
-          check, reason says what it saw, hint how to fix it, override which acknowledge_* flag applies if the
-          gate is wrong. Transient run state refused by durability belongs in episode_write instead.
+        - duplicate: a live memory (id, match) already says this; nothing was written, but that memory was
+          credited a corroboration (corroboration_recorded true, once per session). force=True writes anyway.
+        - previously_removed: a similar memory was removed before; match.reason says why. Reconsider, or force=True.
+        - transient_warning (durability), credential_warning, user_claim_warning, scope_mismatch (the scopes name
+          another project than this repository), ungrounded (claims lists the unsupported sentences),
+          claim_false / claims_uncheckable, writes_disabled: a gate stopped it. gate names the check, reason says
+          what it saw, hint how to fix it, override the acknowledge_* flag (or force) that applies if the gate is
+          wrong. Run state refused as transient belongs in episode_write instead.
+        committed and pending also carry removed_matches: removed memories that resemble this one (below the
+        previously_removed threshold), with why they were removed.
         Nothing is written unless status is committed (or pending, until confirmed).
         """
         return store.write(content, scopes=scopes, category=category, confidence=confidence, source=source,
                            claims=claims, links=links, acknowledge_transient=acknowledge_transient,
-                           acknowledge_user_claim=acknowledge_user_claim).to_dict()
+                           acknowledge_user_claim=acknowledge_user_claim,
+                           acknowledge_scope_mismatch=acknowledge_scope_mismatch,
+                           acknowledge_ungrounded=acknowledge_ungrounded, force=force,
+                           groundedness_check=groundedness_check, source_transcript=source_transcript).to_dict()
 
     @writer
-    def memory_write_confirm(pending_id: PendingId) -> dict[str, Any]:
+    def memory_write_confirm(pending_id: PendingId) -> out.WriteOut:
         """Commit a pending write after the user agreed. The write is re-checked against the store as it is now,
         so duplicate or previously_removed can come back instead of committed. status expired / not_found means
         the pending write is gone (pending writes last an hour): write it again if it still matters. Confirming a
@@ -256,7 +295,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         return journal.confirm_write(pending_id)
 
     @writer
-    def memory_write_cancel(pending_id: PendingId) -> dict[str, Any]:
+    def memory_write_cancel(pending_id: PendingId) -> out.CancelOut:
         """Drop a pending write, e.g. when the user said the inference about them is wrong. Returns status
         cancelled, or expired / not_found when there was nothing left to cancel. A promoted episode is kept.
         """
@@ -265,38 +304,59 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     @writer
     def memory_update(
         id: MemoryId,
-        text: Annotated[str | None, Field(min_length=1, description="The new body. Clears verification and claims: call memory_verify again after.")] = None,
-        scopes: Annotated[list[Scope] | None, Field(min_length=1, max_length=MAX_SCOPES, description="The complete new scope list (replaces the old one).")] = None,
-        confidence: Confidence | None = None,
+        content: Annotated[str | None, Field(min_length=1, description="The new body. Clears verification and claims: call memory_verify again after.")] = None,
+        text: Annotated[str | None, Field(min_length=1, description="Same as content (kept for older callers); give one of the two.")] = None,
+        scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES, description="The complete new scope list (replaces the old one).")] = None,
+        confidence: Annotated[Literal["low", "medium", "high"] | None, Field(description="New confidence: low, medium or high.")] = None,
         category: Annotated[Literal["fact", "ambient"] | None, Field(description="fact or ambient; a memory cannot become user-inference by update.")] = None,
-        links: Annotated[list[Link] | None, Field(max_length=64, description="The complete new link list (replaces the old one; [] clears).")] = None,
+        links: Annotated[list[Link] | None, Field(max_length=64, description="The complete new link list, each {type, target_id, note?} (replaces the old one; [] clears).")] = None,
+        version: Version = None,
         acknowledge_transient: Annotated[bool, Field(description="Override the durability gate for a new text that only sounds temporary.")] = False,
         acknowledge_user_claim: Annotated[bool, Field(description="Override the user-claim gate when the new text is about someone other than the user.")] = False,
-    ) -> dict[str, Any]:
+        acknowledge_truncation: Annotated[bool, Field(description="Accept a shorter body that ends mid-sentence: the cut is deliberate.")] = False,
+    ) -> out.UpdateOut:
         """Correct a memory that drifted or was wrong. Give only what changes; scopes and links replace the
-        old lists whole. A new text passes the same content gates as a write (a refusal is an error naming the
-        gate and the fix). A body edit bumps updated and clears last_verified_at and the attested claims; a
-        scope-only edit keeps verification. Returns {status: updated, memory}.
+        old lists whole. A body edit bumps updated and clears last_verified_at and the attested claims; a
+        scope-only edit keeps verification. Returns {status: updated, memory}, or without writing anything:
+        - a gate's status (transient_warning, credential_warning, user_claim_warning, truncation_warning when a
+          shorter body ends mid-sentence) with reason, hint and the acknowledge_* override;
+        - stale when version is given and another agent changed the memory since: re-fetch with memory_show
+          (current_version) and retry.
         """
-        memory = store.update(id, text=text, scopes=scopes, confidence=confidence, category=category, links=links,
-                              acknowledge_transient=acknowledge_transient, acknowledge_user_claim=acknowledge_user_claim)
-        return {"status": "updated", "memory": memory.model_dump(mode="json")}
+        if content is not None and text is not None and content != text:
+            raise KenningError("give the new body as content or as text, not two different ones")
+        try:
+            memory = store.update(id, text=content if content is not None else text, scopes=scopes,
+                                  confidence=confidence, category=category, links=links, version=version,
+                                  acknowledge_transient=acknowledge_transient,
+                                  acknowledge_user_claim=acknowledge_user_claim,
+                                  acknowledge_truncation=acknowledge_truncation)
+        except GateRefused as refused:
+            r = refused.refusal
+            return {"status": r.status, "gate": r.gate, "reason": r.reason, "hint": r.hint, "matched": r.matched,
+                    "override": r.override}
+        except Stale as stale:
+            return {"status": "stale", "id": stale.memory_id, "version": stale.given, "current_version": stale.current,
+                    "hint": "another agent changed this memory since you read it; nothing was written. Re-read it "
+                            "with memory_show and retry with the new version."}
+        return {"status": "updated", "memory": memory.model_dump(mode="json"), "version": memory.version}
 
     @writer
     def memory_remove(
         id: MemoryId,
         reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why it is wrong or no longer relevant; shown when a similar fact is written again.")],
-    ) -> dict[str, Any]:
+    ) -> out.RemoveOut:
         """Retire a memory that is wrong or obsolete. Nothing is deleted: it becomes a tombstone with your reason,
         leaves search, is listed by memory_list_tombstones, warns later writes of similar text (previously_removed),
         and memory_restore brings it back.
         """
         tombstone = store.remove(id, reason)
         return {"status": "removed", "id": tombstone.memory.id, "reason": tombstone.reason,
-                "removed_at": tombstone.model_dump(mode="json")["removed_at"]}
+                "removed_at": tombstone.model_dump(mode="json")["removed_at"],
+                "removed_by_session": tombstone.removed_by_session}
 
     @writer
-    def memory_restore(id: MemoryId) -> dict[str, Any]:
+    def memory_restore(id: MemoryId) -> out.RestoreOut:
         """Undo memory_remove: the memory returns to search exactly as it was. Returns {status: restored, memory}."""
         return {"status": "restored", "memory": store.restore(id).model_dump(mode="json")}
 
@@ -307,37 +367,49 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         verified_paths: Annotated[Paths, Field(description="Paths you checked exist (relative to the memory's worktree); the drift checks watch exactly these. Replaces the previous list.")] = None,
         verified_absent_paths: Annotated[Paths, Field(description="Paths that are meant to be absent here (another host or platform); never use for real drift.")] = None,
         claims: Claims = None,
-    ) -> dict[str, Any]:
+        verified_commits: Audit = None,
+        verified_versions: Audit = None,
+        version: Version = None,
+    ) -> out.VerifyOut:
         """Record that you spot-checked a memory and it still holds: sets last_verified_at to now (content and
         updated stay as they are). Prefer listing the paths you checked; a path that does not exist, or a false
-        claim, refuses the call - memory_update the memory first. Lists replace the previous attestation whole.
+        claim, refuses the call - memory_update the memory first. Lists replace the previous attestation whole
+        (omit to keep, [] to clear). verified_commits / verified_versions are an audit trail only. With version,
+        a memory another agent changed since returns status stale (current_version) and nothing is recorded.
         """
         return store.verify(id, note=note, verified_paths=verified_paths,
-                            verified_absent_paths=verified_absent_paths, claims=claims)
+                            verified_absent_paths=verified_absent_paths, claims=claims,
+                            verified_commits=verified_commits, verified_versions=verified_versions, version=version)
 
     @writer
     def memory_record_use(
-        memory_ids: Annotated[list[MemoryId], Field(min_length=1, max_length=50)],
+        memory_ids: Annotated[list[MemoryId], Field(min_length=1, max_length=50, description="The ids of the memories the outcome is about (1-50).")],
         outcome: Annotated[Literal["applied", "ignored", "contradicted", "corrected"], Field(description="applied: it shaped the reply. ignored: surfaced but not relevant. contradicted: the user or the facts say it is wrong. corrected: you fixed it with memory_update.")],
         note: Note = None,
-        excerpts: Annotated[
+        claim_excerpts: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=500)] | None] | None,
             Field(max_length=50, description="Parallel to memory_ids: the phrase of each memory that mattered (e.g. the claim that was wrong), null where none."),
         ] = None,
-    ) -> dict[str, Any]:
-        """Record what happened with memories you were shown. Mostly needed for the negative outcomes: after
-        ignored or contradicted, later hits carry recent_negative_outcomes so the memory is not pushed again.
+        excerpts: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=500)] | None] | None,
+            Field(max_length=50, description="Same as claim_excerpts (kept for older callers)."),
+        ] = None,
+    ) -> out.OutcomeOut:
+        """Override the automatic outcome of memories you were shown. Every search hit settles as applied on its
+        own at the end of the turn, so call this only for ignored, contradicted or corrected (or applied to settle
+        early): later hits then carry recent_negative_outcomes so the memory is not pushed again.
         Returns {status: recorded, outcome, memory_ids, at}.
         """
-        return store.record_use(memory_ids, outcome, note=note, excerpt=excerpts)
+        return store.record_use(memory_ids, outcome, note=note,
+                                excerpt=claim_excerpts if claim_excerpts is not None else excerpts)
 
     @writer
     def memory_audit_turn(
-        user_message: Annotated[str, Field(min_length=1, max_length=100_000)],
-        assistant_response: Annotated[str | None, Field(max_length=1_000_000)] = None,
-        lookback_seconds: Annotated[int, Field(ge=1, le=audit.MAX_LOOKBACK_SECONDS)] = audit.DEFAULT_LOOKBACK_SECONDS,
+        user_message: Annotated[str, Field(min_length=1, max_length=100_000, description="The user's message of the turn being audited.")],
+        assistant_response: Annotated[str | None, Field(max_length=1_000_000, description="The assistant's reply, if any (settles this turn's search hits as applied).")] = None,
+        lookback_seconds: Annotated[int, Field(ge=1, le=audit.MAX_LOOKBACK_SECONDS, description="How far back a search, show or list counts as looking it up.")] = audit.DEFAULT_LOOKBACK_SECONDS,
         mode: Mode = None,
-    ) -> dict[str, Any]:
+    ) -> out.AuditOut:
         """End-of-turn telemetry for a client hook; a model in conversation should not call it.
 
         Runs the probe search memory_search would have run for the turn and reports verdict: miss (a
@@ -349,26 +421,48 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
                                 lookback_seconds=lookback_seconds, mode=mode)
 
     @writer
-    def memory_disable_scope(scope: Scope) -> dict[str, Any]:
+    def memory_disable_scope(scope: Annotated[Scope, Field(description="The scope to hide for this session; it must exist.")]) -> out.ScopesOut:
         """Hide a scope for the rest of this session (search, list, overview, handoff), e.g. when the user says
         a project is unrelated. Lasts until memory_enable_scope or the server restarts. Returns disabled_scopes.
         """
         return {"disabled_scopes": store.disable_scope(scope)}
 
     @writer
-    def memory_enable_scope(scope: Scope) -> dict[str, Any]:
+    def memory_enable_scope(scope: Annotated[Scope, Field(description="A scope memory_disable_scope hid.")]) -> out.ScopesOut:
         """Show a scope again that memory_disable_scope hid in this session. Returns disabled_scopes."""
         return {"disabled_scopes": store.enable_scope(scope)}
+
+    @reader
+    def memory_health(
+        auto_scope: Annotated[bool, Field(description="True: this repository's and global memories only. False: every project.")] = True,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many memories to list per bucket (1-50).")] = 10,
+    ) -> out.HealthOut:
+        """The full curation report behind memory_scope_overview's counts: which memories are stale, never
+        verified, drifted, cold, dead, contradicted or in conflict, with ids, so a curation pass can act on them
+        (memory_verify what still holds, memory_update what drifted, memory_remove what is dead,
+        memory_conflicts for contradiction pairs).
+        """
+        return store.health(auto_scope=auto_scope, limit=limit)
+
+    @writer
+    def memory_rename_scope(
+        old: Annotated[Scope, Field(description="The scope to rename, as memories carry it now.")],
+        new: Annotated[Scope, Field(description="Its new name; memories that already carry it just lose the old one.")],
+    ) -> out.RenameOut:
+        """Relabel a scope on every memory and tombstone that carries it (e.g. a project was renamed). A relabel,
+        not an edit: updated and verification stay as they were. Returns {status: renamed, old, new, count}.
+        """
+        return {"status": "renamed", "old": old, "new": new, "count": store.rename_scope(old, new)}
 
     # ------------------------------------------------------------------ the episodes journal
     @writer
     def episode_write(
         body: Annotated[str, Field(min_length=1, description="Free-form markdown: what was tried, what happened, what is next (max 1 MB).")],
         takeaway: Annotated[str | None, Field(max_length=MAX_TAKEAWAY_BYTES, description="One sentence a later session should read first (max 4 KB).")] = None,
-        scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES)] = None,
+        scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES, description="Scope tags for filtering later; [] is fine (handoff keys on the session).")] = None,
         swarm_id: Annotated[Label | None, Field(description="Cohort label: a sub-agent passes its coordinator's session id so the coordinator can gather every takeaway with episode_search(swarm_id=...).")] = None,
         parent_session_id: Annotated[Label | None, Field(description="The session this one continues or was spawned by; defaults to the one episode_handoff resolved.")] = None,
-    ) -> dict[str, Any]:
+    ) -> out.EpisodeWriteOut:
         """Journal run state for this session: what was tried, where it is blocked, the next step, this
         iteration's conclusion. Use it for whatever memory_write would refuse as transient. Episodes expire after
         30 days and never appear in memory_search or memory_list; later sessions read them with episode_handoff
@@ -384,7 +478,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     def episode_handoff(
         prior_session_id: Annotated[Label | None, Field(description="Read this session instead of the automatically resolved one (e.g. a parent agent's id).")] = None,
         max_episodes: Annotated[int, Field(ge=1, le=HANDOFF_CAP, description="How many of its latest entries (1-50).")] = HANDOFF_DEFAULT,
-    ) -> dict[str, Any]:
+    ) -> out.HandoffOut:
         """What did the previous session here conclude? Call first at the start of a loop iteration or a resumed task.
 
         Resolves the other session that most recently journaled in exactly this worktree and returns
@@ -398,37 +492,42 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
     @reader
     def episode_search(
         scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES, description="Keep episodes with at least one of these scopes.")] = None,
-        session_id: Annotated[Label | None, Field(description="Only episodes written by this session.")] = None,
-        parent_session_id: Annotated[Label | None, Field(description="Only episodes whose session continued or was spawned by this one.")] = None,
+        parent_session_id: Annotated[Label | None, Field(description="Only this session's journal (the session that wrote the episodes, e.g. a parent agent's id).")] = None,
+        session_id: Annotated[Label | None, Field(description="Same as parent_session_id (kept for older callers).")] = None,
+        spawned_by: Annotated[Label | None, Field(description="Only episodes of sessions that continued or were spawned by this session.")] = None,
         swarm_id: Annotated[Label | None, Field(description="Only episodes tagged with this cohort id, from any session.")] = None,
         since: Annotated[str | None, Field(max_length=64, description="ISO-8601 time; only episodes created at or after it.")] = None,
         ids: Annotated[list[Label] | None, Field(max_length=MAX_IDS, description="Only these episode ids (unknown ids are simply absent).")] = None,
         auto_scope: Annotated[bool, Field(description="For a walk without session/parent/swarm/ids: drop episodes from clearly different checkouts. False: every worktree.")] = True,
         max_results: Annotated[int, Field(ge=1, le=SEARCH_CAP, description="Keep the most recent N (1-200).")] = SEARCH_DEFAULT,
         include_bodies: Annotated[bool, Field(description="False: takeaway-only rows; re-read one in full via ids.")] = True,
-    ) -> dict[str, Any]:
+    ) -> out.EpisodeSearchOut:
         """Look up journal entries across sessions by filters (not ranked; episodes are chronological).
         For "what did the last session conclude" prefer episode_handoff.
 
         Returns {count, episodes: [{id, session_id, parent_session_id, swarm_id, worktree, created, expires,
         scopes, takeaway, body?}]}: the most recent max_results matches, oldest first.
         """
-        rows = journal.search(scopes=scopes, session_id=session_id, parent_session_id=parent_session_id,
+        if session_id is not None and parent_session_id is not None and session_id != parent_session_id:
+            raise KenningError("parent_session_id and session_id name the same filter; give one")
+        rows = journal.search(scopes=scopes, session_id=parent_session_id or session_id, parent_session_id=spawned_by,
                               swarm_id=swarm_id, since=since, ids=ids, auto_scope=auto_scope,
                               max_results=max_results)
         return {"count": len(rows), "episodes": [e.to_dict(include_body=include_bodies) for e in rows]}
 
     @writer
     def episode_promote(
-        episode_id: Label,
+        episode_id: Annotated[Label, Field(description="The episode's id (from episode_handoff or episode_search).")],
         scopes: Annotated[list[Scope], Field(min_length=1, max_length=MAX_SCOPES, description="Scopes for the new memory.")],
         category: Category = "fact",
         confidence: Confidence = "medium",
         source: Source = "explicit-statement",
         use_body: Annotated[bool, Field(description="Promote the full body instead of the takeaway (required when the episode has no takeaway).")] = False,
-        acknowledge_transient: bool = False,
-        acknowledge_user_claim: bool = False,
-    ) -> dict[str, Any]:
+        acknowledge_transient: Annotated[bool, Field(description="Override the durability gate when the takeaway is durable as worded.")] = False,
+        acknowledge_user_claim: Annotated[bool, Field(description="Override the user-claim gate when the text is about someone other than the user.")] = False,
+        acknowledge_scope_mismatch: Annotated[bool, Field(description="Override scope_mismatch: the fact is about the other project the scopes name.")] = False,
+        force: Force = False,
+    ) -> out.WriteOut:
         """Turn a journal takeaway that proved durable into a memory. It goes through memory_write with every
         gate, so the answer has memory_write's shape plus promoted_from_episode_id and episode_deleted. The
         episode is deleted only when the memory commits; on pending it is deleted by memory_write_confirm (and
@@ -436,7 +535,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         """
         return journal.promote(episode_id, scopes=scopes, category=category, confidence=confidence,
                                source=source, use_body=use_body, acknowledge_transient=acknowledge_transient,
-                               acknowledge_user_claim=acknowledge_user_claim)
+                               acknowledge_user_claim=acknowledge_user_claim,
+                               acknowledge_scope_mismatch=acknowledge_scope_mismatch, force=force)
 
     # ------------------------------------------------------------------ recall across sessions
     @reader
@@ -444,7 +544,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
         query: Annotated[str, Field(min_length=1, max_length=10_000, description="Nouns a past message or note would contain (error, file, service names).")],
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many hits (1-50).")] = 8,
         all: Annotated[bool, Field(description="False: this project's sessions and memories. True: every project's.")] = False,
-    ) -> dict[str, Any]:
+    ) -> out.RecallOut:
         """Recall what earlier agent sessions said (Claude Code, Codex CLI and other registered transcripts),
         together with curated memories and profile notes about the user. Call it when the user refers to
         earlier work ("like we did last week", "the bug we fixed yesterday") that memory_search does not cover.
@@ -461,6 +561,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> MCPServer:
 
         return recall(store, query, limit=limit, all_projects=all)
 
+    server.seal_schemas()
     return server
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 Category = Literal["fact", "user-inference", "ambient"]
 Confidence = Literal["low", "medium", "high"]
@@ -43,9 +44,22 @@ class Origin(_Record):
 
 
 class Link(_Record):
+    """A typed edge to another memory. The spec's names are accepted too: ``{type, target_id, note?}``."""
+
     kind: LinkKind
     target: str
     note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("type" in data or "target_id" in data):
+            data = dict(data)
+            if "type" in data:
+                data.setdefault("kind", data.pop("type"))
+            if "target_id" in data:
+                data.setdefault("target", data.pop("target_id"))
+        return data
 
 
 class Claim(_Record):
@@ -77,6 +91,12 @@ class Memory(_Record):
         """The first line of the body, cut to one short line: what a listing or a link shows."""
         return summary_line(self.content)
 
+    @property
+    def version(self) -> str:
+        """A token that changes with any change to the stored record (body, scopes, links, verification):
+        update and verify compare it to refuse a write based on a stale read (optimistic concurrency)."""
+        return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
+
     def listing(self, with_body: bool = False) -> dict[str, Any]:
         """A one-line row for triage (id, scopes, category, summary, updated); the body only on request."""
         row = {"id": self.id, "scopes": self.scopes, "category": self.category, "summary": self.summary,
@@ -95,11 +115,12 @@ def summary_line(text: str, width: int = SUMMARY_CHARS) -> str:
 
 
 class Tombstone(_Record):
-    """A removed memory, kept whole with why and when, so it can be restored."""
+    """A removed memory, kept whole with why, when and by which session, so it can be restored."""
 
     memory: Memory
     reason: str
     removed_at: datetime
+    removed_by_session: str | None = None
 
 
 class LegScore(_Record):
@@ -121,6 +142,7 @@ class Hit(_Record):
     created: datetime
     updated: datetime
     staleness_verdict: str = "fresh"
+    version: str | None = None  # the memory's version token, for a conditional update or verify
     # trust annotations, present only when they say something (see memory/staleness.py)
     trust: dict[str, Any] = Field(default_factory=dict, exclude=True)
     content: str | None = None  # the full body, only when expanded
@@ -153,16 +175,30 @@ class SearchResult(_Record):
         return out
 
 
-WriteStatus = Literal["committed", "pending", "refused", "duplicate", "previously_removed", "expired", "not_found"]
+# A gate's refusal carries the gate's own status name (the spec's), never a generic "refused".
+REFUSAL_STATUSES: tuple[str, ...] = (
+    "transient_warning", "credential_warning", "user_claim_warning", "scope_mismatch", "ungrounded",
+    "claim_false", "claims_uncheckable", "writes_disabled", "duplicate", "previously_removed",
+)
+WriteStatus = Literal[
+    "committed", "pending", "expired", "not_found",
+    "transient_warning", "credential_warning", "user_claim_warning", "scope_mismatch", "ungrounded",
+    "claim_false", "claims_uncheckable", "writes_disabled", "duplicate", "previously_removed",
+]
 
 
 class WriteResult(_Record):
     """What a write (or a confirm of a pending write) did.
 
-    committed / pending: written or staged (``related`` lists similar live memories);
-    refused: a gate stopped it (``gate``, ``code``, ``reason``, ``hint``, ``matched``, ``override``);
-    duplicate: ``id`` is the live memory that already says this, nothing was written;
-    previously_removed: ``match`` is the similar tombstone, ``reason`` why it was removed;
+    committed / pending: written or staged (``related`` lists similar live memories,
+    ``removed_matches`` similar tombstones below the previously_removed threshold);
+    a gate's status (transient_warning, credential_warning, user_claim_warning, scope_mismatch,
+    ungrounded, claim_false, claims_uncheckable, writes_disabled): nothing was written; ``gate``
+    and ``code`` name the gate and its verdict, ``reason``/``hint``/``matched`` say why and how to
+    fix it, ``override`` names the argument that accepts the risk (None when nothing may);
+    duplicate: ``id`` is the live memory that already says this, nothing was written, and it was
+    credited a corroboration (``corroboration_recorded``, once per session); ``force=True`` writes anyway;
+    previously_removed: ``match`` is the similar tombstone, ``reason`` why it was removed; ``force=True`` writes anyway;
     expired / not_found: a confirm whose pending write is gone (timed out, or never existed).
     """
 
@@ -180,7 +216,15 @@ class WriteResult(_Record):
     override: str | None = None
     match: dict[str, Any] | None = None  # {id, overlap, reason?} of a duplicate or a removed memory
     related: list[str] = Field(default_factory=list)
+    removed_matches: list[dict[str, Any]] = Field(default_factory=list)  # {id, overlap, reason}
+    claims: list[str] | None = None  # ungrounded: the sentences the transcript does not support
+    corroboration_recorded: bool | None = None  # duplicate: the match was credited (first time this session)
     warnings: list[str] = Field(default_factory=list)
+    curation_hint: dict[str, Any] | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.status in REFUSAL_STATUSES
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

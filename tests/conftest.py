@@ -33,3 +33,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "embeddings" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _outside_any_repository(tmp_path_factory, monkeypatch):
+    """Run every test from an empty directory outside git, so a store's origin (and the scope-match
+    gate) never depends on where the checkout happens to live; tests that need a repository make one."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))

@@ -242,13 +242,13 @@ def test_handoff_respects_disabled_scopes_and_rewinds(tmp_path, clock, repo):
 def test_promote_commits_through_the_write_path_and_retires_the_episode(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     ep = journal.write("long notes about the deploy", takeaway="The deploy script lives in ops/deploy.sh and needs ssh agent forwarding")["id"]
-    out = journal.promote(ep, scopes=["projects:ops"])
+    out = journal.promote(ep, scopes=["projects:repo"])
     assert out["status"] == "committed" and out["promoted_from_episode_id"] == ep and out["episode_deleted"] is True
     memory = store.get(out["id"])
-    assert memory.content.startswith("The deploy script lives") and memory.scopes == ["projects:ops"]
+    assert memory.content.startswith("The deploy script lives") and memory.scopes == ["projects:repo"]
     assert journal.search(ids=[ep]) == []
     with pytest.raises(NotFound):
-        journal.promote(ep, scopes=["projects:ops"])
+        journal.promote(ep, scopes=["projects:repo"])
 
 
 def test_promote_uses_the_body_on_request_and_needs_it_without_a_takeaway(tmp_path, clock, repo):
@@ -263,9 +263,9 @@ def test_promote_uses_the_body_on_request_and_needs_it_without_a_takeaway(tmp_pa
 def test_a_refused_promotion_keeps_the_episode(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     first = journal.write("x", takeaway="Release builds are signed with the key in the team vault")["id"]
-    assert journal.promote(first, scopes=["projects:release"])["status"] == "committed"
+    assert journal.promote(first, scopes=["release"])["status"] == "committed"
     again = journal.write("y", takeaway="Release builds are signed with the key in the team vault")["id"]
-    out = journal.promote(again, scopes=["projects:release"])
+    out = journal.promote(again, scopes=["release"])
     assert out["status"] == "duplicate" and out["episode_deleted"] is False
     assert [e.id for e in journal.search(ids=[again])] == [again]
     with pytest.raises(InvalidInput):
@@ -292,7 +292,7 @@ def test_handoff_notes_a_session_whose_journal_was_promoted_out(tmp_path, clock,
     older.write("older", takeaway="older takeaway")
     promoter_store, promoter = session(tmp_path, clock, repo)
     ep = promoter.write("x", takeaway="Integration tests need the docker compose stack from dev/compose.yml")["id"]
-    assert promoter.promote(ep, scopes=["projects:kenning"])["status"] == "committed"
+    assert promoter.promote(ep, scopes=["projects:repo"])["status"] == "committed"
     _, reader = session(tmp_path, clock, repo)
     out = reader.handoff()
     assert [e["takeaway"] for e in out["episodes"]] == ["older takeaway"]

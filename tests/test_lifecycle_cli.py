@@ -36,7 +36,7 @@ def as_json(result):
 
 def test_write_options_gates_and_pending_round_trip(cli):
     refused = as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--json"))
-    assert (refused["status"], refused["gate"], refused["override"]) == ("refused", "durability", "acknowledge_transient")
+    assert (refused["status"], refused["gate"], refused["override"]) == ("transient_warning", "durability", "acknowledge_transient")
     assert as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--ack-transient",
                        "--json"))["status"] == "committed"
     claimed = as_json(cli("write", "The port is set in src/app.py", "--scope", "x", "--claim", "src/app.py::PORT=8443",

@@ -81,7 +81,7 @@ def hit_for(store, mid, query="server entry point docs"):
 
 
 def test_staleness_follows_the_repository(store, repo, clock):
-    mid = store.write(BODY, scopes=["projects:demo"]).id
+    mid = store.write(BODY, scopes=["projects:repo"]).id
     hit = hit_for(store, mid)
     assert hit["staleness_verdict"] == "fresh"  # never verified, but written today: not yet due
     assert hit["verification"]["status"] == "never"

@@ -80,8 +80,8 @@ REFUSED = [
 def test_each_gate_refuses_with_its_name_and_writes_nothing(store, content, extra, gate, override):
     store.write("An unrelated existing memory about kites", scopes=["x"])
     before = snapshot(store)
-    result = store.write(content, scopes=["projects:demo"], **extra)
-    assert (result.status, result.gate, result.override) == ("refused", gate, override)
+    result = store.write(content, scopes=["projects:repo"], **extra)
+    assert (result.gate, result.override) == (gate, override) and result.status == result.code and result.refused
     assert result.reason and result.hint and result.id is None
     assert snapshot(store) == before
 
@@ -112,7 +112,7 @@ def test_claims_from_outside_any_repository_are_refused(tmp_path, clock):
     outside.mkdir()
     with kenning.open_store(tmp_path / "store2", clock=clock, cwd=outside) as s:
         result = s.write("Port is set in src/app.py", scopes=["x"], claims=["src/app.py"])
-        assert (result.status, result.gate, result.code) == ("refused", "claims", "claims_uncheckable")
+        assert (result.status, result.gate, result.code) == ("claims_uncheckable", "claims", "claims_uncheckable")
         assert s.count() == 0
 
 
@@ -120,9 +120,37 @@ def test_duplicate_returns_the_existing_id_and_writes_nothing(store):
     first = store.write("The auth service listens on port 8443", scopes=["x"]).id
     before = snapshot(store)
     dup = store.write("the auth service listens on port 8443!", scopes=["y"])
-    assert (dup.status, dup.id, dup.gate) == ("duplicate", first, "duplicates")
-    assert dup.match["id"] == first and dup.match["overlap"] == 1.0
-    assert snapshot(store) == before
+    assert (dup.status, dup.id, dup.gate, dup.override) == ("duplicate", first, "duplicates", "force")
+    assert dup.match["id"] == first and dup.match["overlap"] == 1.0 and dup.corroboration_recorded is True
+    after = snapshot(store)
+    # the one row a duplicate adds is the spec's corroboration credit in the event log
+    assert after.pop("events")[len(before["events"]):][0][3:5] == ("corroborate", first)
+    assert after == {k: v for k, v in before.items() if k != "events"}
+    again = store.write("The auth service listens on port 8443.", scopes=["y"])
+    assert again.status == "duplicate" and again.corroboration_recorded is False  # once per session
+    assert len(snapshot(store)["events"]) == len(before["events"]) + 1
+
+
+def test_force_writes_through_a_duplicate_and_a_removed_match(store):
+    first = store.write("The auth service listens on port 8443", scopes=["x"]).id
+    forced = store.write("the auth service listens on port 8443!", scopes=["y"], force=True)
+    assert forced.status == "committed" and forced.related[0] == first
+    store.remove(first, "moved to 9443")
+    store.remove(forced.id, "moved to 9443")
+    assert store.write("The auth service listens on port 8443", scopes=["x"]).status == "previously_removed"
+    again = store.write("The auth service listens on port 8443", scopes=["x"], force=True)
+    assert again.status == "committed" and {m["id"] for m in again.removed_matches} == {first, forced.id}
+
+
+def test_a_tombstone_below_the_duplicate_threshold_is_a_removed_match(store):
+    gone = store.write("The auth service listens on port 8443 behind envoy", scopes=["x"]).id
+    store.remove(gone, "envoy was dropped")
+    # 4 of 8 tokens shared: related, not a duplicate
+    result = store.write("The auth service listens on port 9443", scopes=["x"])
+    assert result.status == "committed"
+    assert result.removed_matches == [{"id": gone, "overlap": 0.5, "reason": "envoy was dropped"}]
+    unrelated = store.write("Kites fly best in steady coastal wind", scopes=["x"])
+    assert unrelated.status == "committed" and unrelated.removed_matches == []
 
 
 def test_related_memories_are_named_on_commit(store):
@@ -231,7 +259,7 @@ def test_require_write_confirmation_stages_every_write(store):
 
 def test_a_pending_write_is_gated_before_staging_and_again_at_confirm(store, tmp_path, clock, repo):
     refused = store.write("The user prefers token: s3cr3tV4lu3xyz99 for logins", scopes=["u"], category="user-inference")
-    assert refused.status == "refused" and refused.gate == "credentials" and store.pending_writes() == []
+    assert refused.status == "credential_warning" and refused.gate == "credentials" and store.pending_writes() == []
     pending = store.write("The user prefers reviews in the morning", scopes=["u"], category="user-inference")
     with kenning.open_store(tmp_path / "store", clock=clock, cwd=repo) as other:  # another session, e.g. a CLI run
         meanwhile = other.import_records([{"text": "The user prefers reviews in the morning", "scopes": ["u"]}])

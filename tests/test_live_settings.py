@@ -83,10 +83,10 @@ def test_write_disabled_refuses_every_change_and_writes_nothing(store):
     before = (store.count(), len(store.tombstones()), store.events()[-1])
 
     result = store.write("The cache is Redis on port 6379", scopes=["x"])
-    assert (result.status, result.gate, result.code) == ("refused", "write_enabled", "writes_disabled")
+    assert (result.status, result.gate, result.code) == ("writes_disabled", "write_enabled", "writes_disabled")
     assert "writes are disabled" in result.reason and "write_enabled true" in result.hint
     confirmed = store.confirm_write(staged.pending_id)
-    assert (confirmed.status, confirmed.pending_retained) == ("refused", True)
+    assert (confirmed.status, confirmed.pending_retained) == ("writes_disabled", True)
     for change in (lambda: store.update(kept, text="The auth service listens on port 9443"),
                    lambda: store.remove(kept, reason="x"),
                    lambda: store.restore(gone),
@@ -113,7 +113,7 @@ def test_a_setting_changed_by_another_process_reaches_a_warm_store(tmp_path):
     with pytest.raises(SearchDisabled):
         warm.search("auth")
     _set_elsewhere(path, write_enabled=False)
-    assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "refused"
+    assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "writes_disabled"
     _set_elsewhere(path, search_enabled=True, write_enabled=True, require_write_confirmation=True)
     assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "pending"
     assert warm.config.default_mode == "keyword"  # untouched by the later changes
@@ -151,7 +151,7 @@ def test_a_running_mcp_server_obeys_a_setting_changed_by_another_process(tmp_pat
         _set_elsewhere(store_dir, search_enabled=True, write_enabled=False)
         assert mcp.call("memory_search", query="auth port", mode="bm25")["hits"]
         refused = mcp.call("memory_write", content="The cache is Redis on port 6379", scopes=["x"])
-        assert (refused["status"], refused["gate"]) == ("refused", "write_enabled")
+        assert (refused["status"], refused["gate"]) == ("writes_disabled", "write_enabled")
         assert "writes are disabled" in mcp.fails("memory_remove", id=written["id"], reason="x")
     assert kenning.open_store(store_dir).count() == 1
 

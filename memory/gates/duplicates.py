@@ -11,7 +11,9 @@ the new text adds or drops material, which is what "the same fact" means.
 
 - overlap >= ``DUPLICATE_THRESHOLD`` (0.75) with a live memory: ``duplicate`` of it, nothing written;
 - overlap >= ``DUPLICATE_THRESHOLD`` with a tombstone: ``previously_removed`` with its removal reason;
-- overlap >= ``RELATED_THRESHOLD`` (0.40) with live memories: the write proceeds, ``related`` lists them.
+- overlap >= ``RELATED_THRESHOLD`` (0.40) with live memories: the write proceeds, ``related`` lists them;
+- overlap >= ``RELATED_THRESHOLD`` with tombstones, below the duplicate threshold: the write proceeds
+  and ``removed`` lists them (the spec's ``removed_matches``) so the removal reason is not lost.
 
 A live duplicate wins over a tombstone: the fact is in the store already, whatever was removed.
 The caller supplies the candidates (the store's BM25 top ~20), so this module does no I/O.
@@ -48,6 +50,7 @@ class DuplicateCheck(BaseModel):
     status: Literal["duplicate", "previously_removed"] | None = None
     match: Match | None = None  # the live duplicate or the removed memory, when status is set
     related: list[Match] = []  # live memories at or above RELATED_THRESHOLD, best first
+    removed: list[Match] = []  # tombstones at or above RELATED_THRESHOLD (below DUPLICATE_THRESHOLD unless forced)
 
     @property
     def related_ids(self) -> list[str]:
@@ -89,8 +92,8 @@ def check_duplicate(
     removed = _best_first(
         Match(id=id_, overlap=score, reason=reason)
         for id_, text, reason in tombstones
-        if (score := overlap(new, token_set(text))) >= DUPLICATE_THRESHOLD
+        if (score := overlap(new, token_set(text))) >= RELATED_THRESHOLD
     )
-    if removed:
-        return DuplicateCheck(status="previously_removed", match=removed[0], related=live)
-    return DuplicateCheck(related=live)
+    if removed and removed[0].overlap >= DUPLICATE_THRESHOLD:
+        return DuplicateCheck(status="previously_removed", match=removed[0], related=live, removed=removed)
+    return DuplicateCheck(related=live, removed=removed)

@@ -2,13 +2,21 @@
 
 Order: limits (shape of the request: size, scope count, control characters; a caller mistake,
 raised as InvalidInput before anything else so no gate runs on a malformed request) ->
-credentials -> durability -> user claims -> declared claims -> duplicates. The content gates
-are pure text checks; the claims gate reads the worktree; the duplicates gate compares the body
-with its BM25 neighbours among live memories (top 20, found through the same lexical index
-search uses) and with the most recent tombstones. A refusal writes nothing.
+credentials -> durability -> user claims -> scope match -> declared claims -> groundedness
+(opt-in) -> duplicates. The content gates are pure text checks; scope match compares project
+scopes with the repository written from; the claims gate reads the worktree; groundedness compares
+each sentence with a source transcript; the duplicates gate compares the body with its BM25
+neighbours among live memories (top 20, found through the same lexical index search uses) and
+with the most recent tombstones. A refusal writes nothing.
+
+``force=True`` overrides what only warns of a likely mistake in the store's terms (duplicate,
+previously_removed, scope_mismatch); it never overrides credentials, durability, user claims or
+claims, which each have their own acknowledgement or none.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from kenning.memory.claims import ParsedClaim
 from kenning.retrieval import bm25
@@ -17,7 +25,7 @@ from kenning.store.db import Database
 from kenning.store.lexicon import Lexicon
 from kenning.store.models import StoreConfig, WriteResult
 
-from . import GateRefusal, claims as claims_gate, duplicates, run_content_gates
+from . import GateRefusal, claims as claims_gate, duplicates, groundedness, run_content_gates, scope_match
 
 DUPLICATE_CANDIDATES = 20
 PROBE_TERMS = 256  # a long body probes with its first distinct terms; a near duplicate shares most of them
@@ -27,9 +35,33 @@ RAREST_PROBE_TERMS = 8
 TOMBSTONES_COMPARED = 1000  # the most recently removed
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """The risks a caller accepted for one write; carried over to a pending write's confirm."""
+
+    acknowledge_transient: bool = False
+    acknowledge_user_claim: bool = False
+    acknowledge_scope_mismatch: bool = False
+    acknowledge_ungrounded: bool = False
+    force: bool = False
+
+    @classmethod
+    def from_request(cls, request: dict) -> "Overrides":
+        return cls(**{name: bool(request.get(name, False)) for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Passed:
+    """The gates let the write through: similar live memories and similar tombstones, to report."""
+
+    related: list[str] = field(default_factory=list)
+    removed_matches: list[dict] = field(default_factory=list)
+
+
 def refused(refusal: GateRefusal) -> WriteResult:
-    return WriteResult(status="refused", gate=refusal.gate, code=refusal.status, reason=refusal.reason,
-                       hint=refusal.hint, matched=refusal.matched, override=refusal.override)
+    return WriteResult(status=refusal.status, gate=refusal.gate, code=refusal.status, reason=refusal.reason,
+                       hint=refusal.hint, matched=refusal.matched, override=refusal.override,
+                       claims=refusal.matched if refusal.status == groundedness.STATUS else None)
 
 
 def run(
@@ -40,31 +72,42 @@ def run(
     category: str,
     claims: list[ParsedClaim],
     worktree: str | None,
-    acknowledge_transient: bool = False,
-    acknowledge_user_claim: bool = False,
-) -> WriteResult | list[str]:
-    """A refusal (refused / duplicate / previously_removed), or the ids of related live memories."""
-    refusal = run_content_gates(content, category, acknowledge_transient, acknowledge_user_claim)
-    refusal = refusal or claims_gate.check(claims, worktree)
+    overrides: Overrides = Overrides(),
+    scopes: list[str] = (),
+    repo: str | None = None,
+    source_transcript: str | None = None,
+) -> WriteResult | Passed:
+    """A refusal (a gate's status, duplicate or previously_removed), or what the write may proceed with."""
+    refusal = (
+        run_content_gates(content, category, overrides.acknowledge_transient, overrides.acknowledge_user_claim)
+        or scope_match.check(scopes, repo, worktree, overrides.acknowledge_scope_mismatch or overrides.force)
+        or claims_gate.check(claims, worktree)
+        or groundedness.check(content, source_transcript, overrides.acknowledge_ungrounded)
+    )
     if refusal is not None:
         return refused(refusal)
     check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content), _tombstones(db))
     match = check.match
-    if check.status == "duplicate":
+    removed = [m.model_dump(exclude_none=True) for m in check.removed]
+    if check.status == "duplicate" and not overrides.force:
         return WriteResult(
             status="duplicate", id=match.id, gate="duplicates", code="duplicate",
             reason=f"memory {match.id} already says this ({match.overlap:.0%} of their words are shared); nothing was written",
-            hint=f"Rely on {match.id}, or update it (kenning update / memory_update) if the new text adds something.",
-            match=match.model_dump(exclude_none=True), related=check.related_ids,
+            hint=(f"Rely on {match.id}, or memory_update it if the new text adds something; "
+                  "pass force=True only if both must exist."),
+            match=match.model_dump(exclude_none=True), related=check.related_ids, override="force",
         )
-    if check.status == "previously_removed":
+    if check.status == "previously_removed" and not overrides.force:
         return WriteResult(
             status="previously_removed", gate="duplicates", code="previously_removed",
             reason=f"a memory like this ({match.id}) was removed: {match.reason}",
-            hint=f"If the removal was a mistake, restore {match.id}; if the fact changed since, say how it differs.",
-            match=match.model_dump(exclude_none=True), related=check.related_ids,
+            hint=(f"If the removal was a mistake, memory_restore {match.id}; if the fact changed since, say how "
+                  "it differs, or pass force=True to write it anyway."),
+            match=match.model_dump(exclude_none=True), related=check.related_ids, removed_matches=removed,
+            override="force",
         )
-    return check.related_ids
+    related = ([match.id] if check.status == "duplicate" else []) + check.related_ids
+    return Passed(related=related, removed_matches=removed)
 
 
 def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str) -> list[tuple[str, str]]:

@@ -1,0 +1,69 @@
+"""What every tool call goes through before and after its body: strict arguments, one-line errors.
+
+A model reads tool errors and retries from them, so an error must be one line that says what to
+change and names the tool that fixes it:
+- an argument the tool does not take is refused with the accepted names (schemas say
+  ``additionalProperties: false``; nothing is silently dropped);
+- a value the schema rejects is reported as ``tool: argument: problem`` without pydantic's
+  boilerplate (error counts, input echoes, documentation URLs);
+- library messages written for the command line (``kenning restore X``) are restated with the
+  tool to call (``memory_restore(id=X)``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+_CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"`kenning list` shows the ids"), "memory_search or memory_list shows the ids"),
+    (re.compile(r"`kenning restore ([^`]+)` brings it back"), r"memory_restore(id=\1) brings it back"),
+    (re.compile(r"`kenning restore ([^`]+)` first"), r"memory_restore(id=\1) first"),
+    (re.compile(r"(?:a person turns \w+ back on with|turn it on with): kenning config set (\w+) true"),
+     r"only the user can turn it back on (the \1 setting); no tool changes it"),
+    (re.compile(r"e\.g\. --reason '([^']*)'"), r"e.g. reason='\1'"),
+    (re.compile(r"e\.g\. --scope (\S+)"), r'e.g. scopes=["\1"]'),
+]
+
+
+def for_tools(text: str) -> str:
+    """A library message restated for a model: tool names instead of CLI commands, one line."""
+    for pattern, replacement in _CLI_TO_TOOLS:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def describe_validation(tool: str, exc: ValidationError) -> str:
+    """``tool: where: what`` for the first problem, plus how many more there are."""
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "root") or "arguments"
+    what = "is required" if first.get("type") == "missing" else first.get("msg", "is invalid")
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    return f"{tool}: {where}: {what}{more}"
+
+
+class StrictServer(MCPServer):
+    """An MCPServer whose tools refuse unknown arguments and report bad ones on one line."""
+
+    def seal_schemas(self) -> None:
+        """Mark every registered tool's input schema closed (call after the last tool is added)."""
+        for tool in self._tool_manager.list_tools():
+            tool.parameters["additionalProperties"] = False
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            accepted = list(tool.parameters.get("properties", {}))
+            unknown = [key for key in arguments if key not in accepted]
+            if unknown:
+                raise ToolError(f"{name}: unknown argument {unknown[0]!r}; {name} accepts: {', '.join(accepted)}")
+            try:
+                tool.fn_metadata.validate_arguments(arguments)
+            except ValidationError as exc:
+                raise ToolError(describe_validation(name, exc)) from None
+        return await super().call_tool(name, arguments, context)
