@@ -210,8 +210,7 @@ class Store:
             "claims": [str(c) for c in parse_claims(_texts(claims, "claims"))],
             "acknowledge_transient": bool(acknowledge_transient), "acknowledge_user_claim": bool(acknowledge_user_claim),
             "acknowledge_scope_mismatch": bool(acknowledge_scope_mismatch), "force": bool(force),
-            # groundedness is judged once, at write time: a staged write that passed it needs no transcript later
-            "acknowledge_ungrounded": bool(acknowledge_ungrounded) or groundedness_check,
+            "acknowledge_ungrounded": bool(acknowledge_ungrounded),
             "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
         }
         memory, gated = self._gated(request, source_transcript if groundedness_check else None)
@@ -219,6 +218,8 @@ class Store:
             return self._credit_duplicate(gated)
         if memory.category == "user-inference" or self.config.require_write_confirmation:
             request["scopes"], request["metadata"] = memory.scopes, memory.metadata
+            # groundedness is judged once, now: the staged write passed it and keeps no transcript
+            request["acknowledge_ungrounded"] = request["acknowledge_ungrounded"] or groundedness_check
             with self.db.transaction() as c:
                 staged = pending_mod.stage(c, self.session_id, request, self.clock())
                 events.log(c, staged.created, self.session_id, events.PENDING, None,

@@ -7,9 +7,10 @@
 - **path drift**: the paths the memory cites (scraped from the body, declared in claims, attested
   by verify) that no longer exist in the memory's worktree; declared claims are re-checked whole
   (a renamed symbol or a changed value is drift too);
-- **commit drift**: commits in the origin repository since the last verification (never
-  verified: since the commit the memory was written at), restricted to the cited paths when it
-  cites any.
+- **commit drift** (``commits_since_verify``): commits in the origin repository since the last
+  verification (never verified: since the commit the memory was written at), restricted to the
+  memory's anchored paths (attested by verify, declared in claims) when it has any. Paths scraped
+  from the prose do not narrow it: scraping misfires, and verified_paths is the attestation.
 
 A measurement that cannot be made (no origin, worktree or repository gone, git missing) is
 ``unmeasured`` with a reason and a ``None`` count, never a zero.
@@ -20,9 +21,11 @@ Verdict rule (``staleness_verdict``):
   is gone, or when a past verification is stale *and* something drifted (a commit or a missing
   path): what was checked then has demonstrably moved since;
 - ``spot_check_recommended`` when verification is overdue (stale, or never verified and older
-  than the window), commits touched the memory's paths since, or a path scraped from the prose
-  is missing (scraping can misfire, so prose alone never requires a check);
-- ``fresh`` otherwise. Unmeasured signals are reported but do not escalate the verdict.
+  than the window) or commits touched the memory's anchored paths since;
+- ``fresh`` otherwise. Reported without escalating: a path scraped from the prose that is missing
+  (evidence, not a tier: scraping misfires, "rsyncs build/" names a directory that may never
+  exist here), commits elsewhere in the repository for a memory with no anchored path (any commit
+  would otherwise flag every path-less memory, ambient ones included), and unmeasured signals.
 """
 
 from __future__ import annotations
@@ -147,6 +150,7 @@ class PathDrift(BaseModel):
     expected_absent: list[str] = []
     claims: list[ClaimResult] = []
     claim_anchored_missing: list[str] = []
+    anchored: list[str] = []  # attested and claim-declared paths: the ones commit drift is narrowed to
 
     @property
     def missing_count(self) -> int | None:
@@ -159,6 +163,7 @@ class CommitDrift(BaseModel):
     status: Literal["clean", "drift", "unmeasured", "not_applicable"]
     count: int | None = None
     since: str | None = None
+    anchored: bool = False  # narrowed to attested/claimed paths: only then does drift escalate the verdict
     paths: list[str] = []
     reason: str | None = None
 
@@ -192,6 +197,8 @@ class Staleness(BaseModel):
         cd = self.commit_drift
         if cd.status in ("clean", "drift"):
             out["commit_drift_count"] = cd.count
+            if cd.count and not cd.anchored:
+                out["commit_drift_scope"] = "repository"  # no anchored path: reported, not escalated
         elif cd.status == "unmeasured":
             out["commit_drift_count"] = None
             out["commit_drift_status"] = "unmeasured"
@@ -340,7 +347,9 @@ def assess_path_drift(
     verified = _clean_paths(verified_paths)
     absent = set(_clean_paths(verified_absent_paths))
     cited = [p for p in dict.fromkeys([*extract_paths(body), *(c.path for c in parsed), *verified]) if p not in absent]
-    base: dict[str, Any] = {"checked": cited, "verified": verified, "expected_absent": sorted(absent)}
+    anchored_paths = [p for p in dict.fromkeys([*(c.path for c in parsed), *verified]) if p not in absent]
+    base: dict[str, Any] = {"checked": cited, "verified": verified, "expected_absent": sorted(absent),
+                            "anchored": anchored_paths}
     if not cited:
         return PathDrift(status="measured", worktree=worktree, **base)
     if worktree is None:
@@ -399,12 +408,13 @@ def assess_commit_drift(
     if not attempts:
         return unmeasured("no baseline: never verified, and no write commit or time")
     if head is None:  # no commits at all, so none since the baseline either
-        return CommitDrift(status="clean", count=0, since=attempts[0][0], paths=list(pathspec))
+        return CommitDrift(status="clean", count=0, since=attempts[0][0], paths=list(pathspec), anchored=bool(pathspec))
     reason = None
     for since, baseline in attempts:  # the write commit may be gone (rebased away): fall back to the date
         count, reason = cache.count(directory, head, baseline, pathspec)
         if count is not None:
-            return CommitDrift(status="drift" if count else "clean", count=count, since=since, paths=list(pathspec))
+            return CommitDrift(status="drift" if count else "clean", count=count, since=since, paths=list(pathspec),
+                               anchored=bool(pathspec))
     return unmeasured(reason)
 
 
@@ -412,16 +422,18 @@ def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, 
     required, recommended = [], []
     if pd.claim_anchored_missing:
         required.append("a declared claim or attested path no longer holds: " + ", ".join(pd.claim_anchored_missing))
-    drifted = bool(cd.count) or bool(pd.missing)
+    # only anchored evidence escalates: attested/claimed paths, and commits narrowed to them
+    anchored_missing = [p for p in pd.missing if p in pd.anchored]
+    drifted = bool(cd.count and cd.anchored) or bool(anchored_missing)
     if v.status == "stale" and drifted:
         required.append(f"verification is stale ({v.age_days} days) and the project moved since")
     if v.overdue:
         recommended.append("never verified" + (f" (written {v.age_days} days ago)" if v.age_days is not None else "")
                            if v.status == "never" else f"verified {v.age_days} days ago")
-    if cd.count:
-        recommended.append(f"{cd.count} commit(s) since {cd.since}" + (" touching the cited paths" if cd.paths else ""))
-    if pd.missing:
-        recommended.append("cited path(s) missing: " + ", ".join(pd.missing))
+    if cd.count and cd.anchored:
+        recommended.append(f"{cd.count} commit(s) since {cd.since} touching the attested paths")
+    if anchored_missing:
+        recommended.append("attested path(s) missing: " + ", ".join(anchored_missing))
     if required:
         return "spot_check_required", required + recommended
     return ("spot_check_recommended", recommended) if recommended else ("fresh", [])
@@ -445,7 +457,7 @@ def assess_staleness(
     path_drift = assess_path_drift(
         body, claims, origin.worktree if origin else None, verified_paths, verified_absent_paths
     )
-    commit_drift = assess_commit_drift(origin, path_drift.checked, last_verified_at, written_at, cache)
+    commit_drift = assess_commit_drift(origin, path_drift.anchored, last_verified_at, written_at, cache)
     verdict, reasons = _verdict(verification, path_drift, commit_drift)
     return Staleness(
         verdict=verdict,

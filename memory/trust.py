@@ -47,7 +47,9 @@ def full_detail(assessed: Staleness) -> dict[str, Any]:
     detail["staleness_reasons"] = assessed.reasons
     detail["verification"] = assessed.verification.model_dump(mode="json")
     detail["path_drift"] = assessed.path_drift.model_dump(mode="json")
-    detail["commit_drift"] = assessed.commit_drift.model_dump(mode="json")
+    drift = assessed.commit_drift.model_dump(mode="json")
+    drift["commits_since_verify"] = drift["count"]  # the spec's name; count kept for older readers
+    detail["commit_drift"] = drift
     return detail
 
 

@@ -153,23 +153,31 @@ def test_deleted_file_is_path_drift(repo):
         "missing": ["src/app.py"],
         "verified": [],
     }
-    assert fields["commit_drift_count"] == 1  # the deletion touched a cited path
+    assert fields["commit_drift_count"] == 1 and fields["commit_drift_scope"] == "repository"
     assert "claim_anchored_missing" not in fields  # scraped from prose: evidence, not an escalation
-    assert s.verdict == "spot_check_recommended"
+    assert s.verdict == "fresh"  # the spec: prose-scraped missing rides fresh
+    attested = assess(origin, T0 + timedelta(days=3), last_verified_at=verified, verified_paths=["src/app.py"])
+    assert attested.path_drift.claim_anchored_missing == ["src/app.py"]
+    assert attested.verdict == "spot_check_required"
 
 
-def test_new_commits_on_cited_paths_are_commit_drift(repo):
+def test_commit_drift_is_narrowed_to_attested_paths_and_only_then_escalates(repo):
     origin = origin_of(repo)
     verified = T0 + timedelta(days=1)
     commit(repo, T0 + timedelta(days=2), {"src/app.py": "def main():\n    return 1\nPORT = 8443\n"})
     commit(repo, T0 + timedelta(days=3), {"docs/README.md": "# docs v2\n"})
     commit(repo, T0 + timedelta(days=4), {"other.txt": "not cited\n"})
-    s = assess(origin, T0 + timedelta(days=5), last_verified_at=verified)
-    assert s.commit_drift.count == 2  # other.txt is not cited
+    s = assess(origin, T0 + timedelta(days=5), last_verified_at=verified,
+               verified_paths=["src/app.py", "docs/README.md"])
+    assert s.commit_drift.count == 2  # other.txt is not attested
     assert s.commit_drift.paths == ["src/app.py", "docs/README.md"]
     assert s.commit_drift.status == "drift"
     assert s.to_hit_fields()["commit_drift_count"] == 2
     assert s.verdict == "spot_check_recommended"
+    # the same memory without attested paths: every commit counts, reported but not escalated
+    bare = assess(origin, T0 + timedelta(days=5), last_verified_at=verified)
+    assert (bare.commit_drift.count, bare.commit_drift.paths, bare.verdict) == (3, [], "fresh")
+    assert bare.to_hit_fields()["commit_drift_scope"] == "repository"
 
 
 def test_without_cited_paths_every_commit_counts(repo):
@@ -202,7 +210,7 @@ def test_stale_and_drifted_requires_a_check(repo):
     origin = origin_of(repo)
     verified = T0 + timedelta(days=1)
     commit(repo, T0 + timedelta(days=10), {"src/app.py": "def main():\n    return 3\nPORT = 8443\n"})
-    s = assess(origin, T0 + timedelta(days=45), last_verified_at=verified)
+    s = assess(origin, T0 + timedelta(days=45), last_verified_at=verified, verified_paths=["src/app.py"])
     assert s.verification.status == "stale"
     assert s.verdict == "spot_check_required"
 
