@@ -113,7 +113,7 @@ def test_gate_refusals_are_422_with_gate_and_hint(client):
     refused = client.post("/memories", json={"content": "Today I'm refactoring the search engine.", "scopes": ["x"]})
     assert refused.status_code == 422
     body = refused.json()
-    assert (body["status"], body["gate"]) == ("refused", "durability") and "episode" in body["hint"]
+    assert (body["status"], body["gate"]) == ("transient_warning", "durability") and "episode" in body["hint"]
     mid = _write(client)
     duplicate = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]})
     assert duplicate.status_code == 409 and duplicate.json()["status"] == "duplicate"

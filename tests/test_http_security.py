@@ -195,7 +195,7 @@ def test_settings_cross_between_the_server_and_another_process(tmp_path):
 
         assert httpx.patch(f"{base}/config", json={"search_enabled": True, "write_enabled": False}).status_code == 200
         assert warm.search("auth port").hits  # the server's change reached this process
-        assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "refused"
+        assert warm.write("The cache is Redis on port 6379", scopes=["x"]).status == "writes_disabled"
         assert httpx.post(f"{base}/memories", json={"content": "The queue is RabbitMQ", "scopes": ["x"]}
                           ).status_code == 409
         assert warm.count() == 1

@@ -38,7 +38,7 @@ def refusal_status(gate: str | None) -> int:
 
 def write_status(result: WriteResult) -> int:
     """The status of a write (or confirm) result: created, accepted (pending), or why not."""
-    if result.status == "refused":
+    if result.status not in WRITE_STATUS:  # a gate's own status (transient_warning, scope_mismatch, ...)
         return refusal_status(result.gate)
     return WRITE_STATUS[result.status]
 
