@@ -1,29 +1,40 @@
-"""The kenning command line: parse, call the library, print a rich table or --json. No logic of its own."""
+"""The kenning command line: parse, call the library, print plain lines or --json. No logic of its own.
+
+Start-up stays cheap (``kenning --help`` and ``--version`` never import pydantic, numpy or the
+store): the library, sub-apps' heavy parts and rich's tables load inside the commands that use them.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
-from kenning.errors import InvalidInput
+from kenning.commands import support as ui
+from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
+from kenning.errors import InvalidInput, KenningError
 
 app = typer.Typer(
     name="kenning",
-    help="Long-term memory for AI agents: write memories, search them with hybrid retrieval, see why each hit matched.",
+    help="Long-term memory for AI agents: write memories, search them with hybrid retrieval, "
+         "see why each hit matched.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+    add_completion=False,
 )
+STDIN = "-"
+# commands that may create the store; every other command needs one that exists
+CREATING = frozenset({"write", "import", "serve", "set"})
 
 
 def _mount_subcommands() -> None:
-    """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py); mount them here."""
+    """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py, commands/config.py); mount them here."""
+    from kenning.commands.config import config_app
     from kenning.commands.episodes import episodes_app, serve
     from kenning.eval.commands import eval_app
     from kenning.commands.recall import clean_command, export_command, recall_command, sync_command, transcripts_app
@@ -35,6 +46,7 @@ def _mount_subcommands() -> None:
     app.command("export", epilog="Example: kenning export --markdown ~/notes/kenning")(export_command)
     app.command("sync", epilog="Example: kenning sync ~/notes/kenning   (after editing its MEMORY.md files)")(sync_command)
     app.add_typer(episodes_app, name="episodes")
+    app.add_typer(config_app, name="config")
     app.command("serve", epilog="Example: kenning --store ~/.kenning serve   (MCP over stdio)")(serve)
     from kenning.commands.integrity import check, rebuild
 
@@ -45,37 +57,82 @@ def _mount_subcommands() -> None:
 handle_errors = one_line_errors()
 
 
+def _version(value: bool) -> None:
+    if value:
+        from kenning import __version__
+
+        ui.out.print(f"kenning {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
     store: Optional[Path] = typer.Option(
-        None, "--store", envvar="KENNING_HOME",
-        help="Store directory (default: $KENNING_HOME, else ./.kenning if present, else the user data dir).",
+        None, "--store", metavar="DIR",
+        help="Store directory (default: $KENNING_HOME, else ./.kenning if present, else the user data dir; "
+             "`kenning info` says which).",
     ),
+    version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version,
+                                 help="Print the version and exit."),
 ) -> None:
     ctx.obj = {"store_dir": store, "store": None}
 
 
-def _store(ctx: typer.Context):
-    from kenning.memory.facade import Store
+def open_cli_store(ctx: typer.Context, create: bool | None = None):
+    """The store for this command. Unless the command creates stores (write, import, serve, config
+    set), a store that does not exist is an error that names the path and why it was chosen, and
+    nothing is created: a typo in --store or $KENNING_HOME must not make a new empty store."""
+    from kenning.store.db import DB_FILENAME
+    from kenning.store.location import locate_store
 
-    state = ctx.find_root().obj
+    root = ctx.find_root()
+    if not isinstance(root.obj, dict):  # a sub-app invoked on its own (tests): no root options
+        root.obj = {"store_dir": None, "store": None}
+    state = root.obj
     if state["store"] is None:
-        state["store"] = Store(state["store_dir"])
+        directory, why = locate_store(state["store_dir"])
+        if create is None:
+            create = ctx.info_name in CREATING
+        if not create and not (directory / DB_FILENAME).is_file():
+            raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
+                               "or write a memory to create it")
+        from kenning.memory.facade import Store
+
+        state["store"] = Store(directory)
+        root.call_on_close(state["store"].close)
     return state["store"]
 
 
-def _short(text: str, width: int = 90) -> str:
+_store = open_cli_store
+
+
+def _short(text: str, width: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@app.command(epilog="Example: kenning write 'The auth service listens on port 8443' --scope projects:auth")
+def _read_stdin(what: str) -> str:
+    if sys.stdin is None or sys.stdin.isatty():
+        note(f"reading {what} from stdin; end with Ctrl-D")
+    return sys.stdin.read() if sys.stdin is not None else ""
+
+
+def default_scope(store) -> str:
+    """The scope a write gets without --scope: the current repository's project, else ``global``."""
+    here = store.here()
+    return f"projects:{Path(here.repo).name}" if here else "global"
+
+
+@app.command(epilog="Example: kenning write 'The auth service listens on port 8443' --scope projects:auth\n\n"
+                    "Example: git log -1 --format=%B | kenning write -")
 @handle_errors
 def write(
     ctx: typer.Context,
-    text: str = typer.Argument(..., help="The memory text."),
-    scope: list[str] = typer.Option(..., "--scope", "-s", help="A scope tag (repeatable), e.g. projects:kenning."),
+    text: str = typer.Argument(..., help="The memory text; - reads it from stdin."),
+    scope: Optional[list[str]] = typer.Option(
+        None, "--scope", "-s", help="A scope tag (repeatable), e.g. projects:kenning. Default: projects:<repo> "
+                                    "inside a git repository, else global."),
     category: str = typer.Option("fact", help="fact | user-inference | ambient."),
     confidence: str = typer.Option("medium", help="low | medium | high."),
     source: str = typer.Option("explicit-statement", help="explicit-statement | inferred."),
@@ -90,37 +147,53 @@ def write(
 ) -> None:
     """Remember something durable. Gates refuse secrets, run-state wording, unconfirmed claims about the
     user, false claims and duplicates; a user-inference is staged until `kenning confirm`."""
-    result = _store(ctx).write(text, scopes=scope, category=category, confidence=confidence, source=source,
-                               claims=claim, links=[_parse_link(v) for v in link or []],
-                               acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim)
+    if text == STDIN:
+        text = _read_stdin("the memory text").strip()
+    links = [_parse_link(v) for v in link or []]
+    store = _store(ctx)
+    defaulted = not scope
+    if defaulted:
+        scope = [default_scope(store)]
+    result = store.write(text, scopes=scope, category=category, confidence=confidence, source=source,
+                         claims=claim, links=links, acknowledge_transient=ack_transient,
+                         acknowledge_user_claim=ack_user_claim)
     if as_json:
         emit_json(result.to_dict())
-    else:
-        _print_write_result(result)
+        return
+    _print_write_result(result)
+    if defaulted and result.status in ("committed", "pending"):
+        where = "inside this git repository" if scope[0] != "global" else "outside a git repository"
+        note(f"scope {scope[0]}: the default {where}; choose another with --scope")
 
 
 def _parse_link(value: str) -> dict:
     kind, _, rest = value.partition(":")
-    target, _, note = rest.partition(":")
+    target, _, note_text = rest.partition(":")
     if not kind or not target:
         raise InvalidInput(f"--link {value!r}: use KIND:ID or KIND:ID:NOTE, e.g. supersedes:01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
-    return {"kind": kind, "target": target, "note": note or None}
+    return {"kind": kind, "target": target, "note": note_text or None}
 
 
 def _print_write_result(result) -> None:
     """One line with the status and id, then what the caller needs to act on it."""
-    out.print(f"{result.status} {result.id or result.pending_id or ''}".strip(), highlight=False)
+    ui.out.print(f"{result.status} {result.id or result.pending_id or ''}".strip())
     if result.status == "pending":
-        out.print(f"  staged ({result.pending_reason}) until {result.expires:%Y-%m-%d %H:%M} UTC: "
-                  f"`kenning confirm {result.pending_id}` or `kenning cancel {result.pending_id}`", highlight=False)
+        ui.out.print(f"  staged ({result.pending_reason}) until {when(result.expires)} UTC: "
+                  f"`kenning confirm {result.pending_id}` or `kenning cancel {result.pending_id}`")
     if result.reason:
-        out.print(f"  {result.gate or result.status}: {result.reason}", highlight=False)
+        ui.out.print(f"  {result.gate or result.status}: {result.reason}")
     if result.hint:
-        out.print(f"  hint: {result.hint}", highlight=False)
+        ui.out.print(f"  hint: {result.hint}")
     if result.related:
-        out.print(f"  related: {', '.join(result.related)}", highlight=False)
+        ui.out.print(f"  related: {', '.join(result.related)}")
     for warning in result.warnings:
-        out.print(f"  warning: {warning}", highlight=False)
+        ui.out.print(f"  warning: {warning}")
+
+
+def _entry(first: str, text: str) -> None:
+    """One record: a head line that starts with the id (never wrapped), then the text indented."""
+    ui.out.print(first, overflow="ignore", crop=False, no_wrap=True)
+    ui.out.print("   " + text)
 
 
 @app.command(epilog="Example: kenning search 'auth port' --mode hybrid --limit 3 --json")
@@ -128,7 +201,7 @@ def _print_write_result(result) -> None:
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="Words a matching memory would contain."),
-    mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default from the store config)."),
+    mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default: `kenning config get default_mode`)."),
     scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Only these scopes (repeatable)."),
     category: Optional[str] = typer.Option(None, help="Only this category."),
     limit: int = typer.Option(5, help="How many hits, 1-50."),
@@ -144,21 +217,29 @@ def search(
         emit_json(result.to_dict())
         return
     if result.degraded:
-        err.print(f"[yellow]note:[/yellow] {escape(result.degraded.message)} ({escape(result.degraded.install)})",
-                  highlight=False, soft_wrap=True)
+        note(f"{result.degraded.message} ({result.degraded.install})")
     if not result.hits:
-        out.print(result.note or "no memory matches that query", highlight=False)
+        ui.out.print(result.note or "no memory matches that query")
         return
-    table = Table(title=f"{len(result.hits)} hit(s) · mode {result.mode} · legs {', '.join(result.legs_run)}")
-    for column in ("#", "id", "score", "leg", "relevance", "stale?", "snippet"):
-        table.add_column(column, overflow="fold")
+    ui.out.print(f"{plural(len(result.hits), 'hit')} · mode {result.mode} · legs {', '.join(result.legs_run)}")
     for i, hit in enumerate(result.hits, 1):
-        table.add_row(str(i), hit.id, f"{hit.score:.4f}", hit.matched_leg, hit.relevance,
-                      hit.staleness_verdict, _short(hit.snippet, 120))
-    out.print(table)
+        stale = "" if hit.staleness_verdict == "fresh" else f"  {hit.staleness_verdict}"
+        _entry(f"{i:>2}. {hit.id}  {hit.relevance} ({hit.matched_leg})  {hit.score:.3f}{stale}  "
+               f"{', '.join(hit.scopes)}", _short(hit.snippet))
     if result.hits[0].content is not None:
-        out.print()
-        out.print(result.hits[0].content, highlight=False, markup=False)
+        ui.out.print()
+        ui.out.print(result.hits[0].content)
+
+
+def _plain(value) -> str:
+    """A field value as a reader wants it: lists joined, times in the CLI's one format."""
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items() if v not in (None, [], {}))
+    if isinstance(value, str) and len(value) >= 20 and value[4:5] == "-" and value[10:11] == "T" and value.endswith("Z"):
+        return when(value)
+    return str(value)
 
 
 @app.command(epilog="Example: kenning show 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --json")
@@ -180,9 +261,9 @@ def show(
         data.pop(key, None)
     for key, value in {**data, **brief}.items():
         if value not in (None, [], {}):
-            out.print(f"[bold]{key}[/bold]: {escape(str(value))}", highlight=False)
-    out.print()
-    out.print(content, highlight=False, markup=False)
+            ui.out.print(f"{key}: {_plain(value)}")
+    ui.out.print()
+    ui.out.print(content)
 
 
 @app.command("list", epilog="Example: kenning list --scope projects:kenning --limit 20")
@@ -200,12 +281,12 @@ def list_(
     if as_json:
         emit_json([m.model_dump(mode="json") for m in memories])
         return
-    table = Table(title=f"{len(memories)} memorie(s)")
-    for column in ("id", "updated", "scopes", "category", "text"):
-        table.add_column(column, overflow="fold")
+    if not memories:
+        ui.out.print("no memories" + (" here (--no-auto-scope lists every project)" if not no_auto_scope else ""))
+        return
+    ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
     for m in memories:
-        table.add_row(m.id, m.updated.strftime("%Y-%m-%d %H:%M"), ", ".join(m.scopes), m.category, _short(m.content))
-    out.print(table)
+        _entry(f"{m.id}  {when(m.updated)}  {m.category}  {', '.join(m.scopes)}", _short(m.content))
 
 
 @app.command(epilog="Example: kenning update 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --text 'The auth service now listens on 9443'")
@@ -213,7 +294,7 @@ def list_(
 def update(
     ctx: typer.Context,
     id: str = typer.Argument(..., help="The memory id."),
-    text: Optional[str] = typer.Option(None, help="New text (clears its verification)."),
+    text: Optional[str] = typer.Option(None, help="New text (clears its verification); - reads it from stdin."),
     scope: Optional[list[str]] = typer.Option(None, "--scope", "-s", help="Replace the scopes (repeatable)."),
     confidence: Optional[str] = typer.Option(None, help="low | medium | high."),
     category: Optional[str] = typer.Option(None, help="fact | ambient."),
@@ -222,12 +303,14 @@ def update(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Change a memory's text, scopes, confidence or category (new text passes the write gates)."""
+    if text == STDIN:
+        text = _read_stdin("the new text").strip()
     memory = _store(ctx).update(id, text=text, scopes=scope or None, confidence=confidence, category=category,
                                 acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim)
     if as_json:
         emit_json(memory.model_dump(mode="json"))
     else:
-        out.print(f"updated {memory.id}", highlight=False)
+        ui.out.print(f"updated {memory.id}")
 
 
 @app.command(epilog="Example: kenning remove 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --reason 'the service moved to 9443'")
@@ -243,7 +326,7 @@ def remove(
     if as_json:
         emit_json(tomb.model_dump(mode="json"))
     else:
-        out.print(f"removed {tomb.memory.id}", highlight=False)
+        ui.out.print(f"removed {tomb.memory.id}")
 
 
 @app.command(epilog="Example: kenning restore 01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
@@ -258,7 +341,7 @@ def restore(
     if as_json:
         emit_json(memory.model_dump(mode="json"))
     else:
-        out.print(f"restored {memory.id}", highlight=False)
+        ui.out.print(f"restored {memory.id}")
 
 
 @app.command(epilog="Example: kenning tombstones --scope projects:kenning --json")
@@ -274,50 +357,91 @@ def tombstones(
     if as_json:
         emit_json([t.model_dump(mode="json") for t in tombs])
         return
-    table = Table(title=f"{len(tombs)} tombstone(s)")
-    for column in ("id", "removed", "reason", "text"):
-        table.add_column(column, overflow="fold")
+    if not tombs:
+        ui.out.print("no removed memories")
+        return
+    ui.out.print(plural(len(tombs), "removed memory", "removed memories") + ", most recent first")
     for t in tombs:
-        table.add_row(t.memory.id, t.removed_at.strftime("%Y-%m-%d %H:%M"), t.reason, _short(t.memory.content, 60))
-    out.print(table)
+        _entry(f"{t.memory.id}  removed {when(t.removed_at)}  {', '.join(t.memory.scopes)}",
+               f"{_short(t.memory.content, 120)}\n   reason: {t.reason}")
 
 
-@app.command("import", epilog="Example: kenning import notes.jsonl --scope imported:notes")
+NO_GATES_SKIPS = ("credentials (secrets), durability (run-state wording), user claims and duplicates; "
+                  "re-importing the same file adds every line again")
+
+
+@app.command("import", epilog="Example: kenning import notes.jsonl --scope imported:notes\n\n"
+                              "Example: jq -c '.[]' notes.json | kenning import -")
 @handle_errors
 def import_(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSON Lines: one {\"content\" or \"text\", \"scopes\"?, \"id\"?} object a line."),
+    file: str = typer.Argument(..., metavar="FILE", help="JSON Lines: one {\"content\" or \"text\", \"scopes\"?, \"id\"?} "
+                                                         "object a line; - reads stdin."),
     scope: list[str] = typer.Option(["imported"], "--scope", "-s", help="Scopes for lines that carry none."),
+    no_gates: bool = typer.Option(False, "--no-gates", help="Trusted bulk load: skip the write gates ("
+                                  + NO_GATES_SKIPS + ")."),
     batch_size: int = typer.Option(2000, help="Memories per transaction."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Import memories in bulk. Every line is checked first: one bad line and nothing is written."""
+    """Import memories in bulk through the same gates as `write`: each line is committed, refused (and
+    why) or skipped as a duplicate, and a second import of the same file adds nothing. A line that is
+    not a valid memory (bad JSON, empty text) stops the import before anything is written."""
     from rich.progress import Progress
 
-    if not file.is_file():
-        raise InvalidInput(f"{file} is not a file")
-    records, labels = [], []
-    with file.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{file}:{number}: not valid JSON ({exc.msg}); nothing was imported") from None
-            labels.append(f"{file}:{number}")
+    from kenning.store.models import ImportLine, ImportReport
+
+    records, labels = _read_jsonl(file)
     store = _store(ctx)
-    with Progress(console=err, transient=True, disable=as_json) as progress:
+    with Progress(console=ui.err, transient=True, disable=as_json) as progress:
         task = progress.add_task("importing", total=len(records))
+        tick = lambda n: progress.update(task, completed=n)  # noqa: E731
         try:
-            ids = store.import_records(records, batch_size=batch_size, default_scopes=scope, labels=labels,
-                                       progress=lambda n: progress.update(task, completed=n))
+            if no_gates:
+                ids = store.import_records(records, batch_size=batch_size, default_scopes=scope, labels=labels,
+                                           progress=tick)
+                report = ImportReport(gated=False, lines=[ImportLine(label=label, status="committed", id=i)
+                                                          for label, i in zip(labels, ids)])
+            else:
+                report = store.import_checked(records, batch_size=batch_size, default_scopes=scope, labels=labels,
+                                              progress=tick)
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; nothing was imported") from None
     if as_json:
-        emit_json({"imported": len(ids), "ids": ids})
+        emit_json(report.to_dict())
+        return
+    if no_gates:
+        note(f"--no-gates: did not check {NO_GATES_SKIPS}")
+    for line in report.lines:
+        if line.status != "committed":
+            ui.out.print(f"{line.label} {line.status} ({line.gate}): {line.reason}")
+    skipped = [f"{report.count(s)} {s.replace('_', ' ')}" for s in ("refused", "duplicate", "previously_removed")
+               if report.count(s)]
+    ui.out.print(f"imported {plural(report.count('committed'), 'memory', 'memories')} from "
+                 f"{plural(len(report.lines), 'line')}" + (f"; {', '.join(skipped)}" if skipped else ""))
+
+
+def _read_jsonl(file: str) -> tuple[list, list[str]]:
+    """The JSON objects of a JSON Lines file (or stdin for ``-``) and a ``where:line`` label for each."""
+    if file == STDIN:
+        name, lines = "stdin", _read_stdin("JSON Lines").splitlines()
     else:
-        out.print(f"imported {len(ids)} memories", highlight=False)
+        path = Path(file)
+        if not path.is_file():
+            raise InvalidInput(f"{file} is not a file")
+        try:
+            name, lines = file, path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read {file}: {exc}") from None
+    records, labels = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}); nothing was imported") from None
+        labels.append(f"{name}:{number}")
+    return records, labels
 
 
 @app.command(epilog="Example: kenning index   (embed what is pending, then report)")
@@ -334,7 +458,7 @@ def index(
     availability = store.semantic.availability() if pending else None
     done = 0
     if pending and availability.working:
-        with Progress(console=err, transient=True, disable=as_json) as progress:
+        with Progress(console=ui.err, transient=True, disable=as_json) as progress:
             task = progress.add_task("embedding", total=pending)
             done = store.semantic.embed_pending(progress=lambda n: progress.advance(task, n))
         store.semantic.save()
@@ -346,7 +470,7 @@ def index(
         raise InvalidInput(f"{pending} memories wait for embeddings, but {availability.cause}; "
                            'install the extra: pip install "kenning[embeddings]"')
     else:
-        out.print(f"embedded {done}; {report['pending']} pending", highlight=False)
+        ui.out.print(f"embedded {done}; {report['pending']} pending")
 
 
 @app.command(epilog="Example: kenning models --json")
@@ -368,16 +492,14 @@ def models(
     if as_json:
         emit_json(payload)
         return
-    table = Table(title=f"embedding models (store uses {info['model_id'] or 'none yet'}, dim {info['dim'] or '-'}, "
-                        f"{info['pending']} pending)")
-    for column in ("name", "source", "configured", "indexed", "path"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(row["name"], row["source"], "yes" if row["configured"] else "",
-                      "yes" if row["store_indexed_with"] else "", row["path"])
-    out.print(table)
+    ui.out.print(f"store uses {info['model_id'] or 'no model yet'} (dim {info['dim'] or '-'}, {info['pending']} pending); "
+              f"configured: {configured}")
     if not rows:
-        out.print('no model available; install one with: pip install "kenning[embeddings]"', highlight=False)
+        ui.out.print('no model available; install one with: pip install "kenning[embeddings]"')
+        return
+    for row in rows:
+        marks = ", ".join(m for m, on in (("configured", row["configured"]), ("indexed", row["store_indexed_with"])) if on)
+        _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""), row["path"])
 
 
 @app.command(epilog="Example: kenning verify 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --verified-path src/app.py --note 'port still 8443'")
@@ -385,7 +507,7 @@ def models(
 def verify(
     ctx: typer.Context,
     id: str = typer.Argument(..., help="The memory id."),
-    note: Optional[str] = typer.Option(None, help="What you checked (max 500 characters)."),
+    note_text: Optional[str] = typer.Option(None, "--note", help="What you checked (max 500 characters)."),
     verified_path: Optional[list[str]] = typer.Option(
         None, "--verified-path", help="A path you checked exists in the memory's worktree (repeatable; replaces the last list)."),
     verified_absent_path: Optional[list[str]] = typer.Option(
@@ -395,12 +517,12 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Record that you spot-checked a memory and it still holds (its text and `updated` stay as they are)."""
-    report = _store(ctx).verify(id, note=note, verified_paths=verified_path, verified_absent_paths=verified_absent_path,
-                                claims=claim)
+    report = _store(ctx).verify(id, note=note_text, verified_paths=verified_path,
+                                verified_absent_paths=verified_absent_path, claims=claim)
     if as_json:
         emit_json(report)
     else:
-        out.print(f"verified {report['id']} at {report['last_verified_at']}: {report['staleness_verdict']}", highlight=False)
+        ui.out.print(f"verified {report['id']} at {when(report['last_verified_at'])}: {report['staleness_verdict']}")
 
 
 @app.command("record-use", epilog="Example: kenning record-use 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --outcome contradicted --note 'moved to 9443'")
@@ -409,16 +531,16 @@ def record_use(
     ctx: typer.Context,
     ids: list[str] = typer.Argument(..., help="The memory ids that were used."),
     outcome: str = typer.Option(..., help="applied | ignored | contradicted | corrected."),
-    note: Optional[str] = typer.Option(None, help="Free-form context (max 500 characters)."),
+    note_text: Optional[str] = typer.Option(None, "--note", help="Free-form context (max 500 characters)."),
     excerpt: Optional[str] = typer.Option(None, help="The phrase that mattered, e.g. the claim that was wrong."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Record what happened with memories that were shown; ignored and contradicted ride on later hits."""
-    report = _store(ctx).record_use(ids, outcome, note=note, excerpt=excerpt)
+    report = _store(ctx).record_use(ids, outcome, note=note_text, excerpt=excerpt)
     if as_json:
         emit_json(report)
     else:
-        out.print(f"recorded {outcome} for {len(report['memory_ids'])} memorie(s)", highlight=False)
+        ui.out.print(f"recorded {outcome} for {plural(len(report['memory_ids']), 'memory', 'memories')}")
 
 
 @app.command(epilog="Example: kenning confirm 01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
@@ -448,7 +570,7 @@ def cancel(
     if as_json:
         emit_json(report)
     else:
-        out.print(f"{report['status']} {pending_id}", highlight=False)
+        ui.out.print(f"{report['status']} {pending_id}")
 
 
 @app.command(epilog="Example: kenning pending --json")
@@ -462,12 +584,13 @@ def pending(
     if as_json:
         emit_json(rows)
         return
-    table = Table(title=f"{len(rows)} pending write(s)")
-    for column in ("pending_id", "expires", "reason", "scopes", "text"):
-        table.add_column(column, overflow="fold")
+    if not rows:
+        ui.out.print("no pending writes")
+        return
+    ui.out.print(plural(len(rows), "pending write"))
     for row in rows:
-        table.add_row(row["pending_id"], row["expires"], row["pending_reason"], ", ".join(row["scopes"]), row["summary"])
-    out.print(table)
+        _entry(f"{row['pending_id']}  expires {when(row['expires'])}  {row['pending_reason']}  "
+               f"{', '.join(row['scopes'] or [])}", row["summary"])
 
 
 @app.command(epilog="Example: kenning scopes --no-auto-scope --json")
@@ -483,13 +606,13 @@ def scopes(
         emit_json(overview)
         return
     where = overview["current_worktree"] if overview["auto_scope"] and overview["current_worktree"] else "every project"
-    table = Table(title=f"{overview['total']} memorie(s) visible from {where}")
-    table.add_column("scope", overflow="fold")
-    table.add_column("memories", justify="right")
-    for scope, count in overview["scopes"].items():
-        table.add_row(scope, str(count))
-    out.print(table)
-    out.print("curation: " + ", ".join(f"{k} {v}" for k, v in overview["curation_pending"].items()), highlight=False)
+    ui.out.print(f"{plural(overview['total'], 'memory', 'memories')} visible from {where}")
+    if overview["scopes"]:
+        t = table(None, "scope", "memories")
+        for scope, count in overview["scopes"].items():
+            t.add_row(scope, str(count))
+        ui.out.print(t)
+    ui.out.print("curation: " + ", ".join(f"{k} {v}" for k, v in overview["curation_pending"].items()))
 
 
 @app.command("rename-scope", epilog="Example: kenning rename-scope projects:kenning-old projects:kenning")
@@ -505,7 +628,7 @@ def rename_scope(
     if as_json:
         emit_json({"old": old, "new": new, "changed": changed})
     else:
-        out.print(f"renamed {old} to {new} on {changed} memorie(s)", highlight=False)
+        ui.out.print(f"renamed {old} to {new} on {plural(changed, 'memory', 'memories')}")
 
 
 @app.command(epilog="Example: kenning health --limit 5")
@@ -521,27 +644,82 @@ def health(
     if as_json:
         emit_json(report)
         return
-    out.print(f"{report['total']} memorie(s), {report['tombstones']} tombstone(s), "
-              f"{report['pending_writes']} pending write(s)", highlight=False)
-    out.print("curation: " + ", ".join(f"{k} {v}" for k, v in report["curation_pending"].items()), highlight=False)
-    table = Table(title="oldest unverified")
-    for column in ("id", "age (days)", "verification", "scopes", "summary"):
-        table.add_column(column, overflow="fold")
+    ui.out.print(f"{plural(report['total'], 'memory', 'memories')}, {plural(report['tombstones'], 'tombstone')}, "
+              f"{plural(report['pending_writes'], 'pending write')}")
+    ui.out.print("curation: " + ", ".join(f"{k} {v}" for k, v in report["curation_pending"].items()))
+    if report["oldest_unverified"]:
+        ui.out.print("oldest unverified:")
     for row in report["oldest_unverified"]:
-        table.add_row(row["id"], str(row["age_days"]), row["verification"], ", ".join(row["scopes"]), row["summary"])
-    out.print(table)
+        _entry(f"{row['id']}  {row['age_days']} days  {row['verification']}  {', '.join(row['scopes'])}",
+               row["summary"])
     for row in report["drifted"]:
-        out.print(f"drifted {row['id']}: missing {', '.join(row['missing'] + row['claim_anchored_missing'])}",
-                  highlight=False)
+        ui.out.print(f"drifted {row['id']}: missing {', '.join(row['missing'] + row['claim_anchored_missing'])}")
     for row in report["conflicts"]:
-        out.print(f"conflict: {row['id']} contradicts {row['contradicts']}", highlight=False)
+        ui.out.print(f"conflict: {row['id']} contradicts {row['contradicts']}")
+
+
+@app.command(epilog="Example: kenning info --json")
+@handle_errors
+def info(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Which store this is and why (--store, $KENNING_HOME, ./.kenning or the default), its schema and counts."""
+    from kenning.store.db import DB_FILENAME
+    from kenning.store.location import locate_store
+
+    directory, why = locate_store(ctx.find_root().obj["store_dir"])
+    report = {"store": str(directory), "chosen_because": why, "exists": (directory / DB_FILENAME).is_file()}
+    if report["exists"]:
+        report.update(_store(ctx, create=False).stats())
+    if as_json:
+        emit_json(report)
+        return
+    ui.out.print(f"store: {directory}")
+    ui.out.print(f"  why: {why}")
+    if not report["exists"]:
+        ui.out.print("  no store here yet; the first `kenning write` creates it")
+        return
+    ui.out.print(f"  schema version {report['schema_version']}"
+              + (" (read-only: reads work, writes are refused)" if report["read_only"] else ""))
+    ui.out.print(f"  {plural(report['memories'], 'memory', 'memories')}, {plural(report['tombstones'], 'tombstone')}, "
+              f"{plural(report['pending_writes'], 'pending write')}, {plural(report['episodes'], 'episode')}")
+    ui.out.print(f"  {plural(report['embedded'], 'memory', 'memories')} embedded, {report['embed_pending']} waiting "
+              f"(`kenning index`); default mode {report['default_mode']}")
+    ui.out.print(f"  {report['size_bytes'] / 1e6:.1f} MB on disk")
 
 
 _mount_subcommands()
 
 
-def main() -> None:
-    app()
+def _usage_error(exc) -> int:
+    """A usage mistake as one line plus a hint, instead of click's usage box (bare ``kenning``: the help)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        ui.out.print(exc.ctx.get_help())
+        return 0
+    command = exc.ctx.command_path if exc.ctx is not None else "kenning"
+    say_error(exc.format_message(), hint=f"see `{command} --help`")
+    return 2
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``kenning`` executable and ``python -m kenning``."""
+    # typer may vendor click (typer._click) or use the click package: take the exception types from
+    # wherever its own BadParameter lives
+    click = sys.modules[typer.BadParameter.__module__]
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args, prog_name="kenning", standalone_mode=False)
+    except click.UsageError as exc:
+        code = _usage_error(exc)
+    except click.ClickException as exc:
+        say_error(exc.format_message())
+        code = exc.exit_code
+    except typer.Abort:
+        ui.err.print()
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -8,20 +8,21 @@ keeps in the root context as ``obj["store_dir"]``. Cheap to import: the MCP SDK 
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands import support as ui
+from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, one_line_errors, plural, say_error, when
 
 episodes_app = typer.Typer(
     name="episodes",
     help="The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
 INSTALL_MCP = 'pip install "kenning[mcp]"'
 
@@ -35,12 +36,10 @@ def _store_dir(ctx: typer.Context) -> Optional[str]:
 
 
 def _journal(ctx: typer.Context):
+    from kenning.cli import open_cli_store
     from kenning.memory.episodes import Episodes
-    from kenning.memory.facade import Store
 
-    store = Store(_store_dir(ctx))
-    ctx.call_on_close(store.close)
-    return Episodes(store)
+    return Episodes(open_cli_store(ctx))
 
 
 def _print(episodes: list, with_bodies: bool, as_json: bool) -> None:
@@ -49,16 +48,16 @@ def _print(episodes: list, with_bodies: bool, as_json: bool) -> None:
         emit_json({"count": len(rows), "episodes": rows})
         return
     if not rows:
-        out.print("no episodes", highlight=False)
+        ui.out.print("no episodes", highlight=False)
         return
-    table = Table("created", "session", "scopes", "takeaway", "id")
+    ui.out.print(plural(len(rows), "episode") + ", oldest first")
     for row in rows:
-        table.add_row(row["created"][:19], row["session_id"][-8:], ", ".join(row["scopes"]),
-                      escape(row["takeaway"]), row["id"])
-    out.print(table)
-    if with_bodies:
-        for row in rows:
-            out.print(f"\n[bold]{row['id']}[/bold]\n{escape(row['body'])}", highlight=False)
+        ui.out.print(f"{row['id']}  {when(row['created'])}  session …{row['session_id'][-8:]}  {', '.join(row['scopes'])}",
+                  overflow="ignore", crop=False, no_wrap=True)
+        ui.out.print(f"   {row['takeaway']}")
+        if with_bodies:
+            ui.out.print(row["body"])
+            ui.out.print()
 
 
 @episodes_app.command("list", epilog="Example: kenning episodes list --limit 10")
@@ -105,9 +104,9 @@ def prune(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     if as_json:
         emit_json({"pruned_sessions": sessions})
     else:
-        out.print(f"pruned expired episodes of {len(sessions)} session(s)", highlight=False)
+        ui.out.print(f"pruned expired episodes of {plural(len(sessions), 'session')}")
         for s in sessions:
-            out.print(f"  {s}", highlight=False)
+            ui.out.print(f"  {s}")
 
 
 @_one_line_errors
@@ -134,10 +133,29 @@ def serve(
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("mcp"):
             raise
-        err.print(f"[red]error:[/red] the MCP server needs the mcp extra; install it with: {escape(INSTALL_MCP)}",
-                  highlight=False, soft_wrap=True)
+        say_error(f"the MCP server needs the mcp extra; install it with: {INSTALL_MCP}")
         raise typer.Exit(2) from None
-    run_server(_store_dir(ctx))
+    from kenning.store.location import locate_store
+
+    directory, why = locate_store(_store_dir(ctx))
+    if sys.stdin.isatty():
+        _exit_on_first_interrupt()
+        ui.err.print(f"kenning MCP server (store {directory}, {why}): waiting for an MCP client on stdin. "
+                  "An agent client starts this command itself; press Ctrl-C to stop.", soft_wrap=True)
+    run_server(directory)
+
+
+def _exit_on_first_interrupt() -> None:
+    """In a terminal, Ctrl-C ends the server at once (the stdio reader would otherwise swallow it).
+    Every write is its own committed SQLite transaction, so nothing is lost by not unwinding."""
+    import os
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        ui.err.print("stopped")
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
 
 
 @one_line_errors(missing_extra="http")

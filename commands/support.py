@@ -1,21 +1,55 @@
-"""What every command-line module shares: the consoles, the --json help text and one-line errors."""
+"""What every command-line module shares: the consoles, the --json help text, one-line errors and
+the small formatting rules (plurals, times, id columns) that keep the output the same everywhere."""
 
 from __future__ import annotations
 
 import functools
 import json
 import sys
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from kenning.errors import KenningError
 
-out = Console()
-err = Console(stderr=True)
 JSON_HELP = "Print machine-readable JSON instead of a table."
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def __getattr__(name: str) -> Any:
+    """``out`` and ``err``, the stdout and stderr consoles, are made on first use: importing rich's
+    console costs more than the rest of ``kenning --help``.
+
+    Markup is off: memory text, paths and messages such as 'pip install "kenning[embeddings]"' print
+    as written; styled words are built with rich Text objects, never with [tags].
+    """
+    if name in ("out", "err"):
+        from rich.console import Console
+
+        # soft_wrap: long lines are left for the terminal to wrap, so no newline lands inside an id,
+        # a path or a message that someone copies or greps
+        console = Console(stderr=name == "err", markup=False, highlight=False, soft_wrap=True)
+        globals()[name] = console
+        return console
+    raise AttributeError(name)
+
+
+def say_error(message: str, hint: str | None = None) -> None:
+    """``error: message`` (one line) on stderr, and ``hint: …`` below it when there is one."""
+    from rich.text import Text
+
+    err = __getattr__("err")
+    err.print(Text.assemble(("error:", "red"), " ", " ".join(message.split())), soft_wrap=True)
+    if hint:
+        err.print(f"hint: {hint}", soft_wrap=True)
+
+
+def note(message: str, label: str = "note") -> None:
+    """A yellow ``note:`` line on stderr: something the reader should know, not a failure."""
+    from rich.text import Text
+
+    __getattr__("err").print(Text.assemble((f"{label}:", "yellow"), " ", message), soft_wrap=True)
 
 
 def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Callable]:
@@ -37,7 +71,7 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
                     raise
                 message = (f"the {missing_extra} extra is missing ({exc.name or exc}); "
                            f'install it with: pip install "kenning[{missing_extra}]"')
-            err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+            say_error(message)
             raise typer.Exit(2)
 
         return wrapper
@@ -47,3 +81,32 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
 
 def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 memory``, ``2 memories``: the count with the right form of the noun."""
+    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
+
+
+def when(value: datetime | str | None) -> str:
+    """Every time the CLI prints, in one form: ``YYYY-MM-DD HH:MM`` UTC (JSON keeps full ISO-8601)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def table(title: str | None, *columns: str, ids: tuple[str, ...] = ("id",)) -> Any:
+    """A table whose id columns never wrap (an id must stay copyable) and whose other columns fold."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for name in columns:
+        if name in ids:
+            t.add_column(name, no_wrap=True, overflow="ignore", min_width=26 if name.endswith("id") else None)
+        else:
+            t.add_column(name, overflow="fold")
+    return t

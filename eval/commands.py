@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich import box
-from rich.table import Table
-
-from kenning.commands.support import emit_json, one_line_errors, out
+from kenning.commands import support as ui
+from kenning.commands.support import CONTEXT, emit_json, one_line_errors
 from kenning.errors import InvalidInput
 
 eval_app = typer.Typer(
     name="eval",
     help="Measure retrieval on BEIR-format collections: metrics per mode, regression gate, fusion tuning.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
 
 METRIC_COLUMNS = ("nDCG@10", "R@10", "R@100", "MRR@10")
@@ -57,7 +56,10 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def _report_table(report: Mapping) -> Table:
+def _report_table(report: Mapping):
+    from rich import box
+    from rich.table import Table
+
     rows = report["modes"]
     title = f"{report['dataset']}: {report['queries']} queries, {report['documents']} documents"
     if report.get("group_sep"):
@@ -74,13 +76,15 @@ def _report_table(report: Mapping) -> Table:
     return table
 
 
-def _notes(report: Mapping) -> list[str]:
+def _notes(report: Mapping) -> list:
     """Degraded modes, unanswerable-query behaviour and data problems, one line each."""
+    from rich.text import Text
+
     lines = []
     for mode, row in report["modes"].items():
         if row.get("degraded"):
-            lines.append(f"[yellow]{mode} ran without the semantic leg ({row['degraded']}); "
-                         f"legs run: {', '.join(row.get('legs_run', []))}[/yellow]")
+            lines.append(Text(f"{mode} ran without the semantic leg ({row['degraded']}); "
+                              f"legs run: {', '.join(row.get('legs_run', []))}", style="yellow"))
         block = row.get("unanswerable")
         if block:
             high = f", top hit labelled high {block['top_high']:.0%}" if "top_high" in block else ""
@@ -92,7 +96,10 @@ def _notes(report: Mapping) -> list[str]:
     return lines
 
 
-def _category_table(report: Mapping, metric: str = "nDCG@10") -> Table | None:
+def _category_table(report: Mapping, metric: str = "nDCG@10"):
+    from rich import box
+    from rich.table import Table
+
     rows = report["modes"]
     categories: list[str] = []
     for row in rows.values():
@@ -152,15 +159,15 @@ def run_command(
     if as_json:
         emit_json(report)
         return
-    out.print(_report_table(report))
+    ui.out.print(_report_table(report))
     category = _category_table(report)
     if category is not None:
-        out.print(category)
+        ui.out.print(category)
     for line in _notes(report):
-        out.print(line)
+        ui.out.print(line)
     for written in (out_path, plot):
         if written is not None:
-            out.print(f"wrote {written}")
+            ui.out.print(f"wrote {written}")
 
 
 @eval_app.command("compare")
@@ -179,6 +186,10 @@ def compare_command(
 
         kenning eval compare scifact.json eval/baselines/scifact-train.json --tolerance 0.005
     """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     from .harness import compare
 
     result = compare(_read_json(report_path, "report"), _read_json(baseline_path, "baseline"), tolerance)
@@ -194,15 +205,15 @@ def compare_command(
                 latency = metric.startswith("latency")
                 bad = not latency and d["diff"] < -tolerance
                 colour = "red" if bad else "green" if d["diff"] > tolerance and not latency else ""
-                diff = f"[{colour}]{d['diff']:+.4f}[/{colour}]" if colour else f"{d['diff']:+.4f}"
+                diff = Text(f"{d['diff']:+.4f}", style=colour)
                 table.add_row(mode, metric, _fmt(d["baseline"], 4), _fmt(d["report"], 4), diff)
-        out.print(table)
+        ui.out.print(table)
         if result["missing_modes"]:
-            out.print(f"[yellow]not in the report:[/yellow] {', '.join(result['missing_modes'])}")
+            ui.out.print(Text.assemble(("not in the report:", "yellow"), " ", ", ".join(result["missing_modes"])))
         if result["regressions"]:
-            out.print(f"[red]{len(result['regressions'])} regression(s) beyond {tolerance}[/red]")
+            ui.out.print(Text(f"{len(result['regressions'])} regression(s) beyond {tolerance}", style="red"))
         else:
-            out.print("[green]no regression[/green]")
+            ui.out.print(Text("no regression", style="green"))
     if result["regressions"]:
         raise typer.Exit(1)
 
@@ -240,6 +251,10 @@ def tune_command(
 
         kenning eval tune builtin --write-config ~/.kenning
     """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     from .tuning import tune, write_config as persist
 
     result = tune(collections, group_sep=group_sep, metric=metric, progress=not as_json, limit_queries=limit_queries)
@@ -250,7 +265,7 @@ def tune_command(
         emit_json(result)
         return
     for label in ("default", "best"):
-        out.print(f"[bold]{label}[/bold]: {_describe_setting(result[label])}; mean {metric} {result[label + '_score']:.4f}")
+        ui.out.print(Text.assemble((label, "bold"), f": {_describe_setting(result[label])}; mean {metric} {result[label + '_score']:.4f}"))
     legs = list(next(iter(result["per_dataset"].values()))["legs"])
     table = Table(title=f"{metric} per collection" + ("" if result["semantic"] else " (lexical legs only: no embeddings)"),
                   box=box.SIMPLE_HEAD)
@@ -259,6 +274,6 @@ def tune_command(
     for name, figures in result["per_dataset"].items():
         table.add_row(name, *(_fmt(figures["legs"][leg][metric]) for leg in legs),
                       _fmt(figures["default"][metric]), _fmt(figures["best"][metric]))
-    out.print(table)
+    ui.out.print(table)
     if write_config is not None:
-        out.print(f"wrote the best settings into {write_config}")
+        ui.out.print(f"wrote the best settings into {write_config}")

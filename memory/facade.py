@@ -28,11 +28,14 @@ from kenning.store import files, integrity, records, search as search_mod
 from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
 from kenning.store.db import DB_FILENAME, Database
-from .gates import GateRefusal, GateRefused, pipeline, run_content_gates, truncation
+from .gates import GateRefusal, GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
-from kenning.store.models import MODES, Degraded, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso, utcnow
+from kenning.store.models import (
+    MODES, Degraded, ImportLine, ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, iso,
+    utcnow,
+)
 from .origin import Origin, detect_origin
 from .scopes import View
 from kenning.store.semantic import Semantic, enqueue, forget
@@ -158,6 +161,23 @@ class Store:
         refusal = self._writes_refused()
         if refusal is not None:
             raise GateRefused(refusal)
+
+    def stats(self) -> dict[str, Any]:
+        """What `kenning info` reports: schema version, counts and size, without memory text or an event."""
+        queries = {
+            "schema_version": "PRAGMA user_version",
+            "memories": "SELECT COUNT(*) FROM memories WHERE removed_at IS NULL",
+            "tombstones": "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL",
+            "episodes": "SELECT COUNT(*) FROM episodes",
+            "embedded": "SELECT COUNT(DISTINCT mem) FROM embeddings",
+            "embed_pending": "SELECT COUNT(*) FROM embed_queue",
+        }
+        report = self.db.read(lambda c: {k: c.execute(sql).fetchone()[0] for k, sql in queries.items()})
+        report["pending_writes"] = len(self.pending_writes(all_sessions=True))
+        report["size_bytes"] = sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
+        report["read_only"] = self.db.read_only
+        report["default_mode"] = self.config.default_mode
+        return report
 
     # ------------------------------------------------------------------ where the caller is
     def here(self) -> Origin | None:
@@ -325,10 +345,51 @@ class Store:
         kept as given (so external ids survive), otherwise a ULID is assigned. ``labels`` name the
         records in error messages (e.g. ``"line 7"``). ``embed=True`` also embeds them now (when the
         embeddings extra works) instead of leaving them queued for the next semantic search.
-        This is the bulk path (corpora, migrations): no write gates run and no origin is recorded,
-        so imported memories are global (visible from every repository under auto_scope).
+        This is the trusted bulk path (corpora, migrations): no write gates run (``import_checked``
+        runs them) and no origin is recorded, so imported memories are global (visible from every
+        repository under auto_scope).
         """
         self._check_writable()
+        memories = self._import_memories(records, default_scopes, labels)
+        existing = self._existing_ids([m.id for m in memories])
+        if existing:
+            raise InvalidInput(f"{len(existing)} id(s) already in the store, e.g. {sorted(existing)[0]!r}")
+        self._insert_batches(memories, batch_size, progress, embed)
+        return [m.id for m in memories]
+
+    def import_checked(
+        self,
+        records: Iterable[dict],
+        batch_size: int = 2000,
+        progress: Callable[[int], None] | None = None,
+        default_scopes: list[str] | None = None,
+        labels: list[str] | None = None,
+    ) -> ImportReport:
+        """Import through the write gates, in batch form: each record is committed, refused (secrets,
+        run-state wording, a user-inference, an id that names another memory) or skipped as a duplicate
+        of a live memory, a removed one or an earlier record. Importing the same records again
+        commits nothing new. A malformed record still means nothing is written (InvalidInput)."""
+        self._check_writable()
+        memories = self._import_memories(records, default_scopes, labels)
+        labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
+        verdicts = batch_gates.gate_batch(self.db, self.lexicon, self.config, memories, labels)
+        taken = self._existing_ids([m.id for m, v in zip(memories, verdicts) if v is None])
+        lines, accepted = [], []
+        for memory, label, verdict in zip(memories, labels, verdicts):
+            if verdict is None and memory.id in taken:
+                verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory")
+            if verdict is None:
+                accepted.append(memory)
+                lines.append(ImportLine(label=label, status="committed", id=memory.id))
+            else:
+                lines.append(ImportLine(label=label, status=verdict.status, gate=verdict.gate,
+                                        reason=verdict.reason, match=verdict.match))
+        self._insert_batches(accepted, batch_size, progress, embed=False)
+        return ImportReport(lines=lines)
+
+    def _import_memories(self, records: Iterable[dict], default_scopes: list[str] | None,
+                         labels: list[str] | None) -> list[Memory]:
+        """Every record as a Memory, or InvalidInput naming the first bad one (nothing is written)."""
         memories, seen = [], set()
         where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
         for number, record in enumerate(records, start=1):
@@ -346,9 +407,10 @@ class Store:
                 raise InvalidInput(f"{where(number)}: id {memory.id!r} appears twice")
             seen.add(memory.id)
             memories.append(memory)
-        existing = self._existing_ids([m.id for m in memories])
-        if existing:
-            raise InvalidInput(f"{len(existing)} id(s) already in the store, e.g. {sorted(existing)[0]!r}")
+        return memories
+
+    def _insert_batches(self, memories: list[Memory], batch_size: int,
+                        progress: Callable[[int], None] | None, embed: bool) -> None:
         done = 0
         for start in range(0, len(memories), batch_size):
             batch = memories[start : start + batch_size]
@@ -359,9 +421,8 @@ class Store:
                 progress(done)
         if embed and self.semantic.availability().working:
             self.semantic.embed_pending()
-        else:
+        elif memories:
             self._embed_if_loaded()
-        return [m.id for m in memories]
 
     def update(
         self,

@@ -194,6 +194,7 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = path
+        self.read_only = False
         self.lock = threading.RLock()
         self.conn = sqlite3.connect(
             str(path), timeout=30.0, isolation_level=None, check_same_thread=False

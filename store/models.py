@@ -230,6 +230,36 @@ class WriteResult(_Record):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class ImportLine(_Record):
+    """What an import did with one record: committed (``id``), or why not (``gate``, ``reason``, and
+    ``match``: the memory, tombstone or earlier line it repeats)."""
+
+    label: str
+    status: Literal["committed", "refused", "duplicate", "previously_removed"]
+    id: str | None = None
+    gate: str | None = None
+    reason: str | None = None
+    match: str | None = None
+
+
+class ImportReport(_Record):
+    """Per record, what ``Store.import_checked`` committed, refused or skipped as a duplicate."""
+
+    lines: list[ImportLine]
+    gated: bool = True
+
+    def count(self, status: str) -> int:
+        return sum(1 for line in self.lines if line.status == status)
+
+    @property
+    def ids(self) -> list[str]:
+        return [line.id for line in self.lines if line.status == "committed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {s: self.count(s) for s in ("committed", "refused", "duplicate", "previously_removed")}
+        return {"gated": self.gated, **counts, "lines": [line.model_dump(exclude_none=True) for line in self.lines]}
+
+
 class StoreConfig(_Record):
     """Per-store settings, persisted in the database; defaults chosen with the eval harness."""
 

@@ -57,7 +57,7 @@ def test_unknown_mode(store):
 
 
 def test_unknown_ids(store):
-    for call in (lambda: store.get("nope"), lambda: store.update("nope", text="t"),
+    for call in (lambda: store.get("nope"), lambda: store.update("nope", text="new text"),
                  lambda: store.remove("nope", reason="r"), lambda: store.restore("nope")):
         with pytest.raises(NotFound):
             call()
@@ -84,5 +84,5 @@ def test_bad_update_leaves_memory_unchanged(store):
 def test_malformed_import_record_writes_nothing(store):
     before = _snapshot(store)
     with pytest.raises(InvalidInput, match="record 3"):
-        store.import_records([{"text": "a"}, {"text": "b"}, {"nope": 1}])
+        store.import_records([{"text": "alpha"}, {"text": "beta"}, {"nope": 1}])
     assert _snapshot(store) == before

@@ -47,7 +47,7 @@ def test_write_search_show_update_remove_restore(cli):
 def test_tables_without_json(cli):
     cli("write", "Alice prefers tabs over spaces", "--scope", "people:alice")
     result = cli("search", "tabs")
-    assert result.exit_code == 0 and "Alice" in result.stdout and "1 hit(s)" in result.stdout
+    assert result.exit_code == 0 and "Alice" in result.stdout and "1 hit ·" in result.stdout
     assert "tabs" in cli("list").stdout
 
 
@@ -61,6 +61,7 @@ def test_tables_without_json(cli):
     (["remove", "01NOPE", "--reason", "r"], "no memory"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    assert cli("write", "a memory so that the store exists", "--scope", "x").exit_code == 0
     result = cli(*args)
     assert result.exit_code == 2
     assert message in result.stderr and "Traceback" not in result.output

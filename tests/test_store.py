@@ -116,7 +116,7 @@ def test_import_records_keeps_ids_and_is_all_or_nothing(store):
     with pytest.raises(InvalidInput, match="already"):
         store.import_records([{"id": "a1", "text": "dup"}])
     with pytest.raises(InvalidInput, match="twice"):
-        store.import_records([{"id": "z", "text": "x"}, {"id": "z", "text": "y"}])
+        store.import_records([{"id": "z", "text": "xx"}, {"id": "z", "text": "yy"}])
     assert store.count() == 2
 
 
@@ -205,3 +205,19 @@ def test_every_mode_answers_and_says_when_it_is_degraded(store):
             assert result.degraded.reason == "embeddings_absent"
             assert result.degraded.install == 'pip install "kenning[embeddings]"'
             assert result.legs_run == ["keyword", "bm25"]
+
+
+def test_import_checked_gates_every_record_and_is_idempotent(store):
+    records = [{"text": "The wifi password=Sunflower2024xyz"}, {"text": "The auth service listens on port 8443"},
+               {"text": "The auth service listens on port 8443"}, {"text": "Deploys pass through staging first"},
+               {"id": "ext-1", "text": "Backups run nightly at 02:00 UTC"}]
+    report = store.import_checked(records, labels=[f"line {n}" for n in range(1, 6)])
+    assert [line.status for line in report.lines] == ["refused", "committed", "duplicate", "committed", "committed"]
+    assert report.lines[0].gate == "credentials" and report.lines[2].match == "line 2"
+    assert store.count() == 3 and "ext-1" in report.ids
+    again = store.import_checked(records)
+    assert again.count("committed") == 0 and again.count("duplicate") == 4 and store.count() == 3
+    removed = store.remove(report.ids[0], reason="moved to 9443")
+    assert store.import_checked([records[1]]).lines[0].status == "previously_removed" and removed
+    taken = store.import_checked([{"id": "ext-1", "text": "A different text under a taken id"}]).lines[0]
+    assert taken.status == "refused" and "already names another memory" in taken.reason

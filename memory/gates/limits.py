@@ -20,9 +20,12 @@ def has_control_chars(value: str) -> bool:
 
 
 def check_content(content: object) -> str:
-    """The body must be non-blank text of at most 1 MiB (UTF-8)."""
+    """The body must be text of at most 1 MiB (UTF-8) with at least two characters and a letter or digit."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("memory text is empty; give the text to remember")
+    if len(content.strip()) < 2 or not any(ch.isalnum() for ch in content):
+        raise InvalidInput(f"memory text {content.strip()!r} is too short to remember: a memory needs at least "
+                           "two characters and a letter or digit (did a shell pass '-' or a stray symbol?)")
     size = len(content.encode("utf-8"))
     if size > MAX_CONTENT_BYTES:
         raise InvalidInput(f"memory text is {size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} (1 MiB)")

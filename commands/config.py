@@ -1,0 +1,83 @@
+"""``kenning config get|set``: read and change the store's persisted settings (``Store.settings`` /
+``Store.configure``), the same ones a running server reads live. Parse, call the library, print."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+
+from kenning.commands import support as ui
+from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, one_line_errors
+from kenning.errors import InvalidInput
+
+config_app = typer.Typer(
+    name="config",
+    help="Read or change this store's settings: default search mode, write confirmation, switches.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+)
+_one_line_errors = one_line_errors()
+
+
+def _store(ctx: typer.Context):
+    from kenning.cli import open_cli_store
+
+    return open_cli_store(ctx)
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (dict, list)) or value is None else str(value).lower() \
+        if isinstance(value, bool) else str(value)
+
+
+@config_app.command("get", epilog="Example: kenning config get default_mode")
+@_one_line_errors
+def get(
+    ctx: typer.Context,
+    key: Optional[str] = typer.Argument(None, help="One setting; without it, every setting."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Print the store's settings (or one of them) as they are stored now."""
+    settings = _store(ctx).config.model_dump(mode="json")
+    if key is not None:
+        if key not in settings:
+            raise InvalidInput(f"unknown setting {key!r}; the settings are: {', '.join(settings)}")
+        settings = {key: settings[key]}
+    if as_json:
+        emit_json(settings if key is None else settings[key])
+    elif key is not None:
+        ui.out.print(_shown(settings[key]))
+    else:
+        for name, value in settings.items():
+            ui.out.print(f"{name} = {_shown(value)}")
+
+
+@config_app.command("set", epilog="Example: kenning config set default_mode bm25\n\n"
+                                  "Example: kenning config set require_write_confirmation true")
+@_one_line_errors
+def set_(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., help="The setting, e.g. default_mode, search_enabled, write_enabled, "
+                                        "require_write_confirmation."),
+    value: str = typer.Argument(..., help="Its new value: text, a number, true/false, null, or JSON for a table."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Change one setting; it is stored in the store itself and read live by running servers."""
+    config = _store(ctx).configure(**{key: _parse(value)})
+    new = config.model_dump(mode="json")[key]
+    if as_json:
+        emit_json({key: new})
+    else:
+        ui.out.print(f"{key} = {_shown(new)}")
+
+
+def _parse(value: str) -> Any:
+    """JSON when the text is JSON (numbers, true/false, null, objects), else the text itself."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
