@@ -71,7 +71,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, message):
 def test_import_all_or_nothing(cli, tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text('{"text": "alpha memory"}\n\n{"content": "beta memory", "scopes": ["s"], "id": "b1"}\n')
-    assert _json(cli("import", str(good), "--json"))["imported"] == 2
+    assert _json(cli("import", str(good), "--json"))["committed"] == 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "gamma memory"}\n{"text": "delta"\n')
     result = cli("import", str(bad))
