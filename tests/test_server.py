@@ -306,3 +306,11 @@ def test_kenning_serve_entry_point(tmp_path, repo):
         assert set(conn.tools()) == TOOLS
         conn.call("memory_write", content="The CLI launcher serves the same store", scopes=["area:cli"])
     assert (store / "kenning.sqlite3").exists()
+
+
+def test_argument_errors_are_one_plain_line_without_pydantic_text(server):
+    for text, field in ((server.fails("memory_search", query=""), "query"),
+                        (server.fails("memory_search", max_results=3), "query"),
+                        (server.fails("memory_search", query="x", max_results=99), "max_results")):
+        assert field in text, text
+        assert "pydantic" not in text and "http" not in text and "\n" not in text and "type=" not in text, text
