@@ -34,6 +34,10 @@ class SearchDisabled(KenningError):
                          "turn it on with: kenning config set search_enabled true")
 
 
+class ReadOnlyStore(KenningError):
+    """The store can be read but not written by this process (file or folder permissions, a read-only mount)."""
+
+
 class EmbeddingsUnavailable(KenningError, RuntimeError):
     """The vector leg was asked for explicitly but the embeddings extra is absent or broken."""
 

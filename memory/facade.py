@@ -86,13 +86,15 @@ class Store:
         try:
             self.db = Database(self.path)
         except sqlite3.DatabaseError as exc:
+            if not self.path.exists():
+                raise InvalidInput(f"cannot create a store in {self.directory} ({exc})") from exc
             raise InvalidInput(f"{self.path} is not a kenning store ({exc})") from exc
         files.tighten(self.path)
         self.store_id = integrity.store_id(self.db)
         self.lexicon = Lexicon(self.db)
-        if not getattr(self.db, "read_only", False) and not self.db.read(integrity.lexicon_docs_consistent):
+        if not self.db.read_only and not self.db.read(integrity.lexicon_docs_consistent):
             integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
-        if self.db.get_meta("tokenizer") != fingerprint():
+        if self.db.get_meta("tokenizer") != fingerprint() and not self.db.read_only:
             with self.db.transaction() as c:
                 self.lexicon.ensure_current(c)
         # settings: the stored JSON, plus this object's own persist=False changes on top
@@ -866,7 +868,10 @@ class Store:
 
     # ------------------------------------------------------------------ the event log
     def log_event(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
-        """Append one event for this session (other modules log their own kinds: the audit, episodes)."""
+        """Append one event for this session (other modules log their own kinds: the audit, episodes).
+        A read-only store serves reads without a log."""
+        if self.db.read_only:
+            return
         with self.db.transaction() as c:
             events.log(c, self.clock(), self.session_id, kind, memory_id, payload)
 

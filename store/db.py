@@ -194,16 +194,46 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = path
+        # a store this process may read but not write (permissions, a read-only mount) still serves
+        # reads; every transaction then raises ReadOnlyStore naming that cause
         self.read_only = False
         self.lock = threading.RLock()
         self.conn = sqlite3.connect(
             str(path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.execute("PRAGMA busy_timeout=30000")
-        self._migrate()
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            self._migrate()
+        except sqlite3.OperationalError as exc:
+            if not _permission_problem(exc) or not path.is_file():
+                raise
+            self.conn.close()
+            self._open_read_only()
+
+    def _open_read_only(self) -> None:
+        """Open for reading only. SQLite needs to create the -shm file even to read a WAL database, which
+        a read-only folder forbids; then the file is opened as immutable (no other writer can exist)."""
+        from kenning.errors import KenningError
+
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        for suffix in ("", "&immutable=1"):
+            conn = sqlite3.connect(uri + suffix, uri=True, timeout=30.0, isolation_level=None,
+                                   check_same_thread=False)
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                break
+            except sqlite3.OperationalError:
+                conn.close()
+        else:
+            raise KenningError(f"{self.path} cannot be opened: not even for reading (check its permissions)")
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise KenningError(f"{self.path} is read-only and has schema {version}, this kenning needs "
+                               f"{SCHEMA_VERSION}; open it once with write access to upgrade it")
+        self.conn, self.read_only = conn, True
 
     def _migrate(self) -> None:
         with self.transaction() as c:
@@ -224,6 +254,11 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE … COMMIT: one write lock, taken up front so concurrent writers queue."""
+        if self.read_only:
+            from kenning.errors import ReadOnlyStore
+
+            raise ReadOnlyStore(f"the store {self.path.parent} is read-only for this user (its file or folder is "
+                                "not writable): reads work, but nothing can be written there")
         with self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -258,3 +293,9 @@ class Database:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _permission_problem(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's ways of saying it may not write the file or create its -wal/-shm companions."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text

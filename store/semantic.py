@@ -113,8 +113,9 @@ class Semantic:
         return FALLBACK_FLOOR if measured is None else measured
 
     def _adopt_model(self, encoder: embeddings.Encoder) -> None:
-        """A store indexed with another model is re-embedded, never mixed."""
-        if self.db.get_meta("embedding_model") == encoder.model_id:
+        """A store indexed with another model is re-embedded, never mixed (a read-only store cannot be:
+        its vector leg then sees only the vectors this model made, which may be none)."""
+        if self.db.get_meta("embedding_model") == encoder.model_id or self.db.read_only:
             return
         with self.db.transaction() as c:
             if c.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone() != (encoder.model_id,):
@@ -143,7 +144,9 @@ class Semantic:
         return count_live(self.db) if spec.model_id != recorded else queued
 
     def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every queued memory (batched); returns how many were embedded."""
+        """Embed every queued memory (batched); returns how many were embedded (none in a read-only store)."""
+        if self.db.read_only:
+            return 0
         encoder = self.encoder()
         done = 0
         while True:
@@ -253,6 +256,8 @@ class Semantic:
     def save(self, force: bool = True) -> None:
         """Persist the index when it moved on since the last save (at most every SAVE_INTERVAL_S unless forced)."""
         if self._index is None or self._generation == self._saved_generation or self._encoder is None:
+            return
+        if self.db.read_only:
             return
         if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
             return

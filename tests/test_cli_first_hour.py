@@ -275,3 +275,49 @@ def test_show_prints_lists_and_times_plainly(home):
     listed = ok(kenning("list", home=home)).stdout
     assert created.removeprefix("created: ") in listed  # one time format in every command
     assert len(created.removeprefix("created: ")) == len("2026-12-01 12:00")
+
+
+# ---------------------------------------------------------------- item 7: a read-only store
+def _as_unprivileged() -> list[str]:
+    """A prefix that runs a command without the power to ignore file permissions (root has it)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file permissions cannot be made to bind")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", "--bounding-set", caps, "--inh-caps", caps, "--"]
+
+
+def test_a_read_only_store_serves_reads_and_names_the_cause_of_a_refused_write(tmp_path):
+    store = tmp_path / "store"
+    mid = json.loads(ok(kenning("--store", str(store), "write", "The auth service listens on port 8443",
+                                "--scope", "x", "--json")).stdout)["id"]
+    for path in store.iterdir():
+        path.chmod(0o444)
+    store.chmod(0o555)
+    prefix = _as_unprivileged()
+    probe = subprocess.run([*prefix, sys.executable, "-c", f"open({str(store / 'kenning.sqlite3')!r}, 'r+b')"],
+                           capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("this process can write a read-only file (a privileged runner)")
+
+    def run(*args):
+        environ = {**os.environ, "COLUMNS": "80"}
+        environ.pop("KENNING_HOME", None)
+        return subprocess.run([*prefix, *KENNING, "--store", str(store), *args], capture_output=True, text=True,
+                              env=environ, timeout=300)
+
+    try:
+        for args in (["search", "auth port"], ["search", "auth port", "--mode", "bm25"], ["list"], ["show", mid]):
+            result = run(*args)
+            assert result.returncode == 0 and "8443" in result.stdout, (args, result.stderr)
+        assert json.loads(run("info", "--json").stdout)["read_only"] is True
+        for args in (["write", "Another durable fact about kites", "--scope", "x"], ["remove", mid, "--reason", "r"],
+                     ["config", "set", "default_mode", "bm25"]):
+            refused = run(*args)
+            assert refused.returncode == 2 and "is read-only for this user" in refused.stderr, (args, refused.stderr)
+            assert "not a kenning store" not in refused.stderr and len(refused.stderr.splitlines()) == 1
+    finally:
+        store.chmod(0o755)
