@@ -29,15 +29,15 @@ app = typer.Typer(
 )
 STDIN = "-"
 # commands that may create the store; every other command needs one that exists
-CREATING = frozenset({"write", "import", "serve", "set"})
+CREATING = frozenset({"write", "import", "serve", "set", "add"})
 
 
 def _mount_subcommands() -> None:
-    """Sub-apps live beside their concern (eval/commands.py, commands/episodes.py, commands/config.py); mount them here."""
+    """Sub-apps live beside their concern (commands/, eval/commands.py); mount them here."""
     from kenning.commands.config import config_app
     from kenning.commands.episodes import episodes_app, serve
-    from kenning.eval.commands import eval_app
     from kenning.commands.recall import clean_command, export_command, recall_command, sync_command, transcripts_app
+    from kenning.eval.commands import eval_app
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(transcripts_app, name="transcripts")

@@ -10,31 +10,25 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 
-from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands import support as ui
+from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural
 
 transcripts_app = typer.Typer(
     name="transcripts",
     help="The agent session ledgers kenning indexes for recall (Claude Code, Codex CLI, generic JSONL).",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
 handle_errors = one_line_errors()
 
 
 def _store(ctx: typer.Context):
-    from kenning import open_store
+    from kenning.cli import open_cli_store
 
-    root = ctx.find_root().obj
-    state = root if isinstance(root, dict) else {}
-    if state.get("store") is None:
-        state["store"] = open_store(state.get("store_dir"))
-        ctx.call_on_close(state["store"].close)
-    return state["store"]
+    return open_cli_store(ctx)
 
 
 def _short(text: str, width: int) -> str:
@@ -52,10 +46,12 @@ def add(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Register a transcript source and index it now; later appends are picked up at each search."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from kenning.recall.transcripts import index_for
 
     index = index_for(_store(ctx))
-    with Progress(TextColumn("indexing ledgers"), BarColumn(), MofNCompleteColumn(), console=err,
+    with Progress(TextColumn("indexing ledgers"), BarColumn(), MofNCompleteColumn(), console=ui.err,
                   transient=True, disable=as_json) as bar:
         task = bar.add_task("index", total=None)
         added = index.add_source(path, project=project, progress=lambda done, total: bar.update(task, completed=done, total=total))
@@ -63,9 +59,9 @@ def add(
         emit_json(added)
         return
     verb = "already registered" if added["already_registered"] else "added"
-    out.print(f"{verb} {added['path']}: {added['ledgers']} ledger(s), {added['messages_added']} new message(s)"
-              + (f", {added['malformed_lines']} malformed line(s) skipped" if added["malformed_lines"] else ""),
-              highlight=False)
+    ui.out.print(f"{verb} {added['path']}: {plural(added['ledgers'], 'ledger')}, "
+                 f"{plural(added['messages_added'], 'new message')}"
+                 + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else ""))
 
 
 @transcripts_app.command("list", epilog="Example: kenning transcripts list --json")
@@ -79,13 +75,12 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
         emit_json({"count": len(sources), "sources": sources})
         return
     if not sources:
-        out.print("no transcript sources; add one with `kenning transcripts add ~/.claude/projects`", highlight=False)
+        ui.out.print("no transcript sources; add one with `kenning transcripts add ~/.claude/projects`")
         return
-    table = Table("path", "project", "ledgers", "messages", "malformed", "exists")
     for s in sources:
-        table.add_row(escape(s["path"]), escape(s["project"] or ""), str(s["ledgers"]), str(s["messages"]),
-                      str(s["malformed_lines"]), "yes" if s["exists"] else "no")
-    out.print(table)
+        ui.out.print(s["path"] + ("" if s["exists"] else "  (missing)"))
+        ui.out.print(f"   project {s['project'] or '-'}: {plural(s['ledgers'], 'ledger')}, "
+                     f"{plural(s['messages'], 'message')}, {plural(s['malformed_lines'], 'malformed line')}")
 
 
 @transcripts_app.command("remove", epilog="Example: kenning transcripts remove ~/.codex/sessions")
@@ -102,8 +97,8 @@ def remove(
     if as_json:
         emit_json(removed)
     else:
-        out.print(f"removed {removed['path']}: {removed['ledgers_dropped']} ledger(s), "
-                  f"{removed['messages_dropped']} message(s) dropped from the index", highlight=False)
+        ui.out.print(f"removed {removed['path']}: {plural(removed['ledgers_dropped'], 'ledger')}, "
+                     f"{plural(removed['messages_dropped'], 'message')} dropped from the index")
 
 
 @handle_errors
@@ -125,20 +120,18 @@ def recall_command(
         emit_json(result)
         return
     if result["degraded"]:
-        err.print(f"[yellow]note:[/yellow] {escape(result['degraded']['message'])}", highlight=False, soft_wrap=True)
+        note(result["degraded"]["message"])
     if not result["hits"]:
-        out.print("nothing matches that query in memories, profile notes or transcripts", highlight=False)
+        ui.out.print("nothing matches that query in memories, profile notes or transcripts")
         return
-    table = Table(title=f"{len(result['hits'])} hit(s) · {'all projects' if all_projects else 'this project'}")
-    for column in ("#", "role", "where", "relevance", "snippet"):
-        table.add_column(column, overflow="fold")
+    ui.out.print(f"{plural(len(result['hits']), 'hit')} · {'all projects' if all_projects else 'this project'}")
     for i, hit in enumerate(result["hits"], 1):
         if hit["role"] == "transcript":
-            where = f"{hit['speaker']} · {(hit['timestamp'] or '')[:16]} · {(hit['session'] or '')[:8]}"
+            where = f"{hit['speaker']}  {(hit['timestamp'] or '')[:16].replace('T', ' ')}  session {(hit['session'] or '')[:8]}"
         else:
-            where = f"{hit['id']} · {', '.join(hit['scopes'])}"
-        table.add_row(str(i), hit["role"], escape(where), hit["relevance"], escape(_short(hit["snippet"], 110)))
-    out.print(table)
+            where = f"{hit['id']}  {', '.join(hit['scopes'])}"
+        ui.out.print(f"{i:>2}. {hit['role']}  {hit['relevance']}  {where}", overflow="ignore", crop=False, no_wrap=True)
+        ui.out.print("   " + _short(hit["snippet"], 200))
 
 
 @handle_errors
@@ -163,14 +156,14 @@ def sync_command(
         for item in report[key]:
             quiet = False
             if isinstance(item, str):
-                out.print(f"{label}: {escape(item)}", highlight=False)
+                ui.out.print(f"{label}: {item}")
                 continue
             where = f"{item.get('file')}" + (f":{item['line']}" if item.get("line") else "")
             what = item.get("id") or item.get("pending_id") or ""
             why = item.get("why") or item.get("problem") or ""
-            out.print(f"{label}: {escape(where)} {what} {escape(why)}".rstrip(), highlight=False)
+            ui.out.print(f"{label}: {where} {what} {why}".rstrip())
     if quiet:
-        out.print("no edits to take in", highlight=False)
+        ui.out.print("no edits to take in")
     if report["mangled"] or report["refused"] or report["conflicts"]:
         raise typer.Exit(1)
 
@@ -189,8 +182,9 @@ def export_command(
     if as_json:
         emit_json(report)
         return
-    out.print(f"{report['memories']} memories in {report['folder']}: {len(report['written'])} file(s) written, "
-              f"{len(report['unchanged'])} unchanged, {len(report['removed'])} removed", highlight=False)
+    ui.out.print(f"{plural(report['memories'], 'memory', 'memories')} in {report['folder']}: "
+                 f"{plural(len(report['written']), 'file')} written, {len(report['unchanged'])} unchanged, "
+                 f"{len(report['removed'])} removed")
 
 
 @handle_errors
@@ -209,6 +203,6 @@ def clean_command(
         return
     verb = "would remove" if dry_run else "removed"
     for item in report["removed"]:
-        out.print(f"{verb} {escape(item['path'])} ({item['what']})", highlight=False)
+        ui.out.print(f"{verb} {item['path']} ({item['what']})")
     if not report["removed"]:
-        out.print("nothing to clean", highlight=False)
+        ui.out.print("nothing to clean")
