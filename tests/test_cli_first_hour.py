@@ -321,3 +321,33 @@ def test_a_read_only_store_serves_reads_and_names_the_cause_of_a_refused_write(t
             assert "not a kenning store" not in refused.stderr and len(refused.stderr.splitlines()) == 1
     finally:
         store.chmod(0o755)
+
+
+# ---------------------------------------------------------------- item 13: kenning serve in a terminal
+def test_serve_in_a_terminal_says_it_waits_and_stops_on_the_first_ctrl_c(tmp_path):
+    import pty
+    import select
+    import signal
+
+    pytest.importorskip("mcp")
+    controller, terminal = pty.openpty()
+    environ = {**os.environ}
+    environ.pop("KENNING_HOME", None)
+    server = subprocess.Popen([*KENNING, "--store", str(tmp_path / "store"), "serve"], stdin=terminal,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, cwd=tmp_path)
+    os.close(terminal)
+    try:
+        said = b""
+        while b"waiting for an MCP client on stdin" not in said:
+            ready, _, _ = select.select([server.stderr], [], [], 120)
+            assert ready, f"nothing on stderr; got {said!r}"
+            chunk = os.read(server.stderr.fileno(), 4096)
+            assert chunk, f"stderr closed early: {said!r}"
+            said += chunk
+        assert b"Ctrl-C" in said and str(tmp_path / "store").encode() in said
+        server.send_signal(signal.SIGINT)  # what the terminal sends on Ctrl-C
+        assert server.wait(timeout=30) == 130
+    finally:
+        if server.poll() is None:
+            server.kill()
+        os.close(controller)
