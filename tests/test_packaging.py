@@ -23,8 +23,13 @@ def test_license_is_an_spdx_string_with_its_file():
 
 @pytest.mark.slow
 def test_the_wheel_builds_without_warnings_and_carries_its_data(tmp_path):
+    import shutil
+
+    source = tmp_path / "kenning"  # a copy: building in place would leave build/ and egg-info in the tree
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".ci-cache"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-v",
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-v",
          "-w", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert build.returncode == 0, build.stderr[-2000:]
     log = build.stdout + build.stderr
