@@ -133,6 +133,9 @@ def run_command(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Draw metrics and latency per mode into this PNG."),
     limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Evaluate only the first N queries."),
     depth: int = typer.Option(100, "--depth", help="Hits ranked per query (>= 100 for R@100)."),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", metavar="FILE|none",
+        help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json)."),
 ) -> None:
     """Evaluate every mode on a collection and print nDCG@10, R@10, R@100, MRR@10 and latency.
 
@@ -156,18 +159,92 @@ def run_command(
         from .plot import plot_report
 
         plot_report(report, plot)
+    verdict = _baseline_verdict(report, baseline)
     if as_json:
-        emit_json(report)
+        emit_json(report if verdict is None else {**report, "baseline": verdict})
         return
     ui.out.print(_report_table(report))
+    for line in METRIC_MEANINGS:
+        ui.out.print(line)
+    excluded = _excluded_queries(report)
+    if excluded:
+        ui.out.print(excluded)
     category = _category_table(report)
     if category is not None:
         ui.out.print(category)
     for line in _notes(report):
         ui.out.print(line)
+    if verdict is not None:
+        ui.out.print(_verdict_line(verdict))
+    cache = _cache_line(report)
+    if cache:
+        ui.out.print(cache)
     for written in (out_path, plot):
         if written is not None:
             ui.out.print(f"wrote {written}")
+
+
+# one line each, printed under the table
+METRIC_MEANINGS = (
+    "nDCG@10  ranking quality of the top 10: 1 when every relevant memory comes first, best first",
+    "R@10     recall: the share of a query's relevant memories found in the top 10 (R@100: top 100)",
+    "MRR@10   1/rank of the first relevant hit in the top 10, averaged (1: always first; 0.5: second)",
+    "p50/p95  milliseconds per query on this machine: median and 95th percentile",
+)
+BASELINES = Path(__file__).parent / "baselines"
+
+
+def _excluded_queries(report: Mapping) -> str | None:
+    """Why the table scores fewer queries than the collection has: the rest have no answer on purpose."""
+    scored = max((row.get("queries") or 0 for row in report["modes"].values()), default=0)
+    left_out = report["queries"] - scored
+    if left_out <= 0:
+        return None
+    return (f"The table scores the {scored} queries that have a relevant memory. The other {left_out} have none "
+            "on purpose (unanswerable): there the right answer is an empty result or no hit labelled high, "
+            "so they are counted in the unanswerable lines below, not in the metrics.")
+
+
+def _baseline_verdict(report: Mapping, choice: str | None) -> dict | None:
+    """The comparison with the committed baseline of this collection (or the file given), or None."""
+    if choice == "none":
+        return None
+    path = Path(choice) if choice else BASELINES / f"{report.get('dataset')}.json"
+    if not path.is_file():
+        if choice:
+            raise InvalidInput(f"baseline {path}: file not found")
+        return None
+    from .harness import compare
+
+    result = compare(report, _read_json(path, "baseline"), BASELINE_TOLERANCE)
+    shared = [m for m in result["modes"] if m in report["modes"]]
+    return {"path": str(path), "tolerance": BASELINE_TOLERANCE, "modes_compared": shared,
+            "regressions": result["regressions"], "missing_modes": result["missing_modes"]}
+
+
+BASELINE_TOLERANCE = 0.005
+
+
+def _verdict_line(verdict: Mapping) -> str:
+    where = verdict["path"]
+    if not verdict["modes_compared"]:
+        return f"baseline {where}: no mode in common, nothing compared"
+    if verdict["regressions"]:
+        worst = min(verdict["regressions"], key=lambda r: r["diff"])
+        return (f"verdict: WORSE than the baseline {where}: {len(verdict['regressions'])} metric(s) dropped by more "
+                f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}")
+    return (f"verdict: as good as the baseline {where} (no metric of {', '.join(verdict['modes_compared'])} "
+            f"dropped by more than {verdict['tolerance']})")
+
+
+def _cache_line(report: Mapping) -> str | None:
+    """Where the corpus embeddings were cached, when the vector leg ran."""
+    if not any("vector" in row.get("legs_run", []) for row in report["modes"].values()):
+        return None
+    from kenning.retrieval.embedding_cache import default_cache_path
+
+    return (f"embeddings of the corpus are cached in {default_cache_path()} so a re-run is fast "
+            "(KENNING_CACHE_DIR moves it; deleting the file is safe)")
 
 
 @eval_app.command("compare")

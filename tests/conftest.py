@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# The embedding cache (eval runs, the relevance gate) lives in a folder of this test session, shared
+# by its tests and its subprocesses and deleted at the end: the suite never reads or fills the
+# user's cache (~/.cache/kenning or $KENNING_CACHE_DIR), and one run never feeds the next.
+# KENNING_TEST_CACHE_DIR names a folder to keep between runs instead (a deliberate opt-in).
+_SESSION_CACHE = None if os.environ.get("KENNING_TEST_CACHE_DIR") else tempfile.mkdtemp(prefix="kenning-test-cache-")
+os.environ["KENNING_CACHE_DIR"] = os.environ.get("KENNING_TEST_CACHE_DIR") or _SESSION_CACHE
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 @pytest.fixture

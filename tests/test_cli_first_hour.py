@@ -351,3 +351,34 @@ def test_serve_in_a_terminal_says_it_waits_and_stops_on_the_first_ctrl_c(tmp_pat
         if server.poll() is None:
             server.kill()
         os.close(controller)
+
+
+# ---------------------------------------------------------------- item 15: the main job's report
+def test_eval_report_explains_itself_and_judges_against_the_baseline(tmp_path):
+    report = ok(kenning("eval", "run", "builtin", "--modes", "keyword,bm25"))
+    lines = report.stdout.splitlines()
+    for metric in ("nDCG@10", "R@10", "MRR@10", "p50/p95"):
+        assert any(line.startswith(metric + " ") for line in lines), metric
+    assert "The table scores the 65 queries that have a relevant memory. The other 15 have none" in report.stdout
+    verdict = next(line for line in lines if line.startswith("verdict: "))
+    assert "baselines/builtin.json" in verdict and ("as good as" in verdict or "WORSE than" in verdict)
+    assert "cached in" not in report.stdout  # no vector leg ran, nothing was cached
+    as_json = json.loads(ok(kenning("eval", "run", "builtin", "--modes", "bm25", "--json")).stdout)
+    assert as_json["baseline"]["modes_compared"] == ["bm25"] and "regressions" in as_json["baseline"]
+    alone = ok(kenning("eval", "run", "builtin", "--modes", "bm25", "--baseline", "none")).stdout
+    assert "verdict" not in alone
+
+
+@pytest.mark.embeddings
+def test_eval_report_says_where_the_embedding_cache_is(tmp_path):
+    cache = tmp_path / "cache"
+    report = ok(kenning("eval", "run", "builtin", "--modes", "semantic", "--limit-queries", "3",
+                        env={"KENNING_CACHE_DIR": str(cache)}))
+    assert f"embeddings of the corpus are cached in {cache / 'embeddings.sqlite'}" in report.stdout
+    assert (cache / "embeddings.sqlite").is_file()
+
+
+def test_the_test_session_keeps_out_of_the_users_embedding_cache():
+    cache = os.environ["KENNING_CACHE_DIR"]
+    assert os.environ.get("KENNING_TEST_CACHE_DIR") or Path(cache).name.startswith("kenning-test-cache-")
+    assert not cache.startswith(str(Path.home() / ".cache"))
