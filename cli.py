@@ -702,6 +702,15 @@ def _usage_error(exc) -> int:
     return 2
 
 
+def _plain_metavars(command) -> None:
+    """Help shows ``--scope SCOPE`` and ``TEXT`` as Unix tools do, not typer's ``<list[str]>`` / ``{text}``."""
+    for param in getattr(command, "params", []):
+        if param.metavar is None and not getattr(param, "is_flag", False):
+            param.metavar = (param.name or "value").upper()
+    for sub in getattr(command, "commands", {}).values():
+        _plain_metavars(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``kenning`` executable and ``python -m kenning``."""
     # typer may vendor click (typer._click) or use the click package: take the exception types from
@@ -709,6 +718,7 @@ def main(argv: list[str] | None = None) -> None:
     click = sys.modules[typer.BadParameter.__module__]
     args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    _plain_metavars(command)
     try:
         code = command.main(args, prog_name="kenning", standalone_mode=False)
     except click.UsageError as exc:
