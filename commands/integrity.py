@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from kenning.commands.support import JSON_HELP, emit_json, err, one_line_errors, out
+from kenning.commands import support as ui
+from kenning.commands.support import JSON_HELP, emit_json, one_line_errors
 
 
 def _store(ctx: typer.Context):
-    from kenning.memory.facade import Store
+    from kenning.cli import open_cli_store
 
-    state = ctx.find_root().obj
-    if state["store"] is None:
-        state["store"] = Store(state["store_dir"])
-    return state["store"]
+    return open_cli_store(ctx)
 
 
 @one_line_errors()
@@ -26,10 +24,10 @@ def check(
     if as_json:
         emit_json(report)
     elif report["ok"]:
-        out.print(f"ok: {report['store']} and everything derived from it check clean", highlight=False)
+        ui.out.print(f"ok: {report['store']} and everything derived from it check clean")
     else:
         for problem in report["problems"]:
-            out.print(f"{problem['part']}: {problem['what']} (fix: {problem['repair']})", markup=False, highlight=False)
+            ui.out.print(f"{problem['part']}: {problem['what']} (fix: {problem['repair']})")
     if not report["ok"]:
         raise typer.Exit(1)
 
@@ -44,7 +42,7 @@ def rebuild(
     from rich.progress import Progress
 
     store = _store(ctx)
-    with Progress(console=err, transient=True, disable=as_json) as progress:
+    with Progress(console=ui.err, transient=True, disable=as_json) as progress:
         tasks: dict[str, int] = {}
 
         def step(stage: str, done: int, total: int) -> None:
@@ -57,12 +55,12 @@ def rebuild(
         emit_json(report)
         return
     if "lexical" in report:
-        out.print(f"lexical index rebuilt from {report['lexical']['documents']} memories", highlight=False)
+        ui.out.print(f"lexical index rebuilt from {report['lexical']['documents']} memories")
     if "vectors" in report:
         v = report["vectors"]
         line = f"vectors: {v['rows_dropped']} bad embedding rows dropped, {v['embedded']} memories embedded"
         if v["index_file"]:
             line += f"; {v['index_file']}"
-        out.print(line, markup=False, highlight=False)
+        ui.out.print(line)
         if v["note"]:
-            out.print(v["note"], markup=False, highlight=False)
+            ui.out.print(v["note"])
