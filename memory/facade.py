@@ -312,11 +312,12 @@ class Store:
             "links": request["links"], "claims": [{"spec": c} for c in request["claims"]], "origin": origin,
         })
         self.db.read(lambda c: self._check_link_targets(c, memory.links))
-        gated = pipeline.run(
-            self.db, self.lexicon, self.config, memory.content, memory.category, parse_claims(request["claims"]),
-            origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
-            scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
-        )
+        with self.db.lock:  # the lexicon's in-memory caches must not change under the gates' probe search
+            gated = pipeline.run(
+                self.db, self.lexicon, self.config, memory.content, memory.category, parse_claims(request["claims"]),
+                origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
+                scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
+            )
         return memory, gated
 
     def _commit(self, memory: Memory, passed: pipeline.Passed, kind: str, payload: dict,
@@ -1014,18 +1015,21 @@ class Store:
             raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
         filters = search_mod.Filters(scopes, category, view.updated_after if view else None,
                                      view.hidden_keys(self.db) if view else ())
-        ranked = search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
-                                query, mode, depth, filters)
-        if self.lexicon.damaged and not getattr(self.db, "read_only", False):
-            # damaged postings were skipped, never raised; rebuild from the text and rank again
-            damaged = len(self.lexicon.damaged)
-            integrity.repair_lexicon(self.db, self.lexicon)
+        # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
+        # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
+        with self.db.lock:
             ranked = search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
                                     query, mode, depth, filters)
-            ranked[0].degraded = ranked[0].degraded or Degraded(
-                reason="lexical_index_repaired", install="",
-                message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the memories' "
-                        "text before this answer")
+            if self.lexicon.damaged and not getattr(self.db, "read_only", False):
+                # damaged postings were skipped, never raised; rebuild from the text and rank again
+                damaged = len(self.lexicon.damaged)
+                integrity.repair_lexicon(self.db, self.lexicon)
+                ranked = search_mod.run(self.db, self.lexicon, self.semantic, self.config, self.clock(),
+                                        query, mode, depth, filters)
+                ranked[0].degraded = ranked[0].degraded or Degraded(
+                    reason="lexical_index_repaired", install="",
+                    message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the "
+                            "memories' text before this answer")
         return ranked
 
     # ------------------------------------------------------------------ derived data

@@ -61,9 +61,10 @@ def create_app(
 
 
 class Serialised:
-    """The Store with every call behind one lock: routes run on a thread pool, and the Store's
-    in-memory index caches (lexicon postings, doc arrays) must not change under a running search.
-    Measured by bench/bench_http.py: without it, concurrent writes and searches raised KeyError."""
+    """The Store with every call behind one lock: routes run on a thread pool, and a Store's
+    in-memory state (index caches, the lazily loaded model, session lists) is only guarded call by
+    call inside the library. bench/bench_http.py found one such race (ranking vs. a write's
+    lexicon update, KeyError), now fixed in the Store; this keeps the server safe from the next."""
 
     def __init__(self, store: Store):
         self._store = store
