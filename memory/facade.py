@@ -380,13 +380,14 @@ class Store:
         lines, accepted = [], []
         for memory, label, verdict in zip(memories, labels, verdicts):
             if verdict is None and memory.id in taken:
-                verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory")
+                verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory",
+                                              code="id_taken")
             if verdict is None:
                 accepted.append(memory)
                 lines.append(ImportLine(label=label, status="committed", id=memory.id))
             else:
                 lines.append(ImportLine(label=label, status=verdict.status, gate=verdict.gate,
-                                        reason=verdict.reason, match=verdict.match))
+                                        reason=verdict.reason, match=verdict.match, code=verdict.code))
         self._insert_batches(accepted, batch_size, progress, embed=False)
         return ImportReport(lines=lines)
 

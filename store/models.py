@@ -240,6 +240,7 @@ class ImportLine(_Record):
     gate: str | None = None
     reason: str | None = None
     match: str | None = None
+    code: str | None = None  # the gate's status as a single write would report it, e.g. credential_warning
 
 
 class ImportReport(_Record):

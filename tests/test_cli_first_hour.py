@@ -94,7 +94,7 @@ def test_lexical_commands_never_load_torch(home):
 # ---------------------------------------------------------------- item 9: usage errors
 @pytest.mark.parametrize("args,message,hint", [
     (["search", "x", "--bogus"], "error: No such option: --bogus", "hint: see `kenning search --help`"),
-    (["search"], "error: Missing argument 'query'.", "hint: see `kenning search --help`"),
+    (["search"], "error: Missing argument 'QUERY'.", "hint: see `kenning search --help`"),
     (["serach", "x"], "error: No such command 'serach'.", "hint: see `kenning --help`"),
     (["search", "x", "--limit", "many"], "error: Invalid value for '--limit'", "hint: see `kenning search --help`"),
 ])
@@ -147,6 +147,7 @@ def test_import_gates_each_line_and_reports_why(home, tmp_path):
     assert statuses == [("refused", "credentials"), ("committed", None), ("duplicate", "duplicates"),
                         ("refused", "durability"), ("committed", None), ("refused", "user_claims")]
     assert report["lines"][2]["match"] == f"{notes}:2"
+    assert report["lines"][0]["code"] == "credential_warning" and report["lines"][3]["code"] == "transient_warning"
     assert "Sunflower2024xyz" not in json.dumps(report)
     texts = [m["content"] for m in json.loads(ok(kenning("list", "--json", home=home)).stdout)]
     assert sorted(texts) == ["Deploys go through the staging cluster before production",
@@ -230,7 +231,7 @@ def test_config_set_changes_the_default_mode(home):
     assert "default_mode = bm25" in everything and "write_enabled = true" in everything
     ok(kenning("config", "set", "write_enabled", "false", home=home))
     refused = json.loads(kenning("write", "Another memory about ports", "--scope", "x", "--json", home=home).stdout)
-    assert refused["status"] == "refused" and refused["gate"] == "write_enabled"
+    assert refused["status"] == "writes_disabled" and refused["gate"] == "write_enabled"
     for bad in (["config", "set", "default_mode", "fuzzy"], ["config", "set", "colour", "blue"],
                 ["config", "get", "colour"]):
         result = kenning(*bad, home=home)

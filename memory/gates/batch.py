@@ -31,6 +31,7 @@ class Verdict:
     gate: str
     reason: str
     match: str | None = None  # the live memory, tombstone or earlier line it repeats
+    code: str | None = None  # the gate's own status, as a single write reports it (e.g. credential_warning)
 
 
 def _hash(text: str) -> str:
@@ -58,19 +59,20 @@ def gate_batch(db: "Database", lexicon: "Lexicon", config: "StoreConfig", memori
 def _content_verdict(memory: "Memory") -> Verdict | None:
     if memory.category == "user-inference":
         return Verdict("refused", "user_claims", "a user-inference needs the person's confirmation, which an "
-                       "import cannot ask for; write it with `kenning write --category user-inference`")
+                       "import cannot ask for; write it with `kenning write --category user-inference`",
+                       code="user_claim_warning")
     refusal = run_content_gates(memory.content, memory.category)
     if refusal is None:
         return None
-    return Verdict("refused", refusal.gate, f"{refusal.reason}. {refusal.hint}".strip())
+    return Verdict("refused", refusal.gate, f"{refusal.reason}. {refusal.hint}".strip(), code=refusal.status)
 
 
 def _repeat_verdict(memory: "Memory", live: dict[str, str], earlier: dict[str, str]) -> Verdict | None:
     digest = _hash(memory.content)
     if digest in live:
-        return Verdict("duplicate", "duplicates", f"memory {live[digest]} already says this", live[digest])
+        return Verdict("duplicate", "duplicates", f"memory {live[digest]} already says this", live[digest], "duplicate")
     if digest in earlier:
-        return Verdict("duplicate", "duplicates", f"the same text as {earlier[digest]}", earlier[digest])
+        return Verdict("duplicate", "duplicates", f"the same text as {earlier[digest]}", earlier[digest], "duplicate")
     return None
 
 
@@ -79,10 +81,10 @@ def _near_duplicate(db: "Database", lexicon: "Lexicon", config: "StoreConfig", c
     check = duplicates.check_duplicate(content, pipeline._neighbours(db, lexicon, config, content))
     if check.status == "duplicate":
         return Verdict("duplicate", "duplicates", f"memory {check.match.id} already says this "
-                       f"({check.match.overlap:.0%} of their words are shared)", check.match.id)
+                       f"({check.match.overlap:.0%} of their words are shared)", check.match.id, "duplicate")
     new = duplicates.token_set(content)
     removed = max(((duplicates.overlap(new, words), tid, reason) for tid, words, reason in tombstones), default=None)
     if removed and removed[0] >= duplicates.DUPLICATE_THRESHOLD:
         return Verdict("previously_removed", "duplicates", f"a memory like this ({removed[1]}) was removed: "
-                       f"{removed[2]}", removed[1])
+                       f"{removed[2]}", removed[1], "previously_removed")
     return None
