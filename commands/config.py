@@ -52,8 +52,11 @@ def get(
     elif key is not None:
         ui.out.print(_shown(settings[key]))
     else:
+        from kenning.store.models import LIVE_SETTINGS
+
         for name, value in settings.items():
-            ui.out.print(f"{name} = {_shown(value)}")
+            live = "    # live: running servers follow a change at their next call" if name in LIVE_SETTINGS else ""
+            ui.out.print(f"{name} = {_shown(value)}{live}")
 
 
 @config_app.command("set", epilog="Example: kenning config set default_mode bm25\n\n"
