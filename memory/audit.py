@@ -76,7 +76,8 @@ def audit_turn(
     store.log_event("turn_audited", memory_id=top, payload=payload)
     if verdict == "miss":
         store.log_event("search_miss", memory_id=top, payload=payload)
-    return {"verdict": verdict, "reason": reason, "session_id": store.session_id,
+    settled = store.settle_uses()  # the turn is over: this session's search hits settle as applied
+    return {"auto_applied": settled, "verdict": verdict, "reason": reason, "session_id": store.session_id,
             "lookback_seconds": lookback_seconds, "retrieval_events": len(retrievals),
             "hits": hits[:REPORTED_HITS]}
 

@@ -25,7 +25,7 @@ from kenning.retrieval.text import fingerprint
 
 from kenning.store import files, integrity, records, search as search_mod
 
-from . import events, health as health_mod, pending as pending_mod, scopes as scopes_mod, trust
+from . import events, health as health_mod, outcomes, pending as pending_mod, scopes as scopes_mod, trust
 from .claims import ParsedClaim, check_claims, normalize_claim_path, parse_claims
 from kenning.store.db import DB_FILENAME, Database
 from .gates import GateRefusal, GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation
@@ -49,6 +49,7 @@ OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
 AMBIENT_LONG_WORDS = 500
 RECENTLY_REMOVED = timedelta(days=7)
 QUERY_CHARS_LOGGED = 200
+CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
 
 
 def content_hash(text: str) -> str:
@@ -249,7 +250,7 @@ class Store:
             return WriteResult(status="pending", pending_id=staged.id, pending_reason=staged.reason,
                                expires=staged.expires, related=gated.related,
                                removed_matches=gated.removed_matches, warnings=_warnings(memory))
-        return self._commit(memory, gated, events.WRITE, {"category": memory.category})
+        return self._with_curation_hint(self._commit(memory, gated, events.WRITE, {"category": memory.category}))
 
     def confirm_write(self, pending_id: str) -> WriteResult:
         """Commit a staged write after the person agreed, gated again against the store as it is now.
@@ -273,7 +274,7 @@ class Store:
             pending_mod.drop(c, staged.id)
             result = self._commit(memory, gated, events.CONFIRM, {"pending_id": staged.id}, conn=c)
         self._embed_if_loaded()
-        return result.model_copy(update={"pending_id": staged.id})
+        return self._with_curation_hint(result.model_copy(update={"pending_id": staged.id}))
 
     def cancel_write(self, pending_id: str) -> dict[str, Any]:
         """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
@@ -289,6 +290,22 @@ class Store:
         """Unexpired staged writes of this session (or of every session), oldest first."""
         staged = pending_mod.live(self.db, self.clock(), None if all_sessions else self.session_id)
         return [p.to_dict() for p in staged]
+
+    def _with_curation_hint(self, result: WriteResult) -> WriteResult:
+        """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold."""
+        if result.status != "committed":
+            return result
+        shown = self.db.read(lambda c: c.execute(
+            "SELECT 1 FROM events WHERE session = ? AND kind = ? LIMIT 1", (self.session_id, CURATION_HINT)).fetchone())
+        if shown:
+            return result
+        counts, _ = health_mod.curation_counts(self.db, self.config.verification_stale_days, self._view(True),
+                                               self.clock())
+        hint = health_mod.curation_hint(counts)
+        if hint is None:
+            return result
+        self.log_event(CURATION_HINT, payload={"pressure": hint["pressure"]})
+        return result.model_copy(update={"curation_hint": hint})
 
     def _credit_duplicate(self, result: WriteResult) -> WriteResult:
         """A duplicate is evidence: credit the memory that already says it, once per session."""
@@ -766,9 +783,14 @@ class Store:
             result.note = "no other session has logged anything yet, so there is no prior session to compare with"
         trust.annotate(self.db, result.hits, memories, self.clock(), self.config.verification_stale_days, expand_top)
         if record:
-            self.log_event(events.SEARCH, payload={
-                "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
-                "auto_scope": auto_scope, "since_prior_session": since_prior_session})
+            result.use_token = outcomes.new_token()
+            now = self.clock()
+            with self.db.transaction() as c:
+                outcomes.settle(c, self.session_id, now, keep_latest=1)  # hits of two searches ago settle
+                events.log(c, now, self.session_id, events.SEARCH, None, {
+                    "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
+                    "auto_scope": auto_scope, "since_prior_session": since_prior_session,
+                    "use_token": result.use_token})
         return result
 
     def rank(
@@ -835,6 +857,8 @@ class Store:
             "curation_pending": counts,
             "curation_pending_new_since_last_session": counts_since,
             "recently_removed_in_worktree": self._recently_removed(view, now),
+            # write-reflex proposals: kenning has no proposal capture (no Stop-hook auto_propose), so none wait
+            "proposals_pending": 0,
             "pending_writes": self.pending_writes(),
         }
 
@@ -860,6 +884,50 @@ class Store:
             **health_mod.report(self.db, self.config.verification_stale_days, view, now, limit),
         }
 
+    def conflicts(self, auto_scope: bool = True, limit: int = MAX_LIMIT) -> list[dict[str, Any]]:
+        """Contradiction pairs among visible live memories (one row per pair), with both summaries."""
+        report = health_mod.report(self.db, self.config.verification_stale_days, self._view(auto_scope),
+                                   self.clock(), limit)
+        pairs = report["conflicts"]
+        summaries = self._summaries([p["id"] for p in pairs] + [p["contradicts"] for p in pairs])
+        return [{"id": p["id"], "other_id": p["contradicts"], "note": p["note"],
+                 "summary": summaries.get(p["id"], {}).get("summary"),
+                 "other_summary": summaries.get(p["contradicts"], {}).get("summary")} for p in pairs]
+
+    def resolve_conflict(self, id: str, other_id: str, resolution: str, keep_id: str | None = None,
+                         note: str | None = None) -> dict[str, Any]:
+        """Settle a contradiction between two memories: ``supersede`` (``keep_id`` wins and supersedes
+        the other) or ``keep_both`` (both hold in their contexts; the pair becomes an ``extends`` link
+        carrying ``note``). The contradicts links between them go either way; nothing is removed."""
+        note = _note(note)
+        if resolution not in ("supersede", "keep_both"):
+            raise InvalidInput(f"unknown resolution {resolution!r}; choose supersede or keep_both")
+        pair = {id, other_id}
+        if len(pair) != 2:
+            raise InvalidInput("a conflict is between two different memories")
+        first, second = self.get(id), self.get(other_id)
+        linked = any(link.kind == "contradicts" and link.target in pair for m in (first, second) for link in m.links)
+        if not linked:
+            raise InvalidInput(f"memories {id} and {other_id} are not in conflict (no contradicts link between them); "
+                               "memory_conflicts lists the pairs")
+        if resolution == "supersede":
+            if keep_id not in pair:
+                raise InvalidInput("supersede needs keep_id: the id of the memory that stays true (one of the pair)")
+            winner, loser = (first, second) if keep_id == first.id else (second, first)
+            kind = "supersedes"
+        else:
+            if not note:
+                raise InvalidInput("keep_both needs a note saying how both can hold (e.g. which context each is for)")
+            winner, loser, kind = first, second, "extends"
+        for memory in (winner, loser):
+            links = [link for link in memory.links if not (link.kind == "contradicts" and link.target in pair)]
+            if memory is winner:
+                links.append(Link(kind=kind, target=loser.id, note=note))
+            self.update(memory.id, links=links)
+        self.log_event("conflict_resolved", winner.id, {"other": loser.id, "resolution": resolution, "note": note})
+        return {"status": "resolved", "resolution": resolution, "id": winner.id, "other_id": loser.id,
+                "link": {"type": kind, "source": winner.id, "target_id": loser.id, "note": note}}
+
     def _recently_removed(self, view: View, now: datetime) -> int:
         sql = "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL AND removed_at >= ?"
         params: list[Any] = [iso(now - RECENTLY_REMOVED)]
@@ -869,6 +937,12 @@ class Store:
         return self.db.read(lambda c: c.execute(sql, params).fetchone()[0])
 
     # ------------------------------------------------------------------ the event log
+    def settle_uses(self) -> int:
+        """End of turn: every open use_token of this session settles (hits without an explicit outcome
+        become applied, auto); returns how many auto-applies were logged."""
+        with self.db.transaction() as c:
+            return outcomes.settle(c, self.session_id, self.clock())
+
     def log_event(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
         """Append one event for this session (other modules log their own kinds: the audit, episodes).
         A read-only store serves reads without a log."""

@@ -11,10 +11,14 @@ The visible live memories fall into buckets:
   counts once, whichever side declared it);
 - ``contradicted``: memories with an unanswered ``contradicted`` outcome;
 - ``silent_misses`` / ``unique_silent_miss_memories``: turns where a matching memory existed but
-  was never looked up (logged by the audit), counting only misses whose memory is still visible.
+  was never looked up (logged by the audit), counting only misses whose memory is still visible;
+- ``cold``: not retrieved (a search hit or a show) for ``COLD_DAYS`` and older than that;
+- ``dead``: never retrieved at all and older than ``DEAD_DAYS`` (dead weight; not also cold);
+- ``cold_endorsement_memories``: retrieved at least ``COLD_ENDORSEMENT_RETRIEVALS`` times yet never
+  explicitly applied (automatic applies from the outcome loop do not count): over-surfaced or stale.
 
 Ambient memories colour replies without being cited, so they are never dead weight: they are
-left out of ``never_verified`` and ``stale``. The calendar buckets are decided in SQL, and only
+left out of ``never_verified``, ``stale``, ``cold``, ``dead`` and ``cold_endorsement_memories``. The calendar buckets are decided in SQL, and only
 memories that cite a path or declare a claim are read whole for the drift check, so a session
 start stays cheap on a large store.
 """
@@ -31,7 +35,29 @@ from .scopes import View
 from .staleness import assess_path_drift
 
 LISTED = 10  # how many memories health lists per bucket
-BUCKETS = ("never_verified", "stale", "drifted", "conflicts", "contradicted", "silent_misses")
+BUCKETS = ("never_verified", "stale", "drifted", "conflicts", "contradicted", "silent_misses", "cold", "dead",
+           "cold_endorsement_memories")
+COLD_DAYS = 30
+DEAD_DAYS = 90
+COLD_ENDORSEMENT_RETRIEVALS = 5
+CURATION_HINT_THRESHOLD = 10  # dead + drifted + cold_endorsement_memories at which a write carries a hint
+
+
+def _usage(db: Database) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
+    """Per memory: (last retrieval, retrieval count) from search hits and shows; explicit applies."""
+    rows = db.read(lambda c: c.execute(
+        "SELECT value, MAX(at), COUNT(*) FROM events, json_each(events.payload, '$.hit_ids') "
+        "WHERE kind = ? GROUP BY value UNION ALL "
+        "SELECT memory_id, MAX(at), COUNT(*) FROM events WHERE kind = ? AND memory_id IS NOT NULL GROUP BY memory_id",
+        (events.SEARCH, events.SHOW)).fetchall())
+    retrieved: dict[str, tuple[str, int]] = {}
+    for mid, last, count in rows:
+        before = retrieved.get(mid, ("", 0))
+        retrieved[mid] = (max(before[0], last), before[1] + count)
+    applies = dict(db.read(lambda c: c.execute(
+        "SELECT memory_id, COUNT(*) FROM events WHERE kind = ? AND json_extract(payload, '$.outcome') = 'applied' "
+        "AND json_extract(payload, '$.auto') IS NULL GROUP BY memory_id", (events.OUTCOME,)).fetchall()))
+    return retrieved, applies
 
 
 def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dict[str, list], dict[str, str]]:
@@ -46,6 +72,8 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
                 f"FROM memories m WHERE m.removed_at IS NULL {where}")
     created_at = {mid: created for mid, _, created, _ in rows}
     buckets: dict[str, list] = {name: [] for name in BUCKETS}
+    retrieved, applies = _usage(db)
+    cold_before, dead_before = iso(now - timedelta(days=COLD_DAYS)), iso(now - timedelta(days=DEAD_DAYS))
     for mid, category, created, verified in sorted(rows, key=lambda r: (r[2], r[0])):
         if category == "ambient":
             continue
@@ -53,6 +81,13 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
             buckets["never_verified"].append((mid, created, None))
         if (verified or created) < due:
             buckets["stale"].append((mid, created, verified))
+        last, count = retrieved.get(mid, (None, 0))
+        if last is None and created < dead_before:
+            buckets["dead"].append((mid, created, None))
+        elif (last or created) < cold_before and created < cold_before:
+            buckets["cold"].append((mid, created, last))
+        if count >= COLD_ENDORSEMENT_RETRIEVALS and not applies.get(mid):
+            buckets["cold_endorsement_memories"].append((mid, created, count))
 
     for (record,) in read(
         "SELECT m.record FROM memories m WHERE m.removed_at IS NULL AND m.origin_worktree IS NOT NULL "
@@ -92,6 +127,7 @@ def _since(buckets: dict[str, list], created_at: dict[str, str], since: str) -> 
         "conflicts": [b for b in buckets["conflicts"] if max(created_at[b[0]], created_at[b[1]]) > since],
         "contradicted": [b for b in buckets["contradicted"] if b[1]["at"] > since],
         "silent_misses": [e for e in buckets["silent_misses"] if e["at"] > since],
+        **{name: [b for b in buckets[name] if b[1] > since] for name in ("cold", "dead", "cold_endorsement_memories")},
     }
 
 
@@ -145,4 +181,21 @@ def report(db: Database, stale_days: int, view: View, now: datetime, limit: int 
         "conflicts": [{"id": a, "contradicts": b, "note": note} for a, b, note in buckets["conflicts"][:limit]],
         "contradicted": [row(by_id[mid], **entry) for mid, entry in contradicted],
         "silent_miss_memories": sorted({e["memory_id"] for e in buckets["silent_misses"]})[:limit],
+        "cold": [{"id": mid, "last_retrieved": last} for mid, _, last in buckets["cold"][:limit]],
+        "dead": [mid for mid, _, _ in buckets["dead"][:limit]],
+        "cold_endorsement_memories": [{"id": mid, "retrievals": n}
+                                      for mid, _, n in buckets["cold_endorsement_memories"][:limit]],
     }
+
+
+def curation_hint(counts: dict[str, int], threshold: int = CURATION_HINT_THRESHOLD) -> dict[str, Any] | None:
+    """The passive nudge a committed write carries when curation pressure crossed the threshold."""
+    parts = {"dead_weight": counts.get("dead", 0), "drifted": counts.get("drifted", 0),
+             "cold_endorsement_memories": counts.get("cold_endorsement_memories", 0)}
+    pressure = sum(parts.values())
+    if pressure < threshold:
+        return None
+    return {"pressure": pressure, "threshold": threshold, "counts": parts,
+            "message": (f"{pressure} memories need curation (dead weight, drifted, or surfaced often but never "
+                        "applied); when there is time, memory_health lists them - memory_remove the dead, "
+                        "memory_verify or memory_update the rest")}

@@ -445,6 +445,29 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return store.health(auto_scope=auto_scope, limit=limit)
 
     @writer
+    def memory_conflicts(
+        action: Annotated[Literal["list", "resolve"], Field(description="list: the contradiction pairs. resolve: settle one pair.")] = "list",
+        id: Annotated[str | None, Field(max_length=200, description="resolve: one memory of the pair.")] = None,
+        other_id: Annotated[str | None, Field(max_length=200, description="resolve: the other memory of the pair.")] = None,
+        resolution: Annotated[Literal["supersede", "keep_both"] | None, Field(description="resolve: supersede (keep_id wins) or keep_both (both hold; say how in note).")] = None,
+        keep_id: Annotated[str | None, Field(max_length=200, description="supersede: the memory that stays true.")] = None,
+        note: Note = None,
+        auto_scope: Annotated[bool, Field(description="list: True for this repository's and global memories, False for every project.")] = True,
+    ) -> out.ConflictsOut:
+        """Contradiction pairs (memories linked with contradicts) awaiting a verdict: the conflicts count of
+        memory_scope_overview. action=list returns {count, conflicts: [{id, other_id, note, summary,
+        other_summary}]}. action=resolve settles one pair: supersede makes keep_id supersede the other (later hits
+        of the other carry superseded_by), keep_both turns the pair into an extends link carrying your note.
+        Nothing is removed; memory_remove the loser separately if it is simply wrong.
+        """
+        if action == "list":
+            rows = store.conflicts(auto_scope=auto_scope)
+            return {"status": "listed", "count": len(rows), "conflicts": rows}
+        if not id or not other_id or resolution is None:
+            raise KenningError("resolve needs id, other_id and resolution (supersede with keep_id, or keep_both with note)")
+        return store.resolve_conflict(id, other_id, resolution, keep_id=keep_id, note=note)
+
+    @writer
     def memory_rename_scope(
         old: Annotated[Scope, Field(description="The scope to rename, as memories carry it now.")],
         new: Annotated[Scope, Field(description="Its new name; memories that already carry it just lose the old one.")],

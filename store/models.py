@@ -166,6 +166,7 @@ class SearchResult(_Record):
     degraded: Degraded | None = None
     hits: list[Hit] = Field(default_factory=list)
     note: str | None = None  # why the result is empty for a reason other than "nothing matched"
+    use_token: str | None = None  # the hits settle as applied unless memory_record_use says otherwise
 
     def to_dict(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude={"hits", "note"})

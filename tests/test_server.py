@@ -26,7 +26,7 @@ TOOLS = {
     "memory_write_confirm", "memory_write_cancel", "memory_update", "memory_remove", "memory_restore",
     "memory_list_tombstones", "memory_verify", "memory_record_use", "memory_audit_turn",
     "memory_disable_scope", "memory_enable_scope", "episode_write", "episode_handoff", "episode_search",
-    "episode_promote", "session_search", "memory_health", "memory_rename_scope",
+    "episode_promote", "session_search", "memory_health", "memory_rename_scope", "memory_conflicts",
 }
 
 

@@ -1,0 +1,53 @@
+"""The outcome loop: every search hit settles as ``applied`` on its own, unless the model said otherwise.
+
+A search hands out a ``use_token`` (logged with its hit ids). The token settles at the end of the
+turn (the client's end-of-turn audit) or, without an audit hook, when the session searches twice
+more (so within about two turns): each hit of the token that got no explicit outcome in this
+session since the search is logged ``applied`` with ``auto: true``. An explicit
+``memory_record_use`` (ignored, contradicted, corrected, or applied early) wins, so only the
+actionable cases need a call. Auto-applies never count as endorsement in the curation buckets
+(``cold_endorsement`` counts explicit applies only).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+
+from ulid import ULID
+
+from . import events
+
+SETTLED = "use_settled"  # one per settled use_token, so a token settles once
+
+
+def new_token() -> str:
+    return "use_" + str(ULID())
+
+
+def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: int = 0) -> int:
+    """Settle this session's open use_tokens, all but the ``keep_latest`` newest; returns the auto-applies logged."""
+    searches = conn.execute(
+        "SELECT at, json_extract(payload, '$.use_token'), json_extract(payload, '$.hit_ids') FROM events "
+        "WHERE session = ? AND kind = ? AND json_extract(payload, '$.use_token') IS NOT NULL ORDER BY rowid",
+        (session, events.SEARCH)).fetchall()
+    settled = {r[0] for r in conn.execute(
+        "SELECT json_extract(payload, '$.use_token') FROM events WHERE session = ? AND kind = ?",
+        (session, SETTLED)).fetchall()}
+    open_ = [s for s in searches if s[1] not in settled]
+    if keep_latest:
+        open_ = open_[:-keep_latest]
+    applied = 0
+    for at, token, hit_ids in open_:
+        ids = json.loads(hit_ids or "[]")
+        answered = {r[0] for r in conn.execute(
+            "SELECT memory_id FROM events WHERE session = ? AND kind = ? AND at >= ?",
+            (session, events.OUTCOME, at)).fetchall()}
+        rows = [(mid, {"outcome": "applied", "auto": True, "use_token": token}) for mid in ids if mid not in answered]
+        if rows:
+            events.log_many(conn, now, session, events.OUTCOME, rows)
+            applied += len(rows)
+        events.log(conn, now, session, SETTLED, None, {"use_token": token, "auto_applied": len(rows)})
+    return applied
+
