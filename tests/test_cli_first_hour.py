@@ -87,7 +87,8 @@ def test_help_and_version_import_nothing_heavy():
 
 def test_lexical_commands_never_load_torch(home):
     ok(kenning("write", "The auth service listens on port 8443", "--scope", "x", home=home))
-    for args in (("search", "auth", "--mode", "bm25"), ("list",), ("info",), ("config", "get")):
+    for args in (("search", "auth", "--mode", "bm25"), ("list",), ("info",), ("config", "get"), ("health",),
+                 ("write", "The billing job runs nightly at 02:00 UTC", "--scope", "x"), ("models",)):
         assert "torch" not in loaded(*args, home=home), args
 
 
