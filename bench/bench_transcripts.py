@@ -9,8 +9,11 @@ It writes Claude Code session ledgers (with sidechain ledgers) and Codex CLI rol
 folder, registers it with a fresh store and times:
 
 - the first index of the folder (``transcripts add``), messages/s;
-- a warm ``TranscriptIndex.search`` per query (project scope and ``all``), each including the
-  incremental check of every ledger (a stat each) that makes appends visible without a restart;
+- a warm ``TranscriptIndex.search`` per query (project scope and ``all``, lexical: keyword and
+  BM25), each including the incremental check of every ledger (a stat each) that makes appends
+  visible without a restart;
+- with the embeddings extra working: embedding every message (messages/s), then a warm ``hybrid``
+  search (keyword, BM25 and the vector leg, fused as the store fuses memories);
 - a query right after one line was appended to a live ledger (the append is read, then ranked);
 - the full ``recall`` (profile + memories + transcripts) on the same store;
 - the reference, measured in the same run: the scan-first design the seed started from (read
@@ -22,6 +25,7 @@ Every figure is a median and a p95 over ``--repeats`` passes over ~100 queries.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -131,12 +135,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--no-vector", action="store_true", help="Skip embedding and the hybrid figures.")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import kenning
     from kenning.recall.recall import recall
-    from kenning.recall.transcripts import index_for
+    from kenning.recall.transcripts import TranscriptIndex, index_for
 
     corpus = Corpus()
     queries = corpus.queries(args.queries, corpus_size=args.messages)
@@ -150,16 +155,29 @@ def main(argv: list[str] | None = None) -> dict:
         start = time.perf_counter()
         added = index.add_source(root, project=PROJECT)
         first_index_s = time.perf_counter() - start
+        # keyword + BM25 fused, as a base install (no embeddings extra) ranks: an index without the model
+        lexical = TranscriptIndex(store.db, lambda: store.config, semantic=None)
+        _lexical = functools.partial(TranscriptIndex.search, lexical, mode="hybrid")
         for q in queries[:10]:  # warm the postings cache the way a running server is warm
-            index.search(q, project=PROJECT)
+            _lexical(q, project=PROJECT)
         scoped, everywhere, full, sync_only = [], [], [], []
         for _ in range(args.repeats):
             for q in queries:
-                scoped.append(timed(lambda: index.search(q, project=PROJECT)))
-                everywhere.append(timed(lambda: index.search(q, all_projects=True)))
-            sync_only.append(timed(index.sync))
+                scoped.append(timed(lambda: _lexical(q, project=PROJECT)))
+                everywhere.append(timed(lambda: _lexical(q, all_projects=True)))
+            sync_only.append(timed(lexical.sync))
         for q in queries[:20]:
             full.append(timed(lambda: recall(store, q, all_projects=True, mode="bm25")))
+        vector = {}
+        if not args.no_vector and index.vectors.available():
+            start = time.perf_counter()
+            embedded = index.vectors.embed_pending()
+            seconds = time.perf_counter() - start
+            index.search(queries[0], project=PROJECT, mode="hybrid")
+            hybrid = [timed(lambda: index.search(q, project=PROJECT, mode="hybrid"))
+                      for _ in range(args.repeats) for q in queries]
+            vector = {"embed_messages_per_s": round(embedded / seconds), "embed_s": round(seconds, 1),
+                      "warm_search_hybrid_project": summary(hybrid)}
         live = next(root.rglob("*.jsonl"))
         rng = random.Random(7)
         appended = []
@@ -169,7 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
                 f.write(json.dumps({"session": "live", "role": "user", "text": f"the {word} deploy finished {i}",
                                     "cwd": PROJECT}) + "\n")
             hits = []
-            appended.append(timed(lambda: hits.extend(index.search(word, project=PROJECT).hits)))
+            appended.append(timed(lambda: hits.extend(_lexical(word, project=PROJECT).hits)))
             assert hits, "an appended line must be searchable at the next query"
         reference = [timed(lambda: scan_reference(root, q)) for q in queries[:10]]
         store.close()
@@ -179,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
             "first_index_messages_per_s": round(added["messages_added"] / first_index_s),
             "warm_search_project": summary(scoped), "warm_search_all": summary(everywhere),
             "no_change_sync": summary(sync_only), "query_after_append": summary(appended),
-            "recall_all_tiers": summary(full), "reference_scan_first": summary(reference),
+            "recall_all_tiers_bm25": summary(full), **vector, "reference_scan_first": summary(reference),
             "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg(),
         }
     finally:

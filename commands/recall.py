@@ -83,6 +83,25 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
                      f"{plural(s['messages'], 'message')}, {plural(s['malformed_lines'], 'malformed line')}")
 
 
+@transcripts_app.command("index", epilog="Example: kenning transcripts index   (after adding a large folder)")
+@handle_errors
+def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Embed every transcript message that has no vector yet, so the vector leg can find it (needs the
+    embeddings extra; a search embeds only a few new messages itself)."""
+    from kenning.recall.transcripts import index_for
+
+    index = index_for(_store(ctx))
+    index.sync()
+    with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True, disable=as_json) as bar:
+        task = bar.add_task("embed", total=None)
+        done = index.vectors.embed_pending(progress=lambda n, total: bar.update(task, completed=n, total=total))
+    if as_json:
+        emit_json({"embedded": done, "pending": index.vectors.pending()})
+    else:
+        out.print(f"embedded {done} message(s); {index.vectors.pending()} without a vector", highlight=False)
+
+
 @transcripts_app.command("remove", epilog="Example: kenning transcripts remove ~/.codex/sessions")
 @handle_errors
 def remove(

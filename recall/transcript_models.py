@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kenning.store.models import LegScore
+from kenning.store.models import Degraded, LegScore
 
 
 class TranscriptHit(BaseModel):
@@ -41,7 +41,9 @@ class TranscriptHit(BaseModel):
 
 class TranscriptResult(BaseModel):
     query: str
+    mode: str
     legs_run: list[str]
+    degraded: Degraded | None = None
     scope: str  # "all", or the project searched
     excluded_session: str | None = None
     hits: list[TranscriptHit] = Field(default_factory=list)

@@ -33,14 +33,16 @@ from kenning.retrieval import bm25, engine, keyword
 from kenning.retrieval.text import fingerprint, query_terms
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
-from kenning.store.models import iso, utcnow
+from kenning.store.models import MODES, Degraded, iso, utcnow
 
 from .ledger import Mark, marks_hold, read_from
 from .readers import identity
 from .transcript_models import TranscriptHit, TranscriptResult
+from .transcript_vectors import TranscriptVectors, forget
 
 if TYPE_CHECKING:
     from kenning.store.models import StoreConfig
+    from kenning.store.semantic import Semantic
 
 TRANSCRIPT_TABLES = LexTables(
     docs="tlex_docs", segments="tlex_segments", delta="tlex_delta",
@@ -52,7 +54,6 @@ BATCH_BELOW = 64  # an increment this small goes through the delta table (cheap,
 # retired postings (rewritten or deleted ledgers) are dropped by a rebuild once they outnumber the live ones
 REBUILD_RETIRED_MIN = 10_000
 MAX_LIMIT = 50
-LEXICAL_MODES = ("keyword", "bm25")
 ENV_CURRENT_SESSION = "KENNING_CURRENT_SESSION"
 
 
@@ -92,15 +93,18 @@ def index_for(store: Any) -> "TranscriptIndex":
     """The transcript index of an open store (one per store object, so its caches are reused)."""
     found = _indexes.get(store)
     if found is None:
-        found = _indexes[store] = TranscriptIndex(store.db, lambda: store.config, cwd=store.cwd)
+        found = _indexes[store] = TranscriptIndex(store.db, lambda: store.config, cwd=store.cwd, semantic=store.semantic)
     return found
 
 
 class TranscriptIndex:
     """Sources, ledgers and messages in the store's database, plus this process's view of them."""
 
-    def __init__(self, db: Database, config: "Callable[[], StoreConfig]", cwd: str | os.PathLike | None = None):
+    def __init__(self, db: Database, config: "Callable[[], StoreConfig]", cwd: str | os.PathLike | None = None,
+                 semantic: "Semantic | None" = None):
+        """``semantic`` (the store's) lends the model for the vector leg; without it transcripts rank lexically."""
         self.db = db
+        self.vectors = TranscriptVectors(db, semantic) if semantic is not None else None
         self.config = config
         self.cwd = Path(cwd) if cwd is not None else None
         self.lexicon = Lexicon(db, TRANSCRIPT_TABLES)
@@ -286,6 +290,7 @@ class TranscriptIndex:
             marks = ",".join("?" * len(chunk))
             keys = [r[0] for r in c.execute(f"SELECT rowid FROM transcript_messages WHERE ledger IN ({marks})", chunk)]
             self.lexicon.remove_many(c, keys)
+            forget(c, keys)
             c.execute(f"DELETE FROM transcript_messages WHERE ledger IN ({marks})", chunk)
             if not keep_ledger:
                 c.execute(f"DELETE FROM transcript_ledgers WHERE id IN ({marks})", chunk)
@@ -345,7 +350,8 @@ class TranscriptIndex:
             raise InvalidInput("the query is empty; give words a past message would contain")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
-        if mode is not None and mode not in (*LEXICAL_MODES, "hybrid", "semantic"):
+        mode = mode or self.config().default_mode
+        if mode not in MODES:
             raise InvalidInput(f"unknown mode {mode!r}; choose keyword, bm25, semantic or hybrid")
         exclude = exclude_session if exclude_session is not None else os.environ.get(ENV_CURRENT_SESSION) or None
         scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
@@ -353,19 +359,28 @@ class TranscriptIndex:
         with self._lock:
             return self._rank(query, limit, scope, exclude, mode)
 
-    def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str | None) -> TranscriptResult:
+    def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()
         terms = query_terms(query)
         lexicon = self.lexicon.refresh()
         allowed = self._allowed(lexicon, scope, exclude)
-        legs = [mode] if mode in LEXICAL_MODES else list(LEXICAL_LEGS)
+        vector_ok = mode in ("semantic", "hybrid") and self.vectors is not None and self.vectors.available()
+        legs, degraded = engine.legs_for_mode(mode, vector_ok)
         runs: dict[str, engine.LegRun] = {}
         now = datetime.now(timezone.utc).timestamp()
         if "keyword" in legs:
             runs["keyword"] = lambda n: keyword.search(lexicon, terms, n, allowed, phrase=query, text_of=self._texts, now=now)
         if "bm25" in legs:
             runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
-        candidates = engine.rank(runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights)
+        if engine.VECTOR_LEG in legs:
+            keys = None if allowed is None else np.unique(lexicon.doc_key[allowed])
+            runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(query, n, keys)
+        evidence = None
+        if config.fusion == "evidence":
+            evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
+                        "power": config.evidence_power}
+        candidates = engine.rank(runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights,
+                                 evidence=evidence, coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
         for cand in candidates:
@@ -380,10 +395,21 @@ class TranscriptIndex:
                 line=row["line"], format=row["format"],
             ))
         note = None
-        if mode in ("semantic", "hybrid"):
-            note = "transcripts are ranked by the lexical legs (keyword, bm25); the vector leg covers memories only"
-        return TranscriptResult(query=query, legs_run=list(runs), scope="all" if scope is None else scope,
-                                excluded_session=exclude, hits=hits, note=note)
+        if engine.VECTOR_LEG in runs:
+            waiting = self.vectors.pending()
+            if waiting:
+                note = (f"{waiting} message(s) have no vector yet, so only the lexical legs can find them; "
+                        "`kenning transcripts index` embeds them")
+        return TranscriptResult(query=query, mode=mode, legs_run=list(runs), scope="all" if scope is None else scope,
+                                excluded_session=exclude, hits=hits, note=note,
+                                degraded=self._degraded() if degraded else None)
+
+    def _degraded(self) -> Degraded | None:
+        from kenning.retrieval.embeddings import degraded_note, probe
+
+        availability = self.vectors.semantic.availability() if self.vectors is not None else probe(self.config().model)
+        note = degraded_note(availability)
+        return Degraded.model_validate(note) if note else None
 
     def _allowed(self, lexicon: Lexicon, scope: str | None, exclude: str | None) -> np.ndarray | None:
         """A mask over lexids: messages of ledgers in scope and not of the excluded session (None: all)."""
@@ -421,7 +447,6 @@ class TranscriptIndex:
         return {r[0]: {**dict(zip(names, r[1:])), "sidechain": bool(r[4])} for r in rows}
 
 
-LEXICAL_LEGS = engine.LEXICAL_LEGS
 
 
 # ---------------------------------------------------------------------------------------- helpers

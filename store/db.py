@@ -185,6 +185,17 @@ MIGRATIONS: list[str] = [
     CREATE TABLE tlex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
     CREATE INDEX tlex_delta_term ON tlex_delta(term);
     """,
+    # 6: transcript messages' vectors (recall/transcript_vectors.py); the key is never reused, so a
+    # message rowid that comes back after a rewrite never meets its predecessor's vector
+    """
+    CREATE TABLE transcript_embeddings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        mem INTEGER NOT NULL,             -- a transcript_messages rowid
+        model_id TEXT NOT NULL,
+        vector BLOB NOT NULL,             -- float32, L2-normalised
+        UNIQUE (mem, model_id)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -35,6 +35,7 @@ def ledgers(tmp_path):
 
 @pytest.fixture
 def index(store, ledgers):
+    store.configure(persist=False, default_mode="bm25")  # the lexical behaviour; the vector leg has its own tests
     ix = index_for(store)
     ix.add_source(ledgers, project=PAYMENTS)
     return ix
@@ -98,7 +99,8 @@ def test_hits_carry_the_same_explanation_as_memory_hits(index):
     hit = index.search("pgbouncer port 6432", project=PAYMENTS).hits[0]
     payload = hit.to_dict()
     assert payload["role"] == "transcript" and payload["relevance"] == "high"
-    assert set(payload["legs"]) == {"keyword", "bm25"} and payload["matched_leg"] == "lexical"
+    assert set(payload["legs"]) == {"bm25"} and payload["matched_leg"] == "lexical"
+    assert set(index.search("pgbouncer port 6432", project=PAYMENTS, mode="keyword").hits[0].legs) == {"keyword"}
     assert set(payload["match_terms"]) == {"pgbouncer", "port", "6432"}
     assert {"session", "timestamp", "speaker", "snippet", "ledger", "line"} <= set(payload)
 
@@ -239,3 +241,34 @@ def test_a_transcript_matching_better_outranks_a_weaker_memory(store, tmp_path):
     store.write("the walrus host is in rack four", scopes=["projects:demo"])
     found = recall(store, "walrus kiwi certificates", all_projects=True)
     assert [h["role"] for h in found["hits"]] == ["transcript", "memory"]
+
+
+# ---------------------------------------------------------------------------------------- vector leg
+@pytest.mark.embeddings
+def test_vector_leg_ranks_transcripts_when_embeddings_work(index, ledgers):
+    paraphrase = "two transactions waiting on each other forever"
+    found = index.search(paraphrase, project=PAYMENTS, mode="hybrid")
+    assert found.legs_run == ["keyword", "bm25", "vector"] and found.degraded is None
+    top = found.hits[0]
+    assert "deadlock" in top.snippet and "vector" in top.legs
+    lexical = index.search(paraphrase, project=PAYMENTS, mode="bm25")
+    assert lexical.legs_run == ["bm25"] and not any("deadlock" in h.snippet for h in lexical.hits[:1])
+    semantic = index.search("postgres connection pooler", project=PAYMENTS, mode="semantic")
+    assert semantic.legs_run == ["vector"]
+    assert all(h.matched_leg == "semantic" for h in semantic.hits)
+
+
+@pytest.mark.embeddings
+def test_vector_leg_follows_appends_and_rewrites(index, ledgers):
+    ledger = ledgers / "generic" / "notes-agent.jsonl"
+    index.search("warm the model", project=PAYMENTS, mode="hybrid")
+    _append(ledger, _generic("the feline mascot sleeps on the build server"))
+    found = index.search("cat napping on a machine", project=PAYMENTS, mode="semantic")
+    assert found.hits and "feline" in found.hits[0].snippet
+    assert index.vectors.pending() == 0
+    ledger.write_text(json.dumps(_generic("the canine mascot guards the office")) + "\n")
+    after = index.search("cat napping on a machine", project=PAYMENTS, mode="semantic")
+    assert not any("feline" in h.snippet for h in after.hits)  # the rewritten ledger's old vectors are gone
+    stored = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_embeddings").fetchone()[0])
+    messages = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_messages").fetchone()[0])
+    assert stored == messages
