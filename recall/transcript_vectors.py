@@ -36,11 +36,13 @@ class TranscriptVectors:
         return self.semantic.availability().working
 
     def pending(self) -> int:
-        """Messages without a vector for the store's model (without loading the model when it is not loaded)."""
+        """Messages without a vector for the store's model (without loading the model when it is not loaded).
+
+        A count difference, not a join: vectors of dropped messages are deleted with them (``forget``)."""
         model = self.semantic.encoder().model_id if self.semantic.loaded else self.db.get_meta("embedding_model")
         return self.db.read(lambda c: c.execute(
-            "SELECT COUNT(*) FROM transcript_messages m WHERE NOT EXISTS (SELECT 1 FROM transcript_embeddings e "
-            "WHERE e.mem = m.rowid AND e.model_id = ?)", (model,)).fetchone()[0])
+            "SELECT (SELECT COUNT(*) FROM transcript_messages) - "
+            "(SELECT COUNT(*) FROM transcript_embeddings WHERE model_id = ?)", (model,)).fetchone()[0])
 
     def embed_pending(self, limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed messages that have no vector yet (at most ``limit``); returns how many were embedded."""
@@ -71,7 +73,8 @@ class TranscriptVectors:
     def search(self, query: str, k: int, allowed_keys: np.ndarray | None) -> list[tuple[int, float]]:
         """(message key, cosine) best first, above the model's no-match floor."""
         encoder = self.semantic.encoder()
-        self.embed_pending(limit=EMBED_PER_SEARCH)
+        if self.pending():
+            self.embed_pending(limit=EMBED_PER_SEARCH)
         self._sync(encoder)
         allowed = None
         if allowed_keys is not None:
