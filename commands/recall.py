@@ -1,4 +1,5 @@
-"""``kenning recall``, ``kenning transcripts add|list|remove``: parse, call recall/, print.
+"""``kenning recall``, ``kenning transcripts add|list|index|remove``, ``export --markdown``, ``sync``, ``clean``:
+parse, call recall/, print.
 
 Mounted by cli.py. The store directory comes from the root command's ``--store`` /
 ``KENNING_HOME`` (``obj["store_dir"]`` in the root context).
@@ -88,18 +89,21 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
 def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Embed every transcript message that has no vector yet, so the vector leg can find it (needs the
     embeddings extra; a search embeds only a few new messages itself)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from kenning.recall.transcripts import index_for
 
     index = index_for(_store(ctx))
     index.sync()
-    with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=err,
+    with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=ui.err,
                   transient=True, disable=as_json) as bar:
         task = bar.add_task("embed", total=None)
         done = index.vectors.embed_pending(progress=lambda n, total: bar.update(task, completed=n, total=total))
+    left = index.vectors.pending()
     if as_json:
-        emit_json({"embedded": done, "pending": index.vectors.pending()})
+        emit_json({"embedded": done, "pending": left})
     else:
-        out.print(f"embedded {done} message(s); {index.vectors.pending()} without a vector", highlight=False)
+        ui.out.print(f"embedded {plural(done, 'message')}; {left} without a vector")
 
 
 @transcripts_app.command("remove", epilog="Example: kenning transcripts remove ~/.codex/sessions")
@@ -128,7 +132,7 @@ def recall_command(
     all_projects: bool = typer.Option(False, "--all", help="Every project's memories and transcripts, not just this one's."),
     exclude_session: Optional[str] = typer.Option(
         None, "--exclude-session", help="Leave out this session's own ledger (default: $KENNING_CURRENT_SESSION)."),
-    mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (memories; transcripts rank lexically)."),
+    mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default from the store config)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Recall memories, profile notes and past sessions together, each hit labelled by its role."""
