@@ -252,6 +252,6 @@ class RecallOut(TypedDict, total=False):
     all: bool
     scope: Any
     excluded_session: str | None
-    legs_run: list[str]
+    legs_run: dict[str, list[str]]  # per tier: {"memory": [...], "transcript": [...]}
     degraded: dict[str, Any] | None
     hits: Required[list[dict[str, Any]]]
