@@ -33,10 +33,10 @@ class Hit(TypedDict, total=False):
     scopes: list[str]
     category: str
     staleness_verdict: Verdict
-    path_drift_missing: int
+    path_drift_missing: int | None  # None: unmeasured (path_drift_reason says why)
     path_drift: dict[str, Any]
     claim_anchored_missing: list[str]
-    commit_drift_count: int
+    commit_drift_count: int | None  # None: unmeasured (commit_drift_reason says why)
     depends_on_resolved: list[dict[str, Any]]
     recent_negative_outcomes: list[dict[str, Any]]
     content: str

@@ -148,6 +148,22 @@ def test_search_commit_drift_count(s):
     assert hit["commit_drift_count"] == 0
 
 
+@spec("memory_search: commit_drift_count null (unmeasured, with a reason) when the origin repo is gone")
+def test_search_commit_drift_unmeasured(s, place):
+    import shutil
+
+    store, repo = place
+    gone = repo.parent / "gone"
+    gone.mkdir()
+    git(gone, "init", "-q", "-b", "main")
+    git(gone, "commit", "-q", "--allow-empty", "-m", "init")
+    with connect(store, gone) as there:
+        there.call("memory_write", content="The albatross relay lives in relay/main.go", scopes=["relay"])
+    shutil.rmtree(gone)
+    hit = s.call("memory_search", query="albatross relay", mode="bm25", auto_scope=False)["hits"][0]
+    assert hit["commit_drift_count"] is None and hit["commit_drift_reason"]
+
+
 @spec("memory_search: depends_on_resolved {id, scopes, summary, link_note}, omitted without depends_on")
 def test_search_depends_on_resolved(s):
     base = write(s, "Quokka builds need the arm64 toolchain")["id"]
