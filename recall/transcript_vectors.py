@@ -73,7 +73,7 @@ class TranscriptVectors:
     def search(self, query: str, k: int, allowed_keys: np.ndarray | None) -> list[tuple[int, float]]:
         """(message key, cosine) best first, above the model's no-match floor."""
         encoder = self.semantic.encoder()
-        if self.pending():
+        if not self.db.read_only and self.pending():
             self.embed_pending(limit=EMBED_PER_SEARCH)
         self._sync(encoder)
         allowed = None

@@ -112,7 +112,7 @@ class TranscriptIndex:
         self._version: int | None = None
         self._ledgers: dict[str, _Ledger] = {}
         self._key_ledger = np.full(0, -1, np.int64)
-        if db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
+        if not db.read_only and db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
             with db.transaction() as c:
                 self.lexicon.ensure_current(c)
 
@@ -174,6 +174,8 @@ class TranscriptIndex:
         report = SyncReport()
         with self._lock:
             self._refresh()
+            if self.db.read_only:  # serve what is indexed; reading the files on would need a write
+                return report
             sources = self.db.read(lambda c: c.execute(
                 "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
             seen: set[str] = set()
@@ -357,7 +359,11 @@ class TranscriptIndex:
         scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
         self.sync()
         with self._lock:
-            return self._rank(query, limit, scope, exclude, mode)
+            result = self._rank(query, limit, scope, exclude, mode)
+        if self.db.read_only:
+            result.note = ("the store is read-only for this user, so ledgers were not read again: "
+                           "messages added since its last search are not in this answer")
+        return result
 
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()

@@ -272,3 +272,15 @@ def test_vector_leg_follows_appends_and_rewrites(index, ledgers):
     stored = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_embeddings").fetchone()[0])
     messages = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_messages").fetchone()[0])
     assert stored == messages
+
+
+def test_a_read_only_store_serves_what_is_indexed(index, ledgers, store):
+    _append(ledgers / "generic" / "notes-agent.jsonl", _generic("the heron cache is warmed hourly"))
+    store.db.read_only = True  # what Database sets when the user may not write the store's files
+    found = index.search("heron cache", project=PAYMENTS)
+    assert found.hits == [] and "read-only" in found.note
+    assert index.search("S3 access keys", project=PAYMENTS).hits  # indexed before: still served
+    with pytest.raises(kenning.KenningError, match="read-only"):
+        index.add_source(ledgers / "codex")
+    store.db.read_only = False
+    assert index.search("heron cache", project=PAYMENTS).hits
