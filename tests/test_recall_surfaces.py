@@ -109,3 +109,11 @@ def test_mcp_session_search_excludes_the_current_session_and_sees_appends(tmp_pa
                                 "cwd": PAYMENTS}) + "\n")
         live = call("session_search", query="axolotl release", all=True)  # same server process, no restart
         assert live["hits"][0]["role"] == "transcript" and live["hits"][0]["session"] == "live"
+        # the profile tier through the same tools: a fact about the user waits for confirmation, then is
+        # recalled as role profile ahead of a transcript message that matches as well
+        staged = call("memory_write", content="The user prefers that the axolotl release ships without a freeze",
+                      scopes=["user"], category="user-inference")
+        assert staged["status"] == "pending"
+        assert call("memory_write_confirm", pending_id=staged["pending_id"])["status"] == "committed"
+        roles = [h["role"] for h in call("session_search", query="axolotl release", all=True)["hits"]]
+        assert roles[0] == "profile" and "transcript" in roles
