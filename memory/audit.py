@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kenning.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 DEFAULT_LOOKBACK_SECONDS = 60
 MAX_LOOKBACK_SECONDS = 24 * 3600

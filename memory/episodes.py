@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from ulid import ULID
 
 from kenning.errors import InvalidInput, NotFound
+from kenning.store.models import _Record, iso
 
 from . import events
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
-from kenning.store.models import _Record, iso
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 EPISODE_TTL = timedelta(days=30)
 MAX_TAKEAWAY_BYTES = 4 * 1024

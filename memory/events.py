@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kenning.errors import InvalidInput
-
 from kenning.store.db import Database
 from kenning.store.models import iso
 

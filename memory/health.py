@@ -28,9 +28,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import events, trust
 from kenning.store.db import Database
 from kenning.store.models import Memory, iso
+
+from . import events, trust
 from .scopes import View
 from .staleness import assess_path_drift
 

@@ -13,10 +13,10 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from kenning.errors import InvalidInput
-
 from kenning.store.db import Database
-from .gates.limits import check_scopes
 from kenning.store.models import Memory
+
+from .gates.limits import check_scopes
 from .origin import Origin
 
 

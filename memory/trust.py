@@ -18,9 +18,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import events
 from kenning.store.db import Database
 from kenning.store.models import Hit, Memory, iso
+
+from . import events
 from .staleness import DriftCache, Staleness, assess_staleness
 
 RECENT_OUTCOMES = timedelta(days=30)

@@ -1,0 +1,59 @@
+"""Contradictions between memories: list the pairs; settle one with a supersedes or extends link (nothing removed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kenning.errors import InvalidInput
+from kenning.store import records
+from kenning.store.models import Link
+
+from . import health, reads, requests, writes
+from .session import Session
+
+
+def conflicts(s: Session, auto_scope: bool, limit: int) -> list[dict[str, Any]]:
+    """Contradiction pairs among visible live memories (one row per pair), with both summaries."""
+    report = health.report(s.db, s.config.verification_stale_days, s.view(auto_scope), s.clock(), limit)
+    pairs = report["conflicts"]
+    summaries = records.summaries(s.db, [p["id"] for p in pairs] + [p["contradicts"] for p in pairs])
+    return [{"id": p["id"], "other_id": p["contradicts"], "note": p["note"],
+             "summary": summaries.get(p["id"], {}).get("summary"),
+             "other_summary": summaries.get(p["contradicts"], {}).get("summary")} for p in pairs]
+
+
+def resolve(s: Session, id: str, other_id: str, resolution: str, keep_id: str | None,
+            note: str | None) -> dict[str, Any]:
+    """Settle a contradiction: ``supersede`` (``keep_id`` wins and supersedes the other) or ``keep_both``
+    (both hold in their contexts; the pair becomes an ``extends`` link carrying ``note``). The
+    contradicts links between them go either way; nothing is removed."""
+    note = requests.note(note)
+    if resolution not in ("supersede", "keep_both"):
+        raise InvalidInput(f"unknown resolution {resolution!r}; choose supersede or keep_both")
+    pair = {id, other_id}
+    if len(pair) != 2:
+        raise InvalidInput("a conflict is between two different memories")
+    first, second = reads.get(s, id), reads.get(s, other_id)
+    linked = any(link.kind == "contradicts" and link.target in pair for m in (first, second) for link in m.links)
+    if not linked:
+        raise InvalidInput(f"memories {id} and {other_id} are not in conflict (no contradicts link between them); "
+                           "memory_conflicts lists the pairs")
+    if resolution == "supersede":
+        if keep_id not in pair:
+            raise InvalidInput("supersede needs keep_id: the id of the memory that stays true (one of the pair)")
+        winner, loser = (first, second) if keep_id == first.id else (second, first)
+        kind = "supersedes"
+    else:
+        if not note:
+            raise InvalidInput("keep_both needs a note saying how both can hold (e.g. which context each is for)")
+        winner, loser, kind = first, second, "extends"
+    for memory in (winner, loser):
+        links = [link for link in memory.links if not (link.kind == "contradicts" and link.target in pair)]
+        if memory is winner:
+            links.append(Link(kind=kind, target=loser.id, note=note))
+        writes.update(s, memory.id, text=None, scopes=None, confidence=None, category=None, links=links,
+                      metadata=None, acknowledge_transient=False, acknowledge_user_claim=False,
+                      acknowledge_truncation=False, version=None)
+    s.log("conflict_resolved", winner.id, {"other": loser.id, "resolution": resolution, "note": note})
+    return {"status": "resolved", "resolution": resolution, "id": winner.id, "other_id": loser.id,
+            "link": {"type": kind, "source": winner.id, "target_id": loser.id, "note": note}}

@@ -1,0 +1,189 @@
+"""Curating memories: remove (to a tombstone) and restore, verify against the worktree, record what a use did.
+
+Nothing is ever deleted: a removal keeps the record with its reason and only takes it out of the
+indexes. Each operation is one transaction with its event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kenning.errors import InvalidInput, NotFound
+from kenning.store import records
+from kenning.store.models import Memory, Tombstone, iso
+from kenning.store.semantic import enqueue, forget
+
+from . import events, outcomes, requests, trust
+from .claims import ParsedClaim, check_claims, parse_claims
+from .gates import write_enabled
+from .gates.limits import has_control_chars
+from .session import Session
+from .staleness import DriftCache
+
+MAX_OUTCOME_IDS = 50
+OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
+
+
+def remove(s: Session, id: str, reason: str) -> Tombstone:
+    """Move a memory to the tombstones with a reason; it leaves search but is never deleted."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
+    if has_control_chars(reason):
+        raise InvalidInput("the removal reason contains a control character")
+    write_enabled.require(s.config)
+    now = s.clock()
+    with s.db.transaction() as c:
+        rowid, memory = records.live_row(c, id)
+        c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
+        s.lexicon.remove(c, rowid)
+        forget(c, rowid)
+        events.log(c, now, s.session_id, events.REMOVE, memory.id, {"reason": reason.strip()})
+    return Tombstone(memory=memory, reason=reason.strip(), removed_at=now, removed_by_session=s.session_id)
+
+
+def restore(s: Session, id: str) -> Memory:
+    """Bring a tombstoned memory back into search, as it was when removed."""
+    write_enabled.require(s.config)
+    with s.db.transaction() as c:
+        row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no memory or tombstone has id {id!r}")
+        if row[2] is None:
+            raise InvalidInput(f"memory {id} is not removed; nothing to restore")
+        memory = Memory.model_validate_json(row[1])
+        c.execute("UPDATE memories SET removed_at = NULL, removed_reason = NULL WHERE rowid = ?", (row[0],))
+        s.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())
+        enqueue(c, [row[0]])
+        events.log(c, s.clock(), s.session_id, events.RESTORE, memory.id)
+    s.embed_if_loaded()
+    return memory
+
+
+def verify(
+    s: Session,
+    id: str,
+    note: str | None,
+    verified_paths: Iterable[str] | None,
+    verified_absent_paths: Iterable[str] | None,
+    claims: Iterable[str] | None,
+    verified_commits: Iterable[str] | None,
+    verified_versions: Iterable[str] | None,
+    version: str | None,
+) -> dict[str, Any]:
+    """Record a spot-check: ``last_verified_at`` = now; ``updated`` and the text stay as they are.
+
+    ``verified_commits`` and ``verified_versions`` are an audit trail only (kept on the record and
+    in the event log; nothing on the read path resolves them). With ``version`` (from show or
+    search), a memory changed since returns ``{status: stale, current_version}`` and records nothing.
+
+    Attested paths must exist in the memory's worktree and every claim (given, else stored) must
+    hold there, or nothing is recorded (InvalidInput says which). Each list replaces the previous
+    attestation; None keeps it, [] clears it.
+    """
+    note = requests.note(note)
+    paths = None if verified_paths is None else requests.paths(verified_paths, "verified_paths")
+    absent = None if verified_absent_paths is None else requests.paths(verified_absent_paths, "verified_absent_paths")
+    given = None if claims is None else parse_claims(requests.texts(claims, "claims"))
+    commits = None if verified_commits is None else requests.labels(verified_commits, "verified_commits")
+    versions = None if verified_versions is None else requests.labels(verified_versions, "verified_versions")
+    write_enabled.require(s.config)
+    now = s.clock()
+    with s.db.transaction() as c:
+        rowid, memory = records.live_row(c, id)
+        if version is not None and version != memory.version:
+            return {"status": "stale", "id": memory.id, "version": version, "current_version": memory.version,
+                    "hint": "another agent changed this memory since you read it; nothing was recorded. "
+                            "Re-read it with memory_show, re-check, and verify again with the new version."}
+        to_check = given if given is not None else parse_claims(c.spec for c in memory.claims)
+        _check_attestation(memory, paths or [], to_check)
+        fields = memory.model_dump()
+        fields.update(last_verified_at=now, verification_note=note)
+        if paths is not None:
+            fields["verified_paths"] = paths
+        if absent is not None:
+            fields["verified_absent_paths"] = absent
+        if given is not None:
+            fields["claims"] = [{"spec": str(claim)} for claim in given]
+        audit_trail = dict(fields.get("metadata") or {})
+        for key, values in (("verified_commits", commits), ("verified_versions", versions)):
+            if values is not None:
+                audit_trail[key] = values
+        fields["metadata"] = audit_trail
+        verified = requests.validated(fields)
+        c.execute("UPDATE memories SET record = ? WHERE rowid = ?", (verified.model_dump_json(), rowid))
+        events.log(c, now, s.session_id, events.VERIFY, verified.id,
+                   {"note": note, "verified_paths": verified.verified_paths,
+                    "verified_absent_paths": verified.verified_absent_paths,
+                    "claims": [claim.spec for claim in verified.claims],
+                    "verified_commits": verified.metadata.get("verified_commits"),
+                    "verified_versions": verified.metadata.get("verified_versions")})
+    assessed = trust.staleness(verified, now, s.config.verification_stale_days, DriftCache())
+    return {
+        "status": "verified", "id": verified.id, "version": verified.version,
+        "last_verified_at": iso(now), "verification_note": note,
+        "verified_paths": verified.verified_paths, "verified_absent_paths": verified.verified_absent_paths,
+        "claims": [claim.spec for claim in verified.claims],
+        "verified_commits": verified.metadata.get("verified_commits", []),
+        "verified_versions": verified.metadata.get("verified_versions", []), **assessed.to_hit_fields(),
+    }
+
+
+def record_use(
+    s: Session,
+    ids: Iterable[str] | str,
+    outcome: str,
+    note: str | None,
+    excerpt: str | Iterable[str | None] | None,
+) -> dict[str, Any]:
+    """Log what happened with memories that were shown: applied, ignored, contradicted or corrected.
+
+    ``excerpt`` is the phrase that mattered (the claim that was wrong): one for every id, or a list
+    parallel to ``ids`` with None where there is none. Negative outcomes come back on later hits as
+    ``recent_negative_outcomes``.
+    """
+    ids = [ids] if isinstance(ids, str) else list(ids or [])
+    if not ids or len(ids) > MAX_OUTCOME_IDS or not all(isinstance(i, str) and i.strip() for i in ids):
+        raise InvalidInput(f"give 1-{MAX_OUTCOME_IDS} memory ids")
+    if outcome not in OUTCOMES:
+        raise InvalidInput(f"unknown outcome {outcome!r}; choose one of {', '.join(OUTCOMES)}")
+    note = requests.note(note)
+    excerpts = requests.excerpts(excerpt, len(ids))
+    unknown = sorted(set(ids) - records.existing_ids(s.db, ids))
+    if unknown:
+        raise NotFound(f"no memory has id {unknown[0]!r}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
+    now = s.clock()
+    rows = [(mid, {k: v for k, v in {"outcome": outcome, "note": note, "excerpt": ex}.items() if v is not None})
+            for mid, ex in zip(ids, excerpts)]
+    with s.db.transaction() as c:
+        events.log_many(c, now, s.session_id, events.OUTCOME, rows)
+    return {"status": "recorded", "outcome": outcome, "memory_ids": ids, "at": iso(now)}
+
+
+def settle_uses(s: Session) -> int:
+    """End of turn: every open use_token of this session settles (hits without an explicit outcome
+    become applied, auto); returns how many auto-applies were logged."""
+    with s.db.transaction() as c:
+        return outcomes.settle(c, s.session_id, s.clock())
+
+
+def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClaim]) -> None:
+    if not paths and not claims:
+        return
+    worktree = memory.origin.worktree if memory.origin else None
+    if worktree is None:
+        raise InvalidInput(f"memory {memory.id} was written outside any git repository, so paths and claims "
+                           "cannot be checked against it; verify it without them")
+    root = Path(worktree)
+    if not root.is_dir():
+        raise InvalidInput(f"the worktree of memory {memory.id} ({worktree}) no longer exists, so its paths and "
+                           "claims cannot be checked; update or remove the memory")
+    missing = [p for p in paths if not (root / p).exists()]
+    if missing:
+        raise InvalidInput(f"verified path(s) missing in {worktree}: {', '.join(missing)}; attest only paths that "
+                           "exist (verified_absent_paths is for paths meant to be absent), or update the memory")
+    failed = [r for r in check_claims(claims, root) if not r.ok]
+    if failed:
+        raise InvalidInput("claim(s) do not hold: " + "; ".join(f"{r.claim} ({r.detail})" for r in failed)
+                           + "; update the memory (or its claims) first, then verify")

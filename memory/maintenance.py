@@ -1,0 +1,60 @@
+"""Checking and rebuilding what is derived from the memories: the lexical index, embedding rows, the vector index file.
+
+``check`` only reads; ``rebuild`` recomputes from the memories' text (store/integrity.py does
+the work). They back ``kenning check`` and ``kenning rebuild``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kenning.errors import InvalidInput
+from kenning.store import integrity, records
+
+from .session import Session
+
+REBUILDABLE = ("lexical", "vectors", "all")
+
+
+def check(s: Session) -> dict[str, Any]:
+    """Every problem found in the database and its derived structures: {ok, store, problems}."""
+    problems = [*integrity.check_sqlite(s.db), *integrity.check_lexicon(s.db),
+                *integrity.check_embeddings(s.db),
+                *integrity.check_vector_index(s.db, s.semantic.index_path)]
+    return {"ok": not problems, "store": str(s.directory), "problems": [p.to_dict() for p in problems]}
+
+
+def rebuild(s: Session, what: str, progress: Callable[[str, int, int], None] | None) -> dict[str, Any]:
+    """Rebuild ``lexical``, ``vectors`` or ``all``; ``progress(stage, done, total)`` hears how far each stage got."""
+    if what not in REBUILDABLE:
+        raise InvalidInput(f"rebuild what? choose one of {', '.join(REBUILDABLE)}, not {what!r}")
+    done: dict[str, Any] = {}
+    if what in ("lexical", "all"):
+        total = records.count_live(s.db)
+        if progress:
+            progress("lexical", 0, total)
+        integrity.repair_lexicon(s.db, s.lexicon)
+        if progress:
+            progress("lexical", total, total)
+        done["lexical"] = {"documents": total}
+    if what in ("vectors", "all"):
+        dropped = integrity.repair_embeddings(s.db)
+        moved = integrity.remove_index_file(s.semantic.index_path)
+        s.semantic.forget_index()
+        embedded, note = 0, None
+        if s.semantic.availability().working:
+            total = s.semantic.pending_count()
+            counter = {"n": 0}
+
+            def step(n: int) -> None:
+                counter["n"] += n
+                if progress:
+                    progress("vectors", min(counter["n"], total), total)
+
+            embedded = s.semantic.embed_pending(progress=step)
+            s.semantic.rebuild_index()
+        else:
+            note = "the embeddings extra is not working here: rows are queued and embedded by the next semantic search"
+        done["vectors"] = {"rows_dropped": dropped, "embedded": embedded, "index_file": moved, "note": note}
+    return {"rebuilt": what, **done}

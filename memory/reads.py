@@ -1,0 +1,173 @@
+"""Reading memories: get and show one, list, tombstones, count, and search (ranked, trust-annotated, logged).
+
+Reads see what the caller may see (the session's view: auto_scope, disabled scopes); ``search``
+validates the request here, ranks through store/search.py, then annotates every hit with trust
+(memory/trust.py). ``rank`` is the bare ranking the evaluation measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kenning.errors import InvalidInput, NotFound, SearchDisabled
+from kenning.store import integrity, records, search as ranking
+from kenning.store.models import MODES, Degraded, Memory, SearchResult, Tombstone
+
+from . import events, outcomes, trust
+from .gates.limits import check_scopes
+from .scopes import View
+from .session import Session
+from .staleness import DriftCache
+
+MAX_LIMIT = 50
+QUERY_CHARS_LOGGED = 200
+
+
+def get(s: Session, id: str) -> Memory:
+    """The memory as stored (no event, no annotation); ``show`` is the annotated read."""
+    row = s.db.read(lambda c: c.execute(
+        "SELECT record, removed_at, removed_reason FROM memories WHERE id = ?", (id,)).fetchone())
+    if row is None:
+        raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
+    if row[1] is not None:
+        raise NotFound(f"memory {id} was removed at {row[1]} ({row[2]}); `kenning restore {id}` brings it back")
+    return Memory.model_validate_json(row[0])
+
+
+def show(s: Session, id: str) -> dict[str, Any]:
+    """One memory in full with its trust report, links (with their targets' summaries) and reverse links."""
+    memory = get(s, id)
+    now = s.clock()
+    assessed = trust.staleness(memory, now, s.config.verification_stale_days, DriftCache())
+    out = memory.model_dump(mode="json")
+    out["summary"], out["version"] = memory.summary, memory.version
+    out.update(trust.full_detail(assessed))
+    targets = records.summaries(s.db, [link.target for link in memory.links])
+    out["links"] = [{**link.model_dump(mode="json"), **targets.get(link.target, {"status": "missing"})}
+                    for link in memory.links]
+    out["reverse_links"] = records.reverse_links(s.db, memory.id)
+    replaced = trust.superseded_by(s.db, [memory.id]).get(memory.id)
+    negatives = trust.negative_outcomes(s.db, [memory], now).get(memory.id)
+    for key, value in (("superseded_by", replaced), ("recent_negative_outcomes", negatives)):
+        if value:
+            out[key] = value
+    s.log(events.SHOW, memory.id)
+    return out
+
+
+def list_memories(
+    s: Session, scopes: Iterable[str] | None, category: str | None, limit: int, auto_scope: bool, record: bool
+) -> list[Memory]:
+    """Live memories the caller may see, newest update first, optionally filtered by scope (any of) and category."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidInput("limit must be at least 1")
+    where, params = records.filter_sql(check_scopes(scopes) if scopes else None, category)
+    view_where, view_params = s.view(auto_scope).where()
+    rows = s.db.read(lambda c: c.execute(
+        f"SELECT record FROM memories m WHERE removed_at IS NULL {where}{view_where} "
+        "ORDER BY updated DESC, id DESC LIMIT ?", (*params, *view_params, limit)).fetchall())
+    memories = [Memory.model_validate_json(r[0]) for r in rows]
+    if record:
+        s.log(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
+    return memories
+
+
+def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tombstone]:
+    """Removed memories with their reasons, most recently removed first."""
+    where, params = records.filter_sql(check_scopes(scopes) if scopes else None, None)
+    rows = s.db.read(lambda c: c.execute(
+        f"SELECT record, removed_reason, removed_at FROM memories m WHERE removed_at IS NOT NULL {where} "
+        "ORDER BY removed_at DESC, id DESC LIMIT ?", (*params, limit)).fetchall())
+    removers = _removers(s, [Memory.model_validate_json(r).id for r, _, _ in rows])
+    return [Tombstone(memory=(m := Memory.model_validate_json(r)), reason=why, removed_at=at,
+                      removed_by_session=removers.get(m.id)) for r, why, at in rows]
+
+
+def _removers(s: Session, ids: list[str]) -> dict[str, str]:
+    """The session that last removed each memory, from the event log (no column needed)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = s.db.read(lambda c: c.execute(
+        f"SELECT memory_id, session FROM events WHERE kind = ? AND memory_id IN ({marks}) ORDER BY rowid",
+        (events.REMOVE, *ids)).fetchall())
+    return dict(rows)
+
+
+def search(
+    s: Session,
+    query: str,
+    mode: str | None,
+    scopes: Iterable[str] | None,
+    limit: int,
+    category: str | None,
+    expand_top: bool,
+    auto_scope: bool,
+    since_prior_session: bool,
+    record: bool,
+) -> SearchResult:
+    """Ranked, explained hits with trust annotations, logged as a search unless ``record=False``.
+
+    ``since_prior_session`` keeps memories updated after the latest event of another session
+    (empty, with a note, when no other session has logged anything).
+    """
+    if not s.config.search_enabled:
+        raise SearchDisabled()
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
+    boundary = events.prior_session_boundary(s.db, s.session_id) if since_prior_session else None
+    view = s.view(auto_scope, updated_after=boundary)
+    result, memories = _rank(s, query, mode, limit, scopes, category, view)
+    if since_prior_session and boundary is None:
+        result.hits = []
+        result.note = "no other session has logged anything yet, so there is no prior session to compare with"
+    trust.annotate(s.db, result.hits, memories, s.clock(), s.config.verification_stale_days, expand_top)
+    if record:
+        result.use_token = outcomes.new_token()
+        now = s.clock()
+        with s.db.transaction() as c:
+            outcomes.settle(c, s.session_id, now, keep_latest=1)  # hits of two searches ago settle
+            events.log(c, now, s.session_id, events.SEARCH, None, {
+                "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
+                "auto_scope": auto_scope, "since_prior_session": since_prior_session,
+                "use_token": result.use_token})
+    return result
+
+
+def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
+         category: str | None) -> SearchResult:
+    """Pure ranking for evaluation: no result cap, no auto_scope, no trust annotation, no event."""
+    return _rank(s, query, mode, depth, scopes, category, None)[0]
+
+
+def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
+          category: str | None, view: View | None) -> tuple[SearchResult, dict[str, Memory]]:
+    """Validate the request, then rank over the store with what the view hides left out."""
+    config = s.config
+    mode = mode or config.default_mode
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the query is empty; give words a matching memory would contain")
+    if mode not in MODES:
+        raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if scopes is not None and not isinstance(scopes, str) and not list(scopes):
+        scopes = None
+    scopes = check_scopes(scopes) if scopes else None
+    if category is not None and category not in ("fact", "user-inference", "ambient"):
+        raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
+    filters = ranking.Filters(scopes, category, view.updated_after if view else None,
+                              view.hidden_keys(s.db) if view else ())
+    # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
+    # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
+    with s.db.lock:
+        ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters)
+        if s.lexicon.damaged and not s.db.read_only:
+            # damaged postings were skipped, never raised; rebuild from the text and rank again
+            damaged = len(s.lexicon.damaged)
+            integrity.repair_lexicon(s.db, s.lexicon)
+            ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters)
+            ranked[0].degraded = ranked[0].degraded or Degraded(
+                reason="lexical_index_repaired", install="",
+                message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the "
+                        "memories' text before this answer")
+    return ranked

@@ -1,0 +1,119 @@
+"""Caller input into valid records: one clear InvalidInput for anything malformed, before any gate runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+from ulid import ULID
+
+from kenning.errors import InvalidInput
+from kenning.store.models import Link, Memory
+
+from .claims import normalize_claim_path
+from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
+
+MAX_ID_CHARS = 200
+MAX_NOTE_CHARS = 500
+AMBIENT_LONG_WORDS = 500
+
+
+def invalid(exc: ValidationError) -> InvalidInput:
+    """A one-line message from pydantic's error list: which field, what is wrong."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+    return InvalidInput(f"{where}: {first.get('msg', 'invalid value')}")
+
+
+def new_memory(fields: dict, now: datetime) -> Memory:
+    """A Memory from request fields: limits checked, an id given or a fresh ULID, created = updated = now."""
+    fields = dict(fields)
+    fields["content"] = check_content(fields.get("content"))
+    fields["scopes"] = check_scopes(fields.get("scopes"))
+    fields["metadata"] = check_metadata(fields.get("metadata"))
+    given = fields.get("id")
+    if given is not None:
+        if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
+            raise InvalidInput(f"id must be a short non-blank string, got {given!r}")
+    fields["id"] = given or str(ULID())
+    fields.setdefault("created", now)
+    fields.setdefault("updated", now)
+    return validated({k: v for k, v in fields.items() if v is not None})
+
+
+def validated(fields: dict) -> Memory:
+    """A Memory from fields; a link repeated (same kind and target) is kept once."""
+    try:
+        memory = Memory.model_validate(fields)
+    except ValidationError as exc:
+        raise invalid(exc) from exc
+    links = list({(link.kind, link.target): link for link in reversed(memory.links)}.values())[::-1]
+    return memory if len(links) == len(memory.links) else memory.model_copy(update={"links": links})
+
+
+def link_dict(link: dict | Link) -> dict[str, Any]:
+    try:
+        return Link.model_validate(link).model_dump()
+    except ValidationError as exc:
+        raise invalid(exc) from exc
+
+
+def texts(values: Iterable[str] | str | None, what: str) -> list[str]:
+    """A list of non-blank strings (a single string counts as one)."""
+    if values is None:
+        return []
+    values = [values] if isinstance(values, str) else list(values)
+    if not all(isinstance(v, str) and v.strip() for v in values):
+        raise InvalidInput(f"{what} must be a list of non-empty strings")
+    return values
+
+
+def labels(values: Iterable[str], what: str) -> list[str]:
+    """Short audit labels (commit ids, version strings): non-blank, one line, at most 200 characters."""
+    values = texts(values, what)
+    bad = [v for v in values if len(v) > MAX_ID_CHARS or has_control_chars(v)]
+    if bad:
+        raise InvalidInput(f"{what}: each entry is one line of at most {MAX_ID_CHARS} characters")
+    return list(dict.fromkeys(v.strip() for v in values))
+
+
+def paths(values: Iterable[str], what: str) -> list[str]:
+    return list(dict.fromkeys(normalize_claim_path(p) for p in texts(values, what)))
+
+
+def note(text: str | None) -> str | None:
+    """A short free-text note (line breaks allowed, other control characters not)."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise InvalidInput("a note must be text")
+    text = text.strip()
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidInput(f"a note is at most {MAX_NOTE_CHARS} characters, got {len(text)}")
+    if has_control_chars(text.replace("\n", " ").replace("\t", " ")):
+        raise InvalidInput("the note contains a control character")
+    return text or None
+
+
+def excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str | None]:
+    """One excerpt per id: a single string repeated, or a parallel list with None gaps."""
+    if excerpt is None or isinstance(excerpt, str):
+        values = [excerpt] * count
+    else:
+        values = list(excerpt)
+        if len(values) != count:
+            raise InvalidInput(f"excerpts must parallel the ids: {len(values)} excerpt(s) for {count} id(s)")
+    for value in values:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInput("an excerpt must be non-empty text (use None for 'no specific phrase')")
+        if value is not None and len(value) > MAX_NOTE_CHARS:
+            raise InvalidInput(f"an excerpt is at most {MAX_NOTE_CHARS} characters")
+    return values
+
+
+def warnings(memory: Memory) -> list[str]:
+    if memory.category == "ambient" and len(memory.content.split()) > AMBIENT_LONG_WORDS:
+        return [f"ambient_body_long: ambient memories colour every reply; keep them under {AMBIENT_LONG_WORDS} words"]
+    return []

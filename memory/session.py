@@ -1,0 +1,153 @@
+"""One open store as one caller uses it: the database and its indexes, the settings, the clock, and who asks.
+
+A Store object is one session (a CLI run, a server connection): the unit of the event log, of
+session-disabled scopes and of pending writes. The lifecycle modules (writes, curation, reads,
+scoping, overview) receive this state, never the Store facade itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ulid import ULID
+
+from kenning.errors import InvalidInput
+from kenning.retrieval.text import fingerprint
+from kenning.store import files, integrity
+from kenning.store.db import DB_FILENAME, Database
+from kenning.store.lexicon import Lexicon
+from kenning.store.location import resolve_store_dir
+from kenning.store.models import StoreConfig
+from kenning.store.semantic import Semantic
+
+from . import events
+from .origin import Origin, detect_origin
+from .scopes import View
+from .settings import Settings
+
+
+class Session:
+    """The state every lifecycle operation reads: db, lexicon, semantic, settings, clock, caller."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike | None,
+        clock: Callable[[], datetime],
+        session_id: str | None,
+        cwd: str | os.PathLike | None,
+    ):
+        self.directory = resolve_store_dir(directory)
+        # one session per Store object: the event log's unit
+        self.session_id = session_id or str(ULID())
+        # where the caller works (origin of writes, auto_scope of reads); None: the process's directory
+        self.cwd = Path(cwd) if cwd is not None else None
+        self._here: tuple[Origin | None] | None = None
+        # scopes hidden from search and list for this session only
+        self.disabled_scopes: list[str] = []
+        files.prepare_directory(self.directory)
+        self.path = files.database_file(self.directory, DB_FILENAME)
+        self.clock = clock
+        try:
+            self.db = Database(self.path)
+        except sqlite3.DatabaseError as exc:
+            if not self.path.exists():
+                raise InvalidInput(f"cannot create a store in {self.directory} ({exc})") from exc
+            raise InvalidInput(f"{self.path} is not a kenning store ({exc})") from exc
+        files.tighten(self.path)
+        self.store_id = integrity.store_id(self.db)
+        self.lexicon = Lexicon(self.db)
+        if not self.db.read_only and not self.db.read(integrity.lexicon_docs_consistent):
+            integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
+        if self.db.get_meta("tokenizer") != fingerprint() and not self.db.read_only:
+            with self.db.transaction() as c:
+                self.lexicon.ensure_current(c)
+        self.settings = Settings(self.db)
+        self.semantic = Semantic(self.db, self.directory, self.settings.current)
+
+    @property
+    def config(self) -> StoreConfig:
+        return self.settings.current()
+
+    def here(self) -> Origin | None:
+        """The caller's repository, worktree and HEAD (detected once per session; None outside git)."""
+        if self._here is None:
+            self._here = (detect_origin(self.cwd),)
+        return self._here[0]
+
+    def locate(self) -> Origin | None:
+        """Detect the caller's checkout anew (a write records the HEAD it was made at)."""
+        origin = detect_origin(self.cwd)
+        self._here = (origin,)
+        return origin
+
+    def view(self, auto_scope: bool = True, updated_after: str | None = None) -> View:
+        return View(here=self.here() if auto_scope else None, auto_scope=auto_scope,
+                    disabled=frozenset(self.disabled_scopes), updated_after=updated_after)
+
+    def log(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
+        """Append one event for this session in its own transaction (a read-only store serves reads without a log)."""
+        if self.db.read_only:
+            return
+        with self.db.transaction() as c:
+            events.log(c, self.clock(), self.session_id, kind, memory_id, payload)
+
+    def embed_if_loaded(self) -> None:
+        """Where the model is already in memory (a server), embed new text now; else it stays queued."""
+        if self.semantic.loaded:
+            self.semantic.embed_pending()
+
+    def close(self) -> None:
+        self.semantic.save()
+        self.db.close()
+
+
+class SessionState:
+    """Read-only access to the state of the Session an object holds as ``_s`` (the Store's public attributes)."""
+
+    _s: Session
+
+    @property
+    def directory(self) -> Path:
+        return self._s.directory
+
+    @property
+    def path(self) -> Path:
+        return self._s.path
+
+    @property
+    def db(self) -> Database:
+        return self._s.db
+
+    @property
+    def lexicon(self) -> Lexicon:
+        return self._s.lexicon
+
+    @property
+    def semantic(self) -> Semantic:
+        return self._s.semantic
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self._s.clock
+
+    @property
+    def session_id(self) -> str:
+        return self._s.session_id
+
+    @property
+    def cwd(self) -> Path | None:
+        return self._s.cwd
+
+    @property
+    def disabled_scopes(self) -> list[str]:
+        """Scopes hidden for this session (disable_scope / enable_scope change them)."""
+        return self._s.disabled_scopes
+
+    @property
+    def store_id(self) -> str:
+        return self._s.store_id

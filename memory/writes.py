@@ -1,0 +1,368 @@
+"""Writing memories: gate, then commit (or stage for confirmation); bulk import; update.
+
+Every change is one transaction: the row, its scopes and links, the lexical index, the embedding
+queue and the event all commit together or not at all. The model never runs inside it: new text
+is queued and embedded afterwards where a model is already loaded (Session.embed_if_loaded).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kenning.errors import InvalidInput, Stale
+from kenning.store import records
+from kenning.store.models import ImportLine, ImportReport, Link, Memory, WriteResult, iso
+from kenning.store.semantic import enqueue, forget
+
+from . import events, health, pending as pending_mod, requests
+from .claims import parse_claims
+from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, write_enabled
+from .gates.limits import check_content, check_metadata, check_scopes
+from .session import Session
+
+CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
+
+
+def write(
+    s: Session,
+    content: str,
+    scopes: Iterable[str] | str,
+    category: str,
+    confidence: str,
+    source: str,
+    metadata: dict | None,
+    links: list[dict | Link] | None,
+    claims: list[str] | None,
+    acknowledge_transient: bool,
+    acknowledge_user_claim: bool,
+    acknowledge_scope_mismatch: bool,
+    acknowledge_ungrounded: bool,
+    force: bool,
+    groundedness_check: bool,
+    source_transcript: str | None,
+) -> WriteResult:
+    """Gate, then commit one memory, or stage it (user-inference, or require_write_confirmation).
+
+    A malformed request raises InvalidInput / NotFound; a gate's refusal is returned as a
+    WriteResult whose status is the gate's (transient_warning, duplicate, …) and writes nothing,
+    except that a duplicate credits its match a corroboration (once per session).
+    ``groundedness_check=True`` compares every sentence with ``source_transcript``.
+    ``force=True`` writes through duplicate, previously_removed and scope_mismatch.
+    """
+    if groundedness_check and not (isinstance(source_transcript, str) and source_transcript.strip()):
+        raise InvalidInput("groundedness_check needs source_transcript: the conversation text to check against")
+    refusal = write_enabled.check(s.config)
+    if refusal is not None:
+        return pipeline.refused(refusal)
+    origin = s.locate()
+    request = {
+        "content": content, "scopes": scopes, "category": category, "confidence": confidence, "source": source,
+        "metadata": metadata, "links": [requests.link_dict(link) for link in links or []],
+        "claims": [str(c) for c in parse_claims(requests.texts(claims, "claims"))],
+        "acknowledge_transient": bool(acknowledge_transient), "acknowledge_user_claim": bool(acknowledge_user_claim),
+        "acknowledge_scope_mismatch": bool(acknowledge_scope_mismatch), "force": bool(force),
+        "acknowledge_ungrounded": bool(acknowledge_ungrounded),
+        "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
+    }
+    memory, gated = _gated(s, request, source_transcript if groundedness_check else None)
+    if isinstance(gated, WriteResult):
+        return _credit_duplicate(s, gated)
+    if memory.category == "user-inference" or s.config.require_write_confirmation:
+        request["scopes"], request["metadata"] = memory.scopes, memory.metadata
+        # groundedness is judged once, now: the staged write passed it and keeps no transcript
+        request["acknowledge_ungrounded"] = request["acknowledge_ungrounded"] or groundedness_check
+        with s.db.transaction() as c:
+            staged = pending_mod.stage(c, s.session_id, request, s.clock())
+            events.log(c, staged.created, s.session_id, events.PENDING, None,
+                       {"pending_id": staged.id, "reason": staged.reason})
+        return WriteResult(status="pending", pending_id=staged.id, pending_reason=staged.reason,
+                           expires=staged.expires, related=gated.related,
+                           removed_matches=gated.removed_matches, warnings=requests.warnings(memory))
+    with s.db.transaction() as c:
+        result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
+    s.embed_if_loaded()
+    return _with_curation_hint(s, result)
+
+
+def confirm_write(s: Session, pending_id: str) -> WriteResult:
+    """Commit a staged write, gated again against the store as it is now; a refusal keeps it staged."""
+    now = s.clock()
+    state, staged = s.db.read(lambda c: pending_mod.lookup(c, pending_id, now))
+    if state != "live":
+        return _gone(pending_id, state, staged)
+    refusal = write_enabled.check(s.config)
+    if refusal is not None:
+        return pipeline.refused(refusal).model_copy(update={"pending_id": staged.id, "pending_retained": True})
+    memory, gated = _gated(s, staged.request)
+    if isinstance(gated, WriteResult):
+        return _credit_duplicate(s, gated).model_copy(update={"pending_id": staged.id, "pending_retained": True})
+    with s.db.transaction() as c:
+        state, _ = pending_mod.lookup(c, staged.id, s.clock())
+        if state != "live":  # confirmed or cancelled by someone else meanwhile
+            return _gone(pending_id, state, staged)
+        pending_mod.drop(c, staged.id)
+        result = _commit(s, c, memory, gated, events.CONFIRM, {"pending_id": staged.id})
+    s.embed_if_loaded()
+    return _with_curation_hint(s, result.model_copy(update={"pending_id": staged.id}))
+
+
+def cancel_write(s: Session, pending_id: str) -> dict[str, Any]:
+    """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
+    now = s.clock()
+    with s.db.transaction() as c:
+        state, staged = pending_mod.lookup(c, pending_id, now)
+        if state == "live":
+            pending_mod.drop(c, staged.id)
+            events.log(c, now, s.session_id, events.CANCEL, None, {"pending_id": staged.id})
+    return {"status": "cancelled" if state == "live" else state, "pending_id": pending_id, "existed": state == "live"}
+
+
+def pending_writes(s: Session, all_sessions: bool = False) -> list[dict[str, Any]]:
+    """Unexpired staged writes of this session (or of every session), oldest first."""
+    staged = pending_mod.live(s.db, s.clock(), None if all_sessions else s.session_id)
+    return [p.to_dict() for p in staged]
+
+
+def import_records(
+    s: Session,
+    items: Iterable[dict],
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+    default_scopes: list[str] | None,
+    labels: list[str] | None,
+    embed: bool,
+) -> list[str]:
+    """Validate every record first, then commit in batches; a bad record means nothing is written.
+
+    The trusted bulk path: no write gates run (``import_checked`` runs them). A record is ``{"content" or "text", "scopes"?, "id"?, "category"?, "metadata"?}``; a given ``id``
+    is kept (external ids survive), otherwise a ULID is assigned; ``labels`` name the records in
+    error messages (``"line 7"``). The bulk path (corpora, migrations): no write gates run and no
+    origin is recorded, so imported memories are global (visible from every repository under
+    auto_scope). ``embed=True`` embeds them now when the embeddings extra works, instead of leaving
+    them queued for the next semantic search.
+    """
+    write_enabled.require(s.config)
+    memories = _import_memories(s, items, default_scopes, labels)
+    existing = records.existing_ids(s.db, [m.id for m in memories])
+    if existing:
+        raise InvalidInput(f"{len(existing)} id(s) already in the store, e.g. {sorted(existing)[0]!r}")
+    _insert_batches(s, memories, batch_size, progress, embed)
+    return [m.id for m in memories]
+
+
+def import_checked(
+    s: Session,
+    items: Iterable[dict],
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+    default_scopes: list[str] | None,
+    labels: list[str] | None,
+) -> ImportReport:
+    """Import through the write gates, in batch form: each record is committed, refused (secrets,
+    run-state wording, a user-inference, an id that names another memory) or skipped as a duplicate
+    of a live memory, a removed one or an earlier record. Importing the same records again commits
+    nothing new. A malformed record still means nothing is written (InvalidInput)."""
+    write_enabled.require(s.config)
+    memories = _import_memories(s, items, default_scopes, labels)
+    labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
+    verdicts = batch_gates.gate_batch(s.db, s.lexicon, s.config, memories, labels)
+    taken = records.existing_ids(s.db, [m.id for m, v in zip(memories, verdicts) if v is None])
+    lines, accepted = [], []
+    for memory, label, verdict in zip(memories, labels, verdicts):
+        if verdict is None and memory.id in taken:
+            verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory",
+                                          code="id_taken")
+        if verdict is None:
+            accepted.append(memory)
+            lines.append(ImportLine(label=label, status="committed", id=memory.id))
+        else:
+            lines.append(ImportLine(label=label, status=verdict.status, gate=verdict.gate,
+                                    reason=verdict.reason, match=verdict.match, code=verdict.code))
+    _insert_batches(s, accepted, batch_size, progress, embed=False)
+    return ImportReport(lines=lines)
+
+
+def _import_memories(s: Session, items: Iterable[dict], default_scopes: list[str] | None,
+                     labels: list[str] | None) -> list[Memory]:
+    """Every record as a Memory, or InvalidInput naming the first bad one (nothing is written)."""
+    memories, seen = [], set()
+    where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
+    for number, record in enumerate(items, start=1):
+        try:
+            if not isinstance(record, dict):
+                raise InvalidInput("expected a JSON object")
+            fields = dict(record)
+            if "content" not in fields and "text" in fields:
+                fields["content"] = fields.pop("text")
+            fields.setdefault("scopes", default_scopes or ["imported"])
+            memory = requests.new_memory(fields, s.clock())
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where(number)}: {exc}") from exc
+        if memory.id in seen:
+            raise InvalidInput(f"{where(number)}: id {memory.id!r} appears twice")
+        seen.add(memory.id)
+        memories.append(memory)
+    return memories
+
+
+def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
+                    progress: Callable[[int], None] | None, embed: bool) -> None:
+    """Commit validated memories in batches of one transaction each (row, index, embedding queue)."""
+    done = 0
+    for start in range(0, len(memories), batch_size):
+        batch = memories[start : start + batch_size]
+        with s.db.transaction() as c:
+            keys = records.insert_many(c, batch)
+            s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)])
+            enqueue(c, keys)
+        done += len(batch)
+        if progress:
+            progress(done)
+    if embed and s.semantic.availability().working:
+        s.semantic.embed_pending()
+    elif memories:
+        s.embed_if_loaded()
+
+
+def update(
+    s: Session,
+    id: str,
+    text: str | None,
+    scopes: Iterable[str] | None,
+    confidence: str | None,
+    category: str | None,
+    links: list[dict | Link] | None,
+    metadata: dict | None,
+    acknowledge_transient: bool,
+    acknowledge_user_claim: bool,
+    acknowledge_truncation: bool,
+    version: str | None,
+) -> Memory:
+    """Change fields of a live memory and bump ``updated``; a new text clears its verification.
+
+    A new text passes the content gates (credentials, durability, user claims) like a write, and
+    the truncation gate (a shorter body ending mid-sentence); a refusal raises GateRefused and
+    changes nothing. Scopes and links replace the old lists whole. ``version`` (from show or
+    search) makes the update conditional: a memory changed since raises Stale and nothing is written.
+    """
+    changes: dict[str, Any] = {
+        k: v for k, v in {"content": text, "scopes": scopes, "confidence": confidence,
+                          "category": category, "links": links, "metadata": metadata}.items()
+        if v is not None
+    }
+    if not changes:
+        raise InvalidInput("nothing to update; give new text, scopes, confidence, category, links or metadata")
+    write_enabled.require(s.config)
+    if category == "user-inference":
+        raise InvalidInput("a memory cannot become user-inference by update: that category needs the "
+                           "user's confirmation, so write it anew with category user-inference")
+    if text is not None:
+        changes["content"] = check_content(text)
+    if scopes is not None:
+        changes["scopes"] = check_scopes(scopes)
+    if metadata is not None:
+        changes["metadata"] = check_metadata(metadata)
+    if links is not None:
+        changes["links"] = [requests.link_dict(link) for link in links]
+    with s.db.transaction() as c:
+        rowid, memory = records.live_row(c, id)
+        if version is not None and version != memory.version:
+            raise Stale(memory.id, version, memory.version)
+        fields = memory.model_dump()
+        fields.update(changes)
+        text_changed = text is not None and text != memory.content
+        if text_changed:
+            refusal = (run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
+                       or truncation.check(memory.content, text, acknowledge_truncation))
+            if refusal is not None:
+                raise GateRefused(refusal)
+            fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
+                          verified_absent_paths=[], claims=[])
+        fields["updated"] = max(s.clock(), memory.updated)
+        updated = requests.validated(fields)
+        records.check_link_targets(c, updated.links, self_id=updated.id)
+        records.replace(c, rowid, updated, scopes=scopes is not None, links=links is not None)
+        if text_changed:
+            s.lexicon.remove(c, rowid)
+            s.lexicon.add(c, rowid, updated.content, updated.updated.timestamp())
+            forget(c, rowid)
+            enqueue(c, [rowid])
+        else:
+            s.lexicon.touch(c, rowid, updated.updated.timestamp())
+        events.log(c, updated.updated, s.session_id, events.UPDATE, updated.id,
+                   {"fields": sorted(changes), "text_changed": text_changed})
+    if text_changed:
+        s.embed_if_loaded()
+    return updated
+
+
+def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
+    """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold."""
+    if result.status != "committed":
+        return result
+    shown = s.db.read(lambda c: c.execute(
+        "SELECT 1 FROM events WHERE session = ? AND kind = ? LIMIT 1", (s.session_id, CURATION_HINT)).fetchone())
+    if shown:
+        return result
+    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, s.view(True), s.clock())
+    hint = health.curation_hint(counts)
+    if hint is None:
+        return result
+    s.log(CURATION_HINT, payload={"pressure": hint["pressure"]})
+    return result.model_copy(update={"curation_hint": hint})
+
+
+def _credit_duplicate(s: Session, result: WriteResult) -> WriteResult:
+    """A duplicate is evidence: credit the memory that already says it, once per session."""
+    if result.status != "duplicate" or result.id is None:
+        return result
+    with s.db.transaction() as c:
+        seen = c.execute("SELECT 1 FROM events WHERE session = ? AND kind = ? AND memory_id = ? LIMIT 1",
+                         (s.session_id, events.CORROBORATE, result.id)).fetchone()
+        if seen is None:
+            events.log(c, s.clock(), s.session_id, events.CORROBORATE, result.id,
+                       {"overlap": (result.match or {}).get("overlap")})
+    return result.model_copy(update={"corroboration_recorded": seen is None})
+
+
+def _gated(s: Session, request: dict[str, Any],
+           source_transcript: str | None = None) -> tuple[Memory, WriteResult | pipeline.Passed]:
+    """Validate a write request into a Memory and run the gates: (memory, refusal or what passed)."""
+    origin = request.get("origin")
+    memory = requests.new_memory({
+        "content": request["content"], "scopes": request["scopes"], "category": request["category"],
+        "confidence": request["confidence"], "source": request["source"], "metadata": request["metadata"],
+        "links": request["links"], "claims": [{"spec": c} for c in request["claims"]], "origin": origin,
+    }, s.clock())
+    s.db.read(lambda c: records.check_link_targets(c, memory.links))
+    with s.db.lock:  # the lexicon's in-memory caches must not change under the gates' probe search
+        gated = pipeline.run(
+            s.db, s.lexicon, s.config, memory.content, memory.category, parse_claims(request["claims"]),
+            origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
+            scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
+        )
+    return memory, gated
+
+
+def _commit(s: Session, c: sqlite3.Connection, memory: Memory, passed: pipeline.Passed, kind: str,
+            payload: dict) -> WriteResult:
+    """Insert a gated memory inside the caller's transaction: row, index entry, embedding queue, event."""
+    records.check_link_targets(c, memory.links)
+    rowid = records.insert(c, memory)
+    s.lexicon.add(c, rowid, memory.content, memory.updated.timestamp())
+    enqueue(c, [rowid])
+    events.log(c, memory.created, s.session_id, kind, memory.id, payload)
+    return WriteResult(status="committed", id=memory.id, related=passed.related,
+                       removed_matches=passed.removed_matches, warnings=requests.warnings(memory))
+
+
+def _gone(pending_id: str, state: str, staged: pending_mod.PendingWrite | None) -> WriteResult:
+    """The answer to confirming a staged write that is no longer there."""
+    if state == "expired":
+        return WriteResult(status="expired", pending_id=pending_id, expires=staged.expires,
+                           reason=f"the pending write expired at {iso(staged.expires)} (they last "
+                                  f"{pending_mod.PENDING_TTL.seconds // 60} minutes); write it again if it still holds")
+    return WriteResult(status="not_found", pending_id=pending_id,
+                       reason="no pending write has this id: it never existed, or was already confirmed or cancelled")
