@@ -4,12 +4,16 @@ tests/data/durability/ holds run-state sentences (an episode's material) and dur
 of them near misses of run-state wording. Targets from issue 15: at least 95 % of run-state
 caught, at most 2 % of durable facts flagged; both are asserted on the main files.
 
-The holdout files check over-fitting; their figures are printed, never asserted. holdout_* was
-written after the rules were tuned on the main files and measured once (41/55 caught, 2/79 flagged)
-before rules were generalised from its misses, so it is no longer blind. holdout2_* was written
-after the last rule change and measured once: 17/35 caught, 1/46 flagged. Run-state with no
-time-bound wording ("the fix is in review", "prod is on 2.8.1") passes the gate: it is a
-phrase gate, not an understanding of the sentence.
+The holdout files check over-fitting; their figures are printed, never asserted. All were written
+by the same author as the rules, so none is an independent sample.
+- holdout_*: written after the rules were tuned on the main files, measured once (41/55 caught,
+  2/79 flagged), then rules were generalised from its misses: no longer blind.
+- holdout2_*: written after that, measured once (17/35 caught, 1/46 flagged), then rules were
+  generalised from its misses (status phrases without time words: "in review", "merged but not
+  rolled out", "until the rewrite lands", journal-style "Moved the tests ..."): no longer blind.
+- holdout3_*: written before that last change, measured once after it: 25/30 caught, 0/40 flagged.
+Run-state with no tell-tale wording ("prod is on 2.8.1", "the backlog has 230 tickets") passes the
+gate: it is a phrase gate, not an understanding of the sentence.
 
 Print the figures: ``python tests/test_durability_corpus.py``.
 """
@@ -67,7 +71,8 @@ def report() -> str:
     lines = []
     for run_file, durable_file in (("run_state.txt", "durable.txt"),
                                    ("holdout_run_state.txt", "holdout_durable.txt"),
-                                   ("holdout2_run_state.txt", "holdout2_durable.txt")):
+                                   ("holdout2_run_state.txt", "holdout2_durable.txt"),
+                                   ("holdout3_run_state.txt", "holdout3_durable.txt")):
         run_state, durable = sentences(run_file), sentences(durable_file)
         caught = len(run_state) - len(missed(run_state))
         wrong = len(flagged(durable))

@@ -62,6 +62,7 @@ _NUM = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|s
 _STATUS_WORDS = (
     r"red|green again|down|broken|failing|flaky|blocked|stuck|paused|on hold|frozen|muted|degraded"
     r"|switched off|turned off|busy with|pending|not resolved|unresolved|in read-only mode|under (?:heavy )?load"
+    r"|in review|under review|in QA"
 )
 # -ing words that name a thing ("the environment is staging") rather than an ongoing action
 _ING_EXCEPTIONS = (
@@ -92,7 +93,7 @@ _MARKERS: list[_Marker] = [
     _Marker("end of day", _rx(r"\b(?:by |until |till )?(?:end of (?:the )?day|EOD|after lunch)\b")),
     _Marker("today", _rx(r"\btoday\b(?!(?:'s|’s)?\s+date\b)(?!\s*\()"), DAY),
     _Marker("yesterday", _rx(r"\byesterday\b(?!\s*\()"), DAY),
-    _Marker("<weekday>", _rx(rf"\b(?:until|till|by|for|on|since|before)\s+{_WEEKDAY}\b"), DAY),
+    _Marker("<weekday>", _rx(rf"\b(?:until|till|by|for|on|since|before)\s+{_WEEKDAY}\b(?!\s+(?:nights|mornings|evenings|afternoons))"), DAY),
     _Marker("during the <event>", _rx(
         r"\bduring the (?:migration|upgrade|rollout|freeze|outage|incident|launch|backfill|cutover)\b"), DAY),
     _Marker("… left", _rx(rf"\b{_NUM}\s+(?:minutes?|hours?|days?|weeks?)\s+(?:of\s+\w+\s+)?left\b")),
@@ -103,7 +104,10 @@ _MARKERS: list[_Marker] = [
     _Marker("recently", _rx(r"\brecently\b(?![- ](?:viewed|used|opened|played|added|updated|modified|closed|deleted))")),
     _Marker("just <did>", _rx(r"\bjust\s+(?:\w+ed|been|got|cut|built|made|put|set|lost|broke|found|saw|went|came|left|sent|wrote|ran|took|gave)\b")),
     _Marker("temporarily", _rx(r"\btemporarily\b(?!\s+\w+\s+\w+s\s+(?:are|get|will)\b)")),
-    _Marker("since the last …", _rx(r"\bsince (?:the )?(?:last|latest|recent|new)\b")),
+    _Marker("since the last …", _rx(r"\bsince (?:the )?(?:last|latest|recent|new)\b"
+                                   r"|\bsince (?:the )?(?:morning|afternoon|lunch|noon)\b")),
+    _Marker("doubled since", _rx(r"\b(?:doubled|tripled|halved|spiked|jumped|dropped|rose|fell|went (?:up|down))\s+"
+                                 r"(?:\w+\s+){0,3}?since\b|\ball-time (?:high|low)\b")),
     # -- work under way and plans
     _Marker("in progress", _rx(r"\b(?:work\s+)?in progress\b"), STATE),
     _Marker("WIP", _rx(r"\bWIP\b(?!\s+limits?\b)", 0)),
@@ -135,6 +139,19 @@ _MARKERS: list[_Marker] = [
     _Marker("open question", _rx(r"\bopen questions?\b")),
     _Marker("heads up", _rx(r"\bheads[- ]up\b")),
     _Marker("one more …", _rx(r"\b(?:one|two|\d+)\s+more\s+(?:approvals?|reviews?|reviewers?|fix(?:es)?|days?)\b")),
+    _Marker("until we …", _rx(r"\buntil (?:I|we)\b|\bwhile (?:I|we)(?:'re|’re| are| am)? (?:debug|investigat|wait|fix|test"
+                              r"|look|migrat|sort|figur|roll)\w*")),
+    _Marker("until it lands", _rx(
+        r"\buntil (?:the )?(?:launch|release|cutover|freeze ends)\b"
+        r"|\buntil (?:the )?[\w-]+(?: [\w-]+)? (?:lands|ships|is (?:fixed|merged|done|deployed|released|back))\b"), DAY),
+    _Marker("but not yet", _rx(r"\bbut (?:still )?(?:waiting|pending|blocked)\b"
+                               r"|\bbut not (?:yet )?(?:deployed|rolled out|released|merged|pushed|applied|shipped)\b")),
+    _Marker("needs a rerun", _rx(r"\bneeds? (?:a |another )?(?:rerun|re-run|rebase|redeploy)\b")),
+    _Marker("as a workaround", _rx(r"\bas a (?:temporary )?(?:workaround|stopgap|quick fix|hack)\b")),
+    _Marker("N open PRs", _rx(r"\b(?:\d+|one|two|three|four|five|six|several|a few) open "
+                              r"(?:PRs|pull requests|MRs|incidents|tickets|issues|bugs|reviews)\b")),
+    _Marker("Did …", _rx(r"(?:^|(?<=[.;!?]\s))(?:[A-Z][a-z]+ed|Ran|Made|Put|Set|Cut|Built|Took|Wrote|Broke|Left|Got"
+                         r"|Rolled back|Switched)\s+(?:the|a|an|my|our|it|them|this|that|all|some|\d+)\b", 0)),
     _Marker("blocked on", _rx(r"\bblocked on\b|(?:^|(?<=[.;:]\s))(?:waiting|stuck)\s+(?:on|for)\b")),
     # -- the writer's own session
     _Marker("I'm … -ing", _rx(rf"\b(?:I|we)(?:'m|’m|'re|’re| am| are)\s+(?:\w+ly\s+)?(?!using\b|going to\b)\w+ing\b")),
