@@ -123,7 +123,7 @@ def search(
         result.hits = []
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
     trust.annotate(s.db, result.hits, memories, s.clock(), s.config.verification_stale_days, expand_top)
-    if record:
+    if record and not s.db.read_only:  # a read-only store answers without its event log
         result.use_token = outcomes.new_token()
         now = s.clock()
         with s.db.transaction() as c:
