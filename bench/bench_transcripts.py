@@ -117,16 +117,32 @@ def _text(obj: dict) -> str:
     return ""
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+class Samples(list):
+    """Wall-clock milliseconds, with the process CPU milliseconds of the same calls beside them (on a
+    shared machine a high load average inflates wall time; CPU time shows by how much)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cpu: list[float] = []
+
+
+def timed(fn, samples: "Samples | None" = None) -> float:
+    cpu, start = time.process_time(), time.perf_counter()
     fn()
-    return (time.perf_counter() - start) * 1000.0
+    wall = (time.perf_counter() - start) * 1000.0
+    if samples is not None:
+        samples.append(wall)
+        samples.cpu.append((time.process_time() - cpu) * 1000.0)
+    return wall
 
 
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"median_ms": round(statistics.median(ordered), 3),
-            "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3), "n": len(ordered)}
+    out = {"median_ms": round(statistics.median(ordered), 3),
+           "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3), "n": len(ordered)}
+    if isinstance(samples, Samples) and samples.cpu:
+        out["cpu_median_ms"] = round(statistics.median(samples.cpu), 3)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -160,36 +176,40 @@ def main(argv: list[str] | None = None) -> dict:
         _lexical = functools.partial(TranscriptIndex.search, lexical, mode="hybrid")
         for q in queries[:10]:  # warm the postings cache the way a running server is warm
             _lexical(q, project=PROJECT)
-        scoped, everywhere, full, sync_only = [], [], [], []
+        scoped, everywhere, full, sync_only = Samples(), Samples(), Samples(), Samples()
         for _ in range(args.repeats):
             for q in queries:
-                scoped.append(timed(lambda: _lexical(q, project=PROJECT)))
-                everywhere.append(timed(lambda: _lexical(q, all_projects=True)))
-            sync_only.append(timed(lexical.sync))
+                timed(lambda: _lexical(q, project=PROJECT), scoped)
+                timed(lambda: _lexical(q, all_projects=True), everywhere)
+            timed(lexical.sync, sync_only)
         for q in queries[:20]:
-            full.append(timed(lambda: recall(store, q, all_projects=True, mode="bm25")))
+            timed(lambda: recall(store, q, all_projects=True, mode="bm25"), full)
         vector = {}
         if not args.no_vector and index.vectors.available():
             start = time.perf_counter()
             embedded = index.vectors.embed_pending()
             seconds = time.perf_counter() - start
             index.search(queries[0], project=PROJECT, mode="hybrid")
-            hybrid = [timed(lambda: index.search(q, project=PROJECT, mode="hybrid"))
-                      for _ in range(args.repeats) for q in queries]
+            hybrid = Samples()
+            for _ in range(args.repeats):
+                for q in queries:
+                    timed(lambda: index.search(q, project=PROJECT, mode="hybrid"), hybrid)
             vector = {"embed_messages_per_s": round(embedded / seconds), "embed_s": round(seconds, 1),
                       "warm_search_hybrid_project": summary(hybrid)}
         live = next(root.rglob("*.jsonl"))
         rng = random.Random(7)
-        appended = []
+        appended = Samples()
         for i in range(args.repeats * 4):
             word = f"zebrafish{rng.randrange(10**6)}"
             with open(live, "a") as f:
                 f.write(json.dumps({"session": "live", "role": "user", "text": f"the {word} deploy finished {i}",
                                     "cwd": PROJECT}) + "\n")
             hits = []
-            appended.append(timed(lambda: hits.extend(_lexical(word, project=PROJECT).hits)))
+            timed(lambda: hits.extend(_lexical(word, project=PROJECT).hits), appended)
             assert hits, "an appended line must be searchable at the next query"
-        reference = [timed(lambda: scan_reference(root, q)) for q in queries[:10]]
+        reference = Samples()
+        for q in queries[:10]:
+            timed(lambda: scan_reference(root, q), reference)
         store.close()
         result = {
             "messages": added["messages_added"], "ledgers": ledgers, "queries": len(queries), "repeats": args.repeats,
