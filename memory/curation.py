@@ -164,6 +164,8 @@ def record_use(
 def settle_uses(s: Session) -> int:
     """End of turn: every open use_token of this session settles (hits without an explicit outcome
     become applied, auto); returns how many auto-applies were logged."""
+    if s.db.read_only:  # nothing was logged to settle, and nothing can be
+        return 0
     with s.db.transaction() as c:
         return outcomes.settle(c, s.session_id, s.clock())
 
