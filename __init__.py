@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 
 # the module that defines each public name
 _MODULES = {
-    "kenning.errors": ("EmbeddingsUnavailable", "InvalidInput", "KenningError", "NotFound", "SearchDisabled"),
+    "kenning.errors": ("EmbeddingsUnavailable", "InvalidInput", "KenningError", "NotFound", "SearchDisabled",
+                       "StorageError"),
     "kenning.store.models": ("Degraded", "LIVE_SETTINGS", "Hit", "Link", "Memory", "SearchResult", "StoreConfig",
                              "Tombstone", "WriteResult"),
     "kenning.memory.facade": ("Store", "open_store"),
@@ -26,7 +27,7 @@ _MODULES = {
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 if TYPE_CHECKING:
-    from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound, SearchDisabled
+    from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound, SearchDisabled, StorageError
     from kenning.store.models import (
         LIVE_SETTINGS, Degraded, Hit, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult,
     )

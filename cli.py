@@ -159,11 +159,12 @@ def write(
                          acknowledge_user_claim=ack_user_claim)
     if as_json:
         emit_json(result.to_dict())
-        return
-    _print_write_result(result)
-    if defaulted and result.status in ("committed", "pending"):
-        where = "inside this git repository" if scope[0] != "global" else "outside a git repository"
-        note(f"scope {scope[0]}: the default {where}; choose another with --scope")
+    else:
+        _print_write_result(result)
+        if defaulted and result.status in ("committed", "pending"):
+            where = "inside this git repository" if scope[0] != "global" else "outside a git repository"
+            note(f"scope {scope[0]}: the default {where}; choose another with --scope")
+    _exit_unless_written(result)
 
 
 def _parse_link(value: str) -> dict:
@@ -172,6 +173,13 @@ def _parse_link(value: str) -> dict:
     if not kind or not target:
         raise InvalidInput(f"--link {value!r}: use KIND:ID or KIND:ID:NOTE, e.g. supersedes:01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
     return {"kind": kind, "target": target, "note": note_text or None}
+
+
+def _exit_unless_written(result) -> None:
+    """Exit 1 when nothing was written or staged (a gate refused it, a duplicate, an expired
+    pending write), so scripts can tell; 0 for committed and pending."""
+    if result.status not in ("committed", "pending"):
+        raise typer.Exit(1)
 
 
 def _print_write_result(result) -> None:
@@ -366,8 +374,8 @@ def tombstones(
                f"{_short(t.memory.content, 120)}\n   reason: {t.reason}")
 
 
-NO_GATES_SKIPS = ("credentials (secrets), durability (run-state wording), user claims and duplicates; "
-                  "re-importing the same file adds every line again")
+NO_GATES_SKIPS = ("credentials (secrets), durability (run-state wording), user claims and near-duplicates; "
+                  "a record already in the store (same id, or same text) is still skipped, so a re-run resumes")
 
 
 @app.command("import", epilog="Example: kenning import notes.jsonl --scope imported:notes\n\n"
@@ -388,7 +396,6 @@ def import_(
     not a valid memory (bad JSON, empty text) stops the import before anything is written."""
     from rich.progress import Progress
 
-    from kenning.store.models import ImportLine, ImportReport
 
     records, labels = _read_jsonl(file)
     store = _store(ctx)
@@ -397,10 +404,8 @@ def import_(
         tick = lambda n: progress.update(task, completed=n)  # noqa: E731
         try:
             if no_gates:
-                ids = store.import_records(records, batch_size=batch_size, default_scopes=scope, labels=labels,
+                report = store.import_bulk(records, batch_size=batch_size, default_scopes=scope, labels=labels,
                                            progress=tick)
-                report = ImportReport(gated=False, lines=[ImportLine(label=label, status="committed", id=i)
-                                                          for label, i in zip(labels, ids)])
             else:
                 report = store.import_checked(records, batch_size=batch_size, default_scopes=scope, labels=labels,
                                               progress=tick)
@@ -412,9 +417,10 @@ def import_(
     if no_gates:
         note(f"--no-gates: did not check {NO_GATES_SKIPS}")
     for line in report.lines:
-        if line.status != "committed":
+        if line.status not in ("committed", "already_present"):
             ui.out.print(f"{line.label} {line.status} ({line.gate}): {line.reason}")
-    skipped = [f"{report.count(s)} {s.replace('_', ' ')}" for s in ("refused", "duplicate", "previously_removed")
+    skipped = [f"{report.count(s)} {s.replace('_', ' ')}" for s in ("already_present", "refused", "duplicate",
+                                                                     "previously_removed")
                if report.count(s)]
     ui.out.print(f"imported {plural(report.count('committed'), 'memory', 'memories')} from "
                  f"{plural(len(report.lines), 'line')}" + (f"; {', '.join(skipped)}" if skipped else ""))
@@ -556,6 +562,7 @@ def confirm(
         emit_json(result.to_dict())
     else:
         _print_write_result(result)
+    _exit_unless_written(result)
 
 
 @app.command(epilog="Example: kenning cancel 01JD0Q6ZP3M2W9X8Y7V6T5S4R3")

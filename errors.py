@@ -38,6 +38,10 @@ class ReadOnlyStore(KenningError):
     """The store can be read but not written by this process (file or folder permissions, a read-only mount)."""
 
 
+class StorageError(KenningError, OSError):
+    """The store's file could not be written or read: a full disk, a read-only file, an I/O error."""
+
+
 class EmbeddingsUnavailable(KenningError, RuntimeError):
     """The vector leg was asked for explicitly but the embeddings extra is absent or broken."""
 

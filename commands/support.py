@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import unicodedata
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -27,12 +28,32 @@ def __getattr__(name: str) -> Any:
     if name in ("out", "err"):
         from rich.console import Console
 
+        class SafeConsole(Console):
+            """Sanitises every string it renders (prints, table cells), so memory text cannot
+            drive the reader's terminal."""
+
+            def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
+                return super().render_str(sanitize(text), **kwargs)
+
         # soft_wrap: long lines are left for the terminal to wrap, so no newline lands inside an id,
         # a path or a message that someone copies or greps
-        console = Console(stderr=name == "err", markup=False, highlight=False, soft_wrap=True)
+        console = SafeConsole(stderr=name == "err", markup=False, highlight=False, soft_wrap=True)
         globals()[name] = console
         return console
     raise AttributeError(name)
+
+
+_KEEP = {"\n", "\t"}
+
+
+def sanitize(text: str) -> str:
+    """Control characters from stored text shown as visible escapes (ESC as \\x1b), so a memory
+    cannot move the cursor, retitle the window or hide itself in the reader's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch in _KEEP or unicodedata.category(ch) not in ("Cc", "Cs") else
+                   ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for ch in text)
 
 
 def say_error(message: str, hint: str | None = None) -> None:

@@ -32,6 +32,7 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
         raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
     if has_control_chars(reason):
         raise InvalidInput("the removal reason contains a control character")
+    requests.no_secret(reason, "the removal reason")
     write_enabled.require(s.config)
     now = s.clock()
     with s.db.transaction() as c:

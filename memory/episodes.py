@@ -24,6 +24,7 @@ from kenning.errors import InvalidInput, NotFound
 from kenning.store.models import _Record, iso
 
 from . import events
+from .gates import GateRefused, credentials
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
 
 if TYPE_CHECKING:
@@ -141,6 +142,10 @@ class Episodes:
             takeaway = takeaway.strip() or None
         if takeaway is not None and len(takeaway.encode("utf-8")) > MAX_TAKEAWAY_BYTES:
             raise InvalidInput(f"the takeaway is longer than {MAX_TAKEAWAY_BYTES:,} bytes; keep it to a sentence or two")
+        for text, field in ((body, "the episode body"), (takeaway, "the takeaway")):
+            refusal = credentials.check_field(text, field)
+            if refusal is not None:
+                raise GateRefused(refusal)
         scopes = list(scopes or [])
         scopes = check_scopes(scopes) if scopes else []
         now = self.store.clock()

@@ -53,9 +53,23 @@ def log_many(
         raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")
     conn.executemany(
         "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
-        [(iso(at), session, kind, mid, json.dumps(payload or {}, ensure_ascii=False, default=str))
+        [(iso(at), session, kind, mid, json.dumps(_masked(payload or {}), ensure_ascii=False, default=str))
          for mid, payload in rows],
     )
+
+
+def _masked(value: Any) -> Any:
+    """The payload with secret-looking spans masked in every string: what a caller typed (a search
+    query, an audited user turn) is logged, but a secret in it is not."""
+    from kenning.memory.gates.credentials import mask
+
+    if isinstance(value, str):
+        return mask(value) if len(value) >= 8 else value
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(v) for v in value]
+    return value
 
 
 def query(

@@ -100,6 +100,19 @@ class Store(SessionState):
         """Trusted bulk path (no gates, no origin): every record validated, then all committed or none."""
         return writes.import_records(self._s, records, batch_size, progress, default_scopes, labels, embed)
 
+    def import_bulk(
+        self,
+        records: Iterable[dict],
+        batch_size: int = 2000,
+        progress: Callable[[int], None] | None = None,
+        default_scopes: list[str] | None = None,
+        labels: list[str] | None = None,
+        embed: bool = False,
+    ) -> ImportReport:
+        """The trusted path made resumable: records already in the store (same id and text, or the
+        same text) are skipped as ``already_present``, the rest committed; a re-run finishes a crashed import."""
+        return writes.import_bulk(self._s, records, batch_size, progress, default_scopes, labels, embed)
+
     def import_checked(
         self,
         records: Iterable[dict],
@@ -293,6 +306,40 @@ class Store(SessionState):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Every public entry point a caller (library, CLI, MCP, HTTP) reaches with outside input.
+_ENTRY_POINTS = (
+    "write", "confirm_write", "cancel_write", "pending_writes", "import_records", "import_checked", "import_bulk",
+    "update", "remove", "restore", "verify", "record_use", "get", "show", "list", "tombstones", "search", "rank",
+    "disable_scope", "enable_scope", "rename_scope", "scope_overview", "health", "events", "log_event", "configure",
+    "check", "rebuild",
+)
+
+
+def _bad_input_boundary(fn: Callable) -> Callable:
+    """The contract's backstop: an argument of the wrong shape that slipped past validation (a
+    bool where a list belongs, a float limit) surfaces as InvalidInput, never as a TypeError from
+    deep inside. The transaction it may have been in has rolled back, so nothing was written."""
+    import functools
+
+    from kenning.errors import InvalidInput, KenningError
+
+    @functools.wraps(fn)
+    def guarded(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except KenningError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, UnicodeError, RecursionError) as exc:
+            raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+
+    return guarded
+
+
+for _name in _ENTRY_POINTS:
+    if callable(getattr(Store, _name, None)):
+        setattr(Store, _name, _bad_input_boundary(getattr(Store, _name)))
 
 
 def open_store(path: str | os.PathLike | None = None, **kwargs: Any) -> Store:

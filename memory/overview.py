@@ -11,6 +11,7 @@ from kenning.store.models import iso
 
 from . import events, health, scopes
 from .scopes import View
+from .gates.limits import check_count
 from .session import Session
 from .writes import pending_writes
 
@@ -45,8 +46,7 @@ def scope_overview(s: Session, auto_scope: bool) -> dict[str, Any]:
 
 def health_report(s: Session, auto_scope: bool, limit: int) -> dict[str, Any]:
     """The curation report (memory/health.py, ``limit`` of each bucket) plus store totals."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise InvalidInput("limit must be at least 1")
+    limit = check_count(limit)
     view = s.view(auto_scope)
     now = s.clock()
     _, total = scopes.scope_counts(s.db, view)

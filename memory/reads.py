@@ -15,7 +15,7 @@ from kenning.store import integrity, records, search as ranking
 from kenning.store.models import MODES, Degraded, Memory, SearchResult, Tombstone
 
 from . import events, outcomes, trust
-from .gates.limits import check_scopes
+from .gates.limits import check_count, check_scopes
 from .scopes import View
 from .session import Session
 from .staleness import DriftCache
@@ -60,8 +60,7 @@ def list_memories(
     s: Session, scopes: Iterable[str] | None, category: str | None, limit: int, auto_scope: bool, record: bool
 ) -> list[Memory]:
     """Live memories the caller may see, newest update first, optionally filtered by scope (any of) and category."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise InvalidInput("limit must be at least 1")
+    limit = check_count(limit)
     where, params = records.filter_sql(check_scopes(scopes) if scopes else None, category)
     view_where, view_params = s.view(auto_scope).where()
     rows = s.db.read(lambda c: c.execute(
@@ -75,6 +74,7 @@ def list_memories(
 
 def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tombstone]:
     """Removed memories with their reasons, most recently removed first."""
+    limit = check_count(limit)
     where, params = records.filter_sql(check_scopes(scopes) if scopes else None, None)
     rows = s.db.read(lambda c: c.execute(
         f"SELECT record, removed_reason, removed_at FROM memories m WHERE removed_at IS NOT NULL {where} "
@@ -148,6 +148,8 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     mode = mode or config.default_mode
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty; give words a matching memory would contain")
+    if not query.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in query):
+        raise InvalidInput("the query is not valid Unicode (it holds a lone surrogate such as \\ud800)")
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if scopes is not None and not isinstance(scopes, str) and not list(scopes):

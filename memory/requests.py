@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -33,6 +34,7 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     fields["content"] = check_content(fields.get("content"))
     fields["scopes"] = check_scopes(fields.get("scopes"))
     fields["metadata"] = check_metadata(fields.get("metadata"))
+    no_secret_in(fields["scopes"], fields["metadata"])
     given = fields.get("id")
     if given is not None:
         if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
@@ -55,15 +57,35 @@ def validated(fields: dict) -> Memory:
 
 def link_dict(link: dict | Link) -> dict[str, Any]:
     try:
-        return Link.model_validate(link).model_dump()
+        checked = Link.model_validate(link).model_dump()
     except ValidationError as exc:
         raise invalid(exc) from exc
+    no_secret(checked.get("note"), "a link note")
+    return checked
+
+
+def no_secret(value: object, field: str) -> None:
+    """Secrets stay out of every stored field, not only the memory text: refuse like the gate does."""
+    from .gates import GateRefused, credentials
+
+    refusal = credentials.check_field(value, field)
+    if refusal is not None:
+        raise GateRefused(refusal)
+
+
+def no_secret_in(scopes: list[str], metadata: dict | None) -> None:
+    for scope in scopes:
+        no_secret(scope, f"scope {scope[:12]!r}…")
+    if metadata:
+        no_secret(json.dumps(metadata, ensure_ascii=False, default=str), "the metadata")
 
 
 def texts(values: Iterable[str] | str | None, what: str) -> list[str]:
     """A list of non-blank strings (a single string counts as one)."""
     if values is None:
         return []
+    if not isinstance(values, (str, list, tuple, set, frozenset)):
+        raise InvalidInput(f"{what} must be a list of non-empty strings, got {type(values).__name__}")
     values = [values] if isinstance(values, str) else list(values)
     if not all(isinstance(v, str) and v.strip() for v in values):
         raise InvalidInput(f"{what} must be a list of non-empty strings")
@@ -94,6 +116,7 @@ def note(text: str | None) -> str | None:
         raise InvalidInput(f"a note is at most {MAX_NOTE_CHARS} characters, got {len(text)}")
     if has_control_chars(text.replace("\n", " ").replace("\t", " ")):
         raise InvalidInput("the note contains a control character")
+    no_secret(text, "the note")
     return text or None
 
 
@@ -110,6 +133,7 @@ def excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str
             raise InvalidInput("an excerpt must be non-empty text (use None for 'no specific phrase')")
         if value is not None and len(value) > MAX_NOTE_CHARS:
             raise InvalidInput(f"an excerpt is at most {MAX_NOTE_CHARS} characters")
+        no_secret(value, "an excerpt")
     return values
 
 

@@ -32,6 +32,9 @@ def enable(s: Session, scope: str) -> list[str]:
 
 def rename(s: Session, old: str, new: str) -> int:
     """Relabel a scope on every memory and tombstone carrying it (one transaction); returns how many changed."""
+    from .requests import no_secret
+
+    no_secret(new, "the new scope name")
     with s.db.transaction() as c:
         changed = scopes.rename(c, old, new)
         events.log(c, s.clock(), s.session_id, events.RENAME_SCOPE, None,

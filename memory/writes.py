@@ -19,7 +19,7 @@ from kenning.store.semantic import enqueue, forget
 from . import events, health, pending as pending_mod, requests
 from .claims import parse_claims
 from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, write_enabled
-from .gates.limits import check_content, check_metadata, check_scopes
+from .gates.limits import check_content, check_count, check_metadata, check_scopes
 from .session import Session
 
 CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
@@ -143,6 +143,7 @@ def import_records(
     auto_scope). ``embed=True`` embeds them now when the embeddings extra works, instead of leaving
     them queued for the next semantic search.
     """
+    batch_size = check_count(batch_size, "batch_size")
     write_enabled.require(s.config)
     memories = _import_memories(s, items, default_scopes, labels)
     existing = records.existing_ids(s.db, [m.id for m in memories])
@@ -164,6 +165,7 @@ def import_checked(
     run-state wording, a user-inference, an id that names another memory) or skipped as a duplicate
     of a live memory, a removed one or an earlier record. Importing the same records again commits
     nothing new. A malformed record still means nothing is written (InvalidInput)."""
+    batch_size = check_count(batch_size, "batch_size")
     write_enabled.require(s.config)
     memories = _import_memories(s, items, default_scopes, labels)
     labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
@@ -182,6 +184,72 @@ def import_checked(
                                     reason=verdict.reason, match=verdict.match, code=verdict.code))
     _insert_batches(s, accepted, batch_size, progress, embed=False)
     return ImportReport(lines=lines)
+
+
+def import_bulk(
+    s: Session,
+    items: Iterable[dict],
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+    default_scopes: list[str] | None,
+    labels: list[str] | None,
+    embed: bool,
+) -> ImportReport:
+    """The trusted bulk path (no gates, like ``import_records``) made resumable: a record already
+    in the store is skipped as ``already_present`` and the rest committed, so re-running an import
+    cut off by a crash finishes it. A record with an ``id`` is present when that id holds the same
+    text (the same id with another text refuses the whole import); one without an id is present
+    when a memory with the same text hash exists (as many times as the file repeats it)."""
+    batch_size = check_count(batch_size, "batch_size")
+    write_enabled.require(s.config)
+    items = items if isinstance(items, list) else list(items)
+    memories = _import_memories(s, items, default_scopes, labels)
+    labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
+    given = [isinstance(r, dict) and r.get("id") is not None for r in items]
+    present = _already_present(s, memories, given)
+    lines, todo = [], []
+    for memory, label, stored in zip(memories, labels, present):
+        if stored is None:
+            todo.append(memory)
+            lines.append(ImportLine(label=label, status="committed", id=memory.id))
+        else:
+            lines.append(ImportLine(label=label, status="already_present", id=stored, match=stored,
+                                    reason="already in the store (an earlier import of this record)"))
+    _insert_batches(s, todo, batch_size, progress, embed)
+    return ImportReport(gated=False, lines=lines)
+
+
+def _already_present(s: Session, memories: list[Memory], given: list[bool]) -> list[str | None]:
+    """For each memory, the id of the stored memory it repeats, or None when it is new."""
+    explicit = [m.id for m, g in zip(memories, given) if g]
+    by_id: dict[str, str] = {}
+    for i in range(0, len(explicit), 500):
+        chunk = explicit[i : i + 500]
+        by_id.update(s.db.read(lambda c: c.execute(
+            f"SELECT id, content_hash FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()))
+    hashes = list(dict.fromkeys(records.content_hash(m.content) for m, g in zip(memories, given) if not g))
+    stored: dict[str, list[str]] = {}
+    for i in range(0, len(hashes), 500):
+        chunk = hashes[i : i + 500]
+        for digest, mid in s.db.read(lambda c: c.execute(
+                f"SELECT content_hash, id FROM memories WHERE content_hash IN ({','.join('?' * len(chunk))}) "
+                "ORDER BY rowid", chunk).fetchall()):
+            stored.setdefault(digest, []).append(mid)
+    out: list[str | None] = []
+    for memory, g in zip(memories, given):
+        digest = records.content_hash(memory.content)
+        if g:
+            if memory.id not in by_id:
+                out.append(None)
+            elif by_id[memory.id] == digest:
+                out.append(memory.id)
+            else:
+                raise InvalidInput(f"id {memory.id!r} already names a memory with other text; "
+                                   "nothing was imported (give that record another id, or remove the old one)")
+        else:
+            same = stored.get(digest)
+            out.append(same.pop(0) if same else None)  # each stored copy answers one line
+    return out
 
 
 def _import_memories(s: Session, items: Iterable[dict], default_scopes: list[str] | None,
@@ -266,6 +334,7 @@ def update(
         changes["metadata"] = check_metadata(metadata)
     if links is not None:
         changes["links"] = [requests.link_dict(link) for link in links]
+    requests.no_secret_in(changes.get("scopes", []), changes.get("metadata"))
     with s.db.transaction() as c:
         rowid, memory = records.live_row(c, id)
         if version is not None and version != memory.version:

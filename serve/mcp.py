@@ -590,8 +590,12 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
 
 def serve(store_dir: str | os.PathLike | None = None) -> None:
     """Serve one MCP session over stdio until the client disconnects."""
+    import anyio
+
+    from kenning.serve import stdio_guard
+
     with Store(store_dir) as store:
-        build_server(store).run("stdio")
+        anyio.run(stdio_guard.run, build_server(store))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -270,18 +270,19 @@ class Database:
 
             raise ReadOnlyStore(f"the store {self.path.parent} is read-only for this user (its file or folder is "
                                 "not writable): reads work, but nothing can be written there")
-        with self.lock:
+        with self.lock, storage_errors(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    self.conn.execute("ROLLBACK")
                 raise
             else:
                 self.conn.execute("COMMIT")
 
     def read(self, fn: Callable[[sqlite3.Connection], object]) -> object:
-        with self.lock:
+        with self.lock, storage_errors(self.path):
             return fn(self.conn)
 
     def data_version(self) -> int:
@@ -310,3 +311,34 @@ def _permission_problem(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying it may not write the file or create its -wal/-shm companions."""
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+@contextmanager
+def storage_errors(path: Path) -> Iterator[None]:
+    """SQLite's and the driver's failures as the project's errors: text it cannot store (a lone
+    surrogate), an integer too large for it, a full disk or an unwritable file. Nothing is written
+    by a failed transaction, so the caller may fix the cause and retry."""
+    from kenning.errors import InvalidInput, StorageError
+
+    try:
+        yield
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("the text is not valid Unicode (it holds a lone surrogate such as \\ud800); "
+                           "send UTF-8 text") from exc
+    except OverflowError as exc:
+        raise InvalidInput(f"a number is too large ({exc})") from exc
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError) as exc:
+        if "closed" in str(exc).lower():
+            raise
+        raise InvalidInput(f"a value of a type the store cannot hold ({exc})") from exc
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "full" in text:
+            raise StorageError(f"the disk holding {path} is full; nothing was written, free space and retry") from exc
+        if "readonly" in text or "read-only" in text:
+            raise StorageError(f"{path} is read-only for this process; nothing was written") from exc
+        if "disk i/o" in text or "unable to open" in text:
+            raise StorageError(f"{path} could not be read or written ({exc}); check the disk and permissions") from exc
+        if "locked" in text or "busy" in text:
+            raise StorageError(f"{path} stayed locked by another process for too long; retry") from exc
+        raise

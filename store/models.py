@@ -236,7 +236,7 @@ class ImportLine(_Record):
     ``match``: the memory, tombstone or earlier line it repeats)."""
 
     label: str
-    status: Literal["committed", "refused", "duplicate", "previously_removed"]
+    status: Literal["committed", "refused", "duplicate", "previously_removed", "already_present"]
     id: str | None = None
     gate: str | None = None
     reason: str | None = None
@@ -258,7 +258,7 @@ class ImportReport(_Record):
         return [line.id for line in self.lines if line.status == "committed"]
 
     def to_dict(self) -> dict[str, Any]:
-        counts = {s: self.count(s) for s in ("committed", "refused", "duplicate", "previously_removed")}
+        counts = {s: self.count(s) for s in ("committed", "refused", "duplicate", "previously_removed", "already_present")}
         return {"gated": self.gated, **counts, "lines": [line.model_dump(exclude_none=True) for line in self.lines]}
 
 

@@ -29,13 +29,13 @@ def cli(tmp_path, monkeypatch):
     return invoke
 
 
-def as_json(result):
-    assert result.exit_code == 0, result.output
+def as_json(result, exit_code=0):
+    assert result.exit_code == exit_code, result.output
     return json.loads(result.stdout)
 
 
 def test_write_options_gates_and_pending_round_trip(cli):
-    refused = as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--json"))
+    refused = as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--json"), exit_code=1)
     assert (refused["status"], refused["gate"], refused["override"]) == ("transient_warning", "durability", "acknowledge_transient")
     assert as_json(cli("write", "We are currently migrating to postgres", "--scope", "db", "--ack-transient",
                        "--json"))["status"] == "committed"

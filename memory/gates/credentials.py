@@ -27,11 +27,14 @@ class CredentialFinding:
     kind: str
     masked: str
     line: int
+    start: int = 0  # the span in the text, for masking
+    end: int = 0
 
 
 MAX_FINDINGS = 50  # enough to refuse and name the kinds; bounds the work on hostile input
 _END = r"(?![A-Za-z0-9_-])"
-_START = r"(?<![A-Za-z0-9_-])"
+_START = r"(?<![A-Za-z0-9_])"  # vendor keys (literal prefixes, bounded bodies): a hyphen may precede, ops-glpat-…
+_WORD_START = r"(?<![A-Za-z0-9_-])"  # unbounded shapes (JWT): one start per word, never a scan per hyphen
 
 # (kind, pattern, how many leading characters are a public prefix safe to show)
 _VENDOR_KEYS: list[tuple[str, re.Pattern[str], int]] = [
@@ -85,7 +88,7 @@ _PEM = re.compile(
     r"[A-Za-z0-9+/=]{40,}"
 )
 
-_JWT = re.compile(rf"{_START}([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]*){_END}")
+_JWT = re.compile(rf"{_WORD_START}([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]{{10,}})\.([A-Za-z0-9_-]*){_END}")
 
 _PASSWORD_WORDS = r"(?:password|passwd|pwd|passphrase|passcode)"
 _SECRET_KEY_NAME = (
@@ -261,7 +264,7 @@ def find_credentials(text: str) -> list[CredentialFinding]:
         if len(found) >= MAX_FINDINGS:
             return
         if not any(s <= start < e or start <= s < end for s, e, _ in found):
-            found.append((start, end, CredentialFinding(kind, masked, _line(text, start))))
+            found.append((start, end, CredentialFinding(kind, masked, _line(text, start), start, end)))
 
     for m in _PEM.finditer(text):
         add(m.start(), m.end(), "PEM private key", f"-----BEGIN {m.group(1)}-----…")
@@ -311,3 +314,28 @@ def check(content: str) -> GateRefusal | None:
         ),
         matched=[f"{f.kind} on line {f.line}: {f.masked}" for f in findings],
     )
+
+
+def check_field(value: object, field: str) -> GateRefusal | None:
+    """The same refusal for a stored field other than the body (a removal reason, a note, metadata,
+    a scope name, an episode): secrets are kept out of every field, not only the memory text."""
+    if not isinstance(value, str) or not value:
+        return None
+    refusal = check(value)
+    if refusal is None:
+        return None
+    return refusal.model_copy(update={
+        "reason": f"{field} contains what looks like a secret "
+                  f"({', '.join(sorted({m.split(' on line')[0] for m in refusal.matched}))}); secrets must not be stored",
+    })
+
+
+def mask(text: str) -> str:
+    """The text with every secret-looking span replaced by ``[kind removed]``: for what is logged
+    rather than refused (search queries, audited turns)."""
+    if not isinstance(text, str) or not text:
+        return text
+    findings = find_credentials(text)
+    for f in sorted(findings, key=lambda f: f.start, reverse=True):
+        text = text[: f.start] + f"[{f.kind} removed]" + text[f.end :]
+    return text

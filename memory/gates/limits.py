@@ -36,6 +36,8 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
     """1-64 distinct, non-blank scopes without control characters; returns them de-duplicated."""
     if scopes is None or isinstance(scopes, str):
         scopes = [scopes] if scopes else []
+    elif not isinstance(scopes, (list, tuple, set, frozenset)):
+        raise InvalidInput(f"scopes must be a list of strings, got {type(scopes).__name__}")
     clean: list[str] = []
     for scope in scopes:
         if not isinstance(scope, str) or not scope.strip():
@@ -74,3 +76,13 @@ def _check_value(value: object, where: str) -> None:
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             _check_value(item, f"{where}[{i}]")
+
+
+MAX_COUNT = 10**9  # "all" for callers that want everything; beyond it SQLite overflows
+
+
+def check_count(value: object, what: str = "limit", most: int = MAX_COUNT) -> int:
+    """A positive whole number of at most ``most`` (a limit, a batch size)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise InvalidInput(f"{what} must be a whole number from 1 to {most:,}, got {value!r}")
+    return value

@@ -1,0 +1,97 @@
+"""MCP over stdio with every line answered: malformed JSON-RPC gets an error response, not silence.
+
+The SDK's stdio transport drops a line it cannot parse or validate (``params: "x"``), so the
+client waits forever; and a lone surrogate (``"\\ud800"``) in a request cannot be echoed back as
+UTF-8. This transport screens each line first and answers those itself, with JSON-RPC's codes:
+-32700 parse error, -32600 invalid request, -32602 invalid params. Good lines pass through as is.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+def screen(line: str) -> tuple[Any, int, str] | None:
+    """None for a line the SDK can take; else (id, code, message) of the error to answer with.
+    The id is None when the line has none worth answering (a notification gets ``...``)."""
+    if not line.strip():
+        return ..., 0, ""  # a blank line: nothing to answer
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        return None, PARSE_ERROR, f"parse error: {exc}"
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        rid = None
+    is_notification = isinstance(obj, dict) and "method" in obj and "id" not in obj
+    if _has_lone_surrogate(obj):
+        return (... if is_notification else rid), INVALID_PARAMS, \
+            "invalid params: a string holds a lone surrogate (such as \\ud800); send valid Unicode"
+    try:
+        types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except Exception as exc:  # pydantic's ValidationError, whatever shape the SDK's union takes
+        first = getattr(exc, "errors", lambda: [{}])()[0] if hasattr(exc, "errors") else {}
+        where = ".".join(str(p) for p in first.get("loc", ())[-2:]) or "message"
+        detail = first.get("msg", "not a JSON-RPC 2.0 message")
+        code = INVALID_PARAMS if isinstance(obj, dict) and "params" in obj and not isinstance(obj["params"], dict) \
+            else INVALID_REQUEST
+        return (... if is_notification else rid), code, f"invalid request: {where}: {detail}"
+    return None
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+class _ScreenedStdin:
+    """An async line source for the SDK's stdio transport that keeps back the lines it answers itself."""
+
+    def __init__(self) -> None:
+        self._inner = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        self._replies: Any = None
+        self._ready = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        self._replies = write_stream
+        self._ready.set()
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        async for line in self._inner:
+            verdict = screen(line)
+            if verdict is None:
+                yield line
+                continue
+            rid, code, message = verdict
+            if rid is ...:
+                continue  # a blank line or a notification: JSON-RPC answers neither
+            await self._ready.wait()
+            error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+            await self._replies.send(SessionMessage(error))
+
+
+async def run(server: Any) -> None:
+    """Serve ``server`` (an MCPServer) over stdio with screened input."""
+    stdin = _ScreenedStdin()
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        stdin.attach(write_stream)
+        low = server._lowlevel_server
+        await low.run(read_stream, write_stream, low.create_initialization_options())

@@ -1,0 +1,96 @@
+"""The bad inputs of issue 12 each raise a project error (never a TypeError, OverflowError,
+UnicodeEncodeError or sqlite3 error), and write nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from kenning import open_store
+from kenning.errors import InvalidInput, KenningError, StorageError
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(tmp_path)
+    s.write("the auth service listens on port 8443", scopes=["ops"])
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.write("a lone surrogate \ud800 here", scopes=["ops"]),
+    lambda s: s.write("fine text", scopes=["ops\udfff"]),
+    lambda s: s.search("query \ud800"),
+    lambda s: s.get("id\ud800"),
+    lambda s: s.update(s.list(record=False)[0].id, text="new \ud800 text"),
+    lambda s: s.import_records([{"content": "bad \ud800", "scopes": ["x"]}]),
+    lambda s: s.write("fine text", scopes=5),
+    lambda s: s.list(limit=10**20),
+    lambda s: s.tombstones(limit="abc"),
+    lambda s: s.tombstones(limit=-1),
+    lambda s: s.import_records([{"content": "ok text", "scopes": ["x"]}], batch_size=0),
+    lambda s: s.import_records([{"content": "ok text", "scopes": ["x"]}], batch_size=-1),
+    lambda s: s.search("auth", limit=10**20),
+    lambda s: s.get(["a", "list"]),
+])
+def test_bad_input_is_a_project_error_and_writes_nothing(store, call):
+    before = store.db.conn.total_changes
+    with pytest.raises(KenningError):
+        call(store)
+    assert store.db.conn.total_changes == before
+    assert store.count() == 1
+
+
+def test_a_full_disk_is_a_storage_error_and_the_store_stays_usable(store):
+    pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
+    store.db.conn.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(StorageError, match="full"):
+        store.import_records([{"content": f"memory number {i} " + "filler " * 200, "scopes": ["x"]}
+                              for i in range(200)])
+    assert store.count() == 1
+    store.db.conn.execute("PRAGMA max_page_count = 1073741823")
+    assert store.write("after the disk was freed", scopes=["ops"]).status == "committed"
+    assert store.count() == 2
+
+
+def test_invalid_input_is_also_a_value_error_for_library_callers(store):
+    with pytest.raises(ValueError):
+        store.list(limit=0)
+    with pytest.raises(InvalidInput):
+        store.tombstones(limit=True)
+
+
+# ---------------------------------------------------------------------------------- the CLI
+def run_cli(tmp_path, *args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), *args],
+                          capture_output=True, text=True)
+
+
+def test_cli_gate_refusal_exits_1_and_bad_input_exits_2_without_tracebacks(tmp_path):
+    refused = run_cli(tmp_path, "write", "my password is hunter2", "--scope", "ops")
+    assert refused.returncode == 1 and "credential" in refused.stdout
+    ok = run_cli(tmp_path, "write", "the auth service listens on port 8443", "--scope", "ops")
+    assert ok.returncode == 0
+    for args in (["list", "--limit", str(10**20)], ["tombstones", "--limit", "-1"], ["search", "auth", "--limit", "0"]):
+        bad = run_cli(tmp_path, *args)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr, (args, bad.stderr)
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"content": "a fact worth keeping", "scopes": ["x"]}\n')
+    for size in ("0", "-1"):
+        bad = run_cli(tmp_path, "import", str(lines), "--batch-size", size)
+        assert bad.returncode == 2 and "batch_size" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_cli_output_shows_control_sequences_as_escapes(tmp_path):
+    from kenning import open_store
+
+    with open_store(tmp_path / "s") as store:
+        mid = store.write("evil \x1b[2J\x1b]0;pwned\x07 text about the kiwi host", scopes=["ops"]).id
+    for args in (["show", mid], ["search", "kiwi", "--mode", "bm25"], ["list"]):
+        shown = run_cli(tmp_path, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+        assert "\\x1b" in shown.stdout.replace("\n", "").replace("│", "").replace(" ", "") or args[0] == "search"
