@@ -1,9 +1,7 @@
-"""The library's front door: ``Store`` and ``open_store``. Every method delegates to one lifecycle module.
-
-writes.py (write, confirm, cancel, import, update), curation.py (remove, restore, verify,
-record_use), reads.py (get, show, list, search, …), scoping.py, overview.py (scope overview,
-health), maintenance.py (check, rebuild), settings.py; they share a Session (session.py).
-"""
+"""The library's front door: ``Store`` and ``open_store``. Every method delegates to one lifecycle module:
+writes.py (write, confirm, cancel, import, update), curation.py (remove, restore, verify, record_use), reads.py
+(get, show, list, search, …), scoping.py, overview.py (scope overview, health), maintenance.py (check, rebuild),
+settings.py; they share a Session (session.py); boundary.py turns bad input into project errors."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from typing import Any
 from kenning.store import records
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
-from . import conflicts as conflict_ops, curation, events, health, maintenance, overview, reads, scoping, writes
+from . import boundary, conflicts as conflict_ops, curation, events, health, maintenance, overview, reads, scoping, writes
 from .origin import Origin
 from .reads import MAX_LIMIT
 from .session import Session, SessionState
@@ -23,16 +21,12 @@ from .session import Session, SessionState
 __all__ = ["MAX_LIMIT", "Store", "open_store"]
 
 
+@boundary.guard  # bad input at any entry point: a project error, never a TypeError
 class Store(SessionState):
     """A memory store on disk, one session (a CLI run, a server connection); shareable between processes and threads."""
 
-    def __init__(
-        self,
-        directory: str | os.PathLike | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        session_id: str | None = None,
-        cwd: str | os.PathLike | None = None,
-    ):
+    def __init__(self, directory: str | os.PathLike | None = None, clock: Callable[[], datetime] = utcnow,
+                 session_id: str | None = None, cwd: str | os.PathLike | None = None):
         self._s = Session(directory, clock, session_id, cwd)
 
     @property
@@ -100,18 +94,9 @@ class Store(SessionState):
         """Trusted bulk path (no gates, no origin): every record validated, then all committed or none."""
         return writes.import_records(self._s, records, batch_size, progress, default_scopes, labels, embed)
 
-    def import_bulk(
-        self,
-        records: Iterable[dict],
-        batch_size: int = 2000,
-        progress: Callable[[int], None] | None = None,
-        default_scopes: list[str] | None = None,
-        labels: list[str] | None = None,
-        embed: bool = False,
-    ) -> ImportReport:
-        """The trusted path made resumable: records already in the store (same id and text, or the
-        same text) are skipped as ``already_present``, the rest committed; a re-run finishes a crashed import."""
-        return writes.import_bulk(self._s, records, batch_size, progress, default_scopes, labels, embed)
+    def import_bulk(self, records: Iterable[dict], **options: Any) -> ImportReport:
+        """The trusted path, resumable: a record already stored (same id and text, or same text) is skipped."""
+        return writes.import_bulk(self._s, records, **options)
 
     def import_checked(
         self,
@@ -306,40 +291,6 @@ class Store(SessionState):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-# Every public entry point a caller (library, CLI, MCP, HTTP) reaches with outside input.
-_ENTRY_POINTS = (
-    "write", "confirm_write", "cancel_write", "pending_writes", "import_records", "import_checked", "import_bulk",
-    "update", "remove", "restore", "verify", "record_use", "get", "show", "list", "tombstones", "search", "rank",
-    "disable_scope", "enable_scope", "rename_scope", "scope_overview", "health", "events", "log_event", "configure",
-    "check", "rebuild",
-)
-
-
-def _bad_input_boundary(fn: Callable) -> Callable:
-    """The contract's backstop: an argument of the wrong shape that slipped past validation (a
-    bool where a list belongs, a float limit) surfaces as InvalidInput, never as a TypeError from
-    deep inside. The transaction it may have been in has rolled back, so nothing was written."""
-    import functools
-
-    from kenning.errors import InvalidInput, KenningError
-
-    @functools.wraps(fn)
-    def guarded(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(self, *args, **kwargs)
-        except KenningError:
-            raise
-        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, UnicodeError, RecursionError) as exc:
-            raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
-
-    return guarded
-
-
-for _name in _ENTRY_POINTS:
-    if callable(getattr(Store, _name, None)):
-        setattr(Store, _name, _bad_input_boundary(getattr(Store, _name)))
 
 
 def open_store(path: str | os.PathLike | None = None, **kwargs: Any) -> Store:

@@ -189,11 +189,11 @@ def import_checked(
 def import_bulk(
     s: Session,
     items: Iterable[dict],
-    batch_size: int,
-    progress: Callable[[int], None] | None,
-    default_scopes: list[str] | None,
-    labels: list[str] | None,
-    embed: bool,
+    batch_size: int = 2000,
+    progress: Callable[[int], None] | None = None,
+    default_scopes: list[str] | None = None,
+    labels: list[str] | None = None,
+    embed: bool = False,
 ) -> ImportReport:
     """The trusted bulk path (no gates, like ``import_records``) made resumable: a record already
     in the store is skipped as ``already_present`` and the rest committed, so re-running an import
