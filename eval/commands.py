@@ -189,7 +189,7 @@ METRIC_MEANINGS = (
     "nDCG@10  ranking quality of the top 10: 1 when every relevant memory comes first, best first",
     "R@10     recall: the share of a query's relevant memories found in the top 10 (R@100: top 100)",
     "MRR@10   1/rank of the first relevant hit in the top 10, averaged (1: always first; 0.5: second)",
-    "p50/p95  milliseconds per query on this machine: median and 95th percentile",
+    "p50/p95  milliseconds per query on this machine (median, 95th percentile): the engine alone, rank-only (no snippets, trust annotation or events)",
 )
 BASELINES = Path(__file__).parent / "baselines"
 

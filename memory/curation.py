@@ -168,7 +168,9 @@ def settle_uses(s: Session) -> int:
     if s.db.read_only:  # nothing was logged to settle, and nothing can be
         return 0
     with s.db.transaction() as c:
-        return outcomes.settle(c, s.session_id, s.clock())
+        applied, settled_through = outcomes.settle(c, s.session_id, s.clock(), after_rowid=s.settled_through)
+    s.settled_through = settled_through
+    return applied
 
 
 def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClaim]) -> None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from kenning.store import records
+from kenning.store.search import Ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
 from . import boundary, conflicts as conflict_ops, curation, events, health, maintenance, overview, reads, scoping, writes
@@ -219,9 +220,11 @@ class Store(SessionState):
         depth: int = 100,
         scopes: Iterable[str] | None = None,
         category: str | None = None,
-    ) -> SearchResult:
-        """Pure ranking for evaluation (e.g. Recall@100): no cap, no auto_scope, no annotation, no event."""
-        return reads.rank(self._s, query, mode, depth, scopes, category)
+        explain: bool = True,
+    ) -> SearchResult | Ranking:
+        """Pure ranking for evaluation (e.g. Recall@100): no cap, no auto_scope, no annotation, no event.
+        ``explain=False``: rank-only ids and scores (no snippets; the top hit's relevance label only)."""
+        return reads.rank(self._s, query, mode, depth, scopes, category, explain)
 
     def disable_scope(self, scope: str) -> list[str]:
         """Hide a scope from this session's searches, lists and counts; returns the disabled scopes."""

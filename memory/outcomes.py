@@ -26,20 +26,37 @@ def new_token() -> str:
     return "use_" + str(ULID())
 
 
-def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: int = 0) -> int:
-    """Settle this session's open use_tokens, all but the ``keep_latest`` newest; returns the auto-applies logged."""
+def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: int = 0,
+           after_rowid: int = 0) -> tuple[int, int]:
+    """Settle this session's open use_tokens, all but the ``keep_latest`` newest.
+
+    Returns (auto-applies logged, a rowid cursor). Tokens settle oldest first, so every search
+    event at or before the cursor is settled: pass it back as ``after_rowid`` and the next call
+    reads only the session's newest searches, not its whole history (a long session searched
+    thousands of times would otherwise pay for all of them on every search).
+    """
     searches = conn.execute(
-        "SELECT at, json_extract(payload, '$.use_token'), json_extract(payload, '$.hit_ids') FROM events "
-        "WHERE session = ? AND kind = ? AND json_extract(payload, '$.use_token') IS NOT NULL ORDER BY rowid",
-        (session, events.SEARCH)).fetchall()
+        "SELECT rowid, at, json_extract(payload, '$.use_token'), json_extract(payload, '$.hit_ids') FROM events "
+        "WHERE session = ? AND kind = ? AND rowid > ? ORDER BY rowid",
+        (session, events.SEARCH, after_rowid)).fetchall()
+    searches = [s for s in searches if s[2] is not None]
+    if not searches:
+        return 0, after_rowid
     settled = {r[0] for r in conn.execute(
-        "SELECT json_extract(payload, '$.use_token') FROM events WHERE session = ? AND kind = ?",
-        (session, SETTLED)).fetchall()}
-    open_ = [s for s in searches if s[1] not in settled]
+        "SELECT json_extract(payload, '$.use_token') FROM events WHERE session = ? AND kind = ? AND rowid > ?",
+        (session, SETTLED, searches[0][0])).fetchall()}  # a token's settlement is logged after its search
+    open_ = [s for s in searches if s[2] not in settled]
     if keep_latest:
         open_ = open_[:-keep_latest]
+    settling = {s[0] for s in open_}
+    cursor = after_rowid
+    for s in searches:  # the settled prefix: everything before the first token still open
+        if s[2] in settled or s[0] in settling:
+            cursor = s[0]
+        else:
+            break
     applied = 0
-    for at, token, hit_ids in open_:
+    for _, at, token, hit_ids in open_:
         ids = json.loads(hit_ids or "[]")
         answered = {r[0] for r in conn.execute(
             "SELECT memory_id FROM events WHERE session = ? AND kind = ? AND at >= ?",
@@ -49,5 +66,5 @@ def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: i
             events.log_many(conn, now, session, events.OUTCOME, rows)
             applied += len(rows)
         events.log(conn, now, session, SETTLED, None, {"use_token": token, "auto_applied": len(rows)})
-    return applied
+    return applied, cursor
 

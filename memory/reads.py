@@ -127,22 +127,27 @@ def search(
         result.use_token = outcomes.new_token()
         now = s.clock()
         with s.db.transaction() as c:
-            outcomes.settle(c, s.session_id, now, keep_latest=1)  # hits of two searches ago settle
+            # hits of two searches ago settle; the cursor keeps that to the session's newest searches
+            _, settled_through = outcomes.settle(c, s.session_id, now, keep_latest=1, after_rowid=s.settled_through)
             events.log(c, now, s.session_id, events.SEARCH, None, {
                 "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
                 "auto_scope": auto_scope, "since_prior_session": since_prior_session,
                 "use_token": result.use_token})
+        s.settled_through = settled_through  # only once the settlement committed
     return result
 
 
 def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
-         category: str | None) -> SearchResult:
-    """Pure ranking for evaluation: no result cap, no auto_scope, no trust annotation, no event."""
-    return _rank(s, query, mode, depth, scopes, category, None)[0]
+         category: str | None, explain: bool = True) -> SearchResult | ranking.Ranking:
+    """Pure ranking for evaluation: no result cap, no auto_scope, no trust annotation, no event.
+
+    ``explain=False`` is rank-only (a ``Ranking``: ids and scores, the top hit's relevance label,
+    no snippets or match terms): what the eval harness times, so its latency is the engine's."""
+    return _rank(s, query, mode, depth, scopes, category, None, explain)[0]
 
 
 def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
-          category: str | None, view: View | None) -> tuple[SearchResult, dict[str, Memory]]:
+          category: str | None, view: View | None, explain: bool = True) -> tuple[SearchResult, dict[str, Memory]]:
     """Validate the request, then rank over the store with what the view hides left out."""
     config = s.config
     mode = mode or config.default_mode
@@ -162,12 +167,14 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
     # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
     with s.db.lock:
-        ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters)
+        ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters,
+                             explain)
         if s.lexicon.damaged and not s.db.read_only:
             # damaged postings were skipped, never raised; rebuild from the text and rank again
             damaged = len(s.lexicon.damaged)
             integrity.repair_lexicon(s.db, s.lexicon)
-            ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters)
+            ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters,
+                             explain)
             ranked[0].degraded = ranked[0].degraded or Degraded(
                 reason="lexical_index_repaired", install="",
                 message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the "

@@ -49,6 +49,8 @@ class Session:
         self._here: tuple[Origin | None] | None = None
         # scopes hidden from search and list for this session only
         self.disabled_scopes: list[str] = []
+        # this session's search events up to this rowid have settled (memory/outcomes.py)
+        self.settled_through = 0
         files.prepare_directory(self.directory)
         self.path = files.database_file(self.directory, DB_FILENAME)
         self.clock = clock

@@ -30,6 +30,8 @@ Verdict rule (``staleness_verdict``):
 
 from __future__ import annotations
 
+import functools
+
 import os
 import re
 import shutil
@@ -219,9 +221,13 @@ class DriftCache:
     """
 
     def __init__(self) -> None:
-        self.git_available = shutil.which("git") is not None
         self._heads: dict[str, tuple[str | None, str | None]] = {}
         self._counts: dict[tuple[str, str, str, tuple[str, ...]], tuple[int | None, str | None]] = {}
+
+    @functools.cached_property
+    def git_available(self) -> bool:
+        """Looked up on first need: a search whose hits carry no origin never walks PATH for git."""
+        return shutil.which("git") is not None
 
     def head(self, directory: str) -> tuple[str | None, str | None]:
         """(HEAD sha or None when unborn, None) or (None, why git could not answer)."""

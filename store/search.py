@@ -6,6 +6,7 @@ keys its view hides, an updated-after bound); this module only ranks what the st
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +33,26 @@ class Filters:
     hidden: Sequence[int] = field(default_factory=tuple)
 
 
+@dataclass
+class Ranked:
+    """One hit of the rank-only path: the memory id and its score (relevance for the top hit only)."""
+
+    id: str
+    score: float
+    relevance: str | None = None
+
+
+@dataclass
+class Ranking:
+    """What the rank-only path returns: the ranked ids, without snippets, trust or events."""
+
+    query: str
+    mode: str
+    legs_run: list[str]
+    degraded: Degraded | None
+    hits: list[Ranked]
+
+
 def run(
     db: Database,
     lexicon_store: Lexicon,
@@ -42,8 +63,13 @@ def run(
     mode: str,
     depth: int,
     filters: Filters,
+    explain: bool = True,
 ) -> tuple[SearchResult, dict[str, Memory]]:
-    """Rank and explain a validated request; returns the result and the hits' memories (for trust annotation)."""
+    """Rank and explain a validated request; returns the result and the hits' memories (for trust annotation).
+
+    ``explain=False`` is the rank-only path evaluation times: the hits carry ids, scores and legs,
+    and no snippet, match terms or relevance label (no memory is read or parsed).
+    """
     vector = store_vector_leg(semantic) if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     terms = query_terms(query)
@@ -68,6 +94,12 @@ def run(
     candidates = engine.rank(
         runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
         coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+    if not explain:
+        ids = _ids(db, [c.key for c in candidates])
+        ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
+        if candidates:  # the top hit's relevance label is a reported eval figure: explain that one
+            ranked[0].relevance = engine.explain(candidates[0], terms, _texts(db, [candidates[0].key])[candidates[0].key]).relevance
+        return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:
@@ -140,5 +172,43 @@ def _memories(db: Database, keys: list[int]) -> dict[int, Memory]:
         marks = ",".join("?" * len(chunk))
         rows = db.read(lambda c: c.execute(
             f"SELECT rowid, record FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
-        out.update((r, Memory.model_validate_json(rec)) for r, rec in rows)
+        out.update((r, parsed(rec)) for r, rec in rows)
     return out
+
+
+def _ids(db: Database, keys: list[int]) -> list[str]:
+    """The memory ids of rowids, in the order given."""
+    out: dict[int, str] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(db.read(lambda c: c.execute(
+            f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", chunk).fetchall()))
+    return [out[k] for k in keys]
+
+
+_VERSIONS: dict[int, tuple[Memory, str]] = {}  # id(memory) -> (memory, its version); holds the object so ids stay unique
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(record: str) -> tuple[Memory, str]:
+    memory = Memory.model_validate_json(record)
+    if len(_VERSIONS) > 8192:
+        _VERSIONS.clear()
+    _VERSIONS[id(memory)] = (memory, memory.version)
+    return memory, _VERSIONS[id(memory)][1]
+
+
+def parsed(record: str) -> Memory:
+    """A stored record as a Memory, parsed once per process for the records searches keep returning.
+
+    The cache is keyed by the record's full text, so an edit (a new text) is never served stale;
+    the Memory is shared between searches and must not be mutated.
+    """
+    return _parsed(record)[0]
+
+
+def version_of(memory: Memory) -> str:
+    """``memory.version`` (a hash of its JSON), remembered for memories parsed by ``parsed``."""
+    known = _VERSIONS.get(id(memory))
+    return known[1] if known is not None and known[0] is memory else memory.version
