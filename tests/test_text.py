@@ -63,3 +63,25 @@ def test_snippet_of_a_matched_token_longer_than_the_snippet():
         body = f"start {token} end " + "filler words " * 40
         out = text.snippet(body, [token])
         assert 0 < len(out) <= 240
+
+
+def _general_road(value: str) -> list[str]:
+    """tokenize through token_spans (NFKC, the CJK-aware regex): the road non-ASCII text takes."""
+    return [token for token, _, _ in text.token_spans(value)]
+
+
+def test_ascii_text_takes_a_shorter_road_to_the_same_tokens():
+    from hypothesis import given, settings, strategies as st
+
+    ascii_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=60)
+    samples = ["Queries indexes C++ node.js 3.12.1 c# snake_case end. Matches caches.", "a..b ++c d#e _x_ 1.2.",
+               "Species series news THIS Classes boxes buzzes wishes"]
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(ascii_text)
+    def same(value):
+        assert text.tokenize(value) == _general_road(value)
+
+    for value in samples:
+        assert text.tokenize(value) == _general_road(value)
+    same()
