@@ -10,8 +10,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from kenning.store import records
-from kenning.store.search import Ranking
+from kenning.store import records, search as ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
 from . import boundary, conflicts as conflict_ops, curation, events, health, maintenance, overview, reads, scoping, writes
@@ -218,12 +217,10 @@ class Store(SessionState):
         query: str,
         mode: str | None = None,
         depth: int = 100,
-        scopes: Iterable[str] | None = None,
-        category: str | None = None,
-        explain: bool = True,
-    ) -> SearchResult | Ranking:
-        """Pure ranking for evaluation (e.g. Recall@100): no cap, no auto_scope, no annotation, no event.
-        ``explain=False``: rank-only ids and scores (no snippets; the top hit's relevance label only)."""
+        scopes: Iterable[str] | None = None, category: str | None = None,
+        explain: bool = True,  # False: rank-only ids and scores (a Ranking), what eval times
+    ) -> SearchResult | ranking.Ranking:
+        """Pure ranking for evaluation (e.g. Recall@100): no cap, no auto_scope, no annotation, no event."""
         return reads.rank(self._s, query, mode, depth, scopes, category, explain)
 
     def disable_scope(self, scope: str) -> list[str]:
