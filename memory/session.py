@@ -51,6 +51,8 @@ class Session:
         self.disabled_scopes: list[str] = []
         # this session's search events up to this rowid have settled (memory/outcomes.py)
         self.settled_through = 0
+        # when this session last measured the curation pressure (a scan of the store) and found it low
+        self.curation_checked_at: datetime | None = None
         files.prepare_directory(self.directory)
         self.path = files.database_file(self.directory, DB_FILENAME)
         self.clock = clock

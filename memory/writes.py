@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from kenning.errors import InvalidInput, Stale
@@ -23,6 +24,7 @@ from .gates.limits import check_content, check_count, check_metadata, check_scop
 from .session import Session
 
 CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
+CURATION_RECHECK = timedelta(minutes=10)  # a session found the pressure low: measure again after this
 
 
 def write(
@@ -375,9 +377,13 @@ def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
         "SELECT 1 FROM events WHERE session = ? AND kind = ? LIMIT 1", (s.session_id, CURATION_HINT)).fetchone())
     if shown:
         return result
-    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, s.view(True), s.clock())
+    now = s.clock()
+    if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
+        return result  # measured low a moment ago: the scan grows with the store, so not on every commit
+    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, s.view(True), now)
     hint = health.curation_hint(counts)
     if hint is None:
+        s.curation_checked_at = now
         return result
     s.log(CURATION_HINT, payload={"pressure": hint["pressure"]})
     return result.model_copy(update={"curation_hint": hint})

@@ -172,3 +172,17 @@ def test_a_concurrent_update_in_another_process_makes_this_one_stale(tmp_path):
     assert here.update(mid, text="The ledger batches writes every ten seconds",
                        version=their_version).content.endswith("ten seconds")
     here.close()
+
+
+def test_a_session_with_low_curation_pressure_does_not_rescan_the_store_on_every_commit(store, clock, monkeypatch):
+    from kenning.memory import health
+
+    scans = []
+    real = health.curation_counts
+    monkeypatch.setattr(health, "curation_counts", lambda *a, **k: scans.append(1) or real(*a, **k))
+    for n in range(3):
+        assert store.write(f"Kite fact number {n} about line {n}x strength", scopes=["x"]).status == "committed"
+    assert len(scans) == 1  # measured low once; the scan reads the whole store
+    clock.now += timedelta(minutes=11)
+    store.write("Kites fly best in laminar wind", scopes=["x"])
+    assert len(scans) == 2
