@@ -25,6 +25,15 @@ def test_ties_break_by_best_rank_then_key():
     assert [f.key for f in fused] == [3, 5]
 
 
+def test_an_equal_score_goes_to_the_better_best_rank_before_the_smaller_key():
+    # k=0: ranks (2, 6) and (3, 3) both score 1/2 + 1/6 == 1/3 + 1/3 exactly; key 9 has the better best rank
+    fused = rrf({"a": [(100, 1.0), (9, 0.9), (2, 0.8), (101, 0.7), (102, 0.6), (103, 0.5)],
+                 "b": [(104, 1.0), (105, 0.9), (2, 0.8), (106, 0.7), (107, 0.6), (9, 0.5)]}, k=0)
+    by_key = {f.key: f for f in fused}
+    assert by_key[9].score == by_key[2].score
+    assert [f.key for f in fused][:4] == [100, 104, 9, 2]
+
+
 def test_empty_rankings():
     assert rrf({}) == [] and rrf({"a": []}) == []
 

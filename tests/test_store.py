@@ -64,7 +64,12 @@ def test_reopen_keeps_everything_and_does_not_reindex(tmp_path):
         keep = s.write("persistent lexical index survives restarts", scopes=["x"]).id
         gone = s.write("this one is removed later", scopes=["x"]).id
         s.remove(gone, reason="test")
+        with s.db.transaction() as c:  # a posting no rebuild would re-derive: it survives only if none runs
+            lexid = c.execute("SELECT d.lexid FROM lex_docs d JOIN memories m ON m.rowid = d.mem "
+                              "WHERE m.id = ? AND d.live = 1", (keep,)).fetchone()[0]
+            c.execute("INSERT INTO lex_delta(term, lexid, tf) VALUES ('zzsentinel', ?, 1)", (lexid,))
     with kenning.open_store(path) as s:
+        assert [h.id for h in s.search("zzsentinel", mode="bm25").hits] == [keep]
         assert [h.id for h in s.search("lexical index").hits] == [keep]
         assert s.search("removed later", mode="bm25").hits == []
         assert [t.memory.id for t in s.tombstones()] == [gone]
@@ -85,6 +90,7 @@ def test_tokenizer_change_rebuilds_the_index(tmp_path):
 
 
 def test_compaction_keeps_results_identical(store, monkeypatch):
+    import kenning.retrieval.text
     from kenning.store import lexicon
 
     ids = [store.write(f"memory number {i} about topic{i % 7}", scopes=["x"]).id for i in range(60)]
@@ -93,9 +99,16 @@ def test_compaction_keeps_results_identical(store, monkeypatch):
         store.lexicon.compact(c)
     assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0]) == 0
     assert [(h.id, h.score) for h in store.search("topic3 memory", mode="bm25", limit=50).hits] == before
+    # writes past the threshold compact on their own: the delta fills, then empties into the segments
     monkeypatch.setattr(lexicon, "COMPACT_AFTER_DELTA_ROWS", 10)
-    more = store.write("memory number 60 about topic3", scopes=["x"]).id
-    assert more in [h.id for h in store.search("topic3", mode="bm25", limit=50).hits]
+    delta = []
+    for i in range(60, 63):
+        store.write(f"memory number {i} about topic3 extra{i}", scopes=["x"])
+        delta.append(store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0]))
+    terms = len(set(kenning.retrieval.text.tokenize("memory number 60 about topic3 extra60")))
+    assert delta == [terms, 0, terms]  # the second write crossed 10 rows and compacted
+    found = {h.id for h in store.search("extra60 extra61 extra62", mode="bm25").hits}
+    assert len(found) == 3
     assert len(ids) == 60
 
 

@@ -52,8 +52,22 @@ def test_snippet_is_bounded_and_centred_on_the_densest_cluster():
     assert text.snippet("short text", ["x"]) == "short text"
 
 
-def test_fingerprint_is_stable():
-    assert text.fingerprint() == text.fingerprint()
+def test_fingerprint_is_stable_and_follows_the_token_stream(monkeypatch):
+    """Same tokenizer, same mark; a changed token stream (version, stemming, stopwords) a new one, so
+    stored indexes are rebuilt."""
+    base = text.fingerprint()
+    assert base == text.fingerprint() and len(base) == 16
+    monkeypatch.setattr(text, "TOKENIZER_VERSION", text.TOKENIZER_VERSION + "-next")
+    assert text.fingerprint() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(text, "STOPWORDS", text.STOPWORDS | {"queries"})
+    assert text.fingerprint() != base
+    monkeypatch.undo()
+    real = text.tokenize
+    monkeypatch.setattr(text, "tokenize", lambda s: [t.upper() for t in real(s)])
+    assert text.fingerprint() != base
+    monkeypatch.undo()
+    assert text.fingerprint() == base
 
 
 def test_snippet_of_a_matched_token_longer_than_the_snippet():
