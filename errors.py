@@ -45,6 +45,8 @@ class StorageError(KenningError, OSError):
 class EmbeddingsUnavailable(KenningError, RuntimeError):
     """The vector leg was asked for explicitly but the embeddings extra is absent or broken."""
 
-    def __init__(self, cause: str):
-        super().__init__(f"the semantic leg is unavailable ({cause}); install it with: {INSTALL_EMBEDDINGS}")
+    def __init__(self, cause: str, fix: str | None = None):
+        repair = f"repair it with: {fix}" if fix else f"install it with: {INSTALL_EMBEDDINGS}"
+        super().__init__(f"the semantic leg is unavailable ({cause}); {repair}")
         self.cause = cause
+        self.fix = fix

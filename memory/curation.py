@@ -58,7 +58,7 @@ def restore(s: Session, id: str) -> Memory:
         s.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())
         enqueue(c, [row[0]])
         events.log(c, s.clock(), s.session_id, events.RESTORE, memory.id)
-    s.embed_if_loaded()
+    s.embed_if_loaded([memory.id])
     return memory
 
 

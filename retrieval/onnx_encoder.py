@@ -1,0 +1,140 @@
+"""The runtime encoder: onnxruntime + tokenizers + numpy, reproducing sentence-transformers exactly.
+
+What sentence-transformers does for a Transformer -> mean Pooling -> Normalize model, and what this
+mirrors: strip each text (and lowercase it when ``do_lower_case``), tokenize with the model's own
+``tokenizer.json`` truncated to ``max_seq_length`` (sentence_bert_config.json, else the smaller of
+the tokenizer's and the model's limit) and padded to the longest text of the batch, run the
+transformer, average the token states the attention mask keeps, divide by the L2 norm.
+
+No torch here: this module is the query and write path. The ONNX graph comes from
+``onnx_export.py``, which is the only place torch is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+# A query takes ~4 ms on one thread; a second thread buys little for a model this small and, on a
+# shared machine, its spin-waiting costs more than it saves (the same finding as the torch encoder).
+DEFAULT_THREADS = 1
+# Texts are tokenized, sorted by length and run in batches this large: padding stays short.
+DEFAULT_BATCH = 32
+# Encode this many batches between progress callbacks.
+_BATCHES_PER_CHUNK = 8
+
+
+def max_seq_length(model_dir: Path) -> int:
+    """The token limit sentence-transformers applies to this model directory."""
+    configured = _json(model_dir / "sentence_bert_config.json").get("max_seq_length")
+    if configured:
+        return int(configured)
+    limits = [
+        _json(model_dir / "tokenizer_config.json").get("model_max_length"),
+        _json(model_dir / "config.json").get("max_position_embeddings"),
+    ]
+    limits = [int(v) for v in limits if isinstance(v, (int, float)) and 0 < v < 1_000_000]
+    return min(limits) if limits else 512
+
+
+def _json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def load_tokenizer(model_dir: Path):
+    """The model's fast tokenizer, truncating and padding the way sentence-transformers calls it."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_seq_length(model_dir), strategy="longest_first")
+    pad_token = _json(model_dir / "tokenizer_config.json").get("pad_token") or "[PAD]"
+    if isinstance(pad_token, dict):
+        pad_token = pad_token.get("content", "[PAD]")
+    pad_id = tokenizer.token_to_id(pad_token)
+    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token=pad_token)
+    return tokenizer
+
+
+def session(onnx_file: Path, threads: int | None = None):
+    """An onnxruntime CPU session: one intra-op thread unless KENNING_ONNX_THREADS says otherwise."""
+    import onnxruntime as ort
+
+    if threads is None:
+        threads = max(1, int(os.environ.get("KENNING_ONNX_THREADS", DEFAULT_THREADS)))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only: warnings would land on a CLI's or MCP client's stderr
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxEncoder:
+    """Texts -> L2-normalised float32 rows from an ONNX transformer. Safe to call from several threads."""
+
+    backend = "onnx"
+
+    def __init__(self, spec, onnx_file: Path, model_id: str, dim: int | None = None, threads: int | None = None):
+        self.spec = spec
+        self.model_id = model_id
+        self.onnx_file = onnx_file
+        self._tokenizer = load_tokenizer(spec.path)
+        self._lower = bool(_json(spec.path / "sentence_bert_config.json").get("do_lower_case"))
+        self._session = session(onnx_file, threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.dim = dim if dim is not None else int(self._encode_batch(["probe"]).shape[1])
+
+    def encode(
+        self,
+        texts: Iterable[str],
+        batch_size: int = DEFAULT_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """Encode texts to an (n, dim) float32 array in input order; ``progress(n_done_now)`` per chunk.
+
+        Texts are run longest first, so each batch holds texts of similar length and pads little.
+        """
+        texts = [self._prepare(t) for t in texts]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        done_since = 0
+        for n, start in enumerate(range(0, len(order), batch_size), start=1):
+            rows = order[start : start + batch_size]
+            out[rows] = self._encode_batch([texts[i] for i in rows])
+            done_since += len(rows)
+            if progress is not None and (n % _BATCHES_PER_CHUNK == 0 or start + batch_size >= len(order)):
+                progress(done_since)
+                done_since = 0
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One query as a (dim,) float32 unit vector."""
+        return self._encode_batch([self._prepare(text)])[0]
+
+    def _prepare(self, text: str) -> str:
+        text = str(text).strip()
+        return text.lower() if self._lower else text
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        encoded = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
+        states = self._session.run(None, feed)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -1,0 +1,74 @@
+"""The reference encoder: the model run by sentence-transformers on torch.
+
+It is not on the query or write path any more (``onnx_encoder.py`` is); it exists for the one-time
+ONNX export, the parity tests and the benchmark, and as ``KENNING_ENCODER=torch`` to compare
+answers. Importing this module is cheap; loading a model imports torch (~7 s).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+_BATCHES_PER_CHUNK = 8
+
+
+def load_sentence_transformer(path):
+    """The sentence-transformers model in ``path``, offline, with torch on one intra-op thread."""
+    # Everything a model needs is on disk; never let a load wander onto the network, and keep
+    # the hub's per-load progress bars off a CLI's stderr.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sentence_transformers import SentenceTransformer
+
+    _limit_torch_threads()
+    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+
+
+def _limit_torch_threads() -> None:
+    """One intra-op thread unless KENNING_TORCH_THREADS says otherwise.
+
+    Measured on the 2-core machine with other work running: a query took 485 ms with torch's
+    default two threads and 13 ms with one; a batch of 256 short texts 18 vs 245 texts/s.
+    """
+    import torch
+
+    torch.set_num_threads(max(1, int(os.environ.get("KENNING_TORCH_THREADS", "1"))))
+
+
+class TorchEncoder:
+    """A loaded sentence-transformers model that returns L2-normalised float32 rows."""
+
+    backend = "torch"
+
+    def __init__(self, spec, model_id: str | None = None):
+        self.spec = spec
+        self.model_id = model_id or spec.model_id
+        self._model = load_sentence_transformer(spec.path)
+        self.dim = int(self._model.encode(["probe"], convert_to_numpy=True).shape[1])
+
+    def encode(
+        self,
+        texts: Iterable[str],
+        batch_size: int = 16,
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """Encode texts to an (n, dim) float32 array; ``progress(n_done_now)`` is called per chunk."""
+        texts = list(texts)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        chunk = batch_size * _BATCHES_PER_CHUNK
+        for start in range(0, len(order), chunk):
+            rows = order[start : start + chunk]
+            out[rows] = self._model.encode(
+                [texts[i] for i in rows], batch_size=batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
+            if progress is not None:
+                progress(len(rows))
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text], batch_size=1)[0]
