@@ -15,7 +15,7 @@ import typer
 
 from kenning.commands import support as ui
 from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
-from kenning.errors import InvalidInput, KenningError
+from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError
 
 app = typer.Typer(
     name="kenning",
@@ -225,7 +225,10 @@ def search(
         emit_json(result.to_dict())
         return
     if result.degraded:
-        note(f"{result.degraded.message} ({result.degraded.install})")
+        note(f"{result.degraded.message} ({result.degraded.fix or result.degraded.install})")
+    if result.pending_embeddings:
+        note(f"{plural(result.pending_embeddings, 'memory', 'memories')} have no vector yet, so the semantic leg "
+             "could not see them (`kenning index` embeds them)")
     if not result.hits:
         ui.out.print(result.note or "no memory matches that query")
         return
@@ -389,6 +392,8 @@ def import_(
     no_gates: bool = typer.Option(False, "--no-gates", help="Trusted bulk load: skip the write gates ("
                                   + NO_GATES_SKIPS + ")."),
     batch_size: int = typer.Option(2000, help="Memories per transaction."),
+    embed: bool = typer.Option(False, "--embed", help="Also embed them now, with a progress bar and the rate "
+                                                      "(else `kenning index` or a server does it)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Import memories in bulk through the same gates as `write`: each line is committed, refused (and
@@ -411,8 +416,9 @@ def import_(
                                               progress=tick)
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; nothing was imported") from None
+    embedding = _embed_pending(store, as_json) if embed else None
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), **({"embedding": embedding} if embed else {})})
         return
     if no_gates:
         note(f"--no-gates: did not check {NO_GATES_SKIPS}")
@@ -424,6 +430,49 @@ def import_(
                if report.count(s)]
     ui.out.print(f"imported {plural(report.count('committed'), 'memory', 'memories')} from "
                  f"{plural(len(report.lines), 'line')}" + (f"; {', '.join(skipped)}" if skipped else ""))
+    if embedding is not None:
+        _print_embedding(embedding)
+
+
+def _embed_pending(store, as_json: bool) -> dict:
+    """Embed the queue with a progress bar and the rate: {pending_before, embedded, pending, seconds,
+    per_second}, plus degraded and fix when the encoder cannot run."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    pending = store.semantic.pending_count()
+    report = {"pending_before": pending, "embedded": 0, "seconds": 0.0, "per_second": None}
+    if not pending:
+        return {**report, "pending": 0}
+    availability = store.semantic.availability()
+    if not availability.working:
+        return {**report, "pending": pending, "degraded": availability.cause,
+                "fix": availability.fix or INSTALL_EMBEDDINGS}
+    started = time.monotonic()
+    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=ui.err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("embedding", total=pending, rate="")
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+            done = progress.tasks[0].completed
+            progress.update(task, rate=f"{done / max(time.monotonic() - started, 1e-9):.0f} memories/s")
+
+        done = store.semantic.embed_pending(progress=advance)
+    store.semantic.save()
+    seconds = time.monotonic() - started
+    return {**report, "embedded": done, "pending": store.semantic.pending_count(), "seconds": round(seconds, 2),
+            "per_second": round(done / seconds, 1) if seconds > 0 and done else None}
+
+
+def _print_embedding(report: dict) -> None:
+    if "degraded" in report:
+        raise InvalidInput(f"{report['pending']} memories wait for embeddings, but {report['degraded']}; "
+                           f"fix: {report['fix']}")
+    rate = f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s)" if report["per_second"] else ""
+    ui.out.print(f"embedded {report['embedded']}{rate}; {report['pending']} pending")
 
 
 def _read_jsonl(file: str) -> tuple[list, list[str]]:
@@ -450,62 +499,74 @@ def _read_jsonl(file: str) -> tuple[list, list[str]]:
     return records, labels
 
 
-@app.command(epilog="Example: kenning index   (embed what is pending, then report)")
+@app.command(epilog="Example: kenning index   (embed what is pending, with a progress bar and the rate)")
 @handle_errors
 def index(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Embed every memory still waiting for a vector (writes from a cold CLI queue theirs)."""
-    from rich.progress import Progress
-
-    store = _store(ctx)
-    pending = store.semantic.pending_count()
-    availability = store.semantic.availability() if pending else None
-    done = 0
-    if pending and availability.working:
-        with Progress(console=ui.err, transient=True, disable=as_json) as progress:
-            task = progress.add_task("embedding", total=pending)
-            done = store.semantic.embed_pending(progress=lambda n: progress.advance(task, n))
-        store.semantic.save()
-    report = {"pending_before": pending, "embedded": done, "pending": store.semantic.pending_count(),
-              **({"degraded": availability.cause} if availability and not availability.working else {})}
+    """Embed every memory still waiting for a vector (bulk imports queue theirs; searches never wait for them)."""
+    report = _embed_pending(_store(ctx), as_json)
     if as_json:
         emit_json(report)
-    elif availability and not availability.working:
-        raise InvalidInput(f"{pending} memories wait for embeddings, but {availability.cause}; "
-                           'install the extra: pip install "kenning[embeddings]"')
     else:
-        ui.out.print(f"embedded {done}; {report['pending']} pending")
+        _print_embedding(report)
 
 
-@app.command(epilog="Example: kenning models --json")
+@app.command(epilog="Example: kenning models --convert   (convert the configured model to ONNX once, with progress)")
 @handle_errors
 def models(
     ctx: typer.Context,
+    convert: bool = typer.Option(False, "--convert", help="Convert the configured model to ONNX now (again, if it was)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """List the embedding models a name can resolve to and which one this store uses."""
-    from kenning.retrieval import embeddings
+    """List the embedding models a name can resolve to, which one this store uses and its ONNX conversion."""
+    from kenning.retrieval import embeddings, onnx_export
 
     store = _store(ctx)
     configured = store.config.model or embeddings.DEFAULT_MODEL
+    backend = embeddings.backend()
+    if convert:
+        _convert(embeddings.resolve_model(store.config.model), backend, as_json)
     info = store.semantic.model_info()
     rows = [{"name": spec.name, "model_id": spec.model_id, "source": spec.source, "path": str(spec.path),
-             "configured": spec.name == configured, "store_indexed_with": spec.model_id == info["model_id"]}
+             "configured": spec.name == configured,
+             "store_indexed_with": embeddings.encoder_id(spec, backend) == info["model_id"],
+             "onnx": str(onnx_export.onnx_file(spec)) if onnx_export.problem(spec) is None else None}
             for spec in embeddings.list_models()]
-    payload = {"configured": configured, "store": info, "models": rows}
+    payload = {"configured": configured, "backend": backend, "store": info, "models": rows}
     if as_json:
         emit_json(payload)
         return
     ui.out.print(f"store uses {info['model_id'] or 'no model yet'} (dim {info['dim'] or '-'}, {info['pending']} pending); "
-              f"configured: {configured}")
+              f"configured: {configured}; encoder: {backend}")
     if not rows:
         ui.out.print('no model available; install one with: pip install "kenning[embeddings]"')
         return
     for row in rows:
         marks = ", ".join(m for m, on in (("configured", row["configured"]), ("indexed", row["store_indexed_with"])) if on)
-        _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""), row["path"])
+        _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""),
+               f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}")
+
+
+def _convert(spec, backend: str, as_json: bool) -> None:
+    """Export spec to ONNX (and quantise it for onnx-int8), showing each step."""
+    import time
+
+    from kenning.retrieval import onnx_export
+
+    if not onnx_export.can_convert():
+        raise InvalidInput(f"converting needs sentence-transformers and torch: {INSTALL_EMBEDDINGS}")
+    started = time.monotonic()
+    with ui.err.status(f"converting {spec.name} to ONNX", spinner="dots") as status:
+        def step(message: str) -> None:
+            status.update(f"{message} ({time.monotonic() - started:.0f} s)")
+            if not as_json:
+                ui.err.print(f"  {message}")
+
+        onnx_export.ensure(spec, "onnx-int8" if backend == "onnx-int8" else "onnx", step=step, force=True)
+    if not as_json:
+        ui.out.print(f"converted {spec.name} in {time.monotonic() - started:.0f} s: {onnx_export.converted_dir(spec)}")
 
 
 @app.command(epilog="Example: kenning verify 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --verified-path src/app.py --note 'port still 8443'")

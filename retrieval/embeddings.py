@@ -268,13 +268,15 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
     from . import onnx_export
 
     if not onnx_export.can_convert():
-        raise EmbeddingsUnavailable(f"{problem}, and converting it needs sentence-transformers", fix=REPAIR_COMMAND)
+        raise EmbeddingsUnavailable(f"{problem}, and converting it needs sentence-transformers",
+                                    fix=f"pip install sentence-transformers && {REPAIR_COMMAND}")
     started = time.monotonic()
     notice(f"{problem}; converting {spec.name} to ONNX once (about half a minute)")
     try:
         onnx_export.ensure(spec, variant, step=lambda message: notice(f"  {message}"), force=force)
     except Exception as exc:
-        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}", fix=REPAIR_COMMAND) from exc
+        # the model itself did not load or export: no command repairs that, the cause says what is wrong
+        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
     notice(f"converted {spec.name} in {time.monotonic() - started:.0f} s ({onnx_export.converted_dir(spec)})")
 
 

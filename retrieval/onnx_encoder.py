@@ -1,10 +1,11 @@
 """The runtime encoder: onnxruntime + tokenizers + numpy, reproducing sentence-transformers exactly.
 
-What sentence-transformers does for a Transformer -> mean Pooling -> Normalize model, and what this
-mirrors: strip each text (and lowercase it when ``do_lower_case``), tokenize with the model's own
-``tokenizer.json`` truncated to ``max_seq_length`` (sentence_bert_config.json, else the smaller of
-the tokenizer's and the model's limit) and padded to the longest text of the batch, run the
-transformer, average the token states the attention mask keeps, divide by the L2 norm.
+What sentence-transformers does before its modules run, and what this mirrors: strip each text
+(and lowercase it when ``do_lower_case``), tokenize with the model's own ``tokenizer.json``
+truncated to ``max_seq_length`` (sentence_bert_config.json, else the smaller of the tokenizer's and
+the model's limit) and padded to the longest text of the batch. The graph is the model's module
+pipeline (transformer, mean pooling over the attention mask, normalisation); a graph of a bare
+transformer is mean-pooled here the same way. Rows are L2-normalised at the end.
 
 No torch here: this module is the query and write path. The ONNX graph comes from
 ``onnx_export.py``, which is the only place torch is imported.
@@ -133,8 +134,9 @@ class OnnxEncoder:
         feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
-        states = self._session.run(None, feed)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        pooled = self._session.run(None, feed)[0]
+        if pooled.ndim == 3:  # a graph of the bare transformer: mean over the tokens the mask keeps
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (pooled * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

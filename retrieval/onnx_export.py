@@ -1,9 +1,10 @@
 """The one-time conversion of a sentence-transformers model to ONNX, and where the result lives.
 
-sentence-transformers stays the reference and the export path: the transformer inside it is
-exported with ``torch.onnx.export`` (this is the only module that imports torch, and only inside
-``convert``). Pooling and normalisation are not part of the graph; ``onnx_encoder.py`` does them in
-numpy, exactly as sentence-transformers does.
+sentence-transformers stays the reference and the export path: its whole module pipeline
+(transformer, mean pooling over the attention mask, dense layers if any, normalisation) is exported
+with ``torch.onnx.export``, so the graph is the model, not a re-implementation of it. This is the
+only module that imports torch, and only inside ``convert``. Tokenizing (the model's own
+tokenizer.json and max length) happens outside the graph, in ``onnx_encoder.py``.
 
 A converted model lives in ``<cache>/onnx/<model id>-e<EXPORT_VERSION>/`` (``$KENNING_CACHE_DIR``,
 else the user cache dir), not inside the model directory: the model id hashes that directory, so
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 # Bump when the export recipe changes (opset, graph inputs, quantisation settings).
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 OPSET = 17
 MANIFEST = "manifest.json"
 VARIANTS = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
@@ -117,8 +118,7 @@ def convert(spec, step: Step | None = None) -> dict:
 
     from .torch_encoder import load_sentence_transformer
 
-    model = load_sentence_transformer(spec.path)
-    transformer = model[0].auto_model.eval()
+    model = load_sentence_transformer(spec.path).eval()
     folder = converted_dir(spec)
     folder.mkdir(parents=True, exist_ok=True)
     step("exporting the transformer to ONNX")
@@ -126,15 +126,15 @@ def convert(spec, step: Step | None = None) -> dict:
     tokenized = model[0].tokenizer(["a padded example", "a longer example sentence so that the first one is padded"],
                                    padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenized]
-    wrapper = _LastHiddenState(transformer, names)
+    wrapper = _SentenceEmbedding(model, names)
     tmp = _temp_path(folder, ".onnx")
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer notes about shapes; the check below is what counts
             torch.onnx.export(
                 wrapper, tuple(tokenized[n] for n in names), str(tmp), input_names=names,
-                output_names=["last_hidden_state"], opset_version=OPSET, dynamo=False,
-                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+                output_names=["sentence_embedding"], opset_version=OPSET, dynamo=False,
+                dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "sentence_embedding": {0: "batch"}},
             )
         step("checking the ONNX model against sentence-transformers")
         reference = model.encode([PROBE_TEXT, *_CHECK_TEXTS], normalize_embeddings=True, convert_to_numpy=True)
@@ -183,19 +183,21 @@ def quantize(spec, step: Step | None = None) -> dict:
     return manifest
 
 
-class _LastHiddenState:
-    """Wraps the Hugging Face model so the graph takes positional tensors and returns token states."""
+class _SentenceEmbedding:
+    """Wraps the whole sentence-transformers pipeline (transformer, pooling over the attention mask,
+    any dense layers, normalisation) so the graph takes positional tensors and returns the
+    sentence embedding: every module the model declares is in the graph, none is re-implemented."""
 
-    def __new__(cls, transformer, names):
+    def __new__(cls, model, names):
         import torch
 
         class Wrapper(torch.nn.Module):
             def __init__(self):
                 super().__init__()
-                self.transformer = transformer
+                self.model = model
 
             def forward(self, *tensors):
-                return self.transformer(**dict(zip(names, tensors))).last_hidden_state
+                return self.model(dict(zip(names, tensors)))["sentence_embedding"]
 
         return Wrapper()
 

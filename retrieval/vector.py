@@ -12,11 +12,14 @@ followed by the raw arrays. ``load`` answers None for anything it cannot trust, 
 rebuilds from its stored embeddings.
 
 hnswlib is imported lazily, only when the graph is first needed, so that importing this
-module stays cheap and works without the embeddings extra.
+module stays cheap and works without the embeddings extra. It is optional even then: without it
+the index stays exact at every size (correct, slower above the threshold), and a saved graph is
+ignored on load.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import struct
@@ -129,7 +132,7 @@ class VectorIndex:
 
         if self._hnsw is not None:
             self._hnsw_add(keys, vectors)
-        elif self._count > self.exact_threshold:
+        elif self._count > self.exact_threshold and hnswlib_installed():
             self._build_hnsw()
 
     def remove(self, keys: Iterable[int]) -> int:
@@ -384,7 +387,7 @@ class VectorIndex:
             index.meta = saved  # the caller's provenance, for checks beyond expected_meta
             if len(index._row) != len(keys):
                 return None
-            if header["hnsw"] is not None:
+            if header["hnsw"] is not None and hnswlib_installed():
                 import hnswlib
 
                 params = dict(header["hnsw"])
@@ -406,6 +409,11 @@ def read_header(path: str | Path) -> dict | None:
     except OSError:
         return None
     return None if data is None else data[0]
+
+
+def hnswlib_installed() -> bool:
+    """Whether the graph can be built; without hnswlib every search is exact."""
+    return importlib.util.find_spec("hnswlib") is not None
 
 
 def _read(path: Path) -> tuple[dict, bytearray] | None:

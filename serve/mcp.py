@@ -169,8 +169,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         ("my project", "the deploy script we wrote") or a stored preference could settle an ambiguous request.
         When a hit shapes your reply, tell the user you used it.
 
-        Returns {query, mode, legs_run, degraded, hits, note?}. degraded is null, or says the semantic leg could
-        not run (reason, message, install) and the search ran lexically. note explains an empty result that is not
+        Returns {query, mode, legs_run, degraded, pending_embeddings, hits, note?}. degraded is null, or says the
+        semantic leg could not run (reason, message, fix) and the search ran lexically. pending_embeddings counts
+        memories the semantic leg could not see yet (they are being embedded in the background). note explains an empty result that is not
         "nothing matched" (e.g. since_prior_session with no prior session yet). Per hit:
         - relevance high|medium|low: the share of your query words the memory literally contains. Read it with
           matched_leg (lexical | semantic | both): a semantic-only hit is low by construction yet may fit.
@@ -595,6 +596,7 @@ def serve(store_dir: str | os.PathLike | None = None) -> None:
     from kenning.serve import stdio_guard
 
     with Store(store_dir) as store:
+        store.semantic.start_background()  # embeds what bulk imports queued; searches never wait for it
         anyio.run(stdio_guard.run, build_server(store))
 
 

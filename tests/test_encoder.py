@@ -1,0 +1,201 @@
+"""The ONNX encoder: parity with sentence-transformers, conversion keyed and repaired, no torch after it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kenning.retrieval import embeddings, onnx_export
+
+pytestmark = pytest.mark.embeddings
+
+BUILTIN = Path(__file__).resolve().parent.parent / "eval" / "builtin"
+
+
+@pytest.fixture(scope="module")
+def onnx_encoder():
+    """The ONNX encoder of the packaged model (converting it first if this machine never did)."""
+    pytest.importorskip("onnxruntime")
+    spec = embeddings.resolve_model()
+    return embeddings.get_encoder(spec, "onnx")
+
+
+def parity_texts(n: int = 1000) -> list[str]:
+    """n deterministic texts of every shape: memories, queries, first clauses, and long runs that
+    the 256-token limit truncates, from the bundled collection (so the test needs no download)."""
+    docs = [json.loads(line)["text"] for line in (BUILTIN / "corpus.jsonl").read_text().splitlines() if line]
+    queries = [json.loads(line)["text"] for line in (BUILTIN / "queries.jsonl").read_text().splitlines() if line]
+    texts = docs + queries
+    texts += [doc.split(";")[0].split(",")[0] for doc in docs]
+    texts += [" ".join(docs[i : i + 25]) for i in range(0, len(docs), 3)]  # 300+ tokens: truncated
+    texts += [doc.upper() for doc in docs]
+    return texts[:n]
+
+
+@pytest.mark.slow
+def test_onnx_vectors_match_sentence_transformers_on_1000_texts(onnx_encoder):
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    texts = parity_texts()
+    assert len(texts) == 1000 and max(map(len, texts)) > 3000
+    reference = TorchEncoder(onnx_encoder.spec).encode(texts)
+    vectors = onnx_encoder.encode(texts)
+    cosines = np.sum(reference * vectors, axis=1)
+    assert cosines.min() >= 0.999, f"worst cosine {cosines.min():.6f} on {texts[int(cosines.argmin())][:80]!r}"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_batches_and_single_queries_agree_whatever_the_padding(onnx_encoder):
+    texts = ["short", "a considerably longer sentence about databases, indexes and their upkeep " * 3, "mid length text"]
+    together = onnx_encoder.encode(texts, batch_size=3)
+    for text, row in zip(texts, together):
+        assert float(onnx_encoder.encode_query(text) @ row) > 0.99999
+    assert onnx_encoder.encode([]).shape == (0, onnx_encoder.dim)
+
+
+def test_the_tokenizer_follows_the_model_directory(onnx_encoder):
+    from kenning.retrieval.onnx_encoder import max_seq_length
+
+    spec = onnx_encoder.spec
+    assert max_seq_length(spec.path) == json.loads((spec.path / "sentence_bert_config.json").read_text())["max_seq_length"]
+    long_text = "word " * 1000
+    assert float(onnx_encoder.encode_query(long_text) @ onnx_encoder.encode_query("word " * 600)) > 0.99999  # both cut
+
+
+def test_vectors_are_keyed_by_backend_so_caches_never_mix(onnx_encoder):
+    spec = onnx_encoder.spec
+    ids = {backend: embeddings.encoder_id(spec, backend) for backend in embeddings.BACKENDS}
+    assert ids["torch"] == spec.model_id and len(set(ids.values())) == 3
+    assert onnx_encoder.model_id == ids["onnx"]
+
+
+def test_the_conversion_is_keyed_by_model_id_and_export_version(onnx_encoder, tmp_path):
+    spec = onnx_encoder.spec
+    folder = onnx_export.converted_dir(spec)
+    assert folder.name.endswith(f"-e{onnx_export.EXPORT_VERSION}")
+    assert spec.model_id.split(":")[1] in folder.name
+    other = embeddings.ModelSpec(spec.name, spec.path, spec.source, spec.name + ":000000000000")
+    assert onnx_export.converted_dir(other) != folder  # a changed model is converted afresh
+    manifest = onnx_export.read_manifest(spec)
+    assert manifest["model_id"] == spec.model_id and manifest["check_min_cosine"] >= 0.9999
+
+
+def _copy_conversion(spec, cache: Path) -> Path:
+    """The converted model copied into another cache dir, so a test may damage its copy."""
+    source = onnx_export.converted_dir(spec)
+    target = cache / "onnx" / source.name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".lock", ".partial-*"))
+    return target
+
+
+PROBE = """
+import json, sys
+{setup}
+from kenning.retrieval import embeddings
+import kenning
+s = kenning.open_store({store!r})
+s.write("The auth service listens on port 8443", scopes=["x"])
+r = s.search("auth port", mode="hybrid")
+a = embeddings.probe()
+print(json.dumps({{"state": a.state, "cause": a.cause, "fix": a.fix,
+                  "degraded": r.degraded.model_dump() if r.degraded else None, "hits": len(r.hits),
+                  "legs": r.legs_run, "torch": "torch" in sys.modules}}))
+"""
+NO_CONVERTER = """
+import importlib.util
+_real = importlib.util.find_spec
+sys.modules["sentence_transformers"] = None
+importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] == "sentence_transformers" else _real(name, *a)
+"""
+
+
+def _run(tmp_path: Path, cache: Path, setup: str = "") -> dict:
+    env = {**os.environ, "KENNING_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup, store=str(tmp_path / "s"))],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]) | {"stderr": done.stderr}
+
+
+def _damage_in_place(path: Path) -> None:
+    """Overwrite a stretch of the weights with zeros, keeping the size (a bad disk, a bad copy)."""
+    data = bytearray(path.read_bytes())
+    for start in range(len(data) // 10, len(data), len(data) // 10):  # every tenth of the file
+        data[start : start + 500_000] = bytes(len(data[start : start + 500_000]))
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "zeroed", "not-onnx"])
+def test_a_missing_or_damaged_onnx_file_degrades_with_the_repair_when_it_cannot_convert(onnx_encoder, tmp_path, damage):
+    cache = tmp_path / "cache"
+    onnx_file = _copy_conversion(onnx_encoder.spec, cache) / "model.onnx"
+    if damage == "missing":
+        onnx_file.unlink()
+    elif damage == "truncated":
+        onnx_file.write_bytes(onnx_file.read_bytes()[:1000])
+    elif damage == "zeroed":
+        _damage_in_place(onnx_file)
+    else:
+        size = onnx_file.stat().st_size
+        onnx_file.write_bytes(b"not a model " * (size // 12) + b"x" * (size % 12))
+    report = _run(tmp_path, cache, NO_CONVERTER)
+    assert report["state"] == "broken" and report["fix"].endswith("kenning models --convert")
+    assert "ONNX" in report["cause"] and "sentence-transformers" in report["fix"]
+    assert report["degraded"]["reason"] == "embeddings_broken" and report["degraded"]["fix"] == report["fix"]
+    assert report["legs"] == ["keyword", "bm25"] and report["hits"] == 1  # it answered, lexically
+    assert "Traceback" not in report["stderr"] and report["torch"] is False
+
+
+@pytest.mark.slow
+def test_a_damaged_onnx_file_is_reconverted_when_sentence_transformers_is_there(onnx_encoder, tmp_path):
+    cache = tmp_path / "cache"
+    onnx_file = _copy_conversion(onnx_encoder.spec, cache) / "model.onnx"
+    _damage_in_place(onnx_file)
+    report = _run(tmp_path, cache)
+    assert report["state"] == "working" and report["degraded"] is None and "vector" in report["legs"]
+    assert "converting" in report["stderr"] and "converted" in report["stderr"]  # the repair was shown
+    assert onnx_export.problem(onnx_encoder.spec) is None
+
+
+@pytest.mark.slow
+def test_no_torch_in_a_process_that_searches_writes_and_serves_mcp(onnx_encoder, tmp_path):
+    """A fresh library process (write, hybrid search) and a fresh MCP server (tool calls) never import torch."""
+    report = _run(tmp_path, onnx_export.cache_root())
+    assert report["state"] == "working" and "vector" in report["legs"] and report["torch"] is False
+
+    pytest.importorskip("mcp")
+    from anyio.from_thread import start_blocking_portal
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    marker = tmp_path / "modules.json"
+    launcher = textwrap.dedent(f"""
+        import atexit, json, sys
+        atexit.register(lambda: open({str(marker)!r}, "w").write(json.dumps(sorted(sys.modules))))
+        from kenning.server import main
+        main(["--store", {str(tmp_path / "served")!r}])
+    """)
+    params = StdioServerParameters(command=sys.executable, args=["-c", launcher], cwd=str(tmp_path),
+                                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+    async def session_calls():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            wrote = await session.call_tool("memory_write", {"content": "Pods restart after three failed liveness probes",
+                                                             "scopes": ["infra"]})
+            found = await session.call_tool("memory_search", {"query": "container health check restarts"})
+            return wrote.structured_content, found.structured_content
+
+    with start_blocking_portal() as portal:
+        wrote, found = portal.call(session_calls)
+    assert wrote["status"] == "committed"
+    assert found["mode"] == "hybrid" and "vector" in found["legs_run"] and found["hits"][0]["matched_leg"] != "lexical"
+    modules = json.loads(marker.read_text())
+    assert "onnxruntime" in modules and "torch" not in modules and "sentence_transformers" not in modules
