@@ -203,7 +203,7 @@ def mcp_first_search(path: Path, query: str, runs: int, backend: str) -> dict:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.server", "--store", str(path)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.serve.mcp", "--store", str(path)],
                                    cwd=tempfile.gettempdir(), env={**ENV, "KENNING_ENCODER": backend})
 
     async def once() -> tuple[float, float]:

@@ -179,7 +179,7 @@ def test_no_torch_in_a_process_that_searches_writes_and_serves_mcp(onnx_encoder,
     launcher = textwrap.dedent(f"""
         import atexit, json, sys
         atexit.register(lambda: open({str(marker)!r}, "w").write(json.dumps(sorted(sys.modules))))
-        from kenning.server import main
+        from kenning.serve.mcp import main
         main(["--store", {str(tmp_path / "served")!r}])
     """)
     params = StdioServerParameters(command=sys.executable, args=["-c", launcher], cwd=str(tmp_path),

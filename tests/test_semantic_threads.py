@@ -98,7 +98,7 @@ def test_fifty_concurrent_mcp_calls_against_a_server_embedding_in_the_background
     path = tmp_path / "served"
     with kenning.open_store(path) as seed:
         seed.import_records(corpus(400, "seed"))  # a backlog the server's background thread drains
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.server", "--store", str(path)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.serve.mcp", "--store", str(path)],
                                    cwd=str(tmp_path), env={**os.environ, "HF_HUB_OFFLINE": "1"})
     rng = random.Random(50)
     calls = []

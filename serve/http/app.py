@@ -40,6 +40,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if owned:  # embed what bulk imports queued, on its own thread; searches never wait for it
+            opened.semantic.start_background()
         yield
         if owned:
             opened.close()
