@@ -194,7 +194,14 @@ def encoder_id(spec: ModelSpec, backend_name: str | None = None) -> str:
     ONNX variants get their own, so the two are never confused in a cache or a parity run.
     """
     backend_name = backend_name or backend()
-    return spec.model_id if backend_name == "torch" else f"{spec.model_id}@{backend_name}"
+    if backend_name == "torch":
+        return spec.model_id
+    if backend_name == "onnx-int8":  # another quantisation recipe gives other vectors
+        from .onnx_export import QUANTIZATION
+
+        recipe = hashlib.sha256(repr(sorted(QUANTIZATION.items())).encode()).hexdigest()[:6]
+        return f"{spec.model_id}@onnx-int8.{recipe}"
+    return f"{spec.model_id}@{backend_name}"
 
 
 def get_encoder(spec: ModelSpec, backend_name: str | None = None) -> Encoder:
@@ -271,13 +278,16 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
         raise EmbeddingsUnavailable(f"{problem}, and converting it needs sentence-transformers",
                                     fix=f"pip install sentence-transformers && {REPAIR_COMMAND}")
     started = time.monotonic()
-    notice(f"{problem}; converting {spec.name} to ONNX once (about half a minute)")
+    converting = force or onnx_export.problem(spec, "onnx") is not None
+    notice(f"{problem}; " + (f"converting {spec.name} to ONNX once (about half a minute)" if converting
+                             else f"quantising {spec.name} to int8 once"))
     try:
         onnx_export.ensure(spec, variant, step=lambda message: notice(f"  {message}"), force=force)
     except Exception as exc:
         # the model itself did not load or export: no command repairs that, the cause says what is wrong
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
-    notice(f"converted {spec.name} in {time.monotonic() - started:.0f} s ({onnx_export.converted_dir(spec)})")
+    notice(f"{'converted' if converting else 'quantised'} {spec.name} in {time.monotonic() - started:.0f} s "
+           f"({onnx_export.converted_dir(spec)})")
 
 
 def notice(message: str) -> None:

@@ -33,6 +33,10 @@ OPSET = 17
 MANIFEST = "manifest.json"
 VARIANTS = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 PROBE_TEXT = "kenning checks that the converted model still answers like the original"
+# int8 dynamic quantisation of the MatMul weights, one scale per output channel (per-tensor scales
+# gave a median cosine of 0.965 to the float model, per-channel 0.993; the embedding tables stay
+# float). Kept in the manifest: a file quantised another way is quantised again.
+QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "op_types": ["MatMul"]}
 # A converted file must reproduce the reference probe vector this closely, else it is corrupt.
 PROBE_MIN_COSINE = {"onnx": 0.9999, "onnx-int8": 0.97}
 # Texts the export is checked on before it is kept: short, long (truncated), padded together.
@@ -84,9 +88,12 @@ def problem(spec, variant: str = "onnx") -> str | None:
     path = onnx_file(spec, variant)
     if manifest is None:
         return f"the ONNX conversion of {spec.name} is missing ({converted_dir(spec)})"
-    expected = (manifest.get("files") or {}).get(variant, {}).get("bytes")
+    entry = (manifest.get("files") or {}).get(variant, {})
+    expected = entry.get("bytes")
     if expected is None or not path.is_file():
         return f"the ONNX file {path} is missing"
+    if variant == "onnx-int8" and entry.get("quantization") != QUANTIZATION:
+        return f"the ONNX file {path} was quantised another way"
     if path.stat().st_size != expected:
         return f"the ONNX file {path} is damaged (size {path.stat().st_size}, expected {expected})"
     return None
@@ -173,11 +180,12 @@ def quantize(spec, step: Step | None = None) -> dict:
     step("quantising the ONNX model to int8 (dynamic)")
     tmp = _temp_path(folder, ".onnx")
     try:
-        quantize_dynamic(str(folder / VARIANTS["onnx"]), str(tmp), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(folder / VARIANTS["onnx"]), str(tmp), weight_type=QuantType.QInt8,
+                         per_channel=QUANTIZATION["per_channel"], op_types_to_quantize=QUANTIZATION["op_types"])
         os.replace(tmp, folder / VARIANTS["onnx-int8"])
     finally:
         tmp.unlink(missing_ok=True)
-    manifest["files"]["onnx-int8"] = {"name": VARIANTS["onnx-int8"],
+    manifest["files"]["onnx-int8"] = {"name": VARIANTS["onnx-int8"], "quantization": QUANTIZATION,
                                       "bytes": (folder / VARIANTS["onnx-int8"]).stat().st_size}
     _write_manifest(folder, manifest)
     return manifest
