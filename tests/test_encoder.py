@@ -45,7 +45,7 @@ def test_onnx_vectors_match_sentence_transformers_on_1000_texts(onnx_encoder):
     from kenning.retrieval.torch_encoder import TorchEncoder
 
     texts = parity_texts()
-    assert len(texts) == 1000 and max(map(len, texts)) > 3000
+    assert len(texts) == 1000 and max(map(len, texts)) > 1500  # ~400 tokens: past the 256-token cut
     reference = TorchEncoder(onnx_encoder.spec).encode(texts)
     vectors = onnx_encoder.encode(texts)
     cosines = np.sum(reference * vectors, axis=1)
