@@ -48,6 +48,7 @@ class SearchOut(TypedDict, total=False):
     mode: str
     legs_run: list[str]
     degraded: dict[str, Any] | None
+    pending_embeddings: int | None
     use_token: str
     hits: Required[list[Hit]]
     note: str
