@@ -48,7 +48,8 @@ _REQUIRED_PACKAGES = {
     "onnx-int8": ("onnxruntime", "tokenizers"),
     "torch": ("sentence_transformers",),
 }
-_EXTRA_PACKAGES = ("onnxruntime", "tokenizers", "sentence_transformers", _MODEL_PACKAGE)
+# Installed only by the extra: one of these present means the extra is, and a missing runtime is a break.
+_EXTRA_PACKAGES = ("sentence_transformers", _MODEL_PACKAGE)
 _PIP_NAMES = {"onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "sentence_transformers": "sentence-transformers"}
 INSTALL_RUNTIME = "pip install onnxruntime tokenizers"
 REPAIR_COMMAND = "kenning models --convert"
