@@ -215,10 +215,10 @@ def test_cli_import_embed_index_and_search_report_progress_rate_and_pending(onnx
     more = tmp_path / "more.jsonl"
     more.write_text("".join(json.dumps({"content": f"kittens {i} nap on the warm windowsill"}) + "\n" for i in range(7)))
 
-    done = _cli(tmp_path, "import", str(lines), "--embed")
+    done = _cli(tmp_path, "import", str(lines), "--no-gates", "--embed")
     assert done.returncode == 0, done.stderr
     assert "imported 60 memories" in done.stdout and "embedded 60 in" in done.stdout and "memories/s" in done.stdout
-    assert _cli(tmp_path, "import", str(more), "--json").returncode == 0  # queued, not embedded
+    assert _cli(tmp_path, "import", str(more), "--no-gates", "--json").returncode == 0  # queued, not embedded
 
     searched = _cli(tmp_path, "search", "cat sleeping in the sun", "--mode", "hybrid", "--no-auto-scope", "--json")
     result = json.loads(searched.stdout)
