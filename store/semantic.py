@@ -11,9 +11,10 @@ it (another process wrote) is caught up incrementally; one that is missing, dama
 another model is rebuilt from the rows.
 
 Threads: a server runs tool calls on several threads and embeds on another. The encoder, the
-index and its key map change only under ``_lock``, together with the database rows they mirror,
-so a search never sees a key the map lacks or a memory under two keys. Encoding runs outside the
-lock (onnxruntime sessions are safe to share), so a long embedding batch does not stall searches.
+index and its key map change only under the database's lock, together with the rows they mirror,
+so a search never sees a key the map lacks or a memory under two keys; one lock for both means no
+lock order to get wrong. Encoding runs outside it (onnxruntime sessions are safe to share), so a
+long embedding batch does not stall searches. Lock order: ``_drain_lock`` before the database's.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ class Semantic:
         self.index_path = directory / INDEX_FILENAME
         self._config = config
         self.cache: EmbeddingCache | None = None  # the eval harness shares vectors across runs
-        self._lock = threading.RLock()  # encoder, index, key map, generation: changed together
+        # Encoder, index, key map and generation change together, under the database's own lock:
+        # one lock, so no order between two (the facade holds it around a whole ranking).
+        self._lock = db.lock
         self._drain_lock = threading.Lock()  # one queue drain at a time per store object
         self._encoder: embeddings.Encoder | None = None
         self._encoder_for: str | None = None  # the configured model name it was loaded for
@@ -102,17 +105,22 @@ class Semantic:
 
     def encoder(self) -> embeddings.Encoder:
         """The store's encoder; raises EmbeddingsUnavailable (naming the fix) if it cannot run."""
+        model = self._config().model
         with self._lock:
-            if self._encoder is not None and self._encoder_for != self._config().model:
-                self._encoder, self._index = None, None  # the store was configured with another model
-            if self._encoder is None:
-                availability = self.availability()
-                if not availability.working:
-                    raise EmbeddingsUnavailable(availability.cause or "unknown cause", fix=availability.fix)
-                encoder = embeddings.get_encoder(availability.model)
-                self._adopt_model(encoder)
-                self._encoder, self._encoder_for = encoder, self._config().model
-            return self._encoder
+            if self._encoder is not None and self._encoder_for == model:
+                return self._encoder
+        availability = self.availability()  # loads (or converts) the model: not under the store's lock
+        if not availability.working:
+            raise EmbeddingsUnavailable(availability.cause or "unknown cause", fix=availability.fix)
+        encoder = embeddings.get_encoder(availability.model)
+        with self._lock:
+            if self._encoder is not None and self._encoder_for == model:
+                return self._encoder
+            if self._encoder is not None:  # the store was configured with another model
+                self._index, self._emb_mem, self._generation = None, {}, None
+            self._adopt_model(encoder)
+            self._encoder, self._encoder_for = encoder, model
+            return encoder
 
     def model_info(self) -> dict:
         """Which model the store's vectors come from (without loading any model)."""
