@@ -8,6 +8,7 @@ A call logs one row (``record_use`` one per memory, in one statement), so loggin
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterable
@@ -58,13 +59,24 @@ def log_many(
     )
 
 
+@functools.lru_cache(maxsize=8192)
+def _mask_short(text: str) -> str:
+    """``mask`` remembered for short strings: a search logs the same hit ids and use_token again and
+    again (its own event, then one outcome row per hit), and each scan runs every secret pattern."""
+    from kenning.memory.gates.credentials import mask
+
+    return mask(text)
+
+
 def _masked(value: Any) -> Any:
     """The payload with secret-looking spans masked in every string: what a caller typed (a search
     query, an audited user turn) is logged, but a secret in it is not."""
     from kenning.memory.gates.credentials import mask
 
     if isinstance(value, str):
-        return mask(value) if len(value) >= 8 else value
+        if len(value) < 8:
+            return value
+        return _mask_short(value) if len(value) <= 64 else mask(value)
     if isinstance(value, dict):
         return {k: _masked(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
