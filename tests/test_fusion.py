@@ -57,3 +57,20 @@ def test_evidence_ignores_cosines_below_the_floor():
 
     fused = evidence({"vector": [(7, 0.05)], "bm25": [(8, 1.0)]}, {8: 0.2}, cos_floor=0.1)
     assert {f.key: f.score for f in fused}[7] == 0.0
+
+
+def test_a_leg_missing_from_the_weights_counts_once():
+    fused = rrf({"a": [(1, 1.0)], "b": [(2, 1.0)]}, k=60, weights={"a": 3.0})
+    assert {f.key: f.score for f in fused} == {1: 3.0 / 61, 2: 1.0 / 61}
+
+
+def test_evidence_defaults_by_hand():
+    """alpha 0.5, cosine floor 0.2, coverage squared: the values the engine relies on when it passes none."""
+    from kenning.retrieval.fusion import evidence
+
+    fused = evidence({"bm25": [(1, 5.0), (2, 3.0)], "vector": [(1, 0.6), (3, 0.1)]}, {1: 1.0, 2: 0.5})
+    scores = {f.key: f.score for f in fused}
+    assert scores[1] == pytest.approx(0.5 * 1.0 + 0.5 * (0.6 - 0.2) / 0.8)
+    assert scores[2] == pytest.approx(0.5 * 0.5 ** 2)
+    assert scores[3] == 0.0
+    assert [f.key for f in fused] == [1, 2, 3]
