@@ -25,6 +25,7 @@ SECRETS = {
     "GitHub token": "use " + "ghp_" + RANDOM36 + " for the API",
     "GitHub fine-grained token": "github_pat_" + "11ABCDEFG0" + RANDOM36,
     "Slack token": "bot token " + "xoxb-" + "1234567890-0987654321-" + RANDOM36[:24],
+    "Slack webhook URL": "alerts go to " + "https://hooks.slack.com/" + "services/T0ABC1DEF/B0GH2IJK3/" + RANDOM36[:24],
     "Stripe key": "sk_live_" + RANDOM36[:24],
     "Anthropic API key": "ANTHROPIC_API_KEY is " + "sk-ant-api03-" + RANDOM36 + RANDOM36,
     "OpenAI API key": "key " + "sk-proj-" + RANDOM36 + "T3BlbkFJ",
