@@ -197,7 +197,7 @@ def run_rank_bm25(
     group_sep: str | None = None,
     depth: int = 100,
     k1: float = 1.2,
-    b: float = 0.75,
+    b: float = 0.5,
     progress: Progress | None = None,
 ) -> ModeRun:
     """The reference row: ``rank_bm25.BM25Okapi`` over the same token stream and the same grouping.

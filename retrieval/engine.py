@@ -70,12 +70,17 @@ def rank(
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
 
 
-def explain(candidate: Candidate, terms: list[str], text: str) -> Candidate:
-    """Fill in which legs matched, which query terms the text contains, its relevance and snippet."""
+def explain(candidate: Candidate, terms: list[str], text: str, shown: dict[str, str] | None = None) -> Candidate:
+    """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
+
+    ``terms`` are query tokens (stems); ``shown`` maps them to the words the query wrote, which is
+    what ``match_terms`` reports.
+    """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
     candidate.matched_leg = "both" if lexical and vector else "semantic" if vector else "lexical"
-    candidate.match_terms = match_terms(terms, text)
-    candidate.relevance = relevance_label(len(candidate.match_terms), len(terms))
-    candidate.snippet = snippet(text, candidate.match_terms)
+    matched = match_terms(terms, text)
+    candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
+    candidate.relevance = relevance_label(len(matched), len(terms))
+    candidate.snippet = snippet(text, matched)
     return candidate

@@ -271,7 +271,7 @@ class StoreConfig(_Record):
 
     default_mode: Mode = "hybrid"
     bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25_b: float = 0.5
     rrf_k: float = 60.0
     weights: dict[str, float] = Field(
         # measured on the development sets: the keyword leg adds nothing BM25 lacks except its

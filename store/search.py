@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from kenning.retrieval import bm25, engine, keyword
-from kenning.retrieval.text import query_terms
+from kenning.retrieval.text import query_tokens, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
@@ -72,7 +72,8 @@ def run(
     """
     vector = store_vector_leg(semantic) if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
-    terms = query_terms(query)
+    tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
+    terms = list(dict.fromkeys(tokens))
     lexicon = lexicon_store.refresh()
     allowed = _allowed_mask(db, lexicon, filters)
     at = now.timestamp()
@@ -82,7 +83,7 @@ def run(
         runs["keyword"] = lambda n: keyword.search(
             lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)
     if "bm25" in leg_names:
-        runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+        runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
     if "vector" in leg_names:
         runs["vector"] = lambda n: vector(query, n, None if allowed is None else np.unique(lexicon.doc_key[allowed]))
 
@@ -101,11 +102,12 @@ def run(
             ranked[0].relevance = engine.explain(candidates[0], terms, _texts(db, [candidates[0].key])[candidates[0].key]).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
+    shown = surface_forms(query)
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
         by_id[memory.id] = memory
-        engine.explain(cand, terms, memory.content)
+        engine.explain(cand, terms, memory.content, shown)
         hits.append(Hit(
             id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
             match_terms=cand.match_terms, snippet=cand.snippet,

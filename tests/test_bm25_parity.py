@@ -2,7 +2,9 @@
 
 rank_bm25's BM25Okapi computes the textbook Okapi term-frequency/length part; we swap only its
 IDF for the Lucene form our leg uses (see retrieval/bm25.py for why), so every other factor is
-rank_bm25's own code.
+rank_bm25's own code. rank_bm25 counts a repeated query term at full weight each time; our leg
+saturates it (k3), so a repeated term's expected score is rank_bm25's single-term score times
+``bm25.query_weight(n)``.
 """
 
 import math
@@ -12,7 +14,9 @@ import pytest
 rank_bm25 = pytest.importorskip("rank_bm25")
 
 from kenning.retrieval import bm25
-from kenning.retrieval.text import query_terms, tokenize
+from collections import Counter
+
+from kenning.retrieval.text import query_terms, query_tokens, tokenize
 
 CORPUS = [
     "The auth service listens on port 8443 behind the gateway",
@@ -26,7 +30,8 @@ CORPUS = [
     "Python 3.12.1 is pinned for the data pipelines and node.js 20 for the web app",
     "Queries against the search index time out when the cluster is under load",
 ]
-QUERIES = ["auth service port", "staging cluster gateway", "database backups", "python pipelines", "billing"]
+QUERIES = ["auth service port", "staging cluster gateway", "database backups", "python pipelines", "billing",
+           "gateway gateway auth: the gateways of the auth service"]
 
 
 class LuceneIdfBM25(rank_bm25.BM25Okapi):
@@ -41,11 +46,18 @@ def test_scores_equal_rank_bm25(store, k1, b):
     lex = store.lexicon.refresh()
     reference = LuceneIdfBM25([tokenize(t) for t in CORPUS], k1=k1, b=b)
     for query in QUERIES:
-        terms = query_terms(query)
-        expected = reference.get_scores(terms)
-        ours = dict(bm25.search(lex, terms, k=len(CORPUS), k1=k1, b=b))
+        counts = Counter(query_tokens(query))
+        expected = sum(bm25.query_weight(n) * reference.get_scores([t]) for t, n in counts.items())
+        ours = dict(bm25.search(lex, query_tokens(query), k=len(CORPUS), k1=k1, b=b))
         for doc, score in enumerate(expected, start=1):
             assert ours.get(doc, 0.0) == pytest.approx(score, rel=1e-9, abs=1e-12)
+        if max(counts.values()) == 1:  # no repeats: exactly rank_bm25's own query scoring
+            assert list(expected) == pytest.approx(list(reference.get_scores(query_terms(query))))
+
+
+def test_repeated_query_terms_weigh_more_but_saturate():
+    assert bm25.query_weight(1) == 1.0
+    assert 1.0 < bm25.query_weight(2) < bm25.query_weight(3) < 1.0 + bm25.K3
 
 
 def test_idf_coverage_weights_rare_terms_more(store):

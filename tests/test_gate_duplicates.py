@@ -16,8 +16,9 @@ from kenning.memory.gates.duplicates import (
 PORT_8443 = "The auth service listens on port 8443."
 
 
-def test_token_set_drops_stopwords_and_folds_plurals():
-    assert token_set("The services listen on ports") == {"service", "listen", "port"}
+def test_token_set_drops_stopwords_and_stems():
+    assert token_set("The services listen on ports") == {"servic", "listen", "port"}
+    assert token_set("Does the service listen") == {"servic", "listen"}  # "does" is a stopword, "doe" is not
     assert token_set("it is what it is") == {"it", "is", "what"}  # nothing but stopwords: keep them
 
 

@@ -89,6 +89,28 @@ def test_tokenizer_change_rebuilds_the_index(tmp_path):
         assert [h.id for h in s.search("rebuild records").hits] == [mid]
 
 
+def test_store_indexed_by_an_older_token_stream_rebuilds_once(tmp_path, monkeypatch):
+    from kenning.retrieval import text
+    from kenning.store.lexicon import Lexicon
+
+    path = tmp_path / "s"
+    with monkeypatch.context() as old:  # build the index with the token stream before stemming
+        old.setattr(text, "stem", lambda word: word)
+        text.clear_word_caches()
+        with kenning.open_store(path) as s:
+            mid = s.write("the connection pool was exhausted", scopes=["x"]).id
+            assert s.search("connected", mode="bm25").hits == []
+    text.clear_word_caches()
+    rebuilds = []
+    real = Lexicon.ensure_current
+    monkeypatch.setattr(Lexicon, "ensure_current", lambda self, c: rebuilds.append(real(self, c)) or rebuilds[-1])
+    with kenning.open_store(path) as s:
+        assert [h.id for h in s.search("connected", mode="bm25").hits] == [mid]
+    with kenning.open_store(path) as s:
+        assert [h.id for h in s.search("connected", mode="bm25").hits] == [mid]
+    assert rebuilds.count(True) == 1 and rebuilds[0] is True
+
+
 def test_compaction_keeps_results_identical(store, monkeypatch):
     import kenning.retrieval.text
     from kenning.store import lexicon

@@ -1,12 +1,11 @@
 from kenning.retrieval import text
 
 
-def test_plural_folding_and_its_exceptions():
-    assert text.tokenize("queries indexes matches caches boxes studies") == [
-        "query", "index", "match", "cache", "box", "study"]
-    assert text.tokenize("alias news class status analysis bus") == [
-        "alias", "news", "class", "status", "analysis", "bus"]
-    assert text.tokenize("movies series") == ["movies", "series"]
+def test_words_are_snowball_stemmed_so_word_forms_meet():
+    assert text.tokenize("queries query indexes indexing connection connected running runs") == [
+        "queri", "queri", "index", "index", "connect", "connect", "run", "run"]
+    assert text.tokenize("news class status") == ["news", "class", "status"]
+    assert text.stem("generously") == "generous"
 
 
 def test_technical_tokens_stay_whole():
@@ -16,7 +15,7 @@ def test_technical_tokens_stay_whole():
 
 
 def test_nfkc_and_casefold():
-    assert text.tokenize("Ｆｕｌｌ ﬁle STRASSE Straße") == ["full", "file", "strasse", "strasse"]
+    assert text.tokenize("Ｆｕｌｌ ﬁle STRASSE Straße") == ["full", "file", "strass", "strass"]
 
 
 def test_cjk_runs_become_overlapping_bigrams():
@@ -26,9 +25,20 @@ def test_cjk_runs_become_overlapping_bigrams():
 
 
 def test_query_stopwords_dropped_unless_nothing_is_left():
-    assert text.query_tokens("what is the port of the auth service") == ["port", "auth", "service"]
+    assert text.query_tokens("what is the port of the auth service") == ["port", "auth", "servic"]
     assert text.query_tokens("the and of") == ["the", "and", "of"]
     assert text.tokenize("the port") == ["the", "port"]  # documents keep stopwords
+    # judged before stemming: "does" is a stopword even though its stem "doe" is not
+    assert text.query_tokens("does the deploy") == ["deploy"]
+
+
+def test_query_tokens_keep_repeats_and_terms_do_not():
+    assert text.query_tokens("port port auth ports") == ["port", "port", "auth", "port"]
+    assert text.query_terms("port port auth ports") == ["port", "auth"]
+
+
+def test_surface_forms_show_what_the_query_wrote():
+    assert text.surface_forms("Running queries run") == {"run": "running", "queri": "queries"}
 
 
 def test_relevance_labels_follow_the_share_of_terms():
@@ -99,3 +109,20 @@ def test_ascii_text_takes_a_shorter_road_to_the_same_tokens():
     for value in samples:
         assert text.tokenize(value) == _general_road(value)
     same()
+
+
+def test_fingerprint_follows_the_token_stream(monkeypatch):
+    current = text.fingerprint()
+    monkeypatch.setattr(text, "stem", lambda word: word)  # the stream without stemming
+    text.clear_word_caches()
+    try:
+        assert text.fingerprint() != current
+    finally:
+        monkeypatch.undo()
+        text.clear_word_caches()
+    assert text.fingerprint() == current
+
+
+def test_snippet_finds_stemmed_forms():
+    body = "filler " * 80 + "the connection pool was exhausted " + "padding " * 80
+    assert "connection pool" in text.snippet(body, text.query_terms("connected pools"))

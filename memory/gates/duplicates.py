@@ -2,8 +2,8 @@
 written again loses the lesson of its removal.
 
 Overlap is the **Jaccard index** of the two bodies' token sets, ``|A ∩ B| / |A ∪ B|``, over
-``kenning.retrieval.text.tokenize`` with stopwords left out (unless a body is nothing but
-stopwords), so "the", "is" and "of" do not make unrelated sentences look alike. Jaccard rather
+``kenning.retrieval.text.query_tokens`` (the stemmed stream, stopwords left out unless a body is
+nothing but stopwords), so "the", "is" and "of" do not make unrelated sentences look alike. Jaccard rather
 than the overlap coefficient (``|A ∩ B| / min(|A|, |B|)``) because the latter scores a short body
 contained in a long one as 1.0: "use pytest" would be a "duplicate" of every memory mentioning
 pytest, and a longer rewrite that adds detail would be refused. Jaccard is symmetric and falls as
@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kenning.retrieval.text import STOPWORDS, tokenize
+from kenning.retrieval.text import query_tokens
 
 DUPLICATE_THRESHOLD = 0.75
 RELATED_THRESHOLD = 0.40
@@ -59,8 +59,7 @@ class DuplicateCheck(BaseModel):
 
 def token_set(text: str) -> frozenset[str]:
     """The distinct content tokens of text (all tokens when it has nothing but stopwords)."""
-    tokens = set(tokenize(text))
-    return frozenset(tokens - STOPWORDS or tokens)
+    return frozenset(query_tokens(text))  # stopwords judged before stemming, as for queries
 
 
 def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
