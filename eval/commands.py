@@ -61,14 +61,19 @@ def _report_table(report: Mapping):
     from rich.table import Table
 
     rows = report["modes"]
-    title = f"{report['dataset']}: {report['queries']} queries, {report['documents']} documents"
+    answerable = next((row.get("queries") for row in rows.values()), None)
+    unanswerable = report["queries"] - answerable if answerable is not None else 0
+    counted = f"{report['queries']} queries"
+    if unanswerable:
+        counted += f" ({answerable} answerable, {unanswerable} unanswerable)"
+    title = f"{report['dataset']}: {counted}, {report['documents']} documents"
     if report.get("group_sep"):
         title += f", grouped by '{report['group_sep']}'"
-    table = Table(title=title, box=box.SIMPLE_HEAD)
+    table = Table(title=title + "; metrics over the answerable queries", box=box.SIMPLE_HEAD)
     table.add_column("mode", style="bold")
     for name in METRIC_COLUMNS:
         table.add_column(name, justify="right")
-    for name in ("p50 ms", "p95 ms", "queries"):
+    for name in ("p50 ms", "p95 ms", "answerable"):
         table.add_column(name, justify="right")
     for mode, row in rows.items():
         table.add_row(mode, *(_fmt(row.get(m)) for m in METRIC_COLUMNS), _fmt(row.get("latency_ms_p50"), 1),
@@ -76,8 +81,77 @@ def _report_table(report: Mapping):
     return table
 
 
+def _what_ran(report: Mapping) -> str:
+    """One paragraph naming every setting behind the figures."""
+    c = report.get("config") or {}
+    if not c:
+        return ""
+    w = c.get("weights", {})
+    parts = [
+        f"tokenizer: {c['tokenizer']['name']} (v{c['tokenizer']['version']}, {c['tokenizer']['fingerprint']})"
+        if "tokenizer" in c else "",
+        f"bm25: k1 {c.get('bm25_k1')}, b {c.get('bm25_b')}, k3 {c.get('bm25_k3')}, idf {c.get('bm25_idf')}",
+        f"hybrid fusion: {c.get('fusion')}"
+        + (f" (alpha {c.get('evidence_alpha')}, cos floor {c.get('evidence_cos_floor')}, power {c.get('evidence_power')})"
+           if c.get("fusion") == "evidence" else ""),
+        f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
+        f"weights keyword {w.get('keyword')} / bm25 {w.get('bm25')} / vector {w.get('vector')}",
+        f"leg depth {c.get('leg_depth')}",
+    ]
+    if "model_id" in c:
+        parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}")
+    for key in sorted(k for k in c if k.startswith("label")):
+        parts.append(f"{key} {c[key]}")
+    return "what ran: " + "; ".join(p for p in parts if p)
+
+
+def _unanswerable_table(report: Mapping):
+    from rich import box
+    from rich.table import Table
+
+    rows = {m: r["unanswerable"] for m, r in report["modes"].items() if r.get("unanswerable")}
+    if not rows:
+        return None
+    table = Table(title="unanswerable queries (no relevant document): lower 'top hit high' is better",
+                  box=box.SIMPLE_HEAD)
+    for name in ("mode", "queries", "came back empty", "top hit high"):
+        table.add_column(name, justify="left" if name == "mode" else "right")
+    for mode, block in rows.items():
+        high = block.get("top_high")
+        table.add_row(mode, str(block["queries"]), f"{block['empty']:.1%}", "-" if high is None else f"{high:.1%}")
+    return table
+
+
+def _reliability_table(report: Mapping):
+    from rich import box
+    from rich.table import Table
+
+    rows = {m: r["reliability"] for m, r in report["modes"].items() if r.get("reliability")}
+    if not rows:
+        return None
+    table = Table(title="relevance labels: share of the answerable queries' top-10 hits, and precision "
+                        "(share judged relevant)", box=box.SIMPLE_HEAD)
+    table.add_column("mode", style="bold")
+    for label in ("high", "medium", "low"):
+        table.add_column(f"{label} share", justify="right")
+        table.add_column(f"{label} precision", justify="right")
+    table.add_column("top hit high (answerable)", justify="right")
+    table.add_column("top hit high (unanswerable)", justify="right")
+    for mode, rel in rows.items():
+        cells = []
+        for label in ("high", "medium", "low"):
+            cells += [_pct(rel[label]["share"]), _pct(rel[label]["precision"])]
+        unans = report["modes"][mode].get("unanswerable", {}).get("top_high")
+        table.add_row(mode, *cells, _pct(rel.get("top_high")), _pct(unans))
+    return table
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def _notes(report: Mapping) -> list:
-    """Degraded modes, unanswerable-query behaviour and data problems, one line each."""
+    """Degraded modes and data problems, one line each."""
     from rich.text import Text
 
     lines = []
@@ -85,10 +159,8 @@ def _notes(report: Mapping) -> list:
         if row.get("degraded"):
             lines.append(Text(f"{mode} ran without the semantic leg ({row['degraded']}); "
                               f"legs run: {', '.join(row.get('legs_run', []))}", style="yellow"))
-        block = row.get("unanswerable")
-        if block:
-            high = f", top hit labelled high {block['top_high']:.0%}" if "top_high" in block else ""
-            lines.append(f"{mode}: {block['queries']} unanswerable queries - came back empty {block['empty']:.0%}{high}")
+    if report.get("limit_queries"):
+        lines.append(f"only the first {report['limit_queries']} queries were run (--limit-queries)")
     if report.get("skipped_documents"):
         lines.append(f"{report['skipped_documents']} document(s) without text were not indexed")
     if report.get("unknown_qrels"):
@@ -106,14 +178,18 @@ def _category_table(report: Mapping, metric: str = "nDCG@10"):
         categories += [c for c in row.get("by_category", {}) if c not in categories]
     if not categories:
         return None
-    table = Table(title=f"{metric} by query category", box=box.SIMPLE_HEAD)
+    table = Table(title=f"{metric} by query category (unanswerable categories: see their own table)",
+                  box=box.SIMPLE_HEAD)
     table.add_column("category", style="bold")
-    table.add_column("queries", justify="right")
+    table.add_column("answerable", justify="right")
     for mode in rows:
         table.add_column(mode, justify="right")
     for cat in categories:
         cells = [rows[m].get("by_category", {}).get(cat, {}) for m in rows]
-        count = next((c.get("queries") for c in cells if c), "-")
+        first = next((c for c in cells if c), {})
+        if metric not in first:
+            continue  # nothing answerable in it: the unanswerable table shows it
+        count = first.get("queries", 0) - first.get("unanswerable", {}).get("queries", 0)
         table.add_row(cat, str(count), *(_fmt(c.get(metric)) if metric in c else "n/a" for c in cells))
     return table
 
@@ -136,8 +212,11 @@ def run_command(
     baseline: Optional[str] = typer.Option(
         None, "--baseline", metavar="FILE|none",
         help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json)."),
+    foreign: Optional[str] = typer.Option(
+        None, "--foreign", help="Also run this other collection's queries, as unanswerable ones (off-topic questions)."),
 ) -> None:
-    """Evaluate every mode on a collection and print nDCG@10, R@10, R@100, MRR@10 and latency.
+    """Evaluate every mode on a collection and print nDCG@10, R@10, R@100, MRR@10 and latency,
+    the unanswerable queries' behaviour, the relevance labels' reliability, and every setting that ran.
 
     The corpus is loaded into a throwaway store and queried through the same engine as `kenning search`.
 
@@ -148,11 +227,13 @@ def run_command(
         kenning eval run ../shared/eval-data/locomo-dev --group-sep : --modes bm25,hybrid --out locomo.json
 
         kenning eval run ../shared/eval-data/scifact-train --reference rank-bm25 --plot scifact.png
+
+        kenning eval run ../shared/eval-data/med --foreign ../shared/eval-data/cranfield
     """
     from .harness import run_eval
 
     report = run_eval(collection, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
-                      reference=reference, limit_queries=limit_queries)
+                      reference=reference, limit_queries=limit_queries, foreign=foreign)
     if out_path is not None:
         _write_json(out_path, report)
     if plot is not None:
@@ -169,9 +250,11 @@ def run_command(
     excluded = _excluded_queries(report)
     if excluded:
         ui.out.print(excluded)
-    category = _category_table(report)
-    if category is not None:
-        ui.out.print(category)
+    for table in (_category_table(report), _unanswerable_table(report), _reliability_table(report)):
+        if table is not None:
+            ui.out.print(table)
+    if _what_ran(report):
+        ui.out.print(_what_ran(report))
     for line in _notes(report):
         ui.out.print(line)
     if verdict is not None:

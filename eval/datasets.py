@@ -23,6 +23,9 @@ BUILTIN = "builtin"
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels.tsv"
+# LoCoMo's question categories by the names commonly used for the released ids (see the
+# collection's SOURCE.md); category 5 (adversarial) has no evidence turns in the dev split.
+LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,17 @@ class Query:
 
     @property
     def category(self) -> str | None:
-        """``metadata.category`` or ``metadata.kind`` as a string, for per-category breakdowns."""
+        """``metadata.category`` or ``metadata.kind`` as a string, for per-category breakdowns.
+
+        LoCoMo numbers its question types; those are named (``LOCOMO_CATEGORIES``), so a report
+        says "temporal" rather than "2".
+        """
         value = self.metadata.get("category", self.metadata.get("kind"))
-        return None if value is None else str(value)
+        if value is None:
+            return None
+        if "sample_id" in self.metadata and "evidence" in self.metadata and str(value) in LOCOMO_CATEGORIES:
+            return LOCOMO_CATEGORIES[str(value)]
+        return str(value)
 
 
 @dataclass
@@ -88,6 +99,22 @@ class Dataset:
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
         return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels)
+
+
+FOREIGN = "foreign"
+
+
+def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
+    """``data`` plus ``other``'s queries as unanswerable ones (category ``foreign``).
+
+    A question about another collection has no answer here, so what a mode returns for it - empty,
+    or a top hit labelled ``high`` - measures the no-match decision on realistic off-topic text.
+    The ids carry no group separator, so a grouped collection answers them from every group.
+    """
+    queries = dict(data.queries)
+    for i, query in enumerate(other.queries.values()):
+        queries[f"{FOREIGN}{i}"] = Query(f"{FOREIGN}{i}", query.text, {"kind": FOREIGN, "from": other.name})
+    return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels)
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:

@@ -23,7 +23,7 @@ from kenning.retrieval.text import query_tokens, tokenize
 from kenning.store.models import MODES
 from kenning.memory.facade import Store
 
-from .datasets import Dataset, group_of, load_dataset
+from .datasets import Dataset, group_of, load_dataset, with_foreign_queries
 from .metrics import METRICS, mean, per_query
 
 LEXICAL_MODES = ("keyword", "bm25")
@@ -32,6 +32,8 @@ REFERENCES = ("rank-bm25",)
 # Scope every document gets when the collection is not split into groups.
 UNGROUPED_SCOPE = "eval"
 LATENCY_KEYS = ("latency_ms_p50", "latency_ms_p95")
+LABELS = ("high", "medium", "low")
+TOP = 10
 
 
 @dataclass
@@ -40,6 +42,7 @@ class ModeRun:
 
     ranked: dict[str, list[str]] = field(default_factory=dict)
     top_relevance: dict[str, str | None] = field(default_factory=dict)
+    labels: dict[str, list[str]] = field(default_factory=dict)  # relevance of the top ten hits
     latencies_ms: list[float] = field(default_factory=list)
     legs_run: list[str] = field(default_factory=list)
     degraded: str | None = None
@@ -185,6 +188,7 @@ def run_mode(
             out.latencies_ms.append((time.perf_counter() - start) * 1000.0)
             out.ranked[query.id] = [hit.id for hit in result.hits]
             out.top_relevance[query.id] = result.hits[0].relevance if result.hits else None
+            out.labels[query.id] = [hit.relevance for hit in result.hits[:TOP]]
             out.legs_run = list(result.legs_run)
             if result.degraded is not None:
                 out.degraded = result.degraded.reason
@@ -249,6 +253,8 @@ def summarize(dataset: Dataset, run: ModeRun) -> dict:
     row["latency_ms_p95"] = round(float(np.percentile(latencies, 95)), 2)
     row["queries"] = len(answerable)
     row["legs_run"] = run.legs_run
+    if run.labels:
+        row["reliability"] = reliability(dataset, run, answerable)
     if run.degraded:
         row["degraded"] = run.degraded
     unanswerable = [q for q in dataset.queries if not dataset.is_answerable(q)]
@@ -263,6 +269,26 @@ def summarize(dataset: Dataset, run: ModeRun) -> dict:
             name: _category(dataset, run, table, ids) for name, ids in sorted(categories.items(), key=_natural)
         }
     return row
+
+
+def reliability(dataset: Dataset, run: ModeRun, answerable: list[str]) -> dict:
+    """What each relevance label promised on this collection's judgments.
+
+    Per label: its share of the answerable queries' top-ten hits and its precision (the share of
+    those hits judged relevant); then how often an answerable query's top hit was ``high``. The
+    unanswerable side (top hit ``high``) is in the ``unanswerable`` block.
+    """
+    counts = {label: [0, 0] for label in LABELS}  # label -> [hits, judged relevant]
+    for q in answerable:
+        judged = dataset.qrels.get(q, {})
+        for doc, label in zip(run.ranked[q], run.labels.get(q, [])):
+            counts[label][0] += 1
+            counts[label][1] += judged.get(doc, 0) > 0
+    total = sum(n for n, _ in counts.values())
+    out: dict = {label: {"hits": n, "share": _round(n / total) if total else None,
+                         "precision": _round(rel / n) if n else None} for label, (n, rel) in counts.items()}
+    out["top_high"] = _round(sum(run.top_relevance.get(q) == "high" for q in answerable) / len(answerable)) if answerable else None
+    return out
 
 
 def _category(dataset: Dataset, run: ModeRun, table: dict, ids: list[str]) -> dict:
@@ -295,6 +321,22 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+def what_ran(store: Store, semantic: bool = True) -> dict:
+    """Every setting that shaped the figures: the store's config, the token stream, BM25's fixed
+    constants, the vector leg's floor and model, and the rule behind the relevance labels."""
+    from kenning.retrieval import bm25, text
+
+    out = store.config.model_dump(mode="json", exclude={"verification_stale_days", "require_write_confirmation"})
+    out["tokenizer"] = {"name": text.TOKENIZER_NAME, "version": text.TOKENIZER_VERSION, "fingerprint": text.fingerprint()}
+    out["bm25_k3"] = bm25.K3
+    out["bm25_idf"] = bm25.IDF_NAME
+    if semantic and store.semantic.availability().working:
+        store.semantic.encoder()
+        out["model_id"] = store.semantic.model_info()["model_id"]
+        out["vector_floor_applied"] = store.semantic.floor()
+    return out
+
+
 def run_eval(
     dataset: Dataset | str | Path,
     modes: Iterable[str] | str | None = None,
@@ -304,19 +346,24 @@ def run_eval(
     config_overrides: Mapping | None = None,
     reference: Sequence[str] = (),
     limit_queries: int | None = None,
+    foreign: Dataset | str | Path | None = None,
 ) -> dict:
     """Evaluate a collection (folder, ``"builtin"`` or a loaded ``Dataset``) in every requested mode.
 
     Returns the report in the contract's shape: ``{"dataset", "queries", "modes": {mode: {"nDCG@10",
     "R@10", "R@100", "MRR@10", "latency_ms_p50", "latency_ms_p95", "queries", …}}}``. Metrics average
     over answerable queries (an empty answer scores 0); queries without any relevant document are
-    reported in each mode's ``unanswerable`` block instead.
+    reported in each mode's ``unanswerable`` block instead. ``foreign`` adds another collection's
+    queries as unanswerable ones (category ``foreign``).
     """
     data = as_dataset(dataset)
     if limit_queries is not None:
         if limit_queries < 1:
             raise InvalidInput("--limit-queries must be at least 1")
         data = data.limit_queries(limit_queries)
+    if foreign is not None:
+        other = as_dataset(foreign)
+        data = with_foreign_queries(data, other.limit_queries(limit_queries) if limit_queries else other)
     if depth < 10:
         raise InvalidInput("depth must be at least 10 (nDCG@10 needs ten ranks)")
     unknown_refs = [r for r in reference if r not in REFERENCES]
@@ -335,9 +382,7 @@ def run_eval(
         semantic = any(mode in SEMANTIC_MODES for mode in wanted)
         with loaded_store(data, group_sep, bar, config_overrides, semantic) as store:
             config = store.config
-            report["config"] = {
-                "bm25_k1": config.bm25_k1, "bm25_b": config.bm25_b, "rrf_k": config.rrf_k, "weights": config.weights,
-            }
+            report["config"] = what_ran(store, semantic)
             for mode in wanted:
                 report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar))
         if "rank-bm25" in reference:

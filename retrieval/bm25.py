@@ -25,6 +25,9 @@ B = 0.5  # chosen with k1 by leave-one-collection-out on the development sets (e
 K3 = 1.0
 
 
+IDF_NAME = "lucene: ln(1 + (N - df + 0.5) / (df + 0.5))"
+
+
 def idf(n_docs: int, df: int | np.ndarray) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 

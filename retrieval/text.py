@@ -21,6 +21,7 @@ from collections.abc import Iterable
 import Stemmer
 
 TOKENIZER_VERSION = "2"
+TOKENIZER_NAME = "nfkc-casefold, technical tokens whole, snowball-english stems, cjk bigrams, query stopwords"
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # A CJK run, or a word made of word characters (CJK excluded) joined by dots, with an optional
