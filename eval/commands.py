@@ -437,3 +437,27 @@ def tune_command(
     ui.out.print(table)
     if write_config is not None:
         ui.out.print(f"wrote the best settings into {write_config}")
+
+
+@eval_app.command("record-baselines")
+@_one_line_errors
+def record_baselines_command(
+    cases: Optional[list[str]] = typer.Argument(None, help="Gate cases to re-record (default: all of them)."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", help="The eval-data folder (default: $KENNING_EVAL_DATA, else ../shared/eval-data)."),
+) -> None:
+    """Re-run the relevance gate's cases in every variant and write eval/baselines/<case>.json.
+
+    Run it after a genuine improvement, so that the gate (tests/test_relevance.py) holds the new
+    figures from then on. Check the diff of the baselines before committing it.
+
+    Examples:
+
+        kenning eval record-baselines
+
+        KENNING_EVAL_DATA=../shared/eval-data kenning eval record-baselines builtin med
+    """
+    from .gate import record
+
+    for path in record(cases or None, data):
+        ui.out.print(f"wrote {path}")

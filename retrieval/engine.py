@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import fusion
-from .text import match_terms, relevance_label, snippet
+from . import fusion, labels
+from .text import match_terms, snippet
 
 LEXICAL_LEGS = ("keyword", "bm25")
 VECTOR_LEG = "vector"
@@ -70,17 +70,29 @@ def rank(
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
 
 
-def explain(candidate: Candidate, terms: list[str], text: str, shown: dict[str, str] | None = None) -> Candidate:
+def explain(
+    candidate: Candidate,
+    terms: list[str],
+    text: str,
+    shown: dict[str, str] | None = None,
+    top_score: float | None = None,
+    vector_ran: bool = False,
+) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
     ``terms`` are query tokens (stems); ``shown`` maps them to the words the query wrote, which is
-    what ``match_terms`` reports.
+    what ``match_terms`` reports. ``top_score`` is the best score of this result and
+    ``vector_ran`` whether the vector leg took part (see ``labels`` for what a label promises).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
     candidate.matched_leg = "both" if lexical and vector else "semantic" if vector else "lexical"
     matched = match_terms(terms, text)
     candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
-    candidate.relevance = relevance_label(len(matched), len(terms))
+    vector_hit = candidate.legs.get(VECTOR_LEG)
+    cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
+    share = len(matched) / len(terms) if terms else 0.0
+    top = candidate.score if top_score is None else top_score
+    candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top)
     candidate.snippet = snippet(text, matched)
     return candidate

@@ -40,9 +40,9 @@ def rrf(
 def evidence(
     rankings: dict[str, list[tuple[int, float]]],
     coverage: dict[int, float],
-    alpha: float = 0.5,
-    cos_floor: float = 0.2,
-    power: float = 2.0,
+    alpha: float = 0.75,
+    cos_floor: float = 0.1,
+    power: float = 3.0,
 ) -> list[Fused]:
     """Fuse on absolute evidence instead of ranks: ``alpha * coverage**power + (1 - alpha) * cos'``.
 

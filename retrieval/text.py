@@ -164,12 +164,6 @@ def match_terms(terms: Iterable[str], text: str) -> list[str]:
     return [t for t in terms if t in present]
 
 
-def relevance_label(matched: int, total: int) -> str:
-    """high when >= 75 % of distinct query terms occur, medium when >= 40 %, else low."""
-    share = matched / total if total else 0.0
-    return "high" if share >= 0.75 else "medium" if share >= 0.40 else "low"
-
-
 SNIPPET_CHARS = 240
 
 

@@ -281,9 +281,10 @@ class StoreConfig(_Record):
     leg_depth: int = 100
     # how hybrid fuses when the vector leg runs: "evidence" (absolute, measured better) or "rrf"
     fusion: Literal["evidence", "rrf"] = "evidence"
-    evidence_alpha: float = Field(0.5, ge=0.0, le=1.0)
-    evidence_cos_floor: float = Field(0.2, ge=-1.0, lt=1.0)
-    evidence_power: float = Field(2.0, gt=0.0)
+    # chosen by leave-one-collection-out on the development sets (eval/baselines/README.md)
+    evidence_alpha: float = Field(0.75, ge=0.0, le=1.0)
+    evidence_cos_floor: float = Field(0.1, ge=-1.0, lt=1.0)
+    evidence_power: float = Field(3.0, gt=0.0)
     model: str | None = None
     vector_floor: float | None = None
     verification_stale_days: int = 30

@@ -107,7 +107,8 @@ def run(
     for cand in candidates:
         memory = memories[cand.key]
         by_id[memory.id] = memory
-        engine.explain(cand, terms, memory.content, shown)
+        engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
+                       vector_ran="vector" in runs)
         hits.append(Hit(
             id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
             match_terms=cand.match_terms, snippet=cand.snippet,

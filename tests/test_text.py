@@ -41,13 +41,6 @@ def test_surface_forms_show_what_the_query_wrote():
     assert text.surface_forms("Running queries run") == {"run": "running", "queri": "queries"}
 
 
-def test_relevance_labels_follow_the_share_of_terms():
-    assert text.relevance_label(3, 4) == "high"
-    assert text.relevance_label(2, 5) == "medium"
-    assert text.relevance_label(1, 3) == "low"
-    assert text.relevance_label(0, 0) == "low"
-
-
 def test_phrase_matching_ignores_case_and_spacing():
     assert text.contains_phrase("The  Auth\nService listens", "auth service")
     assert not text.contains_phrase("service auth", "auth service")

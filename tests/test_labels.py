@@ -1,0 +1,27 @@
+"""The relevance label rule (retrieval/labels.py), with thresholds read from the module."""
+
+from kenning.retrieval.labels import HIGH_COSINE, MEDIUM_COSINE, MEDIUM_TERM_SHARE, NEAR_TOP, label
+
+
+def test_high_needs_strong_semantic_evidence_near_the_top():
+    assert label(HIGH_COSINE, 0.0, 3, score=1.0, top_score=1.0) == "high"
+    assert label(HIGH_COSINE - 0.01, 1.0, 3, score=1.0, top_score=1.0) == "medium"
+    # as similar, but far below the best hit of this result: not promised as the answer
+    assert label(0.9, 1.0, 3, score=NEAR_TOP - 0.05, top_score=1.0) == "medium"
+
+
+def test_medium_is_related_evidence_on_either_leg():
+    assert label(MEDIUM_COSINE, 0.0, 3, 0.1, 1.0) == "medium"
+    assert label(0.0, MEDIUM_TERM_SHARE, 4, 0.1, 1.0) == "medium"
+    assert label(MEDIUM_COSINE - 0.01, MEDIUM_TERM_SHARE - 0.01, 4, 1.0, 1.0) == "low"
+
+
+def test_without_the_vector_leg_every_term_at_the_top_is_high():
+    assert label(None, 1.0, 2, 1.0, 1.0) == "high"
+    assert label(None, 1.0, 1, 1.0, 1.0) == "medium"  # one matching word proves little
+    assert label(None, 0.75, 4, 1.0, 1.0) == "medium"
+    assert label(None, 0.25, 4, 1.0, 1.0) == "low"
+
+
+def test_a_hit_the_vector_leg_did_not_rank_is_never_high():
+    assert label(0.0, 1.0, 3, 1.0, 1.0) == "medium"
