@@ -30,7 +30,7 @@ import numpy as np
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval import bm25, engine, keyword
-from kenning.retrieval.text import fingerprint, query_terms
+from kenning.retrieval.text import fingerprint, query_tokens, surface_forms
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
@@ -367,7 +367,8 @@ class TranscriptIndex:
 
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()
-        terms = query_terms(query)
+        tokens = query_tokens(query)  # with repeats, for BM25
+        terms = list(dict.fromkeys(tokens))
         lexicon = self.lexicon.refresh()
         allowed = self._allowed(lexicon, scope, exclude)
         vector_ok = mode in ("semantic", "hybrid") and self.vectors is not None and self.vectors.available()
@@ -377,7 +378,7 @@ class TranscriptIndex:
         if "keyword" in legs:
             runs["keyword"] = lambda n: keyword.search(lexicon, terms, n, allowed, phrase=query, text_of=self._texts, now=now)
         if "bm25" in legs:
-            runs["bm25"] = lambda n: bm25.search(lexicon, terms, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+            runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
         if engine.VECTOR_LEG in legs:
             keys = None if allowed is None else np.unique(lexicon.doc_key[allowed])
             runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(query, n, keys)
@@ -389,9 +390,11 @@ class TranscriptIndex:
                                  evidence=evidence, coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
+        shown = surface_forms(query)
         for cand in candidates:
             row = rows[cand.key]
-            engine.explain(cand, terms, row["text"])
+            engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
+                           vector_ran=engine.VECTOR_LEG in runs)
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -42,7 +42,7 @@ def test_a_healthy_store_checks_clean(filled):
 @pytest.mark.parametrize("blob", [b"\x00\x01\x02", b"garbage!" * 3, struct.pack("<4i", 9, 3, 1, 1), b""])
 def test_a_garbage_postings_blob_is_skipped_reported_and_rebuilt_in_the_search(filled, blob):
     before = bm25_ids(filled)
-    sql(filled, "UPDATE lex_segments SET postings = ? WHERE term = 'billing'", blob)
+    sql(filled, "UPDATE lex_segments SET postings = ? WHERE term = 'bill'", blob)
     assert not filled.check()["ok"]
     fresh = open_store(filled.directory)  # another process sees the damage cold
     result = fresh.search("billing service port", mode="bm25", limit=10, record=False)
@@ -172,7 +172,7 @@ def test_cli_check_exits_1_on_damage_and_rebuild_fixes_it(filled):
     clean = cli("check", "--json", store=home)
     assert clean.returncode == 0 and json.loads(clean.stdout)["ok"]
     with open_store(home) as store:
-        sql(store, "UPDATE lex_segments SET postings = x'0102' WHERE term = 'billing'")
+        sql(store, "UPDATE lex_segments SET postings = x'0102' WHERE term = 'bill'")
     damaged = cli("check", store=home)
     assert damaged.returncode == 1 and "damaged postings" in damaged.stdout and "Traceback" not in damaged.stderr
     rebuilt = cli("rebuild", "lexical", store=home)
