@@ -391,10 +391,11 @@ class TranscriptIndex:
         rows = self._rows([c.key for c in candidates])
         hits = []
         shown = surface_forms(query)
+        coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
-                           vector_ran=engine.VECTOR_LEG in runs)
+                           vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0))
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -77,12 +77,14 @@ def explain(
     shown: dict[str, str] | None = None,
     top_score: float | None = None,
     vector_ran: bool = False,
+    coverage: float = 0.0,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
     ``terms`` are query tokens (stems); ``shown`` maps them to the words the query wrote, which is
     what ``match_terms`` reports. ``top_score`` is the best score of this result and
-    ``vector_ran`` whether the vector leg took part (see ``labels`` for what a label promises).
+    ``vector_ran`` whether the vector leg took part and ``coverage`` the hit's IDF-weighted share of
+    the query terms (see ``labels`` for what a label promises).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -93,6 +95,6 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
-    candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top)
+    candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage)
     candidate.snippet = snippet(text, matched)
     return candidate

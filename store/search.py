@@ -103,12 +103,13 @@ def run(
         return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
     shown = surface_forms(query)
+    coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
-                       vector_ran="vector" in runs)
+                       vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0))
         hits.append(Hit(
             id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
             match_terms=cand.match_terms, snippet=cand.snippet,

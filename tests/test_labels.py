@@ -1,13 +1,25 @@
 """The relevance label rule (retrieval/labels.py), with thresholds read from the module."""
 
-from kenning.retrieval.labels import HIGH_COSINE, MEDIUM_COSINE, MEDIUM_TERM_SHARE, NEAR_TOP, label
+from kenning.retrieval.labels import (
+    HIGH_COSINE,
+    HIGH_COSINE_ALONE,
+    HIGH_COVERAGE,
+    MEDIUM_COSINE,
+    MEDIUM_TERM_SHARE,
+    NEAR_TOP,
+    label,
+)
 
 
-def test_high_needs_strong_semantic_evidence_near_the_top():
-    assert label(HIGH_COSINE, 0.0, 3, score=1.0, top_score=1.0) == "high"
-    assert label(HIGH_COSINE - 0.01, 1.0, 3, score=1.0, top_score=1.0) == "medium"
+def test_high_needs_strong_semantic_evidence_and_the_rare_words_near_the_top():
+    assert label(HIGH_COSINE, 0.0, 3, score=1.0, top_score=1.0, coverage=HIGH_COVERAGE) == "high"
+    assert label(HIGH_COSINE - 0.01, 1.0, 3, score=1.0, top_score=1.0, coverage=1.0) == "medium"
+    # close in meaning but missing the query's rarest words: a near miss, not the answer
+    assert label(HIGH_COSINE, 1.0, 3, score=1.0, top_score=1.0, coverage=HIGH_COVERAGE - 0.01) == "medium"
+    # a paraphrase shares no word and still can be high, when it is very close in meaning
+    assert label(HIGH_COSINE_ALONE, 0.0, 3, score=1.0, top_score=1.0, coverage=0.0) == "high"
     # as similar, but far below the best hit of this result: not promised as the answer
-    assert label(0.9, 1.0, 3, score=NEAR_TOP - 0.05, top_score=1.0) == "medium"
+    assert label(0.9, 1.0, 3, score=NEAR_TOP - 0.05, top_score=1.0, coverage=1.0) == "medium"
 
 
 def test_medium_is_related_evidence_on_either_leg():
@@ -24,4 +36,4 @@ def test_without_the_vector_leg_every_term_at_the_top_is_high():
 
 
 def test_a_hit_the_vector_leg_did_not_rank_is_never_high():
-    assert label(0.0, 1.0, 3, 1.0, 1.0) == "medium"
+    assert label(0.0, 1.0, 3, 1.0, 1.0, coverage=1.0) == "medium"
