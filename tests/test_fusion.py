@@ -65,12 +65,12 @@ def test_a_leg_missing_from_the_weights_counts_once():
 
 
 def test_evidence_defaults_by_hand():
-    """alpha 0.5, cosine floor 0.2, coverage squared: the values the engine relies on when it passes none."""
+    """alpha 0.75, cosine floor 0.1, coverage cubed: the values the engine relies on when it passes none."""
     from kenning.retrieval.fusion import evidence
 
     fused = evidence({"bm25": [(1, 5.0), (2, 3.0)], "vector": [(1, 0.6), (3, 0.1)]}, {1: 1.0, 2: 0.5})
     scores = {f.key: f.score for f in fused}
-    assert scores[1] == pytest.approx(0.5 * 1.0 + 0.5 * (0.6 - 0.2) / 0.8)
-    assert scores[2] == pytest.approx(0.5 * 0.5 ** 2)
+    assert scores[1] == pytest.approx(0.75 * 1.0 + 0.25 * (0.6 - 0.1) / 0.9)
+    assert scores[2] == pytest.approx(0.75 * 0.5 ** 3)
     assert scores[3] == 0.0
     assert [f.key for f in fused] == [1, 2, 3]
