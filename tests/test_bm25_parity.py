@@ -69,3 +69,20 @@ def test_idf_coverage_weights_rare_terms_more(store):
     assert cov[1] == pytest.approx(1.0)
     assert cov[2] == pytest.approx(w_common / (w_common + w_rare))
     assert cov[2] < 0.5 and cov[3] == cov[2]
+
+
+def test_idf_coverage_counts_an_absent_term_and_each_term_once(store):
+    store.import_records([{"content": t, "scopes": ["c"]} for t in
+                          ["common rare", "common", "common other", "common again"]])
+    lex = store.lexicon.refresh()
+    w_common, w_rare, w_absent = bm25.idf(4, 4), bm25.idf(4, 1), bm25.idf(4, 0)
+    cov = bm25.idf_coverage(lex, ["rare", "common", "missing", "rare"], [1, 2, 4])
+    assert cov[1] == pytest.approx((w_rare + w_common) / (w_rare + w_common + w_absent))
+    assert cov[2] == cov[4] == pytest.approx(w_common / (w_rare + w_common + w_absent))
+    assert bm25.idf_coverage(lex, [], [1, 2]) == {1: 0.0, 2: 0.0}
+    assert bm25.idf_coverage(lex, ["rare"], []) == {}
+    assert set(bm25.idf_coverage(lex, ["rare"], [3])) == {3} and bm25.idf_coverage(lex, ["rare"], [3])[3] == 0.0
+
+
+def test_idf_coverage_of_an_empty_store_is_zero(store):
+    assert bm25.idf_coverage(store.lexicon.refresh(), ["anything"], [1]) == {1: 0.0}
