@@ -10,6 +10,7 @@ must then be what the original store gives.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,12 @@ def _count(con: sqlite3.Connection, table: str) -> int:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     """The store every old-version copy is made from, with what each version could hold."""
-    path = tmp_path_factory.mktemp("source") / "store"
-    with kenning.open_store(path) as s:
+    root = tmp_path_factory.mktemp("source")
+    repo = root / "repo"  # memories carry an origin (repo, worktree) only when written inside git
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    path = root / "store"
+    with kenning.open_store(path, cwd=repo) as s:
         old = s.write("Staging deploys run from jenkins nightly", scopes=["ci"]).id
         new = s.write("Staging deploys run from github actions", scopes=["ci"],
                       links=[{"kind": "supersedes", "target": old, "note": "moved off jenkins"}]).id
