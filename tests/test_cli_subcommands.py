@@ -23,3 +23,18 @@ def test_subcommand_help_has_an_example(tmp_path, command):
         pytest.fail(f"{' '.join(command)} is not a command: {done.stderr}")
     assert done.returncode == 0, done.stderr
     assert "Example: kenning" in done.stdout, command
+
+
+def test_models_and_index_report_the_store_as_json(tmp_path):
+    assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
+    models = kenning(tmp_path, "models", "--json")
+    assert models.returncode == 0, models.stderr
+    listed = json.loads(models.stdout)
+    assert listed["configured"] in {m["name"] for m in listed["models"]}
+    index = kenning(tmp_path, "index", "--json")
+    assert index.returncode == 0, index.stderr
+    done = json.loads(index.stdout)
+    assert done["embedded"] <= done["pending_before"]
+    after = json.loads(kenning(tmp_path, "models", "--json").stdout)
+    if listed["store"].get("model_id"):  # the extra is installed: nothing is left waiting for a vector
+        assert after["store"]["pending"] == 0
