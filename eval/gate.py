@@ -88,7 +88,7 @@ def embeddings_absent() -> Iterator[None]:
     """Answer as an install without the embeddings extra does: the probe says ``absent``."""
     from kenning.retrieval import embeddings
 
-    key = (None, None)
+    key = (None, None, embeddings.backend())  # the probe's cache key for the default model
     saved = embeddings._availability.get(key)
     embeddings._availability[key] = embeddings.Availability("absent", "the gate runs the lexical-only hybrid", None)
     try:

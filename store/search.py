@@ -35,7 +35,7 @@ class Filters:
 
 @dataclass
 class Ranked:
-    """One hit of the rank-only path: the memory id and its score (relevance for the top hit only)."""
+    """One hit of the rank-only path: the memory id and its score (relevance for the top ten only)."""
 
     id: str
     score: float
@@ -51,6 +51,10 @@ class Ranking:
     legs_run: list[str]
     degraded: Degraded | None
     hits: list[Ranked]
+
+
+# Hits of the rank-only path that get a relevance label: the eval's reliability table reads ten.
+LABELLED = 10
 
 
 def run(
@@ -98,8 +102,13 @@ def run(
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
-        if candidates:  # the top hit's relevance label is a reported eval figure: explain that one
-            ranked[0].relevance = engine.explain(candidates[0], terms, _texts(db, [candidates[0].key])[candidates[0].key]).relevance
+        head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
+        if head:
+            texts = _texts(db, [c.key for c in head])
+            coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in head])
+            for item, cand in zip(ranked, head):
+                item.relevance = engine.explain(cand, terms, texts[cand.key], top_score=candidates[0].score,
+                                                vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0)).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
     shown = surface_forms(query)
