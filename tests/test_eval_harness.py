@@ -117,7 +117,9 @@ def test_tune_returns_settings_and_writes_them_into_a_store(grouped, tmp_path):
     best = result["best"]
     assert set(best) == set(TUNABLE)
     assert result["datasets"] == ["grouped", "builtin"]
-    assert len(result["bm25_grid"]) == 2
+    # the defaults are scored first, then every grid point they are not already
+    default = (result["default"]["bm25_k1"], result["default"]["bm25_b"])
+    assert [(r["bm25_k1"], r["bm25_b"]) for r in result["bm25_grid"]] == list(dict.fromkeys([default, (0.9, 0.75), (1.2, 0.75)]))
     # the sweep's winner is at least as good as the defaults it also scored
     default_row = next(r for r in result["fusion_grid"]
                        if r["fusion"] == "rrf" and r["rrf_k"] == 60.0 and r["weights"] == result["default"]["weights"])
