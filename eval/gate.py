@@ -59,10 +59,10 @@ ALL_CASES = (
     Case("locomo-dev", group_sep=":"),
     Case("scifact-train", limit_queries=400),
 )
-# The gate judges the cases whose baseline has been recorded with this engine. med, cranfield,
-# locomo-dev and scifact-train were still recording when this landed; add them back here with their
-# files (`kenning eval record-baselines med cranfield locomo-dev scifact-train`).
-CASES = tuple(c for c in ALL_CASES if c.name in ("builtin", "npl"))
+# The gate judges the cases whose baseline has been recorded with this engine; scifact-train's
+# (the longest to embed) is not recorded yet: `kenning eval record-baselines scifact-train`, then
+# drop it from this filter.
+CASES = tuple(c for c in ALL_CASES if c.name != "scifact-train")
 
 
 def eval_data() -> Path:
