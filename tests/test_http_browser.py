@@ -57,9 +57,11 @@ def site(tmp_path):
 
 
 def _wait(driver, condition):
+    """Wait for ``condition``; an element lost to a page reload mid-check is looked up again, not an error."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT).until(condition)
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def _by(css):
