@@ -57,11 +57,12 @@ def site(tmp_path):
 
 
 def _wait(driver, condition):
-    """Wait for ``condition``; an element lost to a page reload mid-check is looked up again, not an error."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    """Wait for ``condition``; an element lost to a page reload mid-check (chromium reports it as a stale
+    element or as a node that left the document) is looked up again until the wait times out."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(WebDriverException,)).until(condition)
 
 
 def _by(css):
