@@ -25,6 +25,7 @@ def test_subcommand_help_has_an_example(tmp_path, command):
     assert "Example: kenning" in done.stdout, command
 
 
+@pytest.mark.embeddings  # lists the packaged model and embeds
 def test_models_and_index_report_the_store_as_json(tmp_path):
     assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
     models = kenning(tmp_path, "models", "--json")

@@ -6,6 +6,7 @@ import pytest
 import kenning
 
 
+@pytest.mark.embeddings  # the vector leg is one of the fused rankings
 def test_rrf_setting_scores_hybrid_hits_by_their_legs_ranks(tmp_path):
     path = tmp_path / "s"
     with kenning.open_store(path) as s:
