@@ -40,10 +40,17 @@ def recall(
     unknown = [r for r in roles if r not in TIER_ORDER]
     if unknown or not roles:
         raise InvalidInput(f"unknown role {unknown[0] if unknown else '(none)'}; choose from {', '.join(ROLES)}")
+    with store.semantic.one_encoding_per_query():  # up to four searches, one query vector
+        return _recall(store, query, limit, all_projects, exclude_session, roles, mode)
+
+
+def _recall(store: "Store", query: str, limit: int, all_projects: bool, exclude_session: str | None,
+            roles: tuple[str, ...], mode: str | None) -> dict[str, Any]:
     terms = list(dict.fromkeys(query_terms(query)))
     floor = store.config.evidence_cos_floor
     tiers: list[tuple[str, int, dict[str, Any], float]] = []
     legs_run: dict[str, list[str]] = {}
+    pending: dict[str, int] = {}
     degraded = None
     profile_hits = profile.search(store, query, limit, mode) if "profile" in roles else []
     profile_ids = {h.id for h in profile_hits}
@@ -52,6 +59,8 @@ def recall(
     if "memory" in roles:
         result = store.search(query, mode=mode, limit=limit, auto_scope=not all_projects)
         legs_run["memory"] = result.legs_run
+        if result.pending_embeddings is not None:
+            pending["memory"] = result.pending_embeddings
         degraded = result.degraded.model_dump(mode="json") if result.degraded else None
         kept = [h for h in result.hits if h.id not in profile_ids and h.category != profile.PROFILE_CATEGORY]
         for position, hit in enumerate(kept):
@@ -62,6 +71,8 @@ def recall(
         found = index_for(store).search(query, limit=limit, all_projects=all_projects,
                                         exclude_session=exclude_session, mode=mode)
         legs_run["transcript"] = found.legs_run
+        if found.pending_embeddings is not None:
+            pending["transcript"] = found.pending_embeddings
         scope, excluded = found.scope, found.excluded_session
         for position, hit in enumerate(found.hits):
             evidence = _evidence(hit.match_terms, hit.legs, terms, floor) * TRANSCRIPT_WEIGHT
@@ -72,7 +83,8 @@ def recall(
         payload = {"role": role, **{k: v for k, v in payload.items() if k != "role"}, "recall_score": round(evidence, 6)}
         hits.append(payload)
     return {"query": query, "all": all_projects, "scope": scope or ("all" if all_projects else None),
-            "excluded_session": excluded, "legs_run": legs_run, "degraded": degraded, "hits": hits}
+            "excluded_session": excluded, "legs_run": legs_run, "degraded": degraded,
+            "pending_embeddings": pending or None, "hits": hits}
 
 
 def _evidence(match_terms: list[str], legs: Any, terms: list[str], cos_floor: float) -> float:

@@ -4,24 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from kenning.store.models import Degraded, LegScore
+from kenning.store.models import Degraded, Explained
 
 
-class TranscriptHit(BaseModel):
+class TranscriptHit(Explained):
     """One past message: where it was said, by whom, and why it matched (as a memory hit explains itself)."""
 
-    model_config = ConfigDict(extra="ignore")
-
     role: Literal["transcript"] = "transcript"
-    id: str
-    score: float
-    matched_leg: Literal["lexical", "semantic", "both"]
-    relevance: Literal["high", "medium", "low"]
-    match_terms: list[str]
-    legs: dict[str, LegScore]
-    snippet: str
     session: str | None
     parent_session: str | None = None  # set on a sidechain / worker message: the session that spawned it
     sidechain: bool = False
@@ -46,6 +37,9 @@ class TranscriptResult(BaseModel):
     degraded: Degraded | None = None
     scope: str  # "all", or the project searched
     excluded_session: str | None = None
+    # semantic/hybrid: messages the vector leg could not see yet (a server's background embedder or
+    # `kenning transcripts index` gives them vectors); None when no vector leg ran
+    pending_embeddings: int | None = None
     hits: list[TranscriptHit] = Field(default_factory=list)
     note: str | None = None
 

@@ -1,111 +1,126 @@
 """The vector leg over transcript messages: the store's own model, vectors as rows, an in-memory index.
 
-Vectors live in ``transcript_embeddings`` (one row per message and model); this process keeps a
-``VectorIndex`` in step with the rows by a key diff on every search, so a vector another process
-added is used at its next search. Embedding is the slow part (a few hundred messages a second on a
-laptop CPU), so a search embeds at most ``EMBED_PER_SEARCH`` new messages (a live session's
-appends) and ``kenning transcripts index`` embeds a backlog with a progress bar. Until a message
-has its vector the lexical legs still find it; the result says how many wait.
+No search waits for embedding (as for memories): a search ranks with the vectors that exist and
+reports how many messages still wait (``pending_embeddings``); the lexical legs find those
+meanwhile. The vectors are made by the background embedder a server runs (``start_background``,
+see store/semantic.py), woken when a sync reads new messages, or by ``kenning transcripts index``
+with a progress bar. Vectors live in ``transcript_embeddings`` (one row per message and model);
+this process keeps a ``VectorIndex`` keyed by message in step with the rows by a diff of row ids on
+every search, so a vector another process (or the background thread) added is used at once.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from kenning.retrieval.vector import VectorIndex
 from kenning.store.db import Database
-from kenning.store.semantic import Semantic
+from kenning.store.semantic import BACKGROUND_BATCH, Semantic
+from kenning.store.vector_rows import load_rows
 
 EMBED_BATCH = 128
-EMBED_PER_SEARCH = 64
 
 
 class TranscriptVectors:
     def __init__(self, db: Database, semantic: Semantic):
         self.db = db
         self.semantic = semantic
-        self._index: VectorIndex | None = None
+        self._index: VectorIndex | None = None  # keyed by message (transcript_messages rowid)
         self._model: str | None = None
-        self._key_mem: dict[int, int] = {}
+        self._row_mem: dict[int, int] = {}  # transcript_embeddings id -> message, as the index holds them
         self._state: tuple[int, int] | None = None
+        self._drain_lock = threading.Lock()
 
     def available(self) -> bool:
         return self.semantic.availability().working
 
-    def pending(self) -> int:
+    def model_id(self) -> str | None:
+        """The model vectors are made with: the loaded encoder's, else the one the store recorded."""
+        return self.semantic.encoder().model_id if self.semantic.loaded else self.db.get_meta("embedding_model")
+
+    def pending(self, model: str | None = None) -> int:
         """Messages without a vector for the store's model (without loading the model when it is not loaded).
 
         A count difference, not a join: vectors of dropped messages are deleted with them (``forget``)."""
-        model = self.semantic.encoder().model_id if self.semantic.loaded else self.db.get_meta("embedding_model")
+        model = model or self.model_id()
         return self.db.read(lambda c: c.execute(
             "SELECT (SELECT COUNT(*) FROM transcript_messages) - "
             "(SELECT COUNT(*) FROM transcript_embeddings WHERE model_id = ?)", (model,)).fetchone()[0])
 
-    def embed_pending(self, limit: int | None = None, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed messages that have no vector yet (at most ``limit``); returns how many were embedded."""
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None,
+                      stop: threading.Event | None = None, batch: int = EMBED_BATCH) -> int:
+        """Embed every message that has no vector yet, newest first; returns how many were embedded.
+
+        ``stop`` ends it between batches (a closing server). One drain at a time per store; a
+        read-only store embeds nothing."""
+        if self.db.read_only:
+            return 0
         encoder = self.semantic.encoder()
-        total = self.pending() if progress is not None else 0
         done = 0
-        with self.db.transaction() as c:
-            c.execute("DELETE FROM transcript_embeddings WHERE model_id != ?", (encoder.model_id,))
-        while limit is None or done < limit:
-            size = EMBED_BATCH if limit is None else min(EMBED_BATCH, limit - done)
-            rows = self.db.read(lambda c: c.execute(
-                "SELECT m.rowid, m.text FROM transcript_messages m WHERE NOT EXISTS (SELECT 1 FROM "
-                "transcript_embeddings e WHERE e.mem = m.rowid AND e.model_id = ?) ORDER BY m.rowid DESC LIMIT ?",
-                (encoder.model_id, size)).fetchall())
-            if not rows:
-                break
-            vectors = encoder.encode([text for _, text in rows])
-            with self.db.transaction() as c:
-                for (mem, text), vector in zip(rows, vectors):
-                    if _still(c, mem, text):  # a rewrite may have replaced the message meanwhile
-                        c.execute("INSERT OR REPLACE INTO transcript_embeddings(mem, model_id, vector) VALUES (?, ?, ?)",
-                                  (mem, encoder.model_id, np.asarray(vector, np.float32).tobytes()))
-            done += len(rows)
+        with self._drain_lock:
+            total = self.pending(encoder.model_id) if progress is not None else 0
             if progress is not None:
-                progress(done, max(total, done))
+                progress(0, total)
+            with self.db.transaction() as c:
+                c.execute("DELETE FROM transcript_embeddings WHERE model_id != ?", (encoder.model_id,))
+            while stop is None or not stop.is_set():
+                rows = self.db.read(lambda c: c.execute(
+                    "SELECT m.rowid, m.text FROM transcript_messages m WHERE NOT EXISTS (SELECT 1 FROM "
+                    "transcript_embeddings e WHERE e.mem = m.rowid AND e.model_id = ?) ORDER BY m.rowid DESC LIMIT ?",
+                    (encoder.model_id, batch)).fetchall())
+                if not rows:
+                    break
+                vectors = encoder.encode([text for _, text in rows])
+                with self.db.transaction() as c:
+                    kept = 0
+                    for (mem, text), vector in zip(rows, vectors):
+                        if _still(c, mem, text):  # a rewrite may have replaced the message meanwhile
+                            c.execute("INSERT OR REPLACE INTO transcript_embeddings(mem, model_id, vector) VALUES (?, ?, ?)",
+                                      (mem, encoder.model_id, np.asarray(vector, np.float32).tobytes()))
+                            kept += 1
+                if not kept:
+                    break  # every message changed under us: the next pass sees the new ones
+                done += kept
+                if progress is not None:
+                    progress(done, max(total, done))
         return done
 
+    def embed_in_background(self, stop: threading.Event) -> int:
+        """The background embedder's share (small batches, so a closing server never waits long)."""
+        if self.db.read_only or not self.pending():
+            return 0
+        return self.embed_pending(stop=stop, batch=BACKGROUND_BATCH)
+
     def search(self, query: str, k: int, allowed_keys: np.ndarray | None) -> list[tuple[int, float]]:
-        """(message key, cosine) best first, above the model's no-match floor."""
+        """(message key, cosine) best first, above the model's no-match floor, over the vectors that exist."""
         encoder = self.semantic.encoder()
-        if not self.db.read_only and self.pending():
-            self.embed_pending(limit=EMBED_PER_SEARCH)
+        query_vector = self.semantic.query_vector(query)
         self._sync(encoder)
-        allowed = None
-        if allowed_keys is not None:
-            wanted = set(allowed_keys.tolist())
-            allowed = {key for key, mem in self._key_mem.items() if mem in wanted}
-        hits = self._index.search(encoder.encode_query(query), k, allowed=allowed, floor=self.semantic.floor())
-        return [(self._key_mem[key], score) for key, score in hits]
+        if allowed_keys is not None and not len(allowed_keys):
+            return []
+        return self._index.search(query_vector, k, allowed=allowed_keys, floor=self.semantic.floor())
 
     def _sync(self, encoder) -> None:
         """Bring the in-memory index in step with the rows (another process may have embedded or dropped some)."""
         state = self.db.read(lambda c: c.execute(
             "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM transcript_embeddings WHERE model_id = ?",
             (encoder.model_id,)).fetchone())
-        if self._index is not None and self._model == encoder.model_id and state == self._state:
+        if self._index is not None and self._model == encoder.model_id and tuple(state) == self._state:
             return
         if self._index is None or self._model != encoder.model_id:
-            self._index, self._key_mem, self._model = VectorIndex(encoder.dim), {}, encoder.model_id
+            self._index, self._row_mem, self._model = VectorIndex(encoder.dim), {}, encoder.model_id
         wanted = dict(self.db.read(lambda c: c.execute(
             "SELECT id, mem FROM transcript_embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall()))
-        stale = set(self._key_mem) - set(wanted)
-        if stale:
+        stale = [mem for row, mem in self._row_mem.items() if row not in wanted]
+        if stale:  # before the adds: a re-embedded message is removed under its old row, then added again
             self._index.remove(stale)
-        missing = [key for key in wanted if key not in self._key_mem]
-        for i in range(0, len(missing), 5000):
-            chunk = missing[i : i + 5000]
-            marks = ",".join("?" * len(chunk))
-            found = self.db.read(lambda c: c.execute(
-                f"SELECT id, vector FROM transcript_embeddings WHERE id IN ({marks})", chunk).fetchall())
-            if found:
-                self._index.add([r for r, _ in found], np.stack([np.frombuffer(v, np.float32) for _, v in found]))
-        self._key_mem = wanted
+        load_rows(self._index, self.db, "transcript_embeddings", [row for row in wanted if row not in self._row_mem],
+                  key="mem")
+        self._row_mem = wanted
         self._state = tuple(state)
 
 

@@ -105,6 +105,8 @@ class TranscriptIndex:
         """``semantic`` (the store's) lends the model for the vector leg; without it transcripts rank lexically."""
         self.db = db
         self.vectors = TranscriptVectors(db, semantic) if semantic is not None else None
+        if self.vectors is not None:  # a server's background embedder gives new messages their vectors
+            semantic.also_in_background(self.vectors.embed_in_background)
         self.config = config
         self.cwd = Path(cwd) if cwd is not None else None
         self.lexicon = Lexicon(db, TRANSCRIPT_TABLES)
@@ -205,6 +207,8 @@ class TranscriptIndex:
                     self._ledgers.pop(led.path, None)
             if report.reread or report.dropped:
                 self._maybe_rebuild()
+        if report.messages and self.vectors is not None:
+            self.vectors.semantic.wake_background()
         return report
 
     def _read(self, source_id: int, default_project: str | None, path: str, stat: os.stat_result,
@@ -404,14 +408,9 @@ class TranscriptIndex:
                 timestamp=row["ts"], speaker=row["speaker"], project=row["project"], ledger=row["path"],
                 line=row["line"], format=row["format"],
             ))
-        note = None
-        if engine.VECTOR_LEG in runs:
-            waiting = self.vectors.pending()
-            if waiting:
-                note = (f"{waiting} message(s) have no vector yet, so only the lexical legs can find them; "
-                        "`kenning transcripts index` embeds them")
+        pending = self.vectors.pending() if engine.VECTOR_LEG in runs else None
         return TranscriptResult(query=query, mode=mode, legs_run=list(runs), scope="all" if scope is None else scope,
-                                excluded_session=exclude, hits=hits, note=note,
+                                excluded_session=exclude, hits=hits, pending_embeddings=pending,
                                 degraded=self._degraded() if degraded else None)
 
     def _degraded(self) -> Degraded | None:

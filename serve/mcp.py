@@ -574,7 +574,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         earlier work ("like we did last week", "the bug we fixed yesterday") that memory_search does not cover.
         Your own session is left out (the server reads $KENNING_CURRENT_SESSION).
 
-        Returns {query, all, scope, excluded_session, legs_run, degraded, hits}. Each hit has role profile |
+        Returns {query, all, scope, excluded_session, legs_run, degraded, pending_embeddings, hits}.
+        pending_embeddings (per tier, when the vector leg ran) counts texts it could not see yet: they are
+        being embedded in the background, and the keyword legs find them meanwhile. Each hit has role profile |
         memory | transcript, recall_score (the share of your query words it contains; transcripts slightly
         discounted, so on equal match curated notes come first), relevance, matched_leg, match_terms, legs and
         snippet. A transcript hit adds session, parent_session (a sidechain/worker's parent), timestamp,
@@ -593,10 +595,12 @@ def serve(store_dir: str | os.PathLike | None = None) -> None:
     """Serve one MCP session over stdio until the client disconnects."""
     import anyio
 
+    from kenning.recall.transcripts import index_for
     from kenning.serve import stdio_guard
 
     with Store(store_dir) as store:
         store.semantic.start_background()  # embeds what bulk imports queued; searches never wait for it
+        index_for(store)  # and, through it, transcript messages that have no vector yet
         anyio.run(stdio_guard.run, build_server(store))
 
 

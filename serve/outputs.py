@@ -255,4 +255,5 @@ class RecallOut(TypedDict, total=False):
     excluded_session: str | None
     legs_run: dict[str, list[str]]  # per tier: {"memory": [...], "transcript": [...]}
     degraded: dict[str, Any] | None
+    pending_embeddings: dict[str, int] | None  # per tier with a vector leg: texts it could not see yet
     hits: Required[list[dict[str, Any]]]

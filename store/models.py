@@ -128,7 +128,9 @@ class LegScore(_Record):
     score: float
 
 
-class Hit(_Record):
+class Explained(_Record):
+    """What every ranked hit says about why it matched (a memory's and a transcript message's alike)."""
+
     id: str
     score: float
     matched_leg: Literal["lexical", "semantic", "both"]
@@ -136,6 +138,9 @@ class Hit(_Record):
     match_terms: list[str]
     legs: dict[str, LegScore]
     snippet: str
+
+
+class Hit(Explained):
     scopes: list[str]
     category: Category
     confidence: Confidence

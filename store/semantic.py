@@ -4,7 +4,9 @@ No search waits for embedding. A write embeds its own text when the encoder can 
 with the ONNX encoder) and otherwise queues it in ``embed_queue`` in the same transaction; bulk
 imports queue everything. A search uses the vectors that exist and reports how many memories are
 still queued; ``kenning index``, ``kenning import --embed`` and a server's background embedder
-(``start_background``) drain the queue. Vectors are keyed by the ``embeddings`` row id, so a
+(``start_background``; it also runs what ``also_in_background`` registers, the transcript
+messages' vectors) drain the queue. One recall encodes its query once for all its searches
+(``one_encoding_per_query``). Vectors are keyed by the ``embeddings`` row id, so a
 re-embedded text gets a new key and an index can be brought up to date by a key diff.
 ``embeddings_generation`` in ``meta`` changes with every change to the table: an index that lags
 it (another process wrote) is caught up incrementally; one that is missing, damaged or built with
@@ -23,7 +25,8 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +40,7 @@ from . import integrity
 from .db import Database
 from .models import StoreConfig
 from .records import count_live
+from .vector_rows import load_rows
 
 if TYPE_CHECKING:
     from kenning.retrieval.embedding_cache import EmbeddingCache
@@ -92,6 +96,8 @@ class Semantic:
         self._saved_generation: int | None = None
         self._last_save = 0.0
         self._background: _BackgroundEmbedder | None = None
+        self._shared_queries = threading.local()  # see one_encoding_per_query
+        self._more_work: list[Callable[[threading.Event], object]] = []
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
@@ -295,6 +301,14 @@ class Semantic:
                 self._background = _BackgroundEmbedder(self, poll_s)
                 self._background.start()
 
+    def also_in_background(self, drain: Callable[[threading.Event], object]) -> None:
+        """More vectors for the background embedder to make, after the memories' queue (transcript
+        messages): ``drain(stop)`` embeds what waits and returns between batches once ``stop`` is set."""
+        with self._lock:
+            if drain not in self._more_work:
+                self._more_work.append(drain)
+        self.wake_background()
+
     def wake_background(self) -> None:
         """Ask the background embedder (if one runs) to look at the queue now."""
         if self._background is not None:
@@ -314,7 +328,7 @@ class Semantic:
         It never embeds the queue (``pending_count`` says how many memories it could not see).
         """
         encoder = self.encoder()
-        query_vector = encoder.encode_query(query)
+        query_vector = self.query_vector(query)
         with self._lock:
             self._sync(encoder)
             allowed = None
@@ -325,6 +339,30 @@ class Semantic:
             found = [(self._emb_mem[key], score) for key, score in hits]
         self.save(force=False)
         return found
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's vector; inside ``one_encoding_per_query`` a query this thread encoded is reused."""
+        encoder = self.encoder()
+        shared = getattr(self._shared_queries, "vectors", None)
+        if shared is None:
+            return encoder.encode_query(query)
+        key = (encoder.model_id, query)
+        if key not in shared:
+            shared[key] = encoder.encode_query(query)
+        return shared[key]
+
+    @contextmanager
+    def one_encoding_per_query(self) -> Iterator[None]:
+        """Searches in the block (on this thread) encode each query text once: one recall ranks several
+        tiers (profile, memories, transcripts) for the same query, and encoding is most of a search's time."""
+        outer = getattr(self._shared_queries, "vectors", None)
+        if outer is None:
+            self._shared_queries.vectors = {}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._shared_queries.vectors = None
 
     def _current_generation(self, c: sqlite3.Connection) -> int:
         row = c.execute("SELECT value FROM meta WHERE key = 'embeddings_generation'").fetchone()
@@ -351,13 +389,7 @@ class Semantic:
         missing = [key for key in wanted if key not in have]
         if stale:
             self._index.remove(stale)
-        for i in range(0, len(missing), 5000):
-            chunk = missing[i : i + 5000]
-            marks = ",".join("?" * len(chunk))
-            found = self.db.read(lambda c: c.execute(
-                f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", chunk).fetchall())
-            if found:
-                self._index.add([r for r, _ in found], np.stack([np.frombuffer(v, np.float32) for _, v in found]))
+        load_rows(self._index, self.db, "embeddings", missing)
         self._emb_mem = wanted
         self._generation = generation
 
@@ -429,9 +461,13 @@ class _BackgroundEmbedder:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                if self.semantic.availability().working and self.semantic.pending_count():
-                    self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
-                    self.semantic.save()
+                if self.semantic.availability().working:
+                    if self.semantic.pending_count():
+                        self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
+                        self.semantic.save()
+                    for drain in list(self.semantic._more_work):
+                        if not self._stop.is_set():
+                            drain(self._stop)
             except Exception as exc:  # keep serving; say so once, try again at the next poll
                 if not self._warned:
                     log.warning("background embedding failed (will retry): %s", exc)

@@ -247,31 +247,82 @@ def test_a_transcript_matching_better_outranks_a_weaker_memory(store, tmp_path):
 @pytest.mark.embeddings
 def test_vector_leg_ranks_transcripts_when_embeddings_work(index, ledgers):
     paraphrase = "two transactions waiting on each other forever"
+    before = index.search(paraphrase, project=PAYMENTS, mode="hybrid")
+    waiting = before.pending_embeddings
+    assert waiting > 10 and before.legs_run == ["keyword", "bm25", "vector"]  # no search embeds: it says what waits
+    assert index.vectors.embed_pending() == waiting
     found = index.search(paraphrase, project=PAYMENTS, mode="hybrid")
-    assert found.legs_run == ["keyword", "bm25", "vector"] and found.degraded is None
+    assert found.pending_embeddings == 0 and found.degraded is None
     top = found.hits[0]
     assert "deadlock" in top.snippet and "vector" in top.legs
     lexical = index.search(paraphrase, project=PAYMENTS, mode="bm25")
-    assert lexical.legs_run == ["bm25"] and not any("deadlock" in h.snippet for h in lexical.hits[:1])
+    assert lexical.legs_run == ["bm25"] and lexical.pending_embeddings is None
+    assert not any("deadlock" in h.snippet for h in lexical.hits[:1])
     semantic = index.search("postgres connection pooler", project=PAYMENTS, mode="semantic")
     assert semantic.legs_run == ["vector"]
     assert all(h.matched_leg == "semantic" for h in semantic.hits)
 
 
+def _wait_for(condition, seconds: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the background embedder did not catch up"
+        time.sleep(0.05)
+
+
+@pytest.mark.embeddings
+def test_an_append_is_found_lexically_at_once_and_embedded_in_the_background(index, ledgers, store):
+    index.vectors.embed_pending()
+    store.semantic.start_background(poll_s=0.2)  # what the MCP and HTTP servers run
+    ledger = ledgers / "generic" / "notes-agent.jsonl"
+    _append(ledger, _generic("the feline mascot sleeps on the build server"))
+    right_away = index.search("feline mascot", project=PAYMENTS, mode="hybrid")
+    assert right_away.hits and "feline" in right_away.hits[0].snippet  # the lexical legs see it at once
+    _wait_for(lambda: index.search("cat napping on a machine", project=PAYMENTS, mode="semantic").pending_embeddings == 0)
+    found = index.search("cat napping on a machine", project=PAYMENTS, mode="semantic")
+    assert found.hits and "feline" in found.hits[0].snippet
+
+
+@pytest.mark.embeddings
+def test_recall_encodes_its_query_once_for_every_tier(index, store):
+    index.vectors.embed_pending()
+    store.write("the deadlock detector logs to the audit table", scopes=["projects:payments"])
+    encoder = store.semantic.encoder()
+    encoded: list[str] = []
+    real = encoder.encode_query
+    encoder.encode_query = lambda text: encoded.append(text) or real(text)  # a spy: the real encoder runs
+    try:
+        found = recall(store, "two transactions waiting on each other", all_projects=True, mode="hybrid")
+        assert encoded == ["two transactions waiting on each other"]  # profile (twice), memory, transcript
+        assert found["legs_run"]["transcript"] == ["keyword", "bm25", "vector"]
+        assert "vector" in found["legs_run"]["memory"] and found["pending_embeddings"] == {"memory": 0, "transcript": 0}
+        recall(store, "deadlock detector", all_projects=True, mode="hybrid")
+        assert encoded[1:] == ["deadlock detector"]  # the next recall encodes its own query again
+    finally:
+        del encoder.encode_query
+
+
 @pytest.mark.embeddings
 def test_vector_leg_follows_appends_and_rewrites(index, ledgers):
     ledger = ledgers / "generic" / "notes-agent.jsonl"
-    index.search("warm the model", project=PAYMENTS, mode="hybrid")
     _append(ledger, _generic("the feline mascot sleeps on the build server"))
+    index.sync()
+    index.vectors.embed_pending()
     found = index.search("cat napping on a machine", project=PAYMENTS, mode="semantic")
     assert found.hits and "feline" in found.hits[0].snippet
     assert index.vectors.pending() == 0
     ledger.write_text(json.dumps(_generic("the canine mascot guards the office")) + "\n")
     after = index.search("cat napping on a machine", project=PAYMENTS, mode="semantic")
     assert not any("feline" in h.snippet for h in after.hits)  # the rewritten ledger's old vectors are gone
+    assert after.pending_embeddings == 1  # the new text waits for its vector, the old one's is dropped
+    index.vectors.embed_pending()
     stored = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_embeddings").fetchone()[0])
     messages = index.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_messages").fetchone()[0])
     assert stored == messages
+    dog = index.search("a dog protecting the workplace", project=PAYMENTS, mode="semantic")
+    assert dog.hits and "canine" in dog.hits[0].snippet
 
 
 def test_a_read_only_store_serves_what_is_indexed(index, ledgers, store):

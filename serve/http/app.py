@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from kenning import __version__
 from kenning.memory.facade import Store
+from kenning.recall.transcripts import index_for
 
 from . import api, errors, page
 from .security import DEFAULT_MAX_BODY, Guard
@@ -42,6 +43,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if owned:  # embed what bulk imports queued, on its own thread; searches never wait for it
             opened.semantic.start_background()
+            index_for(opened)  # transcript messages without a vector are embedded on the same thread
         yield
         if owned:
             opened.close()
