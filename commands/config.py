@@ -9,24 +9,11 @@ from typing import Any, Optional
 import typer
 
 from kenning.commands import support as ui
-from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, one_line_errors
+from kenning.commands.support import JSON_HELP, cli_store, emit_json, one_line_errors, sub_app
 from kenning.errors import InvalidInput
 
-config_app = typer.Typer(
-    name="config",
-    help="Read or change this store's settings: default search mode, write confirmation, switches.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings=CONTEXT,
-)
+config_app = sub_app("config", "Read or change this store's settings: default search mode, write confirmation, switches.")
 _one_line_errors = one_line_errors()
-
-
-def _store(ctx: typer.Context):
-    from kenning.cli import open_cli_store
-
-    return open_cli_store(ctx)
 
 
 def _shown(value: Any) -> str:
@@ -42,7 +29,7 @@ def get(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Print the store's settings (or one of them) as they are stored now."""
-    settings = _store(ctx).config.model_dump(mode="json")
+    settings = cli_store(ctx).config.model_dump(mode="json")
     if key is not None:
         if key not in settings:
             raise InvalidInput(f"unknown setting {key!r}; the settings are: {', '.join(settings)}")
@@ -70,7 +57,7 @@ def set_(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Change one setting; it is stored in the store itself and read live by running servers."""
-    config = _store(ctx).configure(**{key: _parse(value)})
+    config = cli_store(ctx).configure(**{key: _parse(value)})
     new = config.model_dump(mode="json")[key]
     if as_json:
         emit_json({key: new})

@@ -14,16 +14,9 @@ from typing import Optional
 import typer
 
 from kenning.commands import support as ui
-from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, one_line_errors, plural, say_error, when
+from kenning.commands.support import JSON_HELP, emit_json, one_line_errors, plural, say_error, sub_app, when
 
-episodes_app = typer.Typer(
-    name="episodes",
-    help="The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings=CONTEXT,
-)
+episodes_app = sub_app("episodes", "The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.")
 INSTALL_MCP = 'pip install "kenning[mcp]"'
 
 

@@ -13,23 +13,10 @@ from typing import Optional
 import typer
 
 from kenning.commands import support as ui
-from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural
+from kenning.commands.support import JSON_HELP, cli_store, emit_json, note, one_line_errors, plural, sub_app
 
-transcripts_app = typer.Typer(
-    name="transcripts",
-    help="The agent session ledgers kenning indexes for recall (Claude Code, Codex CLI, generic JSONL).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings=CONTEXT,
-)
+transcripts_app = sub_app("transcripts", "The agent session ledgers kenning indexes for recall (Claude Code, Codex CLI, generic JSONL).")
 handle_errors = one_line_errors()
-
-
-def _store(ctx: typer.Context):
-    from kenning.cli import open_cli_store
-
-    return open_cli_store(ctx)
 
 
 def _short(text: str, width: int) -> str:
@@ -51,7 +38,7 @@ def add(
 
     from kenning.recall.transcripts import index_for
 
-    index = index_for(_store(ctx))
+    index = index_for(cli_store(ctx))
     with Progress(TextColumn("indexing ledgers"), BarColumn(), MofNCompleteColumn(), console=ui.err,
                   transient=True, disable=as_json) as bar:
         task = bar.add_task("index", total=None)
@@ -71,7 +58,7 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     """The registered sources, with how many ledgers and messages each holds now."""
     from kenning.recall.transcripts import index_for
 
-    sources = index_for(_store(ctx)).sources()
+    sources = index_for(cli_store(ctx)).sources()
     if as_json:
         emit_json({"count": len(sources), "sources": sources})
         return
@@ -88,12 +75,12 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
 @handle_errors
 def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Embed every transcript message that has no vector yet, so the vector leg can find it (needs the
-    embeddings extra; a search embeds only a few new messages itself)."""
+    embeddings extra). No search embeds; a running server embeds new messages in the background."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from kenning.recall.transcripts import index_for
 
-    index = index_for(_store(ctx))
+    index = index_for(cli_store(ctx))
     index.sync()
     with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=ui.err,
                   transient=True, disable=as_json) as bar:
@@ -116,7 +103,7 @@ def remove(
     """Stop indexing a source and drop its messages from the index (the files are left alone)."""
     from kenning.recall.transcripts import index_for
 
-    removed = index_for(_store(ctx)).remove_source(path)
+    removed = index_for(cli_store(ctx)).remove_source(path)
     if as_json:
         emit_json(removed)
     else:
@@ -138,7 +125,7 @@ def recall_command(
     """Recall memories, profile notes and past sessions together, each hit labelled by its role."""
     from kenning.recall.recall import recall
 
-    result = recall(_store(ctx), query, limit=limit, all_projects=all_projects, exclude_session=exclude_session, mode=mode)
+    result = recall(cli_store(ctx), query, limit=limit, all_projects=all_projects, exclude_session=exclude_session, mode=mode)
     if as_json:
         emit_json(result)
         return
@@ -167,7 +154,7 @@ def sync_command(
     a new paragraph writes, all through the write gates. A mangled block is reported, never guessed at."""
     from kenning.recall.markdown import sync
 
-    report = sync(_store(ctx), directory)
+    report = sync(cli_store(ctx), directory)
     if as_json:
         emit_json(report)
         return
@@ -201,7 +188,7 @@ def export_command(
     """Write every memory as markdown a person can read and edit (then `kenning sync` takes the edits back)."""
     from kenning.recall.markdown import export
 
-    report = export(_store(ctx), markdown, force=force)
+    report = export(cli_store(ctx), markdown, force=force)
     if as_json:
         emit_json(report)
         return
@@ -220,7 +207,7 @@ def clean_command(
     Never deletes memories, tombstones or anything because of its age."""
     from kenning.recall.clean import clean
 
-    report = clean(_store(ctx), dry_run=dry_run)
+    report = clean(cli_store(ctx), dry_run=dry_run)
     if as_json:
         emit_json(report)
         return

@@ -18,6 +18,20 @@ JSON_HELP = "Print machine-readable JSON instead of a table."
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+def sub_app(name: str, help: str) -> typer.Typer:
+    """A command group set up as all of kenning's are: its help when called bare, plain help text
+    (no rich markup), and no rich traceback for an error the one-line handler did not catch."""
+    return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,
+                       pretty_exceptions_enable=False, context_settings=CONTEXT)
+
+
+def cli_store(ctx: typer.Context) -> Any:
+    """The store the root command's --store / KENNING_HOME names, opened once per invocation."""
+    from kenning.cli import open_cli_store
+
+    return open_cli_store(ctx)
+
+
 def __getattr__(name: str) -> Any:
     """``out`` and ``err``, the stdout and stderr consoles, are made on first use: importing rich's
     console costs more than the rest of ``kenning --help``.

@@ -115,13 +115,17 @@ Audit = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=200)]] | None,
     Field(max_length=64, description="Audit trail only: recorded with the verification, not checked."),
 ]
+Folder = Annotated[str, Field(min_length=1, max_length=4096, description="The markdown folder: an absolute path, or one "
+                                                                         "relative to the server's working directory.")]
 PendingId = Annotated[str, Field(min_length=1, max_length=200, description="The pending_id a memory_write (or episode_promote) returned.")]
 
 
-def _tool(server: StrictServer, *, read_only: bool) -> Callable[[Callable], Callable]:
+def _tool(server: StrictServer, *, read_only: bool, destructive: bool = False) -> Callable[[Callable], Callable]:
     """Register fn as a tool named after it, described by its docstring; KenningError -> a tool error.
 
-    No tool is destructive in MCP's sense: removal is a restorable tombstone, updates are logged.
+    No memory tool is destructive in MCP's sense: removal is a restorable tombstone, updates are
+    logged. Only the file tools are: a forced export overwrites a person's unsynced edits, clean
+    deletes leftover files.
     """
 
     def register(fn: Callable) -> Callable:
@@ -139,7 +143,7 @@ def _tool(server: StrictServer, *, read_only: bool) -> Callable[[Callable], Call
 
         server.add_tool(
             call, name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""),
-            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=False, open_world_hint=False),
+            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False),
         )
         return fn
 
@@ -153,6 +157,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     journal = episodes or Episodes(store)
     reader = _tool(server, read_only=True)
     writer = _tool(server, read_only=False)
+    file_writer = _tool(server, read_only=False, destructive=True)
 
     # ------------------------------------------------------------------ reading memory
     @reader
@@ -586,6 +591,55 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         from kenning.recall.recall import recall
 
         return recall(store, query, limit=limit, all_projects=all)
+
+    # ------------------------------------------------------------------ the markdown mirror and housekeeping
+    @file_writer
+    def memory_export_markdown(
+        directory: Folder,
+        force: Annotated[bool, Field(description="Overwrite edits a person made in the folder that were not synced yet. "
+                                                 "Without it the export refuses and names the file; sync first.")] = False,
+    ) -> out.ExportOut:
+        """Write every live memory as markdown a person can read and edit: one MEMORY.md per scope (in folders
+        named after the scope's parts) and USER.md for the profile notes, each memory a block under a
+        provenance header (id, scopes, category, created, updated, origin). Only files whose text changes are
+        rewritten (atomically, under the folder's lock). Call memory_sync_markdown later to take edits back.
+
+        Returns {folder, written, unchanged, removed, memories}: files (relative to folder) rewritten, left as
+        they were, and removed because their scope holds no memory any more.
+        """
+        from kenning.recall.markdown import export
+
+        return export(store, directory, force=force)
+
+    @writer
+    def memory_sync_markdown(directory: Folder) -> out.SyncOut:
+        """Take a person's edits to an exported folder back into the store, every change through the write
+        gates: an edited body is an update, a deleted block a tombstone (reason "removed from MEMORY.md",
+        restorable), a paragraph without a header a new memory (in USER.md a profile note, pending until the
+        user confirms it with memory_write_confirm). A block whose header was mangled is reported, never
+        guessed at, and the file's deletions wait until it is mended.
+
+        Returns {folder, updated, written, pending, removed, refused, conflicts, mangled, held, missing_files,
+        files_changed}; each entry names the file and, where there is one, the line, id or pending_id, and
+        refused / conflicts / mangled / held say why. With no edits every list is empty.
+        """
+        from kenning.recall.markdown import sync
+
+        return sync(store, directory)
+
+    @file_writer
+    def memory_clean(
+        dry_run: Annotated[bool, Field(description="Only list what would be removed.")] = False,
+    ) -> out.CleanOut:
+        """Remove what kenning left behind by accident: lock files whose process is gone, temporary files of
+        interrupted writes, and empty folders kenning made in an exported markdown folder. It never removes a
+        memory, a tombstone, a MEMORY.md or anything because it is old.
+
+        Returns {dry_run, removed: [{path, what}]} (with dry_run: what would be removed).
+        """
+        from kenning.recall.clean import clean
+
+        return clean(store, dry_run=dry_run)
 
     server.seal_schemas()
     return server

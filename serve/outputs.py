@@ -257,3 +257,34 @@ class RecallOut(TypedDict, total=False):
     degraded: dict[str, Any] | None
     pending_embeddings: dict[str, int] | None  # per tier with a vector leg: texts it could not see yet
     hits: Required[list[dict[str, Any]]]
+
+
+@with_config(_OPEN)
+class ExportOut(TypedDict, total=False):
+    folder: Required[str]
+    written: Required[list[str]]  # files (relative to folder) whose text changed
+    unchanged: list[str]
+    removed: list[str]  # files of scopes that hold no memory any more
+    memories: int
+
+
+@with_config(_OPEN)
+class SyncOut(TypedDict, total=False):
+    folder: Required[str]
+    # each entry names the file (and line / id where there is one); refused and conflicts say why
+    updated: list[dict[str, Any]]
+    written: list[dict[str, Any]]
+    pending: list[dict[str, Any]]  # new profile notes staged until the user confirms them (pending_id)
+    removed: list[dict[str, Any]]
+    refused: list[dict[str, Any]]
+    conflicts: list[dict[str, Any]]
+    mangled: list[dict[str, Any]]
+    held: list[dict[str, Any]]
+    missing_files: list[str]
+    files_changed: list[str]
+
+
+@with_config(_OPEN)
+class CleanOut(TypedDict, total=False):
+    dry_run: Required[bool]
+    removed: Required[list[dict[str, str]]]  # {path, what}: what was (or, dry_run, would be) removed

@@ -88,6 +88,7 @@ def mcp(store: Path, cwd: Path, env: dict[str, str]):
                 return result.structured_content
 
             call.tools = lambda: {t.name: t for t in portal.call(session.list_tools).tools}
+            call.raw = lambda name, **arguments: portal.call(session.call_tool, name, arguments)
             yield call
 
 
@@ -117,3 +118,58 @@ def test_mcp_session_search_excludes_the_current_session_and_sees_appends(tmp_pa
         assert call("memory_write_confirm", pending_id=staged["pending_id"])["status"] == "committed"
         roles = [h["role"] for h in call("session_search", query="axolotl release", all=True)["hits"]]
         assert roles[0] == "profile" and "transcript" in roles
+
+
+def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
+    from kenning.recall.files import LOCK_NAME, TEMP_MARK
+    from kenning.recall.markdown_format import parse
+
+    store, work, notes = tmp_path / "store", tmp_path / "work", tmp_path / "notes"
+    work.mkdir()
+    dead_pid = 2**22 + 4321  # above the default pid_max: no live process has it
+    with mcp(store, work, {}) as call:
+        tools = call.tools()
+        for name, params in {"memory_export_markdown": {"directory", "force"}, "memory_sync_markdown": {"directory"},
+                             "memory_clean": {"dry_run"}}.items():
+            schema = tools[name].input_schema
+            assert set(schema["properties"]) == params and schema["additionalProperties"] is False
+            assert all(p.get("description") for p in schema["properties"].values())
+            assert tools[name].output_schema and tools[name].annotations.read_only_hint is False
+        assert tools["memory_export_markdown"].annotations.destructive_hint is True  # force overwrites edits
+        assert tools["memory_sync_markdown"].annotations.destructive_hint is False  # removals are tombstones
+        port = call("memory_write", content="The auth service listens on port 8443", scopes=["projects:auth"])["id"]
+        backup = call("memory_write", content="Postgres backups keep 14 daily snapshots", scopes=["projects:auth"])["id"]
+        exported = call("memory_export_markdown", directory=str(notes))
+        assert exported["written"] == ["projects/auth/MEMORY.md"] and exported["memories"] == 2
+        path = notes / "projects" / "auth" / "MEMORY.md"
+        text = path.read_text()
+        (gone,) = [b for b in parse(text).blocks if b.id == backup]
+        edited = text[: gone.start] + text[gone.end :]
+        edited = edited.replace("port 8443", "port 9443") + "\nThe auth service logs to the audit bucket nightly\n"
+        path.write_text(edited)
+        refused = call.raw("memory_export_markdown", directory=str(notes))  # unsynced edits are not overwritten
+        assert refused.is_error and "not synced yet" in refused.content[0].text
+        synced = call("memory_sync_markdown", directory=str(notes))
+        assert synced["updated"] == [{"file": "projects/auth/MEMORY.md", "id": port}]
+        assert synced["removed"] == [{"file": "projects/auth/MEMORY.md", "id": backup}]
+        (written,) = synced["written"]
+        assert call("memory_show", id=port)["content"] == "The auth service listens on port 9443"
+        assert "audit bucket" in call("memory_show", id=written["id"])["content"]
+        (tomb,) = call("memory_list_tombstones")["tombstones"]
+        assert tomb["memory"]["id"] == backup and tomb["reason"] == "removed from MEMORY.md"
+        call("memory_export_markdown", directory=str(notes))  # may tidy the blank lines the hand edit left
+        before = path.read_bytes()
+        quiet = call("memory_sync_markdown", directory=str(notes))  # nothing edited since: nothing to do
+        assert not any(quiet[k] for k in ("updated", "written", "removed", "refused", "mangled", "files_changed"))
+        assert call("memory_export_markdown", directory=str(notes))["written"] == [] and path.read_bytes() == before
+        (notes / LOCK_NAME).write_text(json.dumps({"pid": dead_pid, "host": os.uname().nodename, "at": 0}))
+        leftover = path.parent / f".MEMORY.md{TEMP_MARK}{dead_pid}-1"
+        leftover.write_text("half a write")
+        dry = call("memory_clean", dry_run=True)
+        assert dry["dry_run"] is True and {r["path"] for r in dry["removed"]} == {str(notes / LOCK_NAME), str(leftover)}
+        assert leftover.exists() and (notes / LOCK_NAME).exists()
+        assert len(call("memory_clean")["removed"]) == 2
+        assert not leftover.exists() and not (notes / LOCK_NAME).exists() and path.read_bytes() == before
+        assert call("memory_clean")["removed"] == []
+        bad = call.raw("memory_sync_markdown", directory=str(tmp_path / "nowhere"))
+        assert bad.is_error and "not a folder" in bad.content[0].text

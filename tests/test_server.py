@@ -27,6 +27,7 @@ TOOLS = {
     "memory_list_tombstones", "memory_verify", "memory_record_use", "memory_audit_turn",
     "memory_disable_scope", "memory_enable_scope", "episode_write", "episode_handoff", "episode_search",
     "episode_promote", "session_search", "memory_health", "memory_rename_scope", "memory_conflicts",
+    "memory_export_markdown", "memory_sync_markdown", "memory_clean",
 }
 
 
