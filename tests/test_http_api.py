@@ -237,3 +237,21 @@ def test_search_with_transcripts_recalls_every_tier_and_obeys_search_enabled(cli
     client.patch("/config", json={"search_enabled": False})
     off = client.get("/search", params={"q": "auth port", "transcripts": "true"})
     assert off.status_code == 409 and off.json()["error"].startswith("search is disabled")
+
+
+def test_an_imported_id_with_slashes_is_reachable_on_every_memory_route(client, store):
+    (mid,) = store.import_records([{"id": "wiki/ops/7", "content": "The ops wiki says backups run at 02:00", "scopes": ["ops"]}])
+    assert mid == "wiki/ops/7"
+    for path in ("/memories/wiki/ops/7", "/memories/wiki%2Fops%2F7"):  # raw, and as page.js encodes it
+        shown = client.get(path)
+        assert shown.status_code == 200 and shown.json()["id"] == mid, shown.text
+    assert client.patch("/memories/wiki/ops/7", json={"text": "The ops wiki says backups run at 03:00"}).status_code == 200
+    verified = client.post("/memories/wiki%2Fops%2F7/verify", json={})
+    assert verified.status_code == 200, verified.text
+    assert client.delete("/memories/wiki/ops/7", params={"reason": "moved to the runbook"}).status_code == 200
+    assert client.get("/memories/wiki/ops/7").status_code == 404
+    restored = client.post("/memories/wiki/ops/7/restore")
+    assert restored.status_code == 200 and restored.json()["memory"]["content"].endswith("03:00")
+    page = client.get("/ui/memories/wiki/ops/7")
+    assert page.status_code == 200 and "03:00" in page.text
+    assert "/memories/{id}" in client.get("/openapi.json").json()["paths"]  # the schema names it plainly

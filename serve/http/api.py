@@ -102,7 +102,9 @@ def list_memories(
             "next_offset": offset + limit if len(rows) > offset + limit else None}
 
 
-@router.get("/memories/{id}", tags=["memories"], summary="One memory in full with its trust report")
+# Memory ids are ULIDs unless an import kept an external one, which may hold "/" (e.g. "wiki/ops/7"):
+# the ``path`` converter lets such an id through, raw or encoded as %2F, on every /memories/{id} route.
+@router.get("/memories/{id:path}", tags=["memories"], summary="One memory in full with its trust report")
 def show(request: Request, id: str) -> dict[str, Any]:
     return _store(request).show(id)
 
@@ -133,24 +135,24 @@ def write(request: Request, body: WriteBody) -> JSONResponse:
     return JSONResponse(result.to_dict(), status_code=write_status(result))
 
 
-@router.patch("/memories/{id}", tags=["memories"], summary="Change fields; a new text passes the content gates")
+@router.patch("/memories/{id:path}", tags=["memories"], summary="Change fields; a new text passes the content gates")
 def update(request: Request, id: str, body: UpdateBody) -> dict[str, Any]:
     memory = _store(request).update(id, **body.model_dump())
     return {"status": "updated", "memory": memory.model_dump(mode="json")}
 
 
-@router.delete("/memories/{id}", tags=["memories"], summary="Tombstone a memory (restorable); needs a reason")
+@router.delete("/memories/{id:path}", tags=["memories"], summary="Tombstone a memory (restorable); needs a reason")
 def remove(request: Request, id: str, reason: str = Query("", description="Why it is removed.")) -> dict[str, Any]:
     tombstone = _store(request).remove(id, reason)
     return {"status": "removed", "tombstone": tombstone.model_dump(mode="json")}
 
 
-@router.post("/memories/{id}/restore", tags=["memories"], summary="Bring a tombstoned memory back")
+@router.post("/memories/{id:path}/restore", tags=["memories"], summary="Bring a tombstoned memory back")
 def restore(request: Request, id: str) -> dict[str, Any]:
     return {"status": "restored", "memory": _store(request).restore(id).model_dump(mode="json")}
 
 
-@router.post("/memories/{id}/verify", tags=["curation"], summary="Record a spot-check (paths and claims checked)")
+@router.post("/memories/{id:path}/verify", tags=["curation"], summary="Record a spot-check (paths and claims checked)")
 def verify(request: Request, id: str, body: VerifyBody | None = None) -> dict[str, Any]:
     return _store(request).verify(id, **(body or VerifyBody()).model_dump())
 

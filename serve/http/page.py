@@ -45,7 +45,7 @@ def mount(app: FastAPI) -> None:
         return render("index.html", q=q, mode=mode, modes=MODES, all_repos=all_repos, result=result, error=error,
                       settings=live_settings(store), live=LIVE_SETTINGS)
 
-    @app.get("/ui/memories/{id}", response_class=HTMLResponse, include_in_schema=False)
+    @app.get("/ui/memories/{id:path}", response_class=HTMLResponse, include_in_schema=False)
     def memory(request: Request, id: str) -> HTMLResponse:
         try:
             shown = request.app.state.store.show(id)
