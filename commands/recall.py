@@ -131,8 +131,15 @@ def recall_command(
         return
     if result["degraded"]:
         note(result["degraded"]["message"])
+    waiting = result["pending_embeddings"] or {}
+    if waiting.get("transcript"):
+        note(f"{plural(waiting['transcript'], 'past message')} without a vector yet, found by words only; "
+             "`kenning transcripts index` embeds them")
+    if waiting.get("memory"):
+        note(f"{plural(waiting['memory'], 'memory', 'memories')} without a vector yet; `kenning index` embeds them")
     if not result["hits"]:
-        ui.out.print("nothing matches that query in memories, profile notes or transcripts")
+        where = "" if all_projects else f" of this project ({result['scope']}); --all searches every project"
+        ui.out.print(f"nothing matches that query in memories, profile notes or transcripts{where}")
         return
     ui.out.print(f"{plural(len(result['hits']), 'hit')} · {'all projects' if all_projects else 'this project'}")
     for i, hit in enumerate(result["hits"], 1):

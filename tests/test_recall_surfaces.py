@@ -49,6 +49,12 @@ def test_cli_transcripts_add_list_recall_remove(tmp_path, ledgers):
     assert transcript["speaker"] in ("user", "assistant") and transcript["session"] and transcript["timestamp"]
     table = kenning(store, "recall", "pgbouncer port 6432", "--all")
     assert "memory" in table.stdout and "transcript" in table.stdout
+    refunds = json.loads(kenning(store, "recall", "refund idempotency", "--all", "--json").stdout)["hits"]
+    assert CODEX_SESSION in {h.get("session") for h in refunds}
+    mine = kenning(store, "recall", "refund idempotency", "--all", "--exclude-session", CODEX_SESSION, "--json")
+    assert CODEX_SESSION not in {h.get("session") for h in json.loads(mine.stdout)["hits"]}
+    here = kenning(store, "recall", "refund idempotency", cwd=tmp_path)  # another project than the ledgers'
+    assert here.returncode == 0 and "nothing matches" in here.stdout and "--all" in here.stdout
     removed = json.loads(kenning(store, "transcripts", "remove", str(ledgers), "--json").stdout)
     assert removed["messages_dropped"] > 10
     assert [h["role"] for h in json.loads(kenning(store, "recall", "pgbouncer", "--all", "--json").stdout)["hits"]] == ["memory"]
@@ -173,3 +179,22 @@ def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
         assert call("memory_clean")["removed"] == []
         bad = call.raw("memory_sync_markdown", directory=str(tmp_path / "nowhere"))
         assert bad.is_error and "not a folder" in bad.content[0].text
+
+
+@pytest.mark.embeddings
+def test_mcp_server_embeds_transcripts_in_the_background_and_no_search_waits(tmp_path, ledgers):
+    import time
+
+    store, work = tmp_path / "store", tmp_path / "work"
+    work.mkdir()
+    assert kenning(store, "transcripts", "add", str(ledgers), "--project", PAYMENTS).returncode == 0
+    with mcp(store, work, {}) as call:
+        first = call("session_search", query="refund idempotency", all=True)
+        assert first["legs_run"]["transcript"] == ["keyword", "bm25", "vector"]
+        assert first["hits"] and first["hits"][0]["role"] == "transcript"  # found by its words meanwhile
+        deadline = time.monotonic() + 120
+        while call("session_search", query="refund idempotency", all=True)["pending_embeddings"]["transcript"]:
+            assert time.monotonic() < deadline, "the server's background embedder did not embed the transcripts"
+            time.sleep(0.2)
+        found = call("session_search", query="two transactions waiting on each other forever", all=True)
+        assert any(h["role"] == "transcript" and "deadlock" in h["snippet"] and "vector" in h["legs"] for h in found["hits"])
