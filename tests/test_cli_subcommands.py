@@ -1,5 +1,6 @@
 """CLI commands and options the other CLI tests leave out, through a real subprocess: `kenning index`,
-`kenning models`, --no-auto-scope, the degraded note, and an example in every subcommand's help."""
+`kenning models`, --no-auto-scope (two real git repositories), the degraded note (a broken encoder
+setting, and a missing extra on the base install), and an example in every subcommand's help."""
 
 import json
 import os
@@ -9,8 +10,9 @@ import sys
 import pytest
 
 
-def kenning(tmp_path, *args, cwd=None):
-    env = {**os.environ, "KENNING_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+def kenning(tmp_path, *args, cwd=None, **env_vars):
+    env = {**os.environ, "KENNING_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1",
+           "GIT_CEILING_DIRECTORIES": str(tmp_path), **env_vars}
     return subprocess.run([sys.executable, "-m", "kenning.cli", *args], env=env, capture_output=True, text=True,
                           cwd=cwd or tmp_path)
 
@@ -39,3 +41,59 @@ def test_models_and_index_report_the_store_as_json(tmp_path):
     after = json.loads(kenning(tmp_path, "models", "--json").stdout)
     if listed["store"].get("model_id"):  # the extra is installed: nothing is left waiting for a vector
         assert after["store"]["pending"] == 0
+
+
+def test_search_notes_when_it_answered_without_the_semantic_leg(tmp_path):
+    """A hybrid search whose encoder cannot run answers from the lexical legs and says so on stderr
+    (the JSON says it in `degraded`). KENNING_ENCODER naming no backend is a real way to break it."""
+    assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
+    broken = {"KENNING_ENCODER": "bogus"}
+    plain = kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", **broken)
+    assert plain.returncode == 0, plain.stderr
+    assert "note: KENNING_ENCODER='bogus' is not a backend" in plain.stderr
+    assert "(unset KENNING_ENCODER)" in plain.stderr
+    assert "legs keyword, bm25" in plain.stdout and "kiwi orchard watering schedule" in plain.stdout
+    answer = kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", "--json", **broken)
+    assert answer.returncode == 0 and "note:" not in answer.stderr  # JSON carries it instead
+    found = json.loads(answer.stdout)
+    assert found["legs_run"] == ["keyword", "bm25"] and len(found["hits"]) == 1
+    assert found["degraded"]["reason"] == "embeddings_broken" and found["degraded"]["fix"] == "unset KENNING_ENCODER"
+    lexical = kenning(tmp_path, "search", "kiwi watering", "--mode", "bm25", **broken)
+    assert lexical.returncode == 0 and "note:" not in lexical.stderr  # bm25 never wanted the vector leg
+
+
+def test_search_notes_a_missing_extra_and_names_the_install(tmp_path):
+    """Unforced: on the base install (no embeddings extra) the note names the pip command; with the
+    extra there is no note and the vector leg ran. Whichever install runs this, one branch is checked."""
+    assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
+    found = json.loads(kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", "--json").stdout)
+    plain = kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid")
+    assert plain.returncode == 0, plain.stderr
+    if found["degraded"] is None:
+        assert "vector" in found["legs_run"] and "note:" not in plain.stderr
+    else:
+        assert found["degraded"]["reason"] == "embeddings_absent" and found["legs_run"] == ["keyword", "bm25"]
+        assert 'note: ' in plain.stderr and 'pip install "kenning[embeddings]"' in plain.stderr
+
+
+def test_no_auto_scope_searches_and_lists_every_project(tmp_path):
+    """Run inside one git repository, search and list see that repository's memories (and global ones);
+    --no-auto-scope also shows another repository's."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for repo in (first, second):
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    written = kenning(tmp_path, "write", "the build server is called hopper", "--scope", "ops", "--json", cwd=first)
+    assert written.returncode == 0, written.stderr
+    mid = json.loads(written.stdout)["id"]
+    def ids(*args):
+        done = kenning(tmp_path, *args, "--json", cwd=second)
+        assert done.returncode == 0, done.stderr
+        payload = json.loads(done.stdout)
+        return [m["id"] for m in (payload["hits"] if isinstance(payload, dict) else payload)]
+    assert ids("search", "build server", "--mode", "bm25") == []
+    assert ids("search", "build server", "--mode", "bm25", "--no-auto-scope") == [mid]
+    assert ids("list") == []
+    assert ids("list", "--no-auto-scope") == [mid]
+    here = kenning(tmp_path, "search", "build server", "--mode", "bm25", "--json", cwd=first)
+    assert [h["id"] for h in json.loads(here.stdout)["hits"]] == [mid]

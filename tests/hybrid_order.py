@@ -1,0 +1,37 @@
+"""Five memories whose hybrid (evidence fusion) order is known by construction, shared by the library,
+CLI and MCP tests. Evidence scores a candidate ``alpha * coverage**power + (1 - alpha) * cos'``:
+
+- ``exact`` is the query itself: every query term (coverage 1) and nearest in meaning.
+- ``padded`` holds every query term among unrelated words: coverage 1 too, so it scores at least
+  alpha, but further in meaning than ``exact``.
+- ``three`` holds three of the six query terms, on the query's topic.
+- ``paraphrase`` says the same as the query without one of its words: only the vector leg finds it,
+  so it scores at most 1 - alpha. It still beats ``one``, which RRF would rank above it (two legs
+  against one): this pair tells evidence fusion from rank fusion.
+- ``one`` shares one word with the query and nothing of its meaning.
+- ``unrelated`` shares neither and is no hit at all.
+"""
+
+QUERY = "deploy pipeline rotates database credentials nightly"
+MEMORIES = {
+    "exact": "the deploy pipeline rotates database credentials nightly",
+    "padded": "nightly the database team met; deploy talk, credentials audit, pipeline budget, rotates seating, "
+              "lunch menu and parking",
+    "three": "database credentials rotate in the vault",
+    "paraphrase": "after dark the release automation swaps the passwords of the SQL server",
+    "one": "the garden pipeline of tomato seedlings",
+    "unrelated": "kiwi orchard watering schedule",
+}
+ORDER = ["exact", "padded", "three", "paraphrase", "one"]
+
+
+def check(hits: list[dict], names: dict[str, str], alpha: float) -> None:
+    """The hits (as JSON) come in ORDER, with the score bounds evidence fusion promises."""
+    assert [names[h["id"]] for h in hits] == ORDER, [(names[h["id"]], h["score"], h["legs"]) for h in hits]
+    by_name = {names[h["id"]]: h for h in hits}
+    for full in ("exact", "padded"):  # every query term: the lexical share alone is alpha
+        assert alpha <= by_name[full]["score"] <= 1.0
+    paraphrase = by_name["paraphrase"]
+    assert set(paraphrase["legs"]) == {"vector"} and paraphrase["matched_leg"] == "semantic"
+    assert 0.0 < paraphrase["score"] <= 1.0 - alpha
+    assert all(set(by_name[n]["legs"]) == {"keyword", "bm25", "vector"} for n in ("exact", "padded", "three", "one"))
