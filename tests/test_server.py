@@ -294,6 +294,12 @@ def test_hybrid_search_through_the_server_reports_every_leg(server):
     assert found["mode"] == "hybrid" and "vector" in found["legs_run"] and found["degraded"] is None
     hit = found["hits"][0]
     assert hit["matched_leg"] in {"semantic", "both"} and "vector" in hit["legs"]
+    # several candidates whose order is known by construction (tests/hybrid_order.py)
+    from hybrid_order import MEMORIES, QUERY, check
+    names = {server.call("memory_write", content=text, scopes=["ops"])["id"]: name for name, text in MEMORIES.items()}
+    ranked = server.call("memory_search", query=QUERY, mode="hybrid", max_results=10)["hits"]
+    from kenning.store.models import StoreConfig
+    check([h for h in ranked if h["id"] in names], names, alpha=StoreConfig().evidence_alpha)
 
 
 def test_kenning_serve_entry_point(tmp_path, repo):
