@@ -119,3 +119,76 @@ def test_fingerprint_follows_the_token_stream(monkeypatch):
 def test_snippet_finds_stemmed_forms():
     body = "filler " * 80 + "the connection pool was exhausted " + "padding " * 80
     assert "connection pool" in text.snippet(body, text.query_terms("connected pools"))
+
+
+def test_cjk_spans_point_at_their_bigrams():
+    assert text.token_spans("東京都") == [("東京", 0, 2), ("京都", 1, 3)]
+    assert text.token_spans("猫 API") == [("猫", 0, 1), ("api", 2, 5)]
+    assert text.token_spans("ＡＢ 東京") == [("ab", 0, 2), ("東京", 3, 5)]  # spans in the NFKC text
+
+
+def test_each_thread_makes_its_own_stemmer_once():
+    """A PyStemmer object is not thread-safe: a new thread makes one on first use and keeps it."""
+    import threading
+
+    seen = []
+
+    def work():
+        assert text.stem("running") == "run"
+        first = text._local.stemmer
+        assert text.stem("connected") == "connect"
+        seen.append(first is text._local.stemmer)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen == [True]
+
+
+def test_the_ascii_word_cache_is_consulted_and_bounded(monkeypatch):
+    monkeypatch.setattr(text, "_FOLDED", {"zebra": "seen-before"})
+    assert text.tokenize("zebra") == ["seen-before"]  # a known word is looked up, not stemmed again
+    assert text.tokenize("zebras running") == ["zebra", "run"] and len(text._FOLDED) == 3
+    monkeypatch.setattr(text, "_FOLDED", {f"w{i}": "x" for i in range((1 << 18) - 1)})
+    assert text.tokenize("quagga") == ["quagga"] and len(text._FOLDED) == 1 << 18  # below the bound: kept
+    assert text.tokenize("okapis") == ["okapi"] and text._FOLDED == {"okapis": "okapi"}  # at the bound: cleared
+
+
+def test_normalize_and_match_terms():
+    assert text.normalize("  Straße\n  ÜBER\tAlles ") == "strasse über alles"
+    assert text.match_terms(["port", "auth", "zzz"], "The auth service PORTS") == ["port", "auth"]
+    assert text.match_terms([], "anything") == []
+
+
+def test_fingerprint_is_pinned():
+    """Every store rebuilds its index when this changes: change it only with TOKENIZER_VERSION."""
+    assert text.fingerprint() == "c4705b9e2a07ee8e"
+
+
+# Snippets of texts made of one-letter words ("a a a ... key b b"): spaces sit at every other
+# character, so any off-by-one in the window or the cut shows in the result.
+def test_snippet_without_a_match_is_the_head_cut_at_a_space():
+    body = " ".join(["x"] * 200)  # 399 characters
+    assert text.snippet(body, ["zzz"]) == " ".join(["x"] * 119) + "…"  # 237 characters, a space at 237
+
+
+def test_snippet_is_centred_on_its_match():
+    body = "a " * 200 + "key" + " b" * 200  # key at 400..403 of 803
+    # centre 401, start 401 - 119 = 282 moves past the space at 283; end 520 back to the space at 519
+    assert text.snippet(body, ["key"]) == "…" + "a " * 58 + "key" + " b" * 58 + "…"
+
+
+def test_snippet_near_either_end_keeps_that_end():
+    tail = "a " * 300 + "key"  # 603 characters: the window is the last 238, cut after the space at 365
+    assert text.snippet(tail, ["key"]) == "…" + "a " * 117 + "key"
+    head = "key" + " b" * 300
+    assert text.snippet(head, ["key"]) == "key" + " b" * 117 + "…"
+
+
+def test_snippet_prefers_more_distinct_terms_then_the_first_cluster():
+    far = " a" * 300
+    body = "alpha" + far + " beta" + far + " alpha beta" + far
+    snip = text.snippet(body, ["alpha", "beta"])
+    assert "alpha beta" in snip and not snip.startswith("alpha")
+    twice = "alpha" + far + " alpha" + far
+    assert text.snippet(twice, ["alpha"]).startswith("alpha a a")  # equal clusters: the first wins
