@@ -37,3 +37,15 @@ def test_without_the_vector_leg_every_term_at_the_top_is_high():
 
 def test_a_hit_the_vector_leg_did_not_rank_is_never_high():
     assert label(0.0, 1.0, 3, 1.0, 1.0, coverage=1.0) == "medium"
+
+
+def test_near_top_is_a_share_of_the_best_score_inclusive():
+    top = 2.0  # not 1: a share of the top score, not of 1 / top
+    assert label(None, 1.0, 2, score=NEAR_TOP * top, top_score=top) == "high"  # exactly at the bound
+    assert label(None, 1.0, 2, score=NEAR_TOP * top - 0.01, top_score=top) == "medium"
+    assert label(None, 1.0, 2, score=0.0, top_score=0.0) == "high"  # a result scored all zero: every hit is top
+
+
+def test_coverage_defaults_to_none_of_the_rare_words():
+    """A caller that does not say the coverage gets no high from a moderate cosine alone."""
+    assert label(HIGH_COSINE, 1.0, 3, score=1.0, top_score=1.0) == "medium"
