@@ -1,0 +1,43 @@
+"""The schema a store ends up with is the committed one (tests/data/schema.sql), whether it was created
+fresh or upgraded from any past version. Released migration steps must never be edited: a change to
+the schema is a new step appended to MIGRATIONS, and then this snapshot is updated with it (print
+``schema_of(...)`` of a fresh store)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kenning.store.db import DB_FILENAME, MIGRATIONS, SCHEMA_VERSION, Database
+
+SNAPSHOT = Path(__file__).parent / "data" / "schema.sql"
+
+
+def schema_of(path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+                           "ORDER BY type, name").fetchall()
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        con.close()
+    return f"-- user_version {version}\n" + "".join(f"-- {kind} {name}\n{sql};\n" for kind, name, sql in rows)
+
+
+def test_a_fresh_store_has_the_committed_schema(tmp_path):
+    Database(tmp_path / DB_FILENAME).close()
+    assert schema_of(tmp_path / DB_FILENAME) == SNAPSHOT.read_text()
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+def test_an_upgraded_store_has_the_committed_schema(tmp_path, version):
+    path = tmp_path / DB_FILENAME
+    con = sqlite3.connect(path)
+    for step in MIGRATIONS[:version]:
+        con.executescript(step)
+    con.execute(f"PRAGMA user_version = {version}")
+    con.close()
+    Database(path).close()
+    assert schema_of(path) == SNAPSHOT.read_text()
