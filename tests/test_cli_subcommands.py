@@ -97,3 +97,28 @@ def test_no_auto_scope_searches_and_lists_every_project(tmp_path):
     assert ids("list", "--no-auto-scope") == [mid]
     here = kenning(tmp_path, "search", "build server", "--mode", "bm25", "--json", cwd=first)
     assert [h["id"] for h in json.loads(here.stdout)["hits"]] == [mid]
+
+
+def test_a_kenning_folder_in_the_current_directory_is_the_store(tmp_path):
+    """Without --store or $KENNING_HOME, ./.kenning/ is the store when it exists; $KENNING_HOME still wins."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / ".kenning").mkdir(parents=True)
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "KENNING_HOME"}
+    env.update(HF_HUB_OFFLINE="1", XDG_DATA_HOME=str(tmp_path / "xdg"), GIT_CEILING_DIRECTORIES=str(tmp_path))
+
+    def run(*args, cwd):
+        return subprocess.run([sys.executable, "-m", "kenning.cli", *args], env=env, capture_output=True,
+                              text=True, cwd=cwd)
+
+    assert run("write", "the build server is called hopper", "--scope", "ops", cwd=project).returncode == 0
+    assert (project / ".kenning" / "kenning.sqlite3").is_file()
+    found = json.loads(run("search", "build server", "--mode", "bm25", "--json", cwd=project).stdout)
+    assert len(found["hits"]) == 1
+    other = run("search", "build server", "--mode", "bm25", "--json", cwd=elsewhere)
+    assert other.returncode != 0 or json.loads(other.stdout)["hits"] == []  # the default store holds nothing
+    env["KENNING_HOME"] = str(tmp_path / "home")
+    assert run("write", "the deploy bot is called kestrel", "--scope", "ops", cwd=project).returncode == 0
+    assert (tmp_path / "home" / "kenning.sqlite3").is_file()
+    del env["KENNING_HOME"]
+    assert json.loads(run("search", "kestrel", "--mode", "bm25", "--json", cwd=project).stdout)["hits"] == []
