@@ -122,3 +122,18 @@ def test_a_kenning_folder_in_the_current_directory_is_the_store(tmp_path):
     assert (tmp_path / "home" / "kenning.sqlite3").is_file()
     del env["KENNING_HOME"]
     assert json.loads(run("search", "kestrel", "--mode", "bm25", "--json", cwd=project).stdout)["hits"] == []
+
+
+def test_index_and_models_say_why_the_encoder_cannot_run(tmp_path):
+    """On any install: with an encoder that cannot run, `kenning index` leaves the queue as it was and
+    says why in one line (exit 2); `--json` reports the same; `kenning models` names the bad setting."""
+    broken = {"KENNING_ENCODER": "bogus"}
+    assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x", **broken).returncode == 0
+    index = kenning(tmp_path, "index", **broken)
+    assert index.returncode == 2 and "Traceback" not in index.stderr
+    assert index.stderr.strip().splitlines() == [
+        "error: 1 memories wait for embeddings, but KENNING_ENCODER='bogus' is not a backend; choose one of "
+        "onnx, onnx-int8, torch; fix: unset KENNING_ENCODER"]
+    models = kenning(tmp_path, "models", **broken)
+    assert models.returncode == 2 and models.stderr.startswith("error: KENNING_ENCODER='bogus' is not a backend")
+    assert len(models.stderr.strip().splitlines()) == 1
