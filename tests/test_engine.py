@@ -1,0 +1,90 @@
+"""The engine's own rules, without a store: which legs a mode runs, how legs' rankings become
+candidates (one leg passes through, RRF, evidence when the vector leg ran), and how a candidate is
+explained (matched leg, match terms, relevance label, snippet). Leg runs are plain functions."""
+
+import pytest
+
+from kenning.retrieval import engine
+from kenning.retrieval.labels import HIGH_COSINE, HIGH_COSINE_ALONE
+
+
+def test_each_mode_runs_its_legs_and_says_when_it_is_degraded():
+    assert engine.legs_for_mode("keyword", False) == (["keyword"], False)
+    assert engine.legs_for_mode("bm25", True) == (["bm25"], False)
+    assert engine.legs_for_mode("semantic", True) == (["vector"], False)
+    assert engine.legs_for_mode("semantic", False) == (["keyword", "bm25"], True)
+    assert engine.legs_for_mode("hybrid", True) == (["keyword", "bm25", "vector"], False)
+    assert engine.legs_for_mode("hybrid", False) == (["keyword", "bm25"], True)
+    with pytest.raises(ValueError, match="unknown mode 'fuzzy'"):
+        engine.legs_for_mode("fuzzy", True)
+
+
+def test_one_leg_passes_through_with_its_own_ranks_and_scores():
+    asked = []
+    leg = lambda n: asked.append(n) or [(7, 3.0), (5, 2.0), (9, 1.0)]
+    out = engine.rank({"bm25": leg}, depth=20, limit=2)
+    assert asked == [20]
+    assert [(c.key, c.score, c.legs) for c in out] == [(7, 3.0, {"bm25": (1, 3.0)}), (5, 2.0, {"bm25": (2, 2.0)})]
+
+
+def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
+    legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}
+    settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}
+    out = engine.rank(legs, depth=10, limit=10, rrf_k=10, weights={"keyword": 2.0},
+                      evidence=settings, coverage_of=lambda keys: {1: 1.0, 2: 0.0})
+    assert [c.key for c in out] == [1, 2]
+    assert out[0].score == pytest.approx(2 / 11 + 1 / 11) and out[1].score == pytest.approx(2 / 12)
+
+
+def test_with_the_vector_leg_evidence_settings_fuse_on_coverage_and_cosine():
+    seen = []
+    legs = {"keyword": lambda n: [(1, 5.0)], "vector": lambda n: [(2, 0.9), (1, 0.2)]}
+    settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}
+    out = engine.rank(legs, depth=10, limit=10, evidence=settings,
+                      coverage_of=lambda keys: seen.append(keys) or {1: 1.0})
+    assert seen == [[1, 2]]  # every candidate of every leg, once, in first-seen order
+    assert [c.key for c in out] == [1, 2]
+    assert out[0].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.2) and out[1].score == pytest.approx(0.5 * 0.9)
+    rrf = engine.rank(legs, depth=10, limit=10, rrf_k=10, coverage_of=lambda keys: {1: 1.0})
+    assert rrf[0].score == pytest.approx(1 / 11 + 1 / 12)  # without evidence settings: RRF
+
+
+def _cand(**legs):
+    return engine.Candidate(key=1, score=1.0, legs=legs)
+
+
+def test_matched_leg_names_the_legs_that_found_the_hit():
+    assert engine.explain(_cand(keyword=(1, 2.0)), ["x"], "x").matched_leg == "lexical"
+    assert engine.explain(_cand(vector=(1, 0.9)), ["x"], "x").matched_leg == "semantic"
+    assert engine.explain(_cand(bm25=(1, 2.0), vector=(1, 0.9)), ["x"], "x").matched_leg == "both"
+
+
+def test_match_terms_show_what_the_query_wrote():
+    text = "we run the deploy daily"
+    assert engine.explain(_cand(bm25=(1, 1.0)), ["run", "deploy", "zzz"], text).match_terms == ["run", "deploy"]
+    shown = {"run": "running"}  # a term the map lacks is shown as itself
+    assert engine.explain(_cand(bm25=(1, 1.0)), ["run", "deploy"], text, shown).match_terms == ["running", "deploy"]
+
+
+def test_the_label_sees_the_vector_leg_only_when_it_ran():
+    text = "auth port"
+    lexical = _cand(bm25=(1, 1.0))
+    assert engine.explain(lexical, ["auth", "port"], text).relevance == "high"  # every term, no vector leg
+    # the vector leg ran and did not rank it: cosine 0, so every term is not enough for high
+    assert engine.explain(_cand(bm25=(1, 1.0)), ["auth", "port"], text, vector_ran=True).relevance == "medium"
+    assert engine.explain(_cand(vector=(1, HIGH_COSINE_ALONE)), ["zzz"], text).relevance == "high"
+    moderate = (HIGH_COSINE + HIGH_COSINE_ALONE) / 2  # high only with the rare words: coverage defaults to none
+    assert engine.explain(_cand(vector=(1, moderate)), ["auth"], text).relevance == "medium"
+    assert engine.explain(_cand(vector=(1, moderate)), ["auth"], text, coverage=1.0).relevance == "high"
+
+
+def test_near_top_uses_the_result_best_score_or_the_hit_own():
+    assert engine.explain(_cand(bm25=(1, 1.0)), ["auth", "port"], "auth port", top_score=10.0).relevance == "medium"
+    assert engine.explain(_cand(bm25=(1, 1.0)), ["auth", "port"], "auth port", top_score=1.0).relevance == "high"
+
+
+def test_no_terms_is_no_share_and_the_snippet_follows_the_matches():
+    assert engine.explain(_cand(bm25=(1, 1.0)), [], "anything at all").relevance == "low"
+    body = "filler " * 80 + "the auth service listens on port 8443 " + "padding " * 80
+    snippet = engine.explain(_cand(bm25=(1, 1.0)), ["auth"], body).snippet
+    assert snippet.startswith("…") and "auth service" in snippet
