@@ -52,6 +52,10 @@ def _mount_subcommands() -> None:
 
     app.command("check", epilog="Example: kenning check --json   (exit 1 when something is damaged)")(check)
     app.command("rebuild", epilog="Example: kenning rebuild lexical   (or vectors, or all)")(rebuild)
+    from kenning.commands.migrate import migrate_command
+
+    app.command("migrate", epilog="Example: kenning migrate ~/.kenning postgresql://kenning:secret@db.internal/kenning"
+                )(migrate_command)
 
 
 handle_errors = one_line_errors()
@@ -68,10 +72,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    store: Optional[Path] = typer.Option(
-        None, "--store", metavar="DIR",
-        help="Store directory (default: $KENNING_HOME, else ./.kenning if present, else the user data dir; "
-             "`kenning info` says which).",
+    store: Optional[str] = typer.Option(
+        None, "--store", metavar="DIR|URL",
+        help="Store directory or postgresql:// URL (default: $KENNING_URL, else $KENNING_HOME, else ./.kenning "
+             "if present, else the user data dir; `kenning info` says which).",
     ),
     version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version,
                                  help="Print the version and exit."),
@@ -83,7 +87,7 @@ def open_cli_store(ctx: typer.Context, create: bool | None = None):
     """The store for this command. Unless the command creates stores (write, import, serve, config
     set), a store that does not exist is an error that names the path and why it was chosen, and
     nothing is created: a typo in --store or $KENNING_HOME must not make a new empty store."""
-    from kenning.store.db import DB_FILENAME
+    from kenning.store.backend import exists
     from kenning.store.location import locate_store
 
     root = ctx.find_root()
@@ -94,7 +98,7 @@ def open_cli_store(ctx: typer.Context, create: bool | None = None):
         directory, why = locate_store(state["store_dir"])
         if create is None:
             create = ctx.info_name in CREATING
-        if not create and not (directory / DB_FILENAME).is_file():
+        if not create and not exists(directory):
             raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
                                "or write a memory to create it")
         from kenning.memory.facade import Store
@@ -733,17 +737,17 @@ def info(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Which store this is and why (--store, $KENNING_HOME, ./.kenning or the default), its schema and counts."""
-    from kenning.store.db import DB_FILENAME
+    from kenning.store.backend import exists
     from kenning.store.location import locate_store
 
     directory, why = locate_store(ctx.find_root().obj["store_dir"])
-    report = {"store": str(directory), "chosen_because": why, "exists": (directory / DB_FILENAME).is_file()}
+    report = {"store": _shown(directory), "chosen_because": why, "exists": exists(directory)}
     if report["exists"]:
         report.update(_store(ctx, create=False).stats())
     if as_json:
         emit_json(report)
         return
-    ui.out.print(f"store: {directory}")
+    ui.out.print(f"store: {report['store']}")
     ui.out.print(f"  why: {why}")
     if not report["exists"]:
         ui.out.print("  no store here yet; the first `kenning write` creates it")
@@ -755,6 +759,17 @@ def info(
     ui.out.print(f"  {plural(report['embedded'], 'memory', 'memories')} embedded, {report['embed_pending']} waiting "
               f"(`kenning index`); default mode {report['default_mode']}")
     ui.out.print(f"  {report['size_bytes'] / 1e6:.1f} MB on disk")
+
+
+def _shown(location) -> str:
+    """A store's location as it may be printed: a server URL loses its password."""
+    from kenning.store.backend import is_url
+
+    if is_url(location):
+        from kenning.store.postgres.database import display_url
+
+        return display_url(location)
+    return str(location)
 
 
 _mount_subcommands()

@@ -8,7 +8,6 @@ scoping, overview) receive this state, never the Store facade itself.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -16,10 +15,10 @@ from typing import Any
 
 from ulid import ULID
 
-from kenning.errors import InvalidInput
 from kenning.retrieval.text import fingerprint
-from kenning.store import files, integrity
-from kenning.store.db import DB_FILENAME, Database
+from kenning.store import integrity
+from kenning.store.backend import open_backend
+from kenning.store.db import Database
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
 from kenning.store.models import StoreConfig
@@ -41,7 +40,7 @@ class Session:
         session_id: str | None,
         cwd: str | os.PathLike | None,
     ):
-        self.directory = resolve_store_dir(directory)
+        self.location = resolve_store_dir(directory)  # a directory, or a postgresql:// URL
         # one session per Store object: the event log's unit
         self.session_id = session_id or str(ULID())
         # where the caller works (origin of writes, auto_scope of reads); None: the process's directory
@@ -53,16 +52,9 @@ class Session:
         self.settled_through = 0
         # when this session last measured the curation pressure (a scan of the store) and found it low
         self.curation_checked_at: datetime | None = None
-        files.prepare_directory(self.directory)
-        self.path = files.database_file(self.directory, DB_FILENAME)
         self.clock = clock
-        try:
-            self.db = Database(self.path)
-        except sqlite3.DatabaseError as exc:
-            if not self.path.exists():
-                raise InvalidInput(f"cannot create a store in {self.directory} ({exc})") from exc
-            raise InvalidInput(f"{self.path} is not a kenning store ({exc})") from exc
-        files.tighten(self.path)
+        opened = open_backend(self.location)
+        self.db, self.directory, self.path = opened.db, opened.directory, opened.path
         self.store_id = integrity.store_id(self.db)
         self.lexicon = Lexicon(self.db)
         if not self.db.read_only and not self.db.read(integrity.lexicon_docs_consistent):

@@ -302,6 +302,11 @@ class Database:
             (key, value),
         )
 
+    @staticmethod
+    def keys_loaded(conn: sqlite3.Connection) -> None:
+        """After rows were inserted with their keys (``kenning migrate``): nothing to do, SQLite's
+        AUTOINCREMENT counters follow explicit keys by themselves."""
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()

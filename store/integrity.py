@@ -229,19 +229,19 @@ def repair_embeddings(db: Database) -> int:
         except (TypeError, ValueError):
             size = None
         bad = [rowid for rowid, model_id, digest, vector, current, live in c.execute(
-            "SELECT e.rowid, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
+            "SELECT e.id, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
             "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem")
             if model_id != model[0] or current is None or not live or digest != current
             or not _sound_vector(vector, size)]
         for i in range(0, len(bad), 500):
             chunk = bad[i : i + 500]
-            c.execute(f"DELETE FROM embeddings WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+            c.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         c.execute(
             "INSERT OR IGNORE INTO embed_queue(mem) SELECT m.rowid FROM memories m WHERE m.removed_at IS NULL "
             "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.mem = m.rowid AND e.model_id = ?)", (model[0],))
         if bad:
             c.execute("INSERT INTO meta(key, value) VALUES ('embeddings_generation', '1') "
-                      "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+                      "ON CONFLICT(key) DO UPDATE SET value = CAST(meta.value AS INTEGER) + 1")
     return len(bad)
 
 
@@ -252,7 +252,7 @@ def index_provenance(db: Database, keys: np.ndarray, generation: int | None) -> 
     newest = sorted(int(k) for k in np.asarray(keys).tolist())[-LINEAGE_KEYS:]
     marks = ",".join("?" * len(newest))
     rows = db.read(lambda c: c.execute(
-        f"SELECT rowid, content_hash FROM embeddings WHERE rowid IN ({marks})", newest).fetchall()) if newest else []
+        f"SELECT id, content_hash FROM embeddings WHERE id IN ({marks})", newest).fetchall()) if newest else []
     return {"store_id": db.get_meta(STORE_ID_KEY) or "", "generation": generation,
             "lineage": {str(k): _short(h) for k, h in rows}}
 
@@ -278,7 +278,7 @@ def index_trusted(db: Database, meta: dict | None) -> str | None:
     if keys:
         marks = ",".join("?" * len(keys))
         rows = dict(db.read(lambda c: c.execute(
-            f"SELECT rowid, content_hash FROM embeddings WHERE rowid IN ({marks})", keys).fetchall()))
+            f"SELECT id, content_hash FROM embeddings WHERE id IN ({marks})", keys).fetchall()))
         if any(k in rows and _short(rows[k]) != lineage[str(k)] for k in keys):
             return "its keys now name other texts (the database was restored or replaced)"
     return None

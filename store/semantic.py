@@ -60,7 +60,7 @@ FALLBACK_FLOOR = 0.3
 def bump_generation(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT INTO meta(key, value) VALUES ('embeddings_generation', '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(meta.value AS INTEGER) + 1"
     )
 
 

@@ -19,9 +19,73 @@ _SESSION_CACHE = None if os.environ.get("KENNING_TEST_CACHE_DIR") else tempfile.
 os.environ["KENNING_CACHE_DIR"] = os.environ.get("KENNING_TEST_CACHE_DIR") or _SESSION_CACHE
 
 
+def _postgres_server():
+    """KENNING_TEST_BACKEND=postgres: one real PostgreSQL 16 + pgvector (the pgserver package) for this
+    session, in a temporary folder. Every store a test opens by directory then becomes its own database
+    there (store/backend.py, KENNING_TEST_POSTGRES), created from a template that already holds the
+    schema: the same tests, CLI subprocesses and MCP servers run against PostgreSQL unchanged."""
+    import pgserver
+    import psycopg
+
+    data = tempfile.mkdtemp(prefix="kenning-test-pg-")
+    server = pgserver.get_server(data, cleanup_mode=None)  # stopped and deleted by this session's end only
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE kenning_template")
+    from urllib.parse import urlsplit, urlunsplit
+
+    from kenning.store.postgres.database import PostgresDatabase
+
+    PostgresDatabase(urlunsplit(urlsplit(url)._replace(path="/kenning_template"))).close()
+    os.environ["KENNING_TEST_POSTGRES"] = url
+    return server
+
+
+TEST_BACKEND = os.environ.get("KENNING_TEST_BACKEND", "sqlite")
+if TEST_BACKEND not in ("sqlite", "postgres"):
+    raise RuntimeError(f"KENNING_TEST_BACKEND must be sqlite or postgres, not {TEST_BACKEND!r}")
+_PG_SERVER = _postgres_server() if TEST_BACKEND == "postgres" else None
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _SESSION_CACHE is not None:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    if _PG_SERVER is not None:
+        _PG_SERVER.cleanup_mode = "delete"
+        _PG_SERVER.cleanup()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A running PostgreSQL (the session's, when the suite runs on PostgreSQL; else one started for
+    the tests that need one); its URL, to which a test adds a database of its own."""
+    global _PG_SERVER
+    if _PG_SERVER is None:
+        pytest.importorskip("pgserver")
+        import pgserver
+
+        _PG_SERVER = pgserver.get_server(tempfile.mkdtemp(prefix="kenning-test-pg-"), cleanup_mode=None)
+    return _PG_SERVER.get_uri()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of a new, empty database on the test server (dropped afterwards)."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    name = "t" + uuid.uuid4().hex[:20]
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield urlunsplit(urlsplit(postgres_server)._replace(path="/" + name))
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def pytest_report_header(config):
+    return f"kenning store backend: {TEST_BACKEND}"
 
 
 @pytest.fixture
@@ -40,7 +104,13 @@ def _extra_installed() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``embeddings`` skip on an install without the extra (CI runs both installs)."""
+    """Tests marked ``embeddings`` skip on an install without the extra (CI runs both installs);
+    tests marked ``sqlite_only`` (about the SQLite file itself) skip against PostgreSQL."""
+    if TEST_BACKEND == "postgres":
+        skip_file = pytest.mark.skip(reason="about the SQLite file itself; the store runs on PostgreSQL here")
+        for item in items:
+            if "sqlite_only" in item.keywords:
+                item.add_marker(skip_file)
     if _extra_installed():
         return
     skip = pytest.mark.skip(reason='the embeddings extra is not installed (pip install "kenning[embeddings]")')

@@ -73,7 +73,13 @@ def test_reopen_keeps_everything_and_does_not_reindex(tmp_path):
         assert [h.id for h in s.search("lexical index").hits] == [keep]
         assert s.search("removed later", mode="bm25").hits == []
         assert [t.memory.id for t in s.tombstones()] == [gone]
-    con = sqlite3.connect(path / "kenning.sqlite3")
+
+
+@pytest.mark.sqlite_only
+def test_the_file_is_at_the_current_schema_in_wal_mode(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        s.write("persistent lexical index survives restarts", scopes=["x"])
+    con = sqlite3.connect(tmp_path / "s" / "kenning.sqlite3")
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -177,6 +183,7 @@ def test_relevance_reflects_literal_coverage(store):
     assert hit.relevance == "low" and hit.match_terms == ["redis"]
 
 
+@pytest.mark.sqlite_only
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
     from kenning.store.db import DB_FILENAME, MIGRATIONS
 
@@ -197,6 +204,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
     assert sqlite3.connect(path / DB_FILENAME).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+@pytest.mark.sqlite_only
 def test_a_newer_schema_is_refused(tmp_path):
     from kenning.errors import KenningError
 

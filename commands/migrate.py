@@ -1,0 +1,34 @@
+"""`kenning migrate SRC DST`: copy a store between backends (a folder's SQLite file, a PostgreSQL URL)."""
+
+from __future__ import annotations
+
+import typer
+
+from kenning.commands import support as ui
+from kenning.commands.support import JSON_HELP, emit_json, one_line_errors, plural
+
+
+@one_line_errors()
+def migrate_command(
+    source: str = typer.Argument(..., help="the store to copy: a folder, or postgresql://user:pass@host/db"),
+    destination: str = typer.Argument(..., help="where to copy it: a new folder, or an empty PostgreSQL database"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Copy every memory, tombstone, link, event, episode, pending write, verification and embedding
+    from SRC into DST, which must hold no store yet. SRC is left as it was."""
+    from pathlib import Path
+
+    from kenning.store.backend import is_url
+    from kenning.store.transfer import migrate
+
+    def where(text: str):
+        return text if is_url(text) else Path(text).expanduser()
+
+    report = migrate(where(source), where(destination),
+                     progress=None if as_json else lambda table, n: ui.out.print(f"  {table}: {plural(n, 'row')}"))
+    if as_json:
+        emit_json(report)
+        return
+    total = sum(report["rows"].values())
+    ui.out.print(f"copied {plural(report['rows']['memories'], 'memory', 'memories')} and {plural(total, 'row')} "
+                 f"in all from {report['source']} to {report['destination']}")

@@ -1,0 +1,113 @@
+"""The one seam between kenning and where its tables live: a SQLite file or a PostgreSQL database.
+
+``open_backend(location)`` takes what a user gives (a directory, or a ``postgresql://`` URL) and
+returns the ``Database`` the rest of kenning works through, with the local directory its derived
+files (the vector index) live in. Both databases offer the same surface: ``transaction()`` and
+``read(fn)`` hand out a connection that speaks kenning's SQL dialect (SQLite's, restricted to what
+``store/postgres/dialect.py`` translates), ``data_version()`` changes when another process
+committed, ``get_meta``/``set_meta`` and ``close``. Nothing above this module asks which one it has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kenning.errors import InvalidInput
+
+from . import files
+from .db import DB_FILENAME, Database
+from .location import URL_PREFIXES as URL_SCHEMES
+
+
+def is_url(location: object) -> bool:
+    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
+@dataclass
+class Opened:
+    db: Any  # Database | PostgresDatabase: the same surface
+    directory: Path  # where derived files live (the store folder; for a server, a local cache folder)
+    path: Path | str  # what to call the store in messages: the SQLite file, or the URL without password
+
+
+def open_backend(location: str | os.PathLike) -> Opened:
+    """The store at ``location``: a ``postgresql://`` URL, else a directory holding the SQLite file."""
+    if is_url(location):
+        return open_postgres(str(location), cache_directory(str(location)))
+    directory = Path(location)
+    if os.environ.get(TEST_SERVER):
+        files.prepare_directory(directory)
+        return open_postgres(_test_database(directory, create=True), directory)
+    files.prepare_directory(directory)
+    path = files.database_file(directory, DB_FILENAME)
+    try:
+        db = Database(path)
+    except sqlite3.DatabaseError as exc:
+        if not path.exists():
+            raise InvalidInput(f"cannot create a store in {directory} ({exc})") from exc
+        raise InvalidInput(f"{path} is not a kenning store ({exc})") from exc
+    files.tighten(path)
+    return Opened(db, directory, path)
+
+
+def open_postgres(url: str, directory: Path) -> Opened:
+    """A PostgreSQL store, its derived files kept in ``directory`` on this host."""
+    from .postgres.database import PostgresDatabase
+
+    directory.mkdir(mode=files.DIR_MODE, parents=True, exist_ok=True)
+    db = PostgresDatabase(url)
+    return Opened(db, directory, db.path)
+
+
+def exists(location: str | os.PathLike) -> bool:
+    """Whether a store is already there (a command that only reads must not create one)."""
+    if is_url(location):
+        return True  # a server the user named; opening it says clearly when it cannot be reached
+    if os.environ.get(TEST_SERVER):
+        return _test_database(Path(location), create=False) is not None
+    return (Path(location) / DB_FILENAME).is_file()
+
+
+# The test suites' switch (tests/conftest.py, KENNING_TEST_BACKEND=postgres): with a server URL here,
+# every directory store opens as its own database on that server, named after the directory, so
+# the same tests, CLI subprocesses and MCP servers run unchanged against PostgreSQL.
+TEST_SERVER = "KENNING_TEST_POSTGRES"
+TEST_TEMPLATE = "kenning_template"
+
+
+def _test_database(directory: Path, create: bool) -> str | None:
+    import psycopg
+    from urllib.parse import urlsplit, urlunsplit
+
+    server = os.environ[TEST_SERVER]
+    name = "k" + hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:24]
+    with psycopg.connect(server, autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if found is None:
+            if not create:
+                return None
+            template = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (TEST_TEMPLATE,)).fetchone()
+            try:
+                conn.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {TEST_TEMPLATE}" if template else ""))
+            except psycopg.errors.DuplicateDatabase:
+                pass  # another process made it first
+    return urlunsplit(urlsplit(server)._replace(path="/" + name))
+
+
+def cache_directory(url: str) -> Path:
+    """This host's folder for a server store's derived files, one per URL (without its password)."""
+    from .postgres.database import display_url
+
+    base = os.environ.get("KENNING_CACHE_DIR")
+    if base:
+        root = Path(base).expanduser()
+    else:
+        import platformdirs
+
+        root = Path(platformdirs.user_cache_dir("kenning", appauthor=False))
+    return root / "servers" / hashlib.sha256(display_url(url).encode()).hexdigest()[:16]

@@ -1,0 +1,239 @@
+"""A PostgreSQL database behind the same seam as store/db.py's SQLite Database.
+
+The lifecycle modules receive a connection-like object from ``transaction()`` and ``read()`` and
+speak kenning's SQL dialect to it (``dialect.py`` says it in PostgreSQL). The discipline matches
+SQLite's: every change is one transaction that first bumps ``kenning_generation`` (whose row lock
+queues writers, as BEGIN IMMEDIATE does, so a check-then-write inside a transaction sees every
+earlier commit); ``data_version()`` changes when another process committed, never for our own
+commits, so in-process caches (the lexicon, the settings, the vector index) reload exactly when
+someone else wrote. Connections come from a psycopg_pool pool; a thread inside a transaction reads
+through that transaction's connection, so it sees its own uncommitted rows, as with SQLite.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from . import dialect, schema
+
+CONNECT_TIMEOUT_S = 10
+LOCK_TIMEOUT_MS = 30_000  # as SQLite's busy_timeout: a writer waits this long for the one before it
+MIGRATE_LOCK = 0x6B656E6E  # pg_advisory_xact_lock key while a process migrates the schema
+
+
+def display_url(url: str) -> str:
+    """The URL without its password (what errors, `kenning info` and the stats show)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class Cursor:
+    """The part of sqlite3.Cursor kenning uses: fetchone, fetchall, iteration, rowcount, lastrowid."""
+
+    def __init__(self, cursor: Any, lastrowid: int | None = None):
+        self._cursor = cursor
+        self.lastrowid = lastrowid
+        self.rowcount = cursor.rowcount
+
+    def fetchone(self):
+        return self._cursor.fetchone() if self._cursor.description else None
+
+    def fetchall(self):
+        return self._cursor.fetchall() if self._cursor.description else []
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+
+def _params(params: Any) -> Any:
+    """SQLite stores a bool as 0/1; PostgreSQL's typed columns want the integer too."""
+    if params is None:
+        return ()
+    return [int(p) if isinstance(p, bool) else p for p in params]
+
+
+class Connection:
+    """One pooled psycopg connection speaking kenning's SQL dialect (the sqlite3.Connection subset used)."""
+
+    def __init__(self, conn: Any):
+        self.raw = conn
+
+    def execute(self, sql: str, params: Any = ()) -> Cursor:
+        text, returning = dialect.with_returning(dialect.translate(sql))
+        cursor = self.raw.execute(text, _params(params))
+        if returning:
+            row = cursor.fetchone()
+            return Cursor(cursor, row[0] if row else None)
+        return Cursor(cursor)
+
+    def executemany(self, sql: str, rows: Any) -> Cursor:
+        rows = [_params(r) for r in rows]
+        cursor = self.raw.cursor()
+        if rows:
+            cursor.executemany(dialect.translate(sql), rows)
+        return Cursor(cursor)
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+
+def _configure(conn: Any) -> None:
+    """Per connection: sums and averages (NUMERIC in PostgreSQL) come back as int or float, as in SQLite."""
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        def load(self, data):
+            value = Decimal(bytes(data).decode())
+            return int(value) if value == value.to_integral_value() else float(value)
+
+    conn.adapters.register_loader("numeric", NumberLoader)
+    conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+
+
+class PostgresDatabase:
+    """The store's tables in one PostgreSQL database (or schema, with ?options=-csearch_path=...)."""
+
+    read_only = False
+
+    def __init__(self, url: str, pool_size: int = 4):
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.url = url
+        self.path = display_url(url)
+        with pg_errors(self.path):  # one direct connection first: a wrong URL fails at once, in one line
+            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                self._migrate(conn)
+            self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
+                                       configure=_configure, open=False)
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        self._local = threading.local()
+        self.lock = threading.RLock()  # for in-process state kept beside the database (the vector index)
+        self._state = threading.Lock()
+        self._generation: int | None = None  # the last generation known, our own commits included
+        self._version = 0  # what data_version() reports: bumped when another process's commit is seen
+
+    # ------------------------------------------------------------------ schema
+    def _migrate(self, conn: Any) -> None:
+        """Apply the missing schema steps in one transaction (one process at a time)."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS kenning_schema (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT version FROM kenning_schema").fetchone()
+            version = row[0] if row else 0
+            if version > schema.SCHEMA_VERSION:
+                from kenning.errors import KenningError
+
+                raise KenningError(f"{self.path} was written by a newer kenning (schema {version} > "
+                                   f"{schema.SCHEMA_VERSION}); upgrade kenning")
+            for step in range(version, schema.SCHEMA_VERSION):
+                for statement in schema.MIGRATIONS[step]:
+                    conn.execute(statement)
+            if row is None:
+                conn.execute("INSERT INTO kenning_schema(version) VALUES (%s)", (schema.SCHEMA_VERSION,))
+            elif version != schema.SCHEMA_VERSION:
+                conn.execute("UPDATE kenning_schema SET version = %s", (schema.SCHEMA_VERSION,))
+
+    # ------------------------------------------------------------------ transactions
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction; the generation bump first takes the write lock, so writers queue."""
+        if getattr(self._local, "conn", None) is not None:
+            raise RuntimeError("a transaction is already open in this thread")
+        with pg_errors(self.path), self.pool.connection() as raw:
+            raw.execute("BEGIN")
+            wrapped = Connection(raw)
+            self._local.conn = wrapped
+            try:
+                generation = raw.execute("UPDATE kenning_generation SET n = n + 1 RETURNING n").fetchone()[0]
+                yield wrapped
+            except BaseException:
+                raw.execute("ROLLBACK")
+                raise
+            else:
+                raw.execute("COMMIT")
+                self._committed(generation)
+            finally:
+                self._local.conn = None
+
+    def read(self, fn: Callable[[Connection], object]) -> object:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            return fn(current)
+        with pg_errors(self.path), self.pool.connection() as raw:
+            return fn(Connection(raw))
+
+    def _committed(self, generation: int) -> None:
+        """Our own commit: unseen by data_version unless someone else committed since we last looked."""
+        with self._state:
+            if self._generation is not None and generation == self._generation + 1:
+                self._generation = generation
+
+    def data_version(self) -> int:
+        """Changes when another process (or Store object) committed; our own commits leave it unchanged."""
+        generation = self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
+        with self._state:
+            if generation != self._generation:
+                self._generation = generation
+                self._version += 1
+            return self._version
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.read(lambda c: c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone())
+        return row[0] if row else default
+
+    @staticmethod
+    def set_meta(conn: Connection, key: str, value: str) -> None:
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                     (key, value))
+
+    @staticmethod
+    def keys_loaded(conn: Connection) -> None:
+        """After rows were inserted with their keys (``kenning migrate``): the sequences of the
+        never-reused keys continue after the largest one copied."""
+        for table in schema.SEQUENCE_KEYED:
+            conn.raw.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                             f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+@contextmanager
+def pg_errors(where: str) -> Iterator[None]:
+    """PostgreSQL's failures as the project's errors, as store/db.py's storage_errors does for SQLite."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    from kenning.errors import InvalidInput, StorageError
+
+    try:
+        yield
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("the text is not valid Unicode (it holds a lone surrogate such as \\ud800); "
+                           "send UTF-8 text") from exc
+    except (OverflowError, psycopg.errors.NumericValueOutOfRange) as exc:
+        raise InvalidInput(f"a number is too large ({exc})") from exc
+    except psycopg.errors.DataError as exc:
+        raise InvalidInput(f"a value the store cannot hold ({str(exc).splitlines()[0]})") from exc
+    except psycopg.errors.LockNotAvailable as exc:
+        raise StorageError(f"{where} stayed locked by another process for too long; retry") from exc
+    except psycopg.errors.DiskFull as exc:
+        raise StorageError(f"the server of {where} is out of disk; nothing was written, free space and retry") from exc
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StorageError(f"{where}: this role may not do that ({str(exc).splitlines()[0]}); nothing was written") from exc
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        raise StorageError(f"cannot reach {where} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}); "
+                           "check the server and the URL") from exc

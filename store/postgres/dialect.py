@@ -1,0 +1,118 @@
+"""kenning's portable SQL: the SQLite statements the lifecycle modules write, said in PostgreSQL.
+
+The store and lifecycle modules speak one small dialect, SQLite's, restricted to what this module
+can say again in PostgreSQL (docs/architecture.md, "Backends", lists it): ``?`` parameters,
+``json_extract(col, '$.a.b')``, ``json_each(col[, '$.a'])`` in FROM with its ``value`` column,
+``json_array_length(col, '$.a')``, ``instr(a, b)``, ``x IS [NOT] ?``, ``INSERT OR IGNORE``, ``INSERT OR
+REPLACE`` on a table listed in ``REPLACE_KEYS``, ``+col`` (an SQLite planner hint, dropped) and the
+two PRAGMAs a store reads. Translation is pure text work, done once per statement text and cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+# INSERT OR REPLACE needs the conflict target PostgreSQL wants named; a table whose key is "never
+# reused" (AUTOINCREMENT in SQLite) takes a fresh id when its row is replaced, as SQLite's delete+insert does
+REPLACE_KEYS: dict[str, tuple[str, ...]] = {
+    "lex_segments": ("term", "seg"),
+    "tlex_segments": ("term", "seg"),
+    "embeddings": ("mem", "model_id"),
+    "transcript_embeddings": ("mem", "model_id"),
+}
+FRESH_ID_ON_REPLACE = {"embeddings", "transcript_embeddings"}
+
+# the key an INSERT hands back as ``lastrowid``
+ROW_KEYS: dict[str, str] = {
+    "memories": "rowid", "events": "rowid", "episodes": "rowid", "transcript_messages": "rowid",
+    "transcript_sources": "id", "transcript_ledgers": "id", "lex_docs": "lexid", "tlex_docs": "lexid",
+    "embeddings": "id", "transcript_embeddings": "id",
+}
+
+PRAGMAS = {
+    "PRAGMA user_version": "SELECT version FROM kenning_schema",
+    "PRAGMA quick_check": "SELECT 'ok'",
+}
+
+_JSON_PATH = r"'\$((?:\.\w+)*)'"
+_JSON_EXTRACT = re.compile(r"json_extract\(\s*([\w.]+)\s*,\s*" + _JSON_PATH + r"\s*\)")
+_JSON_EACH = re.compile(r"json_each\(\s*([\w.]+)\s*(?:,\s*" + _JSON_PATH + r")?\s*\)(\s+(?:AS\s+)?(?!(?:WHERE|GROUP|ORDER|JOIN|ON|LIMIT|UNION|INNER|LEFT|CROSS)\b)(\w+))?",
+                        re.IGNORECASE)
+_JSON_LENGTH = re.compile(r"json_array_length\(\s*([\w.]+)\s*,\s*" + _JSON_PATH + r"\s*\)")
+_INSERT = re.compile(r"^\s*INSERT\s+OR\s+(IGNORE|REPLACE)\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+_LITERAL = re.compile(r"('(?:[^']|'')*')")
+_KEYWORD_COLUMNS = re.compile(r"\b(offset)\b")  # columns whose names PostgreSQL reserves (lower case only)
+
+
+def _pg_path(path: str) -> str:
+    return "{" + ",".join(path.strip(".").split(".")) + "}" if path else "{}"
+
+
+def _json_extract(m: re.Match) -> str:
+    return f"({m.group(1)}::jsonb #>> '{_pg_path(m.group(2))}')"
+
+
+def _json_each(m: re.Match) -> str:
+    source = f"{m.group(1)}::jsonb" + (f" #> '{_pg_path(m.group(2))}'" if m.group(2) else "")
+    alias = m.group(4) or "je"
+    return f"jsonb_array_elements_text({source}) AS {alias}(value)"
+
+
+def _json_length(m: re.Match) -> str:
+    return f"jsonb_array_length({m.group(1)}::jsonb #> '{_pg_path(m.group(2))}')"
+
+
+def _outside_literals(sql: str, fn) -> str:
+    parts = _LITERAL.split(sql)
+    return "".join(p.replace("%", "%%") if i % 2 else fn(p) for i, p in enumerate(parts))
+
+
+def _plain(text: str) -> str:
+    text = text.replace("%", "%%").replace("?", "%s")
+    text = re.sub(r"\bIS\s+NOT\s+%s", "IS DISTINCT FROM %s", text)
+    text = re.sub(r"\bIS\s+%s", "IS NOT DISTINCT FROM %s", text)
+    text = re.sub(r"\binstr\(", "strpos(", text)
+    text = re.sub(r"(?<=[\s(,])\+(?=[a-z_])", "", text)
+    return _KEYWORD_COLUMNS.sub(r'"\1"', text)
+
+
+@functools.lru_cache(maxsize=1024)
+def translate(sql: str) -> str:
+    """The PostgreSQL text of one statement of kenning's dialect."""
+    stripped = sql.strip().rstrip(";")
+    if stripped in PRAGMAS:
+        return PRAGMAS[stripped]
+    if stripped.upper().startswith("PRAGMA"):
+        raise ValueError(f"no PostgreSQL form for {stripped!r}")
+    text = _JSON_EXTRACT.sub(_json_extract, stripped)
+    text = _JSON_EACH.sub(_json_each, text)
+    text = _JSON_LENGTH.sub(_json_length, text)
+    found = _INSERT.match(text)
+    if found:
+        verb, table, columns = found.group(1).upper(), found.group(2), found.group(3)
+        text = f"INSERT INTO {table}({columns})" + text[found.end():]
+        if verb == "IGNORE":
+            text += " ON CONFLICT DO NOTHING"
+        else:
+            key = REPLACE_KEYS.get(table)
+            if key is None:
+                raise ValueError(f"INSERT OR REPLACE INTO {table}: name its key in dialect.REPLACE_KEYS")
+            names = [c.strip() for c in columns.split(",")]
+            sets = [f"{c} = EXCLUDED.{c}" for c in names if c not in key]
+            if table in FRESH_ID_ON_REPLACE:
+                sets.append("id = DEFAULT")
+            text += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(sets)}"
+    return _outside_literals(text, _plain)
+
+
+_INSERT_TABLE = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def with_returning(pg_sql: str) -> tuple[str, bool]:
+    """An INSERT into a table with a row key, made to hand that key back (SQLite's ``lastrowid``)."""
+    found = _INSERT_TABLE.match(pg_sql)
+    if not found or " RETURNING " in pg_sql.upper() or found.group(1) not in ROW_KEYS:
+        return pg_sql, False
+    return f"{pg_sql} RETURNING {ROW_KEYS[found.group(1)]}", True

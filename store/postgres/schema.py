@@ -1,0 +1,187 @@
+"""The PostgreSQL schema, versioned as the SQLite one is: entry i takes a database from version i to i + 1.
+
+Version 1 creates, in one step, the tables SQLite reaches at its schema 6 (store/db.py), with
+PostgreSQL's types: BIGINT for INTEGER, DOUBLE PRECISION for REAL, BYTEA for BLOB; JSON stays TEXT
+so a record reads back byte for byte. Keys SQLite assigns itself (an INTEGER PRIMARY KEY left out
+of an INSERT takes max + 1) are assigned the same way by a trigger, so explicit keys (batch
+inserts, ``kenning migrate``) and assigned ones mix as they do in SQLite; the "never reused" keys
+(AUTOINCREMENT in SQLite) come from a sequence. ``kenning_generation`` is bumped by every
+transaction: its row lock serialises writers (SQLite's BEGIN IMMEDIATE) and its value tells another
+process that something was committed (SQLite's PRAGMA data_version).
+
+To change the schema, append a step here and one to store/db.py; tests/test_postgres_schema.py
+checks that both reach the same tables and columns.
+"""
+
+from __future__ import annotations
+
+SQLITE_VERSION_OF = {1: 6}
+SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused  # what each PostgreSQL version holds, in SQLite schema versions
+
+_NEXT_KEY = """
+CREATE FUNCTION kenning_next_key() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    key_column text := TG_ARGV[0];
+    next_key bigint;
+BEGIN
+    IF (to_jsonb(NEW) ->> key_column) IS NULL THEN
+        EXECUTE format('SELECT COALESCE(MAX(%I), 0) + 1 FROM %I.%I', key_column, TG_TABLE_SCHEMA, TG_TABLE_NAME)
+            INTO next_key;
+        NEW := jsonb_populate_record(NEW, jsonb_build_object(key_column, next_key));
+    END IF;
+    RETURN NEW;
+END $$
+"""
+
+
+def _keyed(table: str, column: str) -> str:
+    return (f"CREATE TRIGGER {table}_key BEFORE INSERT ON {table} FOR EACH ROW "
+            f"EXECUTE FUNCTION kenning_next_key('{column}')")
+
+
+MIGRATIONS: list[list[str]] = [
+    [
+        "CREATE TABLE kenning_generation (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), n BIGINT NOT NULL)",
+        "INSERT INTO kenning_generation(one, n) VALUES (TRUE, 0)",
+        _NEXT_KEY,
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE memories (
+            rowid BIGINT PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            content TEXT NOT NULL,
+            category TEXT NOT NULL,
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            record TEXT NOT NULL,
+            removed_at TEXT,
+            removed_reason TEXT,
+            origin_repo TEXT,
+            origin_worktree TEXT
+        )""",
+        _keyed("memories", "rowid"),
+        "CREATE INDEX memories_live_updated ON memories(removed_at, updated)",
+        "CREATE INDEX memories_origin ON memories(origin_worktree, origin_repo)",
+        "CREATE INDEX memories_content_hash ON memories(content_hash)",
+        """CREATE TABLE memory_scopes (
+            scope TEXT NOT NULL,
+            mem BIGINT NOT NULL REFERENCES memories(rowid),
+            PRIMARY KEY (scope, mem)
+        )""",
+        "CREATE INDEX memory_scopes_mem ON memory_scopes(mem)",
+        """CREATE TABLE memory_links (
+            source BIGINT NOT NULL REFERENCES memories(rowid),
+            kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            note TEXT,
+            PRIMARY KEY (source, kind, target)
+        )""",
+        "CREATE INDEX memory_links_target ON memory_links(target, kind)",
+        """CREATE TABLE lex_docs (
+            lexid BIGINT PRIMARY KEY, mem BIGINT NOT NULL, length BIGINT NOT NULL,
+            live BIGINT NOT NULL, ts DOUBLE PRECISION NOT NULL
+        )""",
+        _keyed("lex_docs", "lexid"),
+        "CREATE INDEX lex_docs_mem ON lex_docs(mem, live)",
+        "CREATE TABLE lex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL, "
+        "PRIMARY KEY (term, seg))",
+        "CREATE TABLE lex_delta (term TEXT NOT NULL, lexid BIGINT NOT NULL, tf BIGINT NOT NULL)",
+        "CREATE INDEX lex_delta_term ON lex_delta(term)",
+        """CREATE TABLE embeddings (
+            id BIGSERIAL PRIMARY KEY,
+            mem BIGINT NOT NULL,
+            model_id TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            vector BYTEA NOT NULL,
+            UNIQUE (mem, model_id)
+        )""",
+        "CREATE INDEX embeddings_model ON embeddings(model_id, content_hash)",
+        "CREATE TABLE embed_queue (mem BIGINT PRIMARY KEY)",
+        """CREATE TABLE events (
+            rowid BIGINT PRIMARY KEY,
+            at TEXT NOT NULL,
+            session TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            memory_id TEXT,
+            payload TEXT NOT NULL DEFAULT '{}'
+        )""",
+        _keyed("events", "rowid"),
+        "CREATE INDEX events_session ON events(session, at)",
+        "CREATE INDEX events_memory ON events(memory_id, kind, at)",
+        "CREATE INDEX events_kind ON events(kind, at)",
+        """CREATE TABLE pending_writes (
+            id TEXT PRIMARY KEY, session TEXT NOT NULL, created TEXT NOT NULL,
+            expires TEXT NOT NULL, request TEXT NOT NULL
+        )""",
+        """CREATE TABLE episodes (
+            rowid BIGINT PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            session TEXT NOT NULL,
+            parent_session TEXT,
+            swarm_id TEXT,
+            worktree TEXT,
+            scopes TEXT NOT NULL,
+            takeaway TEXT,
+            body TEXT NOT NULL,
+            created TEXT NOT NULL,
+            expires TEXT NOT NULL
+        )""",
+        _keyed("episodes", "rowid"),
+        "CREATE INDEX episodes_worktree ON episodes(worktree, created)",
+        "CREATE INDEX episodes_session ON episodes(session, created)",
+        """CREATE TABLE transcript_sources (
+            id BIGINT PRIMARY KEY, path TEXT NOT NULL UNIQUE, project TEXT, added TEXT NOT NULL
+        )""",
+        _keyed("transcript_sources", "id"),
+        """CREATE TABLE transcript_ledgers (
+            id BIGINT PRIMARY KEY,
+            source BIGINT NOT NULL REFERENCES transcript_sources(id),
+            path TEXT NOT NULL UNIQUE,
+            format TEXT,
+            size BIGINT NOT NULL,
+            mtime_ns BIGINT NOT NULL,
+            "offset" BIGINT NOT NULL,
+            head TEXT NOT NULL,
+            tail TEXT NOT NULL,
+            session TEXT,
+            parent_session TEXT,
+            project TEXT,
+            malformed BIGINT NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT '{}'
+        )""",
+        _keyed("transcript_ledgers", "id"),
+        "CREATE INDEX transcript_ledgers_source ON transcript_ledgers(source)",
+        """CREATE TABLE transcript_messages (
+            rowid BIGINT PRIMARY KEY,
+            ledger BIGINT NOT NULL REFERENCES transcript_ledgers(id),
+            line BIGINT NOT NULL,
+            session TEXT,
+            parent_session TEXT,
+            sidechain BIGINT NOT NULL DEFAULT 0,
+            ts TEXT,
+            at DOUBLE PRECISION NOT NULL,
+            speaker TEXT NOT NULL,
+            text TEXT NOT NULL
+        )""",
+        _keyed("transcript_messages", "rowid"),
+        "CREATE INDEX transcript_messages_ledger ON transcript_messages(ledger)",
+        """CREATE TABLE tlex_docs (
+            lexid BIGINT PRIMARY KEY, mem BIGINT NOT NULL, length BIGINT NOT NULL,
+            live BIGINT NOT NULL, ts DOUBLE PRECISION NOT NULL
+        )""",
+        _keyed("tlex_docs", "lexid"),
+        "CREATE INDEX tlex_docs_mem ON tlex_docs(mem, live)",
+        "CREATE TABLE tlex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL, "
+        "PRIMARY KEY (term, seg))",
+        "CREATE TABLE tlex_delta (term TEXT NOT NULL, lexid BIGINT NOT NULL, tf BIGINT NOT NULL)",
+        "CREATE INDEX tlex_delta_term ON tlex_delta(term)",
+        """CREATE TABLE transcript_embeddings (
+            id BIGSERIAL PRIMARY KEY,
+            mem BIGINT NOT NULL,
+            model_id TEXT NOT NULL,
+            vector BYTEA NOT NULL,
+            UNIQUE (mem, model_id)
+        )""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,96 @@
+"""`kenning migrate`: a store copied SQLite -> PostgreSQL -> SQLite comes back row for row, and the
+PostgreSQL copy answers like the original. Runs against a real PostgreSQL (pgserver)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import kenning
+import kenning.store.transfer
+from kenning.memory.episodes import Episodes
+from kenning.store.backend import open_backend
+from kenning.store.transfer import TABLES, rows
+
+pytestmark = pytest.mark.sqlite_only  # builds its SQLite source by hand; the suite's PG run would map it onto PG
+
+
+def _full_store(path) -> dict:
+    """A store holding one of everything migrate must carry."""
+    with kenning.open_store(path) as s:
+        keep = s.write("The auth service listens on port 8443", scopes=["projects:auth"]).id
+        old = s.write("The billing job runs nightly at 02:00 UTC", scopes=["projects:billing", "team:ops"]).id
+        s.write("The billing job runs hourly since the March change",
+                scopes=["projects:billing"], links=[{"kind": "supersedes", "target": old}], force=True)
+        gone = s.write("The staging database lives on host db-7", scopes=["projects:auth"]).id
+        s.remove(gone, reason="host retired")
+        s.verify(keep, note="checked the config")
+        s.record_use([keep], "applied", note="used it")
+        pending = s.write("The user prefers tabs over spaces", scopes=["global"], category="user-inference")
+        assert pending.status == "pending"
+        s.search("auth port", mode="bm25")
+        Episodes(s).write("tuned the pool size to 20", takeaway="pool 20 is enough")
+        if s.semantic.availability().working:
+            s.semantic.embed_pending()
+        return {"keep": keep, "gone": gone}
+
+
+def _dump(location) -> dict[str, list[tuple]]:
+    opened = open_backend(location)
+    try:
+        return {table: rows(opened.db, table) for table in TABLES}
+    finally:
+        opened.db.close()
+
+
+def test_round_trip_sqlite_postgres_sqlite_is_equal(tmp_path, postgres_url):
+    source, back = tmp_path / "source", tmp_path / "back"
+    ids = _full_store(source)
+    before = _dump(source)
+    assert all(before[t] for t in ("memories", "memory_scopes", "memory_links", "events", "pending_writes",
+                                   "episodes", "lex_docs", "meta"))
+    assert any(r[8] is not None for r in before["memories"])  # a tombstone
+    kenning.store.transfer.migrate(source, postgres_url)
+    assert _dump(postgres_url) == before
+    kenning.store.transfer.migrate(postgres_url, back)
+    assert _dump(back) == before
+
+    with kenning.open_store(source) as original, kenning.open_store(postgres_url) as copy:
+        for query in ("auth port", "billing job", "staging database"):
+            assert ([h.id for h in copy.search(query, mode="bm25").hits]
+                    == [h.id for h in original.search(query, mode="bm25").hits])
+        assert copy.get(ids["keep"]).last_verified_at is not None
+        assert [t.memory.id for t in copy.tombstones()] == [ids["gone"]]
+        assert len(copy.pending_writes(all_sessions=True)) == 1
+        assert copy.store_id == original.store_id
+        later = copy.write("The cache TTL is 300 seconds", scopes=["projects:auth"])  # keys continue after the copy
+        assert later.status == "committed"
+
+
+def test_migrate_refuses_a_destination_that_holds_a_store(tmp_path, postgres_url):
+    with kenning.open_store(tmp_path / "a") as s:
+        s.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    with kenning.open_store(postgres_url) as s:
+        s.write("Something already lives here", scopes=["projects:x"])
+    with pytest.raises(kenning.InvalidInput, match="already holds a store"):
+        kenning.store.transfer.migrate(tmp_path / "a", postgres_url)
+
+
+def test_cli_migrate_reports_rows_and_refuses_in_one_line(tmp_path, postgres_url):
+    with kenning.open_store(tmp_path / "a") as s:
+        s.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    cli = [sys.executable, "-m", "kenning.cli"]
+    done = subprocess.run([*cli, "migrate", str(tmp_path / "a"), postgres_url, "--json"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["rows"]["memories"] == 1 and report["rows"]["events"] >= 1
+    again = subprocess.run([*cli, "migrate", str(tmp_path / "a"), postgres_url], capture_output=True, text=True)
+    assert again.returncode == 2 and "already holds a store" in again.stderr and "Traceback" not in again.stderr
+    found = subprocess.run([*cli, "--store", postgres_url, "search", "auth port", "--mode", "bm25", "--json"],
+                           capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert [h["snippet"] for h in json.loads(found.stdout)["hits"]] == ["The auth service listens on port 8443"]

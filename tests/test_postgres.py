@@ -1,0 +1,144 @@
+"""The PostgreSQL backend on its own terms: the dialect, the schema kept level with SQLite's, many
+processes on one database, and clear errors. Runs against a real PostgreSQL (pgserver), in both
+suite modes; the rest of the suite runs on PostgreSQL with KENNING_TEST_BACKEND=postgres."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kenning
+from kenning.errors import KenningError, StorageError
+from kenning.store.postgres import dialect
+from kenning.store.postgres.database import PostgresDatabase, display_url
+from kenning.store.transfer import TABLES
+
+
+def test_the_dialect_says_sqlite_idioms_in_postgresql():
+    t = dialect.translate
+    assert t("SELECT record FROM memories WHERE id = ? AND x IS ? AND y IS NOT ?") == (
+        "SELECT record FROM memories WHERE id = %s AND x IS NOT DISTINCT FROM %s AND y IS DISTINCT FROM %s")
+    assert t("SELECT json_extract(payload, '$.use_token') FROM events") == (
+        "SELECT (payload::jsonb #>> '{use_token}') FROM events")
+    assert t("SELECT value FROM events, json_each(events.payload, '$.hit_ids') WHERE kind = ?") == (
+        "SELECT value FROM events, jsonb_array_elements_text(events.payload::jsonb #> '{hit_ids}') AS je(value) "
+        "WHERE kind = %s")
+    assert t("INSERT OR IGNORE INTO embed_queue(mem) VALUES (?)") == (
+        "INSERT INTO embed_queue(mem) VALUES (%s) ON CONFLICT DO NOTHING")
+    assert t("INSERT OR REPLACE INTO lex_segments(term, seg, postings) VALUES (?, ?, ?)") == (
+        "INSERT INTO lex_segments(term, seg, postings) VALUES (%s, %s, %s) "
+        "ON CONFLICT (term, seg) DO UPDATE SET postings = EXCLUDED.postings")
+    assert t("SELECT id FROM memories WHERE rowid IN (?) AND +removed_at IS NULL AND instr(content, '/') > 0") == (
+        "SELECT id FROM memories WHERE rowid IN (%s) AND removed_at IS NULL AND strpos(content, '/') > 0")
+    assert t("SELECT 'a?b%' || ? FROM meta WHERE value LIKE '50%'") == "SELECT 'a?b%%' || %s FROM meta WHERE value LIKE '50%%'"
+    assert t("UPDATE transcript_ledgers SET offset = ? WHERE id = ?") == (
+        'UPDATE transcript_ledgers SET "offset" = %s WHERE id = %s')
+    with pytest.raises(ValueError, match="REPLACE_KEYS"):
+        t("INSERT OR REPLACE INTO memories(id) VALUES (?)")
+
+
+def _sqlite_columns(path: Path) -> dict[str, list[str]]:
+    con = sqlite3.connect(path / "kenning.sqlite3")
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%'")]
+    return {t: sorted(r[1] for r in con.execute(f"PRAGMA table_info({t})")) for t in tables}
+
+
+def test_both_schemas_hold_the_same_tables_and_columns_and_migrate_copies_them_all(tmp_path, postgres_url):
+    from kenning.store.backend import open_backend
+    from kenning.store.db import Database
+
+    Database(tmp_path / "kenning.sqlite3").close()
+    sqlite_side = _sqlite_columns(tmp_path)
+    db = open_backend(postgres_url).db
+    try:
+        rows = db.read(lambda c: c.raw.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name NOT IN ('kenning_schema', 'kenning_generation')").fetchall())
+    finally:
+        db.close()
+    pg_side: dict[str, list[str]] = {}
+    for table, column in rows:
+        pg_side.setdefault(table, []).append(column)
+    assert {t: sorted(c) for t, c in pg_side.items()} == sqlite_side
+    assert {t: sorted(c) for t, c in TABLES.items()} == sqlite_side
+
+
+def test_a_newer_schema_on_the_server_is_refused(postgres_url):
+    PostgresDatabase(postgres_url).close()
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE kenning_schema SET version = version + 1")
+    with pytest.raises(KenningError, match="newer kenning"):
+        kenning.open_store(postgres_url)
+
+
+def test_another_store_object_sees_a_commit_at_its_next_call(postgres_url, tmp_path):
+    with kenning.open_store(postgres_url) as a, kenning.open_store(postgres_url) as b:
+        assert b.search("auth port", mode="bm25").hits == []  # b has loaded its lexicon
+        mid = a.write("The auth service listens on port 8443", scopes=["projects:auth"]).id
+        assert [h.id for h in b.search("auth port", mode="bm25").hits] == [mid]
+        a.configure(bm25_k1=1.7)
+        assert b.config.bm25_k1 == 1.7
+        b.remove(mid, reason="moved")
+        assert a.search("auth port", mode="bm25").hits == []
+    done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "write",
+                           "The billing job runs nightly", "--scope", "projects:billing", "--json"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with kenning.open_store(postgres_url) as c:
+        assert [h.snippet for h in c.search("billing nightly", mode="bm25").hits] == ["The billing job runs nightly"]
+
+
+def _writer(url: str, worker: int, n: int) -> None:
+    with kenning.open_store(url) as s:
+        for i in range(n):
+            result = s.write(f"worker {worker} note {i}: the queue {worker}-{i} drains at {i} per second",
+                             scopes=[f"w:{worker}"], force=True)
+            assert result.status == "committed", result
+            s.search(f"queue {worker}-{i}", mode="bm25")
+
+
+def test_concurrent_processes_lose_no_write(postgres_url):
+    import multiprocessing
+
+    kenning.open_store(postgres_url).close()  # schema in place before the workers race
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(postgres_url, w, 25)) for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(300)
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    with kenning.open_store(postgres_url) as s:
+        assert s.count() == 100
+        assert s.check()["ok"], s.check()
+        for w in range(4):
+            assert len(s.search(f"queue {w}-24", mode="bm25", limit=50).hits) >= 1
+
+
+def test_the_password_never_shows_and_an_unreachable_server_is_one_clear_error(tmp_path):
+    assert display_url("postgresql://kenning:s3cret@db.internal:5433/mem") == "postgresql://kenning:***@db.internal:5433/mem"
+    sock = tmp_path / "nothing-here"
+    sock.mkdir()
+    url = f"postgresql://kenning:s3cret@/mem?host={sock}&connect_timeout=1"
+    done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", url, "search", "x"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "cannot reach" in done.stderr and "s3cret" not in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_info_names_the_server_without_its_password(postgres_url):
+    kenning.open_store(postgres_url).close()
+    done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["exists"] and report["store"].startswith("postgresql://") and report["memories"] == 0
