@@ -33,6 +33,7 @@ class TranscriptVectors:
         self._model: str | None = None
         self._row_mem: dict[int, int] = {}  # transcript_embeddings id -> message, as the index holds them
         self._state: tuple[int, int] | None = None
+        self.pending_seen: int | None = None  # messages without a vector, as the last search's sync counted them
         self._drain_lock = threading.Lock()
 
     def available(self) -> bool:
@@ -106,9 +107,10 @@ class TranscriptVectors:
 
     def _sync(self, encoder) -> None:
         """Bring the in-memory index in step with the rows (another process may have embedded or dropped some)."""
-        state = self.db.read(lambda c: c.execute(
-            "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM transcript_embeddings WHERE model_id = ?",
-            (encoder.model_id,)).fetchone())
+        messages, *state = self.db.read(lambda c: c.execute(
+            "SELECT (SELECT COUNT(*) FROM transcript_messages), COUNT(*), COALESCE(MAX(id), 0) "
+            "FROM transcript_embeddings WHERE model_id = ?", (encoder.model_id,)).fetchone())
+        self.pending_seen = messages - state[0]  # the count pending() makes, in the same query
         if self._index is not None and self._model == encoder.model_id and tuple(state) == self._state:
             return
         if self._index is None or self._model != encoder.model_id:

@@ -35,6 +35,7 @@ from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
 
+from .folders import LedgerFolders
 from .ledger import Mark, marks_hold, read_from
 from .readers import identity
 from .transcript_models import TranscriptHit, TranscriptResult
@@ -49,7 +50,6 @@ TRANSCRIPT_TABLES = LexTables(
     tokenizer_key="tlex_tokenizer", delta_rows_key="tlex_delta_rows",
     documents="SELECT rowid, text, at FROM transcript_messages",
 )
-LEDGER_SUFFIX = ".jsonl"
 BATCH_BELOW = 64  # an increment this small goes through the delta table (cheap, patches the cache)
 # retired postings (rewritten or deleted ledgers) are dropped by a rebuild once they outnumber the live ones
 REBUILD_RETIRED_MIN = 10_000
@@ -114,6 +114,7 @@ class TranscriptIndex:
         self._version: int | None = None
         self._ledgers: dict[str, _Ledger] = {}
         self._key_ledger = np.full(0, -1, np.int64)
+        self._folders = LedgerFolders()
         if not db.read_only and db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
             with db.transaction() as c:
                 self.lexicon.ensure_current(c)
@@ -182,7 +183,7 @@ class TranscriptIndex:
                 "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
             seen: set[str] = set()
             files = [(source_id, project, path) for source_id, source_path, project in sources
-                     for path in _ledger_files(source_path)]
+                     for path in self._folders.ledgers(source_path)]
             for done, (source_id, project, path) in enumerate(files, 1):
                 if progress is not None:
                     progress(done, len(files))
@@ -384,6 +385,7 @@ class TranscriptIndex:
         if "bm25" in legs:
             runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
         if engine.VECTOR_LEG in legs:
+            self.vectors.pending_seen = None
             keys = None if allowed is None else np.unique(lexicon.doc_key[allowed])
             runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(query, n, keys)
         evidence = None
@@ -408,7 +410,9 @@ class TranscriptIndex:
                 timestamp=row["ts"], speaker=row["speaker"], project=row["project"], ledger=row["path"],
                 line=row["line"], format=row["format"],
             ))
-        pending = self.vectors.pending() if engine.VECTOR_LEG in runs else None
+        pending = None
+        if engine.VECTOR_LEG in runs:
+            pending = self.vectors.pending_seen if self.vectors.pending_seen is not None else self.vectors.pending()
         return TranscriptResult(query=query, mode=mode, legs_run=list(runs), scope="all" if scope is None else scope,
                                 excluded_session=exclude, hits=hits, pending_embeddings=pending,
                                 degraded=self._degraded() if degraded else None)
@@ -483,17 +487,6 @@ def _in_project(ledger_project: str | None, scope: str) -> bool:
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _ledger_files(source: str) -> list[str]:
-    """The ledgers a source holds now: the file itself, or every *.jsonl under the folder."""
-    if os.path.isfile(source):
-        return [source]
-    found = []
-    for root, dirs, files in os.walk(source):
-        dirs.sort()
-        found.extend(os.path.join(root, name) for name in sorted(files) if name.endswith(LEDGER_SUFFIX))
-    return found
 
 
 def _epoch(ts: Any) -> float | None:

@@ -192,6 +192,23 @@ def test_deleted_file_drops_out(index, ledgers):
     assert index.sources()[0]["ledgers"] == 5
 
 
+def test_new_ledgers_in_folders_listed_before_are_found_at_the_next_query(index, ledgers):
+    old = 1_700_000_000
+    for folder in [ledgers, *(p for p in ledgers.rglob("*") if p.is_dir())]:
+        os.utime(folder, (old, old))  # long unchanged: the search keeps their listings instead of walking them
+    assert not index.search("platypus", all_projects=True).hits
+    project = ledgers / "claude" / "projects" / "-home-dev-projects-payments"
+    _append(project / "5d0c4a7e-0000-4000-8000-000000000001.jsonl", _generic("the platypus queue drains at noon", session="new-1"))
+    (project / "5d0c4a7e-0000-4000-8000-000000000002" / "subagents").mkdir(parents=True)
+    _append(project / "5d0c4a7e-0000-4000-8000-000000000002" / "subagents" / "agent-x.jsonl",
+            _generic("the platypus worker restarts hourly", session="new-2"))
+    os.utime(project, (old + 1, old + 1))  # a new entry changes its folder's mtime (set here to an old one)
+    found = index.search("platypus", all_projects=True)
+    assert sorted(h.session for h in found.hits) == ["new-1", "new-2"]
+    (project / "5d0c4a7e-0000-4000-8000-000000000001.jsonl").unlink()
+    assert [h.session for h in index.search("platypus", all_projects=True).hits] == ["new-2"]
+
+
 def test_sources_add_list_remove(store, ledgers):
     ix = index_for(store)
     with pytest.raises(InvalidInput):
