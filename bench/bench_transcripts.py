@@ -13,7 +13,8 @@ folder, registers it with a fresh store and times:
   BM25), each including the incremental check of every ledger (a stat each) that makes appends
   visible without a restart;
 - with the embeddings extra working: embedding every message (messages/s), then a warm ``hybrid``
-  search (keyword, BM25 and the vector leg, fused as the store fuses memories);
+  search (keyword, BM25 and the vector leg, fused as the store fuses memories), beside the query's
+  encoding alone (the model's share of it) and the full hybrid ``recall`` (one encoding for every tier);
 - a query right after one line was appended to a live ledger (the append is read, then ranked);
 - the full ``recall`` (profile + memories + transcripts) on the same store;
 - the reference, measured in the same run: the scan-first design the seed started from (read
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     from kenning.recall.recall import recall
     from kenning.recall.transcripts import TranscriptIndex, index_for
 
+    load_start = os.getloadavg()
     corpus = Corpus()
     queries = corpus.queries(args.queries, corpus_size=args.messages)
     tmp = Path(tempfile.mkdtemp(prefix="kenning-bench-transcripts-"))
@@ -189,13 +191,21 @@ def main(argv: list[str] | None = None) -> dict:
             start = time.perf_counter()
             embedded = index.vectors.embed_pending()
             seconds = time.perf_counter() - start
+            store.semantic.embed_pending()
             index.search(queries[0], project=PROJECT, mode="hybrid")
-            hybrid = Samples()
+            encoder = store.semantic.encoder()
+            hybrid, encoding, recalled = Samples(), Samples(), Samples()
+            load_before = os.getloadavg()
             for _ in range(args.repeats):
                 for q in queries:
                     timed(lambda: index.search(q, project=PROJECT, mode="hybrid"), hybrid)
+                    timed(lambda: encoder.encode_query(q), encoding)  # the model's share of each search
+            for q in queries[:20]:
+                timed(lambda: recall(store, q, all_projects=True, mode="hybrid"), recalled)
             vector = {"embed_messages_per_s": round(embedded / seconds), "embed_s": round(seconds, 1),
-                      "warm_search_hybrid_project": summary(hybrid)}
+                      "warm_search_hybrid_project": summary(hybrid), "query_encoding_alone": summary(encoding),
+                      "recall_all_tiers_hybrid": summary(recalled),
+                      "load_average_during_hybrid": [round(x, 2) for x in (*load_before, *os.getloadavg())]}
         live = next(root.rglob("*.jsonl"))
         rng = random.Random(7)
         appended = Samples()
@@ -218,7 +228,8 @@ def main(argv: list[str] | None = None) -> dict:
             "warm_search_project": summary(scoped), "warm_search_all": summary(everywhere),
             "no_change_sync": summary(sync_only), "query_after_append": summary(appended),
             "recall_all_tiers_bm25": summary(full), **vector, "reference_scan_first": summary(reference),
-            "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg(),
+            "python": platform.python_version(), "cpus": os.cpu_count(),
+            "load_average": [round(x, 2) for x in (*load_start, *os.getloadavg())],  # 1/5/15 min at start, then at end
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
