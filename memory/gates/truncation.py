@@ -31,8 +31,10 @@ def check(old: str, new: str, acknowledge: bool = False) -> GateRefusal | None:
     if len(cut) >= len(before):
         return None
     # a prefix cut loses text only when the old body went on mid-sentence (" and …", or mid-word);
-    # stopping where the old one ended a clause ("; the windows build …") is an edit
-    prefix = before.startswith(cut) and not re.match(r"[.;:!?)\]\n]", before[len(cut):])
+    # stopping where the old one ended a clause ("; the windows build …") or a sentence ("… nightly.
+    # It then …": the last sentences dropped) is an edit
+    boundary = re.search(r"[.;:!?)\]]$", cut) or re.match(r"[.;:!?)\]\n]", before[len(cut):])
+    prefix = before.startswith(cut) and not boundary
     dangling = _DANGLING.search(cut)
     if not (prefix or dangling):
         return None

@@ -1,0 +1,84 @@
+"""The small write gates called directly (truncation, scope match, groundedness, write_enabled): each
+refusal's exact reason, hint and override, and the edges of each rule. Store-level behaviour is in
+test_spec_gates.py and test_lifecycle_write.py."""
+
+import pytest
+
+from kenning.memory.gates import GateRefused, groundedness, scope_match, truncation, write_enabled
+from kenning.store.models import StoreConfig
+
+OLD = "The deploy runs nightly. It then rotates the credentials and restarts the workers.\n\n"
+
+
+def test_a_cut_that_stops_mid_sentence_is_refused_with_what_was_lost():
+    new = "The deploy runs nightly. It then rotates the credentials and   "
+    refusal = truncation.check(OLD, new)
+    cut = new.rstrip()
+    tail = cut[-40:]
+    assert len(cut) > 40 and refusal.matched == [tail]
+    assert (refusal.gate, refusal.status, refusal.override) == ("truncation", "truncation_warning",
+                                                                  "acknowledge_truncation")
+    assert refusal.reason == (f"the new body is {len(OLD.rstrip()) - len(cut)} characters shorter and ends "
+                              f"mid-sentence (…{tail!r}); it is the start of the old body with the rest cut off")
+    assert refusal.hint == "Send the complete body, or pass acknowledge_truncation=True if the cut is deliberate."
+    assert truncation.check(OLD, new, acknowledge=True) is None
+
+
+def test_a_dangling_end_that_is_no_prefix_is_refused_without_the_prefix_note():
+    refusal = truncation.check(OLD, "The deploy rotates the credentials of")
+    assert refusal.reason.endswith("(…'The deploy rotates the credentials of')")
+
+
+def test_a_shorter_body_ending_a_sentence_and_an_equal_length_one_pass():
+    assert truncation.check(OLD, "The deploy runs nightly.") is None  # the last sentence dropped (was refused: fixed)
+    assert truncation.check("one two three.", "one two of the") is None  # not shorter: not a cut
+
+
+def test_write_enabled_false_refuses_every_change():
+    with pytest.raises(GateRefused) as raised:
+        write_enabled.require(StoreConfig(write_enabled=False))
+    assert raised.value.refusal.status == "writes_disabled" and "write_enabled=false" in str(raised.value)
+    write_enabled.require(StoreConfig())  # on by default: nothing raised
+
+
+def test_groundedness_sentences_support_and_the_boundary():
+    assert groundedness.sentences("  \nThe deploy runs. It rotates keys!") == ["The deploy runs.", "It rotates keys!"]
+    assert groundedness.support("!!!", frozenset()) == 1.0  # nothing to ground
+    assert groundedness.support("alpha bravo", frozenset({"alpha"})) == 0.5
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+    assert groundedness.support(words, frozenset(groundedness.token_set("alpha bravo charlie"))) == 0.3
+    assert groundedness.ungrounded_sentences(words, "alpha bravo charlie") == []  # exactly MIN_SUPPORT: grounded
+    assert groundedness.ungrounded_sentences(words, "alpha bravo") == [words]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "kenning_main"
+    (root / "services" / "billing").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (root / "notes").write_text("a file, not a directory")
+    return str(root)
+
+
+@pytest.mark.parametrize("scope", [
+    "projects:Kenning-Main",   # punctuation and case do not matter
+    "projects:ken",            # three characters are enough for a part of the name
+    "projects:mono/billing",   # the last part names a directory two levels down
+    "repo:services",           # a top-level directory
+])
+def test_scopes_naming_this_checkout_pass(repo, scope):
+    assert scope_match.check([scope], repo, None) is None
+
+
+@pytest.mark.parametrize("scope", [
+    "projects:ke",             # two characters are not
+    "projects:ken-ning-x",     # punctuation is dropped, not turned into something else
+    "projects:---",            # nothing left of the name
+    "projects:notes",          # a file is not a directory of the project
+    "projects:hidden",         # hidden directories do not count
+    "projects:mono billing",   # only '/' separates parts
+])
+def test_scopes_naming_another_project_are_refused(repo, scope):
+    refusal = scope_match.check([scope], repo, None)
+    assert refusal is not None and refusal.status == "scope_mismatch", scope
+    assert scope_match.check([scope], repo, None, acknowledge=True) is None
