@@ -82,3 +82,26 @@ def test_scopes_naming_another_project_are_refused(repo, scope):
     refusal = scope_match.check([scope], repo, None)
     assert refusal is not None and refusal.status == "scope_mismatch", scope
     assert scope_match.check([scope], repo, None, acknowledge=True) is None
+
+
+def test_metadata_names_where_a_control_character_hides():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import check_metadata
+
+    with pytest.raises(InvalidInput, match=r"^metadata\.a\.b\[1\] contains a control character$"):
+        check_metadata({"a": {"b": ["ok", "bad\x07"]}})
+    with pytest.raises(InvalidInput, match=r"^metadata key contains a control character$"):
+        check_metadata({"k\n": 1})
+    assert check_metadata({"a": {"b": ["ok", 3, None]}, "c": ("x",)}) == {"a": {"b": ["ok", 3, None]}, "c": ("x",)}
+
+
+def test_a_count_is_a_whole_number_from_one_to_the_most():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import check_count
+
+    assert check_count(1) == 1 and check_count(10, most=10) == 10
+    for bad in (0, 11, True, 2.0, "3"):
+        with pytest.raises(InvalidInput, match=r"^batch size must be a whole number from 1 to 10, got "):
+            check_count(bad, "batch size", most=10)
+    with pytest.raises(InvalidInput, match=r"^limit must be a whole number from 1 to 1,000,000,000, got 0$"):
+        check_count(0)
