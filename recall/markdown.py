@@ -38,6 +38,7 @@ MANIFEST_NAME = ".kenning-export.json"
 MEMORY_FILE = "MEMORY.md"
 USER_FILE = "USER.md"
 PROFILE_KIND = {"tier": "profile"}
+USER_TITLE = "About the user"
 ALL_MEMORIES = 10**9
 DIRS_META_KEY = "markdown_dirs"
 
@@ -138,12 +139,13 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
 
 
 def _files_for(store: "Store") -> dict[str, tuple[dict, str, list[Memory]]]:
-    """rel path -> (file kind, title, memories in creation order) for every live memory."""
+    """rel path -> (file kind, title, memories in creation order) for every live memory. USER.md is
+    always there, empty or not: it is where a person adds a fact about themself."""
     memories = store.list(limit=ALL_MEMORIES, auto_scope=False, record=False)
-    files: dict[str, tuple[dict, str, list[Memory]]] = {}
+    files: dict[str, tuple[dict, str, list[Memory]]] = {USER_FILE: (PROFILE_KIND, USER_TITLE, [])}
     for memory in sorted(memories, key=lambda m: (m.created, m.id)):
         if profile.is_profile(memory):
-            rel, kind, title = USER_FILE, PROFILE_KIND, "About the user"
+            rel, kind, title = USER_FILE, PROFILE_KIND, USER_TITLE
         else:
             scope = memory.scopes[0]
             rel, kind, title = scope_path(scope), {"scope": scope}, f"Memories · {scope}"

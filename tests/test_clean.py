@@ -83,7 +83,7 @@ def test_cli_export_sync_clean(tmp_path):
 
     assert kenning("write", "The auth service listens on port 8443", "--scope", "projects:auth").returncode == 0
     exported = kenning("export", "--markdown", str(folder), "--json")
-    assert exported.returncode == 0 and json.loads(exported.stdout)["written"] == ["projects/auth/MEMORY.md"]
+    assert exported.returncode == 0 and json.loads(exported.stdout)["written"] == ["USER.md", "projects/auth/MEMORY.md"]
     path = folder / "projects" / "auth" / "MEMORY.md"
     path.write_text(path.read_text() + "\nThe auth service runs three replicas.\n")
     synced = kenning("sync", str(folder))

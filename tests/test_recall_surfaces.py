@@ -146,7 +146,7 @@ def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
         port = call("memory_write", content="The auth service listens on port 8443", scopes=["projects:auth"])["id"]
         backup = call("memory_write", content="Postgres backups keep 14 daily snapshots", scopes=["projects:auth"])["id"]
         exported = call("memory_export_markdown", directory=str(notes))
-        assert exported["written"] == ["projects/auth/MEMORY.md"] and exported["memories"] == 2
+        assert exported["written"] == ["USER.md", "projects/auth/MEMORY.md"] and exported["memories"] == 2
         path = notes / "projects" / "auth" / "MEMORY.md"
         text = path.read_text()
         (gone,) = [b for b in parse(text).blocks if b.id == backup]
@@ -168,6 +168,23 @@ def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
         quiet = call("memory_sync_markdown", directory=str(notes))  # nothing edited since: nothing to do
         assert not any(quiet[k] for k in ("updated", "written", "removed", "refused", "mangled", "files_changed"))
         assert call("memory_export_markdown", directory=str(notes))["written"] == [] and path.read_bytes() == before
+        # a fact about the user added to USER.md (written even with no profile note yet) waits for the user
+        user = notes / "USER.md"
+        user.write_text(user.read_text() + "\nThe user prefers tabs over spaces in Go code\n")
+        (staged,) = call("memory_sync_markdown", directory=str(notes))["pending"]
+        committed = call("memory_write_confirm", pending_id=staged["pending_id"])
+        assert committed["status"] == "committed"
+        assert call("memory_sync_markdown", directory=str(notes))["files_changed"] == ["USER.md"]  # now a block
+        profile_hits = call("session_search", query="tabs spaces Go", all=True)["hits"]
+        assert profile_hits and profile_hits[0]["role"] == "profile"
+        # a mangled header is reported and nothing is guessed: the file's blocks stay as they are
+        mangled = path.read_text().replace('{"id": "', '{"id" "', 1)
+        path.write_text(mangled)
+        report = call("memory_sync_markdown", directory=str(notes))
+        assert report["mangled"] and report["mangled"][0]["file"] == "projects/auth/MEMORY.md"
+        assert not report["removed"] and path.read_text() == mangled
+        assert call("memory_show", id=port)["content"] == "The auth service listens on port 9443"
+        path.write_bytes(before)
         (notes / LOCK_NAME).write_text(json.dumps({"pid": dead_pid, "host": os.uname().nodename, "at": 0}))
         leftover = path.parent / f".MEMORY.md{TEMP_MARK}{dead_pid}-1"
         leftover.write_text("half a write")
