@@ -107,11 +107,14 @@ class TranscriptVectors:
 
     def _sync(self, encoder) -> None:
         """Bring the in-memory index in step with the rows (another process may have embedded or dropped some)."""
-        messages, *state = self.db.read(lambda c: c.execute(
-            "SELECT (SELECT COUNT(*) FROM transcript_messages), COUNT(*), COALESCE(MAX(id), 0) "
-            "FROM transcript_embeddings WHERE model_id = ?", (encoder.model_id,)).fetchone())
-        self.pending_seen = messages - state[0]  # the count pending() makes, in the same query
-        if self._index is not None and self._model == encoder.model_id and tuple(state) == self._state:
+        # Whole-table counts are O(1) for SQLite where a count by model scans an index: any insert raises
+        # MAX(id) (AUTOINCREMENT) and any delete lowers COUNT(*), so the pair shows whether the rows changed.
+        messages, rows, top = self.db.read(lambda c: [c.execute(sql).fetchone()[0] for sql in (
+            "SELECT COUNT(*) FROM transcript_messages", "SELECT COUNT(*) FROM transcript_embeddings",
+            "SELECT COALESCE(MAX(id), 0) FROM transcript_embeddings")])
+        state = (rows, top)
+        if self._index is not None and self._model == encoder.model_id and state == self._state:
+            self.pending_seen = messages - len(self._row_mem)  # what pending() counts, without its scan
             return
         if self._index is None or self._model != encoder.model_id:
             self._index, self._row_mem, self._model = VectorIndex(encoder.dim), {}, encoder.model_id
@@ -123,7 +126,8 @@ class TranscriptVectors:
         load_rows(self._index, self.db, "transcript_embeddings", [row for row in wanted if row not in self._row_mem],
                   key="mem")
         self._row_mem = wanted
-        self._state = tuple(state)
+        self._state = state
+        self.pending_seen = messages - len(wanted)
 
 
 def _still(c: sqlite3.Connection, mem: int, text: str) -> bool:

@@ -386,7 +386,7 @@ class TranscriptIndex:
             runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
         if engine.VECTOR_LEG in legs:
             self.vectors.pending_seen = None
-            keys = None if allowed is None else np.unique(lexicon.doc_key[allowed])
+            keys = None if allowed is None else lexicon.doc_key[allowed]  # one live lexid a message: no repeats
             runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(query, n, keys)
         evidence = None
         if config.fusion == "evidence":
