@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from kenning.store.models import Degraded, Explained
+from kenning.store.models import Degraded, Explained, RankedResult
 
 
 class TranscriptHit(Explained):
@@ -30,7 +30,7 @@ class TranscriptHit(Explained):
         return out
 
 
-class TranscriptResult(BaseModel):
+class TranscriptResult(RankedResult):
     query: str
     mode: str
     legs_run: list[str]
@@ -41,11 +41,3 @@ class TranscriptResult(BaseModel):
     # `kenning transcripts index` gives them vectors); None when no vector leg ran
     pending_embeddings: int | None = None
     hits: list[TranscriptHit] = Field(default_factory=list)
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self.model_dump(mode="json", exclude={"hits", "note"})
-        if self.note:
-            out["note"] = self.note
-        out["hits"] = [h.to_dict() for h in self.hits]
-        return out

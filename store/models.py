@@ -165,7 +165,22 @@ class Degraded(_Record):
     fix: str | None = None  # the command that repairs it (the install, or e.g. `kenning models --convert`)
 
 
-class SearchResult(_Record):
+class RankedResult(_Record):
+    """A search's answer (memories' or transcripts'), sent as JSON the same way by every surface."""
+
+    hits: list[Explained] = Field(default_factory=list)
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON, the note only when it says something, each hit as its own to_dict shows it."""
+        out = self.model_dump(mode="json", exclude={"hits", "note"})
+        if self.note:
+            out["note"] = self.note
+        out["hits"] = [h.to_dict() for h in self.hits]
+        return out
+
+
+class SearchResult(RankedResult):
     query: str
     mode: Mode
     legs_run: list[str]
@@ -176,13 +191,6 @@ class SearchResult(_Record):
     hits: list[Hit] = Field(default_factory=list)
     note: str | None = None  # why the result is empty for a reason other than "nothing matched"
     use_token: str | None = None  # the hits settle as applied unless memory_record_use says otherwise
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self.model_dump(mode="json", exclude={"hits", "note"})
-        if self.note:
-            out["note"] = self.note
-        out["hits"] = [h.to_dict() for h in self.hits]
-        return out
 
 
 # A gate's refusal carries the gate's own status name (the spec's), never a generic "refused".
