@@ -50,6 +50,9 @@ def add(
     ui.out.print(f"{verb} {added['path']}: {plural(added['ledgers'], 'ledger')}, "
                  f"{plural(added['messages_added'], 'new message')}"
                  + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else ""))
+    if added["messages_added"]:
+        note("words find them now; for the vector leg (embeddings extra) run `kenning transcripts index`, "
+             "or leave it to a running `kenning serve`, which embeds them in the background")
 
 
 @transcripts_app.command("list", epilog="Example: kenning transcripts list --json")
