@@ -78,3 +78,17 @@ def test_durability_runs_before_user_claims():
     text = "The user prefers tabs, currently."
     assert run_content_gates(text, "fact").gate == "durability"
     assert run_content_gates(text, "fact", acknowledge_transient=True).gate == "user_claims"
+
+
+def test_a_day_word_is_generic_only_in_a_sentence_that_says_how_often():
+    from kenning.memory.gates.durability import _sentence_of, find_transient_markers
+
+    text = "Alpha one. Beta two; gamma three"
+    assert _sentence_of(text, text.index("Beta")) == "Beta two"
+    assert _sentence_of(text, 0) == "Alpha one"
+    assert _sentence_of("a. b. c", 6) == "c"
+    assert find_transient_markers("The report runs every day and today it failed.") == []
+    assert find_transient_markers("The report runs daily. The build broke today.") == ["today"]
+    assert find_transient_markers("The build broke today. The report runs daily.") == ["today"]
+    assert find_transient_markers("When a migration is in progress, writes are blocked.") == []
+    assert find_transient_markers("The migration is in progress.") == ["in progress"]
