@@ -195,11 +195,14 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
 
 
 def _trim(text: str, start: int, end: int, width: int) -> str:
-    """Cut ``text[start:end]`` at word boundaries and mark the cut ends with an ellipsis."""
-    if start > 0:
+    """Cut ``text[start:end]`` at word boundaries and mark the cut ends with an ellipsis.
+
+    An end that already falls on a boundary (a space beside it) stays, so a window that starts or
+    ends exactly at a matched word keeps that word."""
+    if start > 0 and text[start - 1] != " ":
         space = text.find(" ", start, start + 20)
         start = space + 1 if space != -1 else start
-    if end < len(text):
+    if end < len(text) and text[end] != " ":
         space = text.rfind(" ", end - 20, end)
         end = space if space > start else end
     piece = text[start:end].strip()

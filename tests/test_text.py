@@ -174,8 +174,23 @@ def test_snippet_without_a_match_is_the_head_cut_at_a_space():
 
 def test_snippet_is_centred_on_its_match():
     body = "a " * 200 + "key" + " b" * 200  # key at 400..403 of 803
-    # centre 401, start 401 - 119 = 282 moves past the space at 283; end 520 back to the space at 519
-    assert text.snippet(body, ["key"]) == "…" + "a " * 58 + "key" + " b" * 58 + "…"
+    # centre 401, start 401 - 119 = 282 starts a word (a space before it) and stays; end 520 is mid-word
+    # and goes back to the space at 519
+    assert text.snippet(body, ["key"]) == "…" + "a " * 59 + "key" + " b" * 58 + "…"
+
+
+def test_a_text_exactly_as_long_as_a_snippet_is_its_own_snippet():
+    assert text.snippet("a" * 240, ["zzz"]) == "a" * 240
+
+
+def test_a_cluster_exactly_as_wide_as_the_window_keeps_both_ends():
+    """alpha ... beta spanning the 238 characters between the ellipses: both stay whole (a window edge
+    on a word boundary is not moved past the word); two more characters and they no longer fit."""
+    fits = "x " * 150 + "alpha" + " y" * 114 + " beta" + " z" * 150
+    assert text.snippet(fits, ["alpha", "beta"]) == "…alpha" + " y" * 114 + " beta…"
+    wider = "x " * 150 + "alpha" + " y" * 115 + " beta" + " z" * 150
+    snip = text.snippet(wider, ["alpha", "beta"])
+    assert "alpha" in snip and "beta" not in snip  # the first of two equal clusters
 
 
 def test_snippet_near_either_end_keeps_that_end():
