@@ -4,9 +4,12 @@ Two measures, both with the reference computed in the same run:
 
 1. cosine between ONNX and torch vectors of the same texts (default 1,000 texts drawn from the
    development collections, short and long);
-2. nDCG@10 of the semantic and hybrid modes per development collection, by running
-   ``kenning eval run`` once per backend (``KENNING_ENCODER=torch|onnx|onnx-int8``). Vectors are
-   cached per encoder id, which includes the backend, so the runs never share vectors.
+2. nDCG@10 of the semantic and hybrid modes per development collection (the bundled ``builtin``
+   and every BEIR folder in the data dir), by running ``kenning eval run`` once per backend
+   (``KENNING_ENCODER=torch|onnx|onnx-int8``). torch reads and fills the shared embedding cache
+   ($KENNING_CACHE_DIR: its vectors depend only on the model). Each ONNX backend gets an embedding
+   cache of its own under --work, sharing only the converted model, so every ONNX vector in the
+   table was computed by the graph under test, never read from a run of an earlier export.
 
     KENNING_CACHE_DIR=/work/wt/cache python bench/encoder_parity.py ../shared/eval-data --out parity.json
 
@@ -60,23 +63,71 @@ def cosine_parity(texts: list[str]) -> dict:
     return out
 
 
-def ndcg_runs(data_dir: Path, modes: str, work: Path) -> dict:
+def collections(data_dir: Path, only: list[str] | None) -> list[tuple[str, str]]:
+    """(name, what `kenning eval run` takes) for builtin and each BEIR folder, smallest corpus first."""
+    folders = sorted((p for p in data_dir.iterdir() if (p / "corpus.jsonl").is_file()),
+                     key=lambda p: (p / "corpus.jsonl").stat().st_size)
+    found = [("builtin", "builtin")] + [(p.name, str(p)) for p in folders]
+    return [c for c in found if not only or c[0] in only]
+
+
+def backend_env(backend: str, work: Path) -> dict:
+    env = {**os.environ, "KENNING_ENCODER": backend, "HF_HUB_OFFLINE": "1"}
+    if backend != "torch":
+        shared = Path(os.environ.get("KENNING_CACHE_DIR") or _default_cache())
+        own = work / f"cache-{backend}"
+        own.mkdir(parents=True, exist_ok=True)
+        (shared / "onnx").mkdir(parents=True, exist_ok=True)
+        if not (own / "onnx").exists():
+            (own / "onnx").symlink_to((shared / "onnx").resolve(), target_is_directory=True)
+        env["KENNING_CACHE_DIR"] = str(own)
+    return env
+
+
+def _default_cache() -> Path:
+    from kenning.retrieval.onnx_export import cache_root
+
+    return cache_root()
+
+
+def ndcg_runs(data_dir: Path, modes: str, work: Path, backends: list[str], only: list[str] | None) -> dict:
     results: dict = {}
-    for folder in sorted(p for p in data_dir.iterdir() if (p / "corpus.jsonl").is_file()):
-        results[folder.name] = {}
-        for backend in BACKENDS:
-            report_file = work / f"{folder.name}-{backend}.json"
+    for name, target in collections(data_dir, only):
+        results[name] = {}
+        for backend in backends:
+            report_file = work / f"{name}-{backend}.json"
             if not report_file.is_file():
-                command = [sys.executable, "-m", "kenning.cli", "eval", "run", str(folder), "--modes", modes,
+                command = [sys.executable, "-m", "kenning.cli", "eval", "run", target, "--modes", modes,
                            "--json", "--out", str(report_file)]
-                if folder.name in GROUP_SEP:
-                    command += ["--group-sep", GROUP_SEP[folder.name]]
-                env = {**os.environ, "KENNING_ENCODER": backend, "HF_HUB_OFFLINE": "1"}
-                print(f"{folder.name} {backend} ...", file=sys.stderr, flush=True)
-                subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+                if name in GROUP_SEP:
+                    command += ["--group-sep", GROUP_SEP[name]]
+                print(f"{name} {backend} ...", file=sys.stderr, flush=True)
+                subprocess.run(command, env=backend_env(backend, work), check=True, stdout=subprocess.DEVNULL)
             report = json.loads(report_file.read_text())
-            results[folder.name][backend] = {m: r["nDCG@10"] for m, r in report["modes"].items()}
+            results[name][backend] = {m: r["nDCG@10"] for m, r in report["modes"].items()}
     return results
+
+
+def read_reports(data_dir: Path, work: Path, only: list[str] | None) -> dict:
+    results: dict = {}
+    for name, _ in collections(data_dir, only):
+        for backend in BACKENDS:
+            report_file = work / f"{name}-{backend}.json"
+            if report_file.is_file():
+                report = json.loads(report_file.read_text())
+                results.setdefault(name, {})[backend] = {m: r["nDCG@10"] for m, r in report["modes"].items()}
+    return results
+
+
+def print_table(ndcg: dict) -> None:
+    print(f"{'collection':15} {'mode':9} {'torch':>7} {'onnx':>7} {'Δ':>8} {'int8':>7} {'Δ':>8}")
+    for name, rows in ndcg.items():
+        for mode, ref in rows.get("torch", {}).items():
+            cells = []
+            for backend in ("onnx", "onnx-int8"):
+                value = rows.get(backend, {}).get(mode)
+                cells.append("      -        -" if value is None else f"{value:7.4f} {value - ref:+8.4f}")
+            print(f"{name:15} {mode:9} {ref:7.4f} {cells[0]} {cells[1]}")
 
 
 def main() -> None:
@@ -88,6 +139,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--skip-ndcg", action="store_true")
     parser.add_argument("--skip-cosine", action="store_true")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="run only these (the table reads every "
+                        "report already in --work)")
+    parser.add_argument("--collections", help="comma-separated names (builtin, med, ...); default all")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     report = {}
@@ -95,12 +149,10 @@ def main() -> None:
         report["cosine"] = cosine_parity(sample_texts(args.data_dir, args.texts))
         print(json.dumps(report["cosine"], indent=1), flush=True)
     if not args.skip_ndcg:
-        report["ndcg@10"] = ndcg_runs(args.data_dir, args.modes, args.work)
-        print(f"{'collection':15} {'mode':9} {'torch':>7} {'onnx':>7} {'Δ':>8} {'int8':>7} {'Δ':>8}")
-        for name, rows in report["ndcg@10"].items():
-            for mode, ref in rows["torch"].items():
-                onnx, int8 = rows["onnx"][mode], rows["onnx-int8"][mode]
-                print(f"{name:15} {mode:9} {ref:7.4f} {onnx:7.4f} {onnx - ref:+8.4f} {int8:7.4f} {int8 - ref:+8.4f}")
+        only = args.collections.split(",") if args.collections else None
+        ndcg_runs(args.data_dir, args.modes, args.work, args.backends.split(","), only)
+        report["ndcg@10"] = read_reports(args.data_dir, args.work, only)
+        print_table(report["ndcg@10"])
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 

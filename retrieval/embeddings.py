@@ -192,7 +192,10 @@ def encoder_id(spec: ModelSpec, backend_name: str | None = None) -> str:
     """The id a store and the embedding cache key vectors by: the model id plus the backend.
 
     torch keeps the bare model id (vectors cached before the ONNX encoder stay valid for it); the
-    ONNX variants get their own, so the two are never confused in a cache or a parity run.
+    ONNX variants get their own, so the two are never confused in a cache or a parity run. The float
+    id does not carry the export version: every float export is checked to reproduce torch (cosine
+    >= 0.9999), so vectors of an earlier export (say, before fusion) are this encoder's too and a
+    store is not re-embedded for a faster graph. int8 ids carry their recipe: it changes the vectors.
     """
     backend_name = backend_name or backend()
     if backend_name == "torch":

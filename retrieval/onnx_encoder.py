@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,10 @@ import numpy as np
 DEFAULT_THREADS = 1
 # Texts are tokenized, sorted by length and run in batches this large: padding stays short.
 DEFAULT_BATCH = 32
+# A long encode (indexing, background embedding) runs this many batches at once, each on the
+# session's one thread: whole batches in parallel scale better than two threads splitting each
+# matrix product, and a query never pays for a second thread. KENNING_ONNX_BATCH_WORKERS overrides.
+DEFAULT_BATCH_WORKERS = min(2, os.cpu_count() or 1)
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
 
@@ -80,6 +85,10 @@ def session(onnx_file: Path, threads: int | None = None):
     return ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
 
 
+def batch_workers() -> int:
+    return max(1, int(os.environ.get("KENNING_ONNX_BATCH_WORKERS", DEFAULT_BATCH_WORKERS)))
+
+
 class OnnxEncoder:
     """Texts -> L2-normalised float32 rows from an ONNX transformer. Safe to call from several threads."""
 
@@ -110,14 +119,22 @@ class OnnxEncoder:
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        done_since = 0
-        for n, start in enumerate(range(0, len(order), batch_size), start=1):
-            rows = order[start : start + batch_size]
-            out[rows] = self._encode_batch([texts[i] for i in rows])
-            done_since += len(rows)
-            if progress is not None and (n % _BATCHES_PER_CHUNK == 0 or start + batch_size >= len(order)):
-                progress(done_since)
-                done_since = 0
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        workers = min(len(batches), batch_workers())
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="kenning-encode") if workers > 1 else None
+        try:
+            run = pool.map if pool is not None else map  # onnxruntime releases the GIL while it runs
+            done_since = 0
+            results = run(lambda rows: self._encode_batch([texts[i] for i in rows]), batches)
+            for n, (rows, vectors) in enumerate(zip(batches, results), start=1):
+                out[rows] = vectors
+                done_since += len(rows)
+                if progress is not None and (n % _BATCHES_PER_CHUNK == 0 or n == len(batches)):
+                    progress(done_since)
+                    done_since = 0
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         return out
 
     def encode_query(self, text: str) -> np.ndarray:

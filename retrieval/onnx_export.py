@@ -12,6 +12,13 @@ a file added there would change the id it is keyed by. The folder name carries t
 + a hash of the model files) and the export recipe's version, so a changed model or recipe gets a
 fresh conversion and never reuses a stale one. ``manifest.json`` records what was converted and
 the reference vector of a probe sentence; a load that does not reproduce it is treated as corrupt.
+
+The exported graph is then rewritten by onnxruntime's transformer optimizer: each layer's attention
+becomes one ``Attention`` node, the embedding sum + layer norm one ``EmbedLayerNormalization``,
+residual + layer norm ``SkipLayerNormalization``, bias + GELU ``BiasGelu``. The arithmetic is the
+same (exact GELU, no approximation; cosine to the unfused graph 1.000000 on long abstracts), and
+batches run about a third faster per CPU-second. The int8 variant quantises the fused graph's
+MatMul and Attention weights (VNNI integer kernels on CPUs that have them).
 """
 
 from __future__ import annotations
@@ -27,16 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
-# Bump when the export recipe changes (opset, graph inputs, quantisation settings).
-EXPORT_VERSION = 2
+# Bump when the export recipe changes (opset, graph inputs, fusion, quantisation settings).
+# 3: exported with eager attention and fused by onnxruntime's transformer optimizer.
+EXPORT_VERSION = 3
 OPSET = 17
 MANIFEST = "manifest.json"
 VARIANTS = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 PROBE_TEXT = "kenning checks that the converted model still answers like the original"
-# int8 dynamic quantisation of the MatMul weights, one scale per output channel (per-tensor scales
-# gave a median cosine of 0.965 to the float model, per-channel 0.993; the embedding tables stay
-# float). Kept in the manifest: a file quantised another way is quantised again.
-QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "op_types": ["MatMul"]}
+# int8 dynamic quantisation of the fused graph's MatMul and Attention weights, one scale per output
+# channel (per-tensor scales: median cosine to torch 0.937 on long abstracts, per-channel 0.995; the
+# embedding tables stay float; keeping the feed-forward output projections float bought 0.998 at a
+# third of the speed-up). Kept in the manifest: a file quantised another way is quantised again.
+QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "op_types": ["MatMul", "Attention"], "graph": "fused"}
 # A converted file must reproduce the reference probe vector this closely, else it is corrupt.
 PROBE_MIN_COSINE = {"onnx": 0.9999, "onnx-int8": 0.97}
 # Texts the export is checked on before it is kept: short, long (truncated), padded together.
@@ -125,7 +134,7 @@ def convert(spec, step: Step | None = None) -> dict:
 
     from .torch_encoder import load_sentence_transformer
 
-    model = load_sentence_transformer(spec.path).eval()
+    model = load_sentence_transformer(spec.path, attention="eager").eval()
     folder = converted_dir(spec)
     folder.mkdir(parents=True, exist_ok=True)
     step("exporting the transformer to ONNX")
@@ -134,7 +143,7 @@ def convert(spec, step: Step | None = None) -> dict:
                                    padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenized]
     wrapper = _SentenceEmbedding(model, names)
-    tmp = _temp_path(folder, ".onnx")
+    tmp, fused_tmp = _temp_path(folder, ".onnx"), _temp_path(folder, ".onnx")
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer notes about shapes; the check below is what counts
@@ -143,21 +152,33 @@ def convert(spec, step: Step | None = None) -> dict:
                 output_names=["sentence_embedding"], opset_version=OPSET, dynamo=False,
                 dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "sentence_embedding": {0: "batch"}},
             )
+        step("fusing attention and layer norms (onnxruntime transformer optimizer)")
+        fusion = fuse(tmp, fused_tmp, model[0].auto_model.config if hasattr(model[0], "auto_model") else None)
         step("checking the ONNX model against sentence-transformers")
         reference = model.encode([PROBE_TEXT, *_CHECK_TEXTS], normalize_embeddings=True, convert_to_numpy=True)
-        produced = _encode_with(spec, tmp, [PROBE_TEXT, *_CHECK_TEXTS])
-        worst = float(np.min(np.sum(reference * produced, axis=1)))
+        worst = None
+        if fusion.get("fused"):
+            worst = _worst_cosine(spec, fused_tmp, reference)
+            if worst >= PROBE_MIN_COSINE["onnx"]:
+                os.replace(fused_tmp, tmp)
+            else:  # a fusion that changes the answers is not kept; the plain export may still be right
+                fusion = {"fused": False, "why": f"the fused graph disagreed with sentence-transformers (cosine {worst:.5f})"}
+                worst = None
+        if worst is None:
+            worst = _worst_cosine(spec, tmp, reference)
         if worst < PROBE_MIN_COSINE["onnx"]:
             raise RuntimeError(f"the exported model disagrees with sentence-transformers (cosine {worst:.5f})")
         os.replace(tmp, folder / VARIANTS["onnx"])
     finally:
         tmp.unlink(missing_ok=True)
+        fused_tmp.unlink(missing_ok=True)
     manifest = {
         "model_id": spec.model_id,
         "model_path": str(spec.path),
         "export_version": EXPORT_VERSION,
         "opset": OPSET,
         "inputs": names,
+        "fusion": fusion,
         "files": {"onnx": {"name": VARIANTS["onnx"], "bytes": (folder / VARIANTS["onnx"]).stat().st_size}},
         "probe": {"text": PROBE_TEXT, "vector": [float(x) for x in reference[0]]},
         "check_min_cosine": worst,
@@ -166,6 +187,58 @@ def convert(spec, step: Step | None = None) -> dict:
     }
     _write_manifest(folder, manifest)
     return manifest
+
+
+def fuse(source: Path, target: Path, config) -> dict:
+    """Rewrite a BERT-family graph with onnxruntime's fused transformer operators; what was fused.
+
+    Returns ``{"fused": False, "why": ...}`` (and writes nothing) for a model the optimizer does
+    not know or cannot fuse: the plain export is kept then, slower but right.
+    """
+    model_type = getattr(config, "model_type", None)
+    heads, hidden = getattr(config, "num_attention_heads", None), getattr(config, "hidden_size", None)
+    if model_type not in _FUSABLE or not heads or not hidden:
+        return {"fused": False, "why": f"no fusion recipe for model type {model_type!r}"}
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    options = FusionOptions(_FUSABLE[model_type])
+    options.enable_gelu_approximation = False  # exact GELU: the answers must not move
+    try:
+        with _quiet_logs("onnxruntime.transformers"):
+            optimized = optimize_model(str(source), model_type=_FUSABLE[model_type], num_heads=int(heads),
+                                       hidden_size=int(hidden), optimization_options=options, opt_level=0,
+                                       use_gpu=False)
+            counts = {op: n for op, n in optimized.get_fused_operator_statistics().items() if n}
+            if not counts.get("Attention"):
+                return {"fused": False, "why": "the optimizer found no attention to fuse", "operators": counts}
+            optimized.save_model_to_file(str(target))
+    except Exception as exc:  # an optimizer that cannot handle this graph costs speed, not the model
+        return {"fused": False, "why": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"fused": True, "operators": counts}
+
+
+@contextmanager
+def _quiet_logs(name: str):
+    """Only errors from a library's logger while it runs: its advice would land on a CLI's stderr."""
+    import logging
+
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+# Model types (config.json) the transformer optimizer fuses, and the recipe it uses for each.
+_FUSABLE = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "mpnet": "bert", "distilbert": "bert"}
+
+
+def _worst_cosine(spec, path: Path, reference: np.ndarray) -> float:
+    produced = _encode_with(spec, path, [PROBE_TEXT, *_CHECK_TEXTS])
+    return float(np.min(np.sum(reference * produced, axis=1)))
 
 
 def quantize(spec, step: Step | None = None) -> dict:
@@ -180,8 +253,12 @@ def quantize(spec, step: Step | None = None) -> dict:
     step("quantising the ONNX model to int8 (dynamic)")
     tmp = _temp_path(folder, ".onnx")
     try:
-        quantize_dynamic(str(folder / VARIANTS["onnx"]), str(tmp), weight_type=QuantType.QInt8,
-                         per_channel=QUANTIZATION["per_channel"], op_types_to_quantize=QUANTIZATION["op_types"])
+        # DefaultTensorType: shape inference does not type the outputs of fused (contrib) operators;
+        # the quantiser's advice to pre-process goes to the root logger
+        with _quiet_logs(""):
+            quantize_dynamic(str(folder / VARIANTS["onnx"]), str(tmp), weight_type=QuantType.QInt8,
+                             per_channel=QUANTIZATION["per_channel"], op_types_to_quantize=QUANTIZATION["op_types"],
+                             extra_options={"DefaultTensorType": 1})  # onnx.TensorProto.FLOAT
         os.replace(tmp, folder / VARIANTS["onnx-int8"])
     finally:
         tmp.unlink(missing_ok=True)

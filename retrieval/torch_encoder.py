@@ -15,8 +15,12 @@ import numpy as np
 _BATCHES_PER_CHUNK = 8
 
 
-def load_sentence_transformer(path):
-    """The sentence-transformers model in ``path``, offline, with torch on one intra-op thread."""
+def load_sentence_transformer(path, attention: str | None = None):
+    """The sentence-transformers model in ``path``, offline, with torch on one intra-op thread.
+
+    ``attention`` picks the transformer's attention implementation (the export asks for "eager":
+    its traced graph is the pattern onnxruntime's optimizer fuses; the default may trace to another).
+    """
     # Everything a model needs is on disk; never let a load wander onto the network, and keep
     # the hub's per-load progress bars off a CLI's stderr.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,7 +28,8 @@ def load_sentence_transformer(path):
     from sentence_transformers import SentenceTransformer
 
     _limit_torch_threads()
-    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    kwargs = {"model_kwargs": {"attn_implementation": attention}} if attention else {}
+    return SentenceTransformer(str(path), device="cpu", local_files_only=True, **kwargs)
 
 
 def _limit_torch_threads() -> None:

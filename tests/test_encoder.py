@@ -88,6 +88,70 @@ def test_the_conversion_is_keyed_by_model_id_and_export_version(onnx_encoder, tm
     assert manifest["model_id"] == spec.model_id and manifest["check_min_cosine"] >= 0.9999
 
 
+def _operators(path: Path) -> set[str]:
+    import onnx
+
+    return {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
+
+
+def test_the_float_graph_is_fused_by_the_transformer_optimizer(onnx_encoder):
+    manifest = onnx_export.read_manifest(onnx_encoder.spec)
+    layers = json.loads((onnx_encoder.spec.path / "config.json").read_text())["num_hidden_layers"]
+    assert manifest["fusion"]["fused"] is True and manifest["fusion"]["operators"]["Attention"] == layers
+    operators = _operators(onnx_encoder.onnx_file)
+    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= operators
+    assert "Softmax" not in operators and "Gelu" not in operators and "FastGelu" not in operators  # exact GELU kept
+
+
+def test_a_graph_the_optimizer_cannot_fuse_is_left_as_exported(tmp_path):
+    """No recipe for the model type, or no attention in the graph: nothing is written, the plain export stays."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.5] * 16)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "plain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    source, target = tmp_path / "plain.onnx", tmp_path / "fused.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+
+    class Config:
+        model_type, num_attention_heads, hidden_size = "bert", 1, 4
+
+    class Unknown(Config):
+        model_type = "gpt2"
+
+    fused = onnx_export.fuse(source, target, Config())
+    assert fused["fused"] is False and "no attention" in fused["why"] and not target.exists()
+    unknown = onnx_export.fuse(source, target, Unknown())
+    assert unknown["fused"] is False and "gpt2" in unknown["why"] and not target.exists()
+
+
+def test_parallel_batches_return_the_rows_in_input_order(onnx_encoder, monkeypatch):
+    texts = parity_texts(120)
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "1")
+    serial = onnx_encoder.encode(texts, batch_size=8)
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "3")
+    advanced: list[int] = []
+    parallel = onnx_encoder.encode(texts, batch_size=8, progress=advanced.append)
+    assert np.allclose(serial, parallel, atol=1e-6)
+    assert sum(advanced) == len(texts) and len(advanced) == 2  # one call per 8 batches, and the last
+    assert float(parallel[7] @ onnx_encoder.encode_query(texts[7])) > 0.99999
+
+
+@pytest.mark.slow
+def test_the_int8_variant_quantises_the_fused_graph_and_stays_close(onnx_encoder):
+    spec = onnx_encoder.spec
+    int8 = embeddings.get_encoder(spec, "onnx-int8")
+    entry = onnx_export.read_manifest(spec)["files"]["onnx-int8"]
+    assert entry["quantization"] == onnx_export.QUANTIZATION and int8.model_id != onnx_encoder.model_id
+    operators = _operators(int8.onnx_file)
+    assert {"QAttention", "MatMulInteger"} <= operators and "Attention" not in operators
+    texts = parity_texts(300)
+    cosines = np.sum(onnx_encoder.encode(texts) * int8.encode(texts), axis=1)
+    assert cosines.min() >= 0.97 and np.median(cosines) >= 0.99, (cosines.min(), np.median(cosines))
+
+
 def _copy_conversion(spec, cache: Path) -> Path:
     """The converted model copied into another cache dir, so a test may damage its copy."""
     source = onnx_export.converted_dir(spec)
