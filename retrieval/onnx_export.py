@@ -199,12 +199,12 @@ def fuse(source: Path, target: Path, config) -> dict:
     heads, hidden = getattr(config, "num_attention_heads", None), getattr(config, "hidden_size", None)
     if model_type not in _FUSABLE or not heads or not hidden:
         return {"fused": False, "why": f"no fusion recipe for model type {model_type!r}"}
-    from onnxruntime.transformers.fusion_options import FusionOptions
-    from onnxruntime.transformers.optimizer import optimize_model
+    try:  # an optimizer that cannot be imported or cannot handle this graph costs speed, not the model
+        from onnxruntime.transformers.fusion_options import FusionOptions
+        from onnxruntime.transformers.optimizer import optimize_model
 
-    options = FusionOptions(_FUSABLE[model_type])
-    options.enable_gelu_approximation = False  # exact GELU: the answers must not move
-    try:
+        options = FusionOptions(_FUSABLE[model_type])
+        options.enable_gelu_approximation = False  # exact GELU: the answers must not move
         with _quiet_logs("onnxruntime.transformers"):
             optimized = optimize_model(str(source), model_type=_FUSABLE[model_type], num_heads=int(heads),
                                        hidden_size=int(hidden), optimization_options=options, opt_level=0,
@@ -213,7 +213,7 @@ def fuse(source: Path, target: Path, config) -> dict:
             if not counts.get("Attention"):
                 return {"fused": False, "why": "the optimizer found no attention to fuse", "operators": counts}
             optimized.save_model_to_file(str(target))
-    except Exception as exc:  # an optimizer that cannot handle this graph costs speed, not the model
+    except Exception as exc:
         return {"fused": False, "why": f"{type(exc).__name__}: {exc}"[:300]}
     return {"fused": True, "operators": counts}
 
