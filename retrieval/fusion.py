@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 RRF_K = 60.0
+# how much of the lexical evidence BM25 decides among texts of equal coverage (evidence fusion);
+# chosen leave-one-collection-out on the development sets (eval/baselines/README.md)
+BM25_SHARE = 0.75
 
 
 @dataclass
@@ -40,14 +43,18 @@ def rrf(
 def evidence(
     rankings: dict[str, list[tuple[int, float]]],
     coverage: dict[int, float],
-    alpha: float = 0.75,
-    cos_floor: float = 0.1,
+    alpha: float = 0.8,
+    cos_floor: float = 0.2,
     power: float = 3.0,
+    bm25_share: float = BM25_SHARE,
 ) -> list[Fused]:
-    """Fuse on absolute evidence instead of ranks: ``alpha * coverage**power + (1 - alpha) * cos'``.
+    """Fuse on absolute evidence instead of ranks: ``alpha * lexical + (1 - alpha) * cos'``.
 
     ``coverage`` is each candidate's IDF-weighted share of the query terms it contains (0-1, the
-    same for every query, unlike a raw BM25 score); ``cos'`` rescales the vector leg's cosine above
+    same for every query, unlike a raw BM25 score); ``lexical = coverage**power * ((1 - bm25_share)
+    + bm25_share * bm25 / best bm25 of this query)``: coverage says how much of the query a text
+    holds, the BM25 ratio (term frequency, length) which of the texts holding it says it most
+    (a text outside BM25's list counts 0 there). ``cos'`` rescales the vector leg's cosine above
     ``cos_floor`` to 0-1. Both are absolute, so a leg that found nothing convincing for *this* query
     contributes little, where RRF would hand its rank 1 the same credit as a perfect match. That is
     what makes the hybrid at least as good as its better leg on every development set (see the
@@ -58,8 +65,12 @@ def evidence(
         for rank, (key, native) in enumerate(ranking, start=1):
             fused.setdefault(key, Fused(key, 0.0)).legs[leg] = (rank, native)
     span = max(1e-9, 1.0 - cos_floor)
+    best_bm25 = max((score for _, score in rankings.get("bm25", [])), default=0.0)
     for item in fused.values():
         lexical = coverage.get(item.key, 0.0) ** power
+        if best_bm25 > 0:
+            bm25 = item.legs.get("bm25")
+            lexical *= (1.0 - bm25_share) + bm25_share * (bm25[1] / best_bm25 if bm25 else 0.0)
         vector = item.legs.get("vector")
         semantic = max(0.0, vector[1] - cos_floor) / span if vector else 0.0
         item.score = alpha * lexical + (1.0 - alpha) * semantic

@@ -43,13 +43,28 @@ def test_evidence_fusion_by_hand():
 
     rankings = {"bm25": [(1, 9.0), (2, 4.0)], "vector": [(3, 0.82), (1, 0.46)]}
     coverage = {1: 1.0, 2: 0.5, 3: 0.0}
-    fused = evidence(rankings, coverage, alpha=0.45, cos_floor=0.1, power=2.0)
+    fused = evidence(rankings, coverage, alpha=0.45, cos_floor=0.1, power=2.0, bm25_share=0.0)
     scores = {f.key: f.score for f in fused}
     assert scores[1] == pytest.approx(0.45 * 1.0 + 0.55 * (0.46 - 0.1) / 0.9)
     assert scores[2] == pytest.approx(0.45 * 0.25)
     assert scores[3] == pytest.approx(0.55 * (0.82 - 0.1) / 0.9)
     assert [f.key for f in fused] == [1, 3, 2]
     assert fused[0].legs == {"bm25": (1, 9.0), "vector": (2, 0.46)}
+
+
+def test_bm25_decides_among_texts_of_equal_coverage():
+    """Same coverage, no vector evidence: the text BM25 scores higher (term frequency, length) wins,
+    by its ratio to the query's best BM25 score; a text outside BM25's list keeps 1 - share."""
+    from kenning.retrieval.fusion import evidence
+
+    rankings = {"bm25": [(1, 8.0), (2, 2.0)], "vector": [(4, 0.3)]}
+    fused = evidence(rankings, {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.0}, alpha=0.5, cos_floor=0.2, power=1.0, bm25_share=0.8)
+    scores = {f.key: f.score for f in fused}
+    assert scores[1] == pytest.approx(0.5 * 0.5 * (0.2 + 0.8 * 1.0))
+    assert scores[2] == pytest.approx(0.5 * 0.5 * (0.2 + 0.8 * 0.25))
+    assert scores[4] == pytest.approx(0.5 * (0.3 - 0.2) / 0.8)
+    assert 3 not in scores  # only the legs' candidates are fused
+    assert [f.key for f in fused] == [1, 2, 4]
 
 
 def test_evidence_ignores_cosines_below_the_floor():
@@ -65,12 +80,13 @@ def test_a_leg_missing_from_the_weights_counts_once():
 
 
 def test_evidence_defaults_by_hand():
-    """alpha 0.75, cosine floor 0.1, coverage cubed: the values the engine relies on when it passes none."""
+    """alpha 0.8, cosine floor 0.2, coverage cubed, BM25 share 0.75: the values the engine relies on
+    when it passes none."""
     from kenning.retrieval.fusion import evidence
 
-    fused = evidence({"bm25": [(1, 5.0), (2, 3.0)], "vector": [(1, 0.6), (3, 0.1)]}, {1: 1.0, 2: 0.5})
+    fused = evidence({"bm25": [(1, 5.0), (2, 2.5)], "vector": [(1, 0.6), (3, 0.1)]}, {1: 1.0, 2: 0.5})
     scores = {f.key: f.score for f in fused}
-    assert scores[1] == pytest.approx(0.75 * 1.0 + 0.25 * (0.6 - 0.1) / 0.9)
-    assert scores[2] == pytest.approx(0.75 * 0.5 ** 3)
+    assert scores[1] == pytest.approx(0.8 * 1.0 + 0.2 * (0.6 - 0.2) / 0.8)
+    assert scores[2] == pytest.approx(0.8 * 0.5 ** 3 * (0.25 + 0.75 * 0.5))
     assert scores[3] == 0.0
     assert [f.key for f in fused] == [1, 2, 3]
