@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 RRF_K = 60.0
 # how much of the lexical evidence BM25 decides among texts of equal coverage (evidence fusion);
 # chosen leave-one-collection-out on the development sets (eval/baselines/README.md)
-BM25_SHARE = 0.75
+BM25_SHARE = 0.5
 
 
 @dataclass
@@ -43,8 +43,8 @@ def rrf(
 def evidence(
     rankings: dict[str, list[tuple[int, float]]],
     coverage: dict[int, float],
-    alpha: float = 0.8,
-    cos_floor: float = 0.2,
+    alpha: float = 0.78,
+    cos_floor: float = 0.1,
     power: float = 3.0,
     bm25_share: float = BM25_SHARE,
 ) -> list[Fused]:

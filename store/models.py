@@ -295,8 +295,8 @@ class StoreConfig(_Record):
     # how hybrid fuses when the vector leg runs: "evidence" (absolute, measured better) or "rrf"
     fusion: Literal["evidence", "rrf"] = "evidence"
     # chosen by leave-one-collection-out on the development sets (eval/baselines/README.md)
-    evidence_alpha: float = Field(0.8, ge=0.0, le=1.0)
-    evidence_cos_floor: float = Field(0.2, ge=-1.0, lt=1.0)
+    evidence_alpha: float = Field(0.78, ge=0.0, le=1.0)
+    evidence_cos_floor: float = Field(0.1, ge=-1.0, lt=1.0)
     evidence_power: float = Field(3.0, gt=0.0)
     model: str | None = None
     vector_floor: float | None = None

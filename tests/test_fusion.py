@@ -80,13 +80,13 @@ def test_a_leg_missing_from_the_weights_counts_once():
 
 
 def test_evidence_defaults_by_hand():
-    """alpha 0.8, cosine floor 0.2, coverage cubed, BM25 share 0.75: the values the engine relies on
+    """alpha 0.78, cosine floor 0.1, coverage cubed, BM25 share 0.5: the values the engine relies on
     when it passes none."""
     from kenning.retrieval.fusion import evidence
 
     fused = evidence({"bm25": [(1, 5.0), (2, 2.5)], "vector": [(1, 0.6), (3, 0.1)]}, {1: 1.0, 2: 0.5})
     scores = {f.key: f.score for f in fused}
-    assert scores[1] == pytest.approx(0.8 * 1.0 + 0.2 * (0.6 - 0.2) / 0.8)
-    assert scores[2] == pytest.approx(0.8 * 0.5 ** 3 * (0.25 + 0.75 * 0.5))
+    assert scores[1] == pytest.approx(0.78 * 1.0 + 0.22 * (0.6 - 0.1) / 0.9)
+    assert scores[2] == pytest.approx(0.78 * 0.5 ** 3 * (0.5 + 0.5 * 0.5))
     assert scores[3] == 0.0
     assert [f.key for f in fused] == [1, 2, 3]

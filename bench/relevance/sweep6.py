@@ -3,6 +3,7 @@ query's best BM25 candidate; swept with the evidence parameters, pickled for loo
 
 lexical = coverage**p * ((1 - lam) + lam * (bm25 / best bm25 of the query)**q)
     python bench/relevance/sweep6.py builtin med cranfield npl locomo-dev scifact-train
+SWEEP6_Q1=1 sweeps the BM25 ratio's exponent q at 1 only (what the shipped fusion uses).
 """
 import os
 OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
@@ -26,7 +27,8 @@ if __name__ == "__main__":
     colls = [Coll(n) for n in names]
     base = {c.name: {l: c.score(leg(l)) for l in ("bm25", "vector")} for c in colls}
     res = {}
-    grid = list(itertools.product((0.7, 0.75, 0.8, 0.85), (0.0, 0.1, 0.2), (2, 3, 4), (0, 0.25, 0.5, 0.75, 1), (0.5, 1, 2)))
+    q_grid = (1,) if os.environ.get("SWEEP6_Q1") else (0.5, 1, 2)
+    grid = list(itertools.product((0.7, 0.75, 0.78, 0.8, 0.85), (0.0, 0.1, 0.2), (2, 3, 4), (0, 0.25, 0.5, 0.75, 1), q_grid))
     for i, key in enumerate(grid):
         if key[3] == 0 and key[4] != 1:
             continue
