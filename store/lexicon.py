@@ -6,8 +6,11 @@ rewrites only the newest segment, never the whole list; ``lex_delta`` holds the 
 writes until compaction folds them into the segments. A search reads only its own terms' postings, so a cold
 process never re-tokenizes the store, and a single write touches a few small rows.
 
-The view caches the doc table and the postings it has read. Its own writes patch the cache; a
-commit by another connection (seen through ``PRAGMA data_version``) makes it reload.
+The view caches the doc table and the postings it has read. Its own writes patch the cache. A
+commit by another connection (seen through ``PRAGMA data_version``) is looked at more closely,
+because most commits (an event row, a setting) leave the index alone: only an edit of existing
+index rows (a retirement, a new update time, a rebuild; counted in meta) reloads the doc table,
+and new documents appended by another process are read alone, which empties the postings cache.
 """
 
 from __future__ import annotations
@@ -112,6 +115,11 @@ class Lexicon:
         self.t = tables
         self._version: int | None = None
         self._dirty = True
+        # the edit count (meta) and highest lexid this view holds: what another commit is compared with
+        self._edits_key = f"{tables.docs}_edits"
+        self._edits = ""
+        self._top = 0
+        self._appended = False
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._size = 0  # highest lexid + 1 held in the arrays below
         self.doc_key = np.empty(0, np.int64)
@@ -141,6 +149,7 @@ class Lexicon:
         rows = conn.execute(self.t.documents).fetchall()
         self.add_many(conn, [(r, c, _epoch(u) if isinstance(u, str) else float(u)) for r, c, u in rows])
         Database.set_meta(conn, self.t.delta_rows_key, "0")
+        self._edited(conn)
         self._dirty = True
 
     def add(self, conn: sqlite3.Connection, key: int, text: str, ts: float) -> None:
@@ -176,13 +185,14 @@ class Lexicon:
             lexids.extend(repeat(lexid, len(counts)))
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
         self._merge(conn, _group(terms, lexids, tfs))
-        self._dirty = True
+        self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:
         """Retire the live text version of a document (its postings are skipped from now on)."""
         self._retire(conn.execute(
             f"UPDATE {self.t.docs} SET live = 0 WHERE mem = ? AND live = 1 RETURNING lexid, length", (key,)
         ).fetchall())
+        self._edited(conn)
 
     def remove_many(self, conn: sqlite3.Connection, keys: list[int]) -> None:
         """Retire the live text versions of many documents (a transcript that was rewritten or deleted)."""
@@ -191,6 +201,14 @@ class Lexicon:
             self._retire(conn.execute(
                 f"UPDATE {self.t.docs} SET live = 0 WHERE live = 1 AND mem IN ({marks}) RETURNING lexid, length",
                 chunk).fetchall())
+        self._edited(conn)
+
+    def _edited(self, conn: sqlite3.Connection) -> None:
+        """Count an edit of existing index rows, so other processes' views know to reload them.
+        This view is patched in place; it takes the new count as seen (a rollback only costs it
+        one needless reload)."""
+        self._edits = str(int(_meta(conn, self._edits_key, "0")) + 1)
+        Database.set_meta(conn, self._edits_key, self._edits)
 
     def _retire(self, rows: list[tuple[int, int]]) -> None:
         for lexid, length in rows:
@@ -207,6 +225,7 @@ class Lexicon:
         for (lexid,) in rows:
             if lexid < self._size:
                 self.doc_ts[lexid] = ts
+        self._edited(conn)
 
     def compact(self, conn: sqlite3.Connection) -> None:
         """Fold the delta rows into the per-term segments."""
@@ -245,13 +264,32 @@ class Lexicon:
 
     # ------------------------------------------------------------------ read side
     def refresh(self) -> "Lexicon":
-        """Make the view current: reload after another connection's commit, else keep the cache."""
+        """Make the view current after another connection's commit: reload the doc table when that
+        commit edited index rows, read only the new rows when it appended documents, else keep all."""
         version = self.db.data_version()
-        if self._dirty or version != self._version:
+        if not self._dirty and not self._appended and version == self._version:
+            return self
+        edits, top = self.db.read(lambda c: (
+            _meta(c, self._edits_key, "0"),
+            c.execute(f"SELECT COALESCE(MAX(lexid), 0) FROM {self.t.docs}").fetchone()[0]))
+        if self._dirty or edits != self._edits or top < self._top:
             self._load()
-            self._version = version
-            self._dirty = False
+            self._edits, self._top = edits, top
+        elif top > self._top:
+            self._append_rows(top)
+        self._version = version
+        self._dirty = self._appended = False
         return self
+
+    def _append_rows(self, top: int) -> None:
+        """Documents another process appended since this view was read (lexids only grow)."""
+        rows = self.db.read(lambda c: c.execute(
+            f"SELECT lexid, mem, length, ts FROM {self.t.docs} WHERE lexid > ? AND live = 1",
+            (self._top,)).fetchall())
+        for lexid, key, length, ts in rows:
+            self._place(lexid, key, length, ts)
+        self._top = top
+        self._cache.clear()  # cached postings lack the new documents' terms
 
     def _load(self) -> None:
         rows = self.db.read(
@@ -280,6 +318,14 @@ class Lexicon:
     def _patch_add(self, lexid: int, key: int, length: int, ts: float, counts: Counter) -> None:
         if self._dirty:
             return  # the next refresh reloads everything anyway
+        self._place(lexid, key, length, ts)
+        for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them
+            cached = self._cache.get(term)
+            if cached is not None:
+                self._cache[term] = (np.append(cached[0], lexid), np.append(cached[1], np.int32(tf)))
+
+    def _place(self, lexid: int, key: int, length: int, ts: float) -> None:
+        """One live document into the arrays, growing them when its lexid is beyond their end."""
         if lexid >= self.live.size:
             grow = max(lexid + 1, 2 * self.live.size)
             self.doc_key = np.concatenate([self.doc_key, np.full(grow - self.doc_key.size, -1, np.int64)])
@@ -288,13 +334,11 @@ class Lexicon:
             self.live = np.concatenate([self.live, np.zeros(grow - self.live.size, bool)])
         self._size = max(self._size, lexid + 1)
         self.doc_key[lexid], self.doc_len[lexid], self.doc_ts[lexid] = key, length, ts
-        self.live[lexid] = True
-        self.n_docs += 1
-        self._total_len += length
-        for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them
-            cached = self._cache.get(term)
-            if cached is not None:
-                self._cache[term] = (np.append(cached[0], lexid), np.append(cached[1], np.int32(tf)))
+        self._top = max(self._top, lexid)
+        if not self.live[lexid]:
+            self.live[lexid] = True
+            self.n_docs += 1
+            self._total_len += length
 
     @property
     def avg_len(self) -> float:

@@ -1,0 +1,61 @@
+"""Another connection's commit reloads this process's lexical view only as far as the index changed.
+
+Every search logs an event, so most commits a reader sees touch no index row; reloading the doc
+table for each of them made concurrent readers pay a full reload per search."""
+
+from __future__ import annotations
+
+import kenning
+
+
+def _pair(tmp_path):
+    a = kenning.open_store(tmp_path / "s", session_id="a")
+    a.import_records([{"content": f"note {i} about the billing service", "scopes": ["t"]} for i in range(50)])
+    b = kenning.open_store(tmp_path / "s", session_id="b")
+    return a, b
+
+
+def test_a_commit_that_leaves_the_index_alone_keeps_the_doc_table_and_postings(tmp_path):
+    a, b = _pair(tmp_path)
+    a.search("billing service", mode="bm25", record=False)
+    arrays, cached = a.lexicon.doc_key, dict(a.lexicon._cache)
+    assert cached
+    b.log_event("probe")  # another connection commits: data_version moves
+    b.configure(bm25_k1=1.3)
+    a.search("billing service", mode="bm25", record=False)
+    assert a.lexicon.doc_key is arrays  # not reloaded
+    assert all(a.lexicon._cache[t] is cached[t] for t in cached)
+    a.close(), b.close()
+
+
+def test_documents_another_process_appends_are_read_without_a_reload(tmp_path):
+    a, b = _pair(tmp_path)
+    a.search("billing", mode="bm25", record=False)
+    arrays = a.lexicon.doc_key
+    new = b.write("the zebra service stores its data in postgres", scopes=["t"]).id
+    batch = b.import_records([{"content": "an imported quokka fact", "scopes": ["t"]}])
+    assert [h.id for h in a.search("zebra postgres", mode="bm25", record=False).hits] == [new]
+    assert [h.id for h in a.search("quokka", mode="keyword", record=False).hits] == batch
+    assert a.lexicon.n_docs == 52
+    assert a.lexicon.doc_key is arrays or a.lexicon.doc_key.size > arrays.size  # grown, not reloaded
+    a.close(), b.close()
+
+
+def test_an_edit_by_another_process_reloads(tmp_path):
+    a, b = _pair(tmp_path)
+    hits = a.search("note 7 billing", mode="bm25", limit=50, record=False).hits
+    gone = hits[0].id
+    b.remove(gone, reason="test")
+    b.update(hits[1].id, text="the walrus service stores its data in redis")
+    after = [h.id for h in a.search("note 7 billing", mode="bm25", limit=50, record=False).hits]
+    assert gone not in after and hits[1].id not in after
+    assert [h.id for h in a.search("walrus", mode="bm25", record=False).hits] == [hits[1].id]
+    assert a.lexicon.n_docs == 49
+    a.close(), b.close()
+
+
+def test_own_import_is_searchable_at_once(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        s.search("anything", mode="bm25", record=False)
+        ids = s.import_records([{"content": "the capybara rota", "scopes": ["t"]}])
+        assert [h.id for h in s.search("capybara", mode="bm25", record=False).hits] == ids
