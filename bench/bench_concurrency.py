@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.modules["sentence_transformers"] = None  # type: ignore[assignment]
+sys.modules["sentence_transformers"] = sys.modules["onnxruntime"] = None  # type: ignore[assignment]  # a base install
 
 import kenning  # noqa: E402
 

@@ -43,7 +43,7 @@ import numpy as np
 
 # The lexical engine is what a base install (no embeddings extra) runs. Hide the extra from this
 # process, so ``hybrid`` means keyword + bm25 and no search or import waits on a model.
-sys.modules["sentence_transformers"] = None  # type: ignore[assignment]
+sys.modules["sentence_transformers"] = sys.modules["onnxruntime"] = None  # type: ignore[assignment]  # a base install
 
 import kenning  # noqa: E402
 from kenning.retrieval.text import query_tokens, tokenize  # noqa: E402

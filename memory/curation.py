@@ -35,7 +35,7 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
     requests.no_secret(reason, "the removal reason")
     write_enabled.require(s.config)
     now = s.clock()
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
         c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
         s.lexicon.remove(c, rowid)
@@ -47,7 +47,7 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
 def restore(s: Session, id: str) -> Memory:
     """Bring a tombstoned memory back into search, as it was when removed."""
     write_enabled.require(s.config)
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
         if row is None:
             raise NotFound(f"no memory or tombstone has id {id!r}")
@@ -91,7 +91,7 @@ def verify(
     versions = None if verified_versions is None else requests.labels(verified_versions, "verified_versions")
     write_enabled.require(s.config)
     now = s.clock()
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
         if version is not None and version != memory.version:
             return {"status": "stale", "id": memory.id, "version": version, "current_version": memory.version,
@@ -157,7 +157,7 @@ def record_use(
     now = s.clock()
     rows = [(mid, {k: v for k, v in {"outcome": outcome, "note": note, "excerpt": ex}.items() if v is not None})
             for mid, ex in zip(ids, excerpts)]
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         events.log_many(c, now, s.session_id, events.OUTCOME, rows)
     return {"status": "recorded", "outcome": outcome, "memory_ids": ids, "at": iso(now)}
 
@@ -167,7 +167,7 @@ def settle_uses(s: Session) -> int:
     become applied, auto); returns how many auto-applies were logged."""
     if s.db.read_only:  # nothing was logged to settle, and nothing can be
         return 0
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         applied, settled_through = outcomes.settle(c, s.session_id, s.clock(), after_rowid=s.settled_through)
     s.settled_through = settled_through
     return applied

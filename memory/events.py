@@ -50,13 +50,21 @@ def log_many(
     rows: Iterable[tuple[str | None, dict[str, Any] | None]],
 ) -> None:
     """Append several events of one kind and time in one statement (one row per memory)."""
-    if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS:
-        raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")
+    check_kind(kind)
     conn.executemany(
         "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
-        [(iso(at), session, kind, mid, json.dumps(_masked(payload or {}), ensure_ascii=False, default=str))
-         for mid, payload in rows],
+        [(iso(at), session, kind, mid, payload_json(payload)) for mid, payload in rows],
     )
+
+
+def check_kind(kind: object) -> None:
+    if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS:
+        raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")
+
+
+def payload_json(payload: dict[str, Any] | None) -> str:
+    """The stored form of a payload: JSON with secret-looking spans masked."""
+    return json.dumps(_masked(payload or {}), ensure_ascii=False, default=str)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -106,6 +114,7 @@ def query(
                 return []
             where.append(f"{column} IN ({','.join('?' * len(values))})")
             params += values
+    flush_store(db.path)  # read events other sessions of this process still hold queued
     sql = "SELECT at, session, kind, memory_id, payload FROM events"
     sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY rowid"
     rows = db.read(lambda c: c.execute(sql, params).fetchall())
@@ -129,6 +138,14 @@ def prior_session_boundary(db: Database, session: str) -> str | None:
 
     Walks the log backwards, so the cost is this session's own tail, not the whole log.
     """
+    flush_store(db.path)
     row = db.read(lambda c: c.execute(
         "SELECT at FROM events WHERE session != ? ORDER BY rowid DESC LIMIT 1", (session,)).fetchone())
     return row[0] if row else None
+
+
+def flush_store(path) -> None:
+    """Commit the read events this process still holds queued for the store (memory/deferred.py)."""
+    from .deferred import flush_store as flush
+
+    flush(path)

@@ -46,6 +46,7 @@ CURATION_HINT_THRESHOLD = 10  # dead + drifted + cold_endorsement_memories at wh
 
 def _usage(db: Database) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
     """Per memory: (last retrieval, retrieval count) from search hits and shows; explicit applies."""
+    events.flush_store(db.path)
     rows = db.read(lambda c: c.execute(
         "SELECT value, MAX(at), COUNT(*) FROM events, json_each(events.payload, '$.hit_ids') "
         "WHERE kind = ? GROUP BY value UNION ALL "

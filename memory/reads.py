@@ -52,7 +52,7 @@ def show(s: Session, id: str) -> dict[str, Any]:
     for key, value in (("superseded_by", replaced), ("recent_negative_outcomes", negatives)):
         if value:
             out[key] = value
-    s.log(events.SHOW, memory.id)
+    s.log_read(events.SHOW, memory.id)
     return out
 
 
@@ -68,7 +68,7 @@ def list_memories(
         "ORDER BY updated DESC, id DESC LIMIT ?", (*params, *view_params, limit)).fetchall())
     memories = [Memory.model_validate_json(r[0]) for r in rows]
     if record:
-        s.log(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
+        s.log_read(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
     return memories
 
 
@@ -125,15 +125,10 @@ def search(
     trust.annotate(s.db, result.hits, memories, s.clock(), s.config.verification_stale_days, expand_top)
     if record and not s.db.read_only:  # a read-only store answers without its event log
         result.use_token = outcomes.new_token()
-        now = s.clock()
-        with s.db.transaction() as c:
-            # hits of two searches ago settle; the cursor keeps that to the session's newest searches
-            _, settled_through = outcomes.settle(c, s.session_id, now, keep_latest=1, after_rowid=s.settled_through)
-            events.log(c, now, s.session_id, events.SEARCH, None, {
-                "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
-                "auto_scope": auto_scope, "since_prior_session": since_prior_session,
-                "use_token": result.use_token})
-        s.settled_through = settled_through  # only once the settlement committed
+        # queued, not committed here: the batch it commits in settles the hits of two searches ago
+        s.log_read(events.SEARCH, None, {
+            "query": query[:QUERY_CHARS_LOGGED], "mode": result.mode, "hit_ids": [h.id for h in result.hits],
+            "auto_scope": auto_scope, "since_prior_session": since_prior_session, "use_token": result.use_token})
     return result
 
 

@@ -35,7 +35,7 @@ def rename(s: Session, old: str, new: str) -> int:
     from .requests import no_secret
 
     no_secret(new, "the new scope name")
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         changed = scopes.rename(c, old, new)
         events.log(c, s.clock(), s.session_id, events.RENAME_SCOPE, None,
                    {"old": old, "new": new, "count": len(changed)})

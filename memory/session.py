@@ -8,7 +8,8 @@ scoping, overview) receive this state, never the Store facade itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from kenning.store.models import StoreConfig
 from kenning.store.semantic import Semantic
 
 from . import events
+from .deferred import DeferredEvents
 from .origin import Origin, detect_origin
 from .scopes import View
 from .settings import Settings
@@ -64,6 +66,7 @@ class Session:
                 self.lexicon.ensure_current(c)
         self.settings = Settings(self.db)
         self.semantic = Semantic(self.db, self.directory, self.settings.current)
+        self.deferred = DeferredEvents(self)  # this session's read events, committed in batches
 
     @property
     def config(self) -> StoreConfig:
@@ -89,8 +92,22 @@ class Session:
         """Append one event for this session in its own transaction (a read-only store serves reads without a log)."""
         if self.db.read_only:
             return
-        with self.db.transaction() as c:
+        with self.transaction() as c:
             events.log(c, self.clock(), self.session_id, kind, memory_id, payload)
+
+    def log_read(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
+        """Queue the event of a read (search, show, list): it commits with the session's next batch
+        (memory/deferred.py), so a read never waits for the write lock."""
+        if not self.db.read_only:
+            self.deferred.add(self.clock(), kind, memory_id, payload or {})
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A write transaction of this session: its queued read events commit first, so the log
+        keeps the session's order (since_prior_session reads the latest row of another session)."""
+        self.deferred.flush()
+        with self.db.transaction() as c:
+            yield c
 
     def embed_if_loaded(self, ids: list[str] | None = None) -> None:
         """Embed a written text now (milliseconds once the encoder is loaded, no torch); without a
@@ -102,8 +119,12 @@ class Session:
             self.semantic.embed_memories(ids)
 
     def close(self) -> None:
-        self.semantic.close()  # stops the background embedder, saves the vector index
-        self.db.close()
+        try:
+            if not self.db.read_only:
+                self.deferred.close()  # the queued read events commit
+        finally:
+            self.semantic.close()  # stops the background embedder, saves the vector index
+            self.db.close()
 
 
 class SessionState:

@@ -75,14 +75,14 @@ def write(
         request["scopes"], request["metadata"] = memory.scopes, memory.metadata
         # groundedness is judged once, now: the staged write passed it and keeps no transcript
         request["acknowledge_ungrounded"] = request["acknowledge_ungrounded"] or groundedness_check
-        with s.db.transaction() as c:
+        with s.transaction() as c:
             staged = pending_mod.stage(c, s.session_id, request, s.clock())
             events.log(c, staged.created, s.session_id, events.PENDING, None,
                        {"pending_id": staged.id, "reason": staged.reason})
         return WriteResult(status="pending", pending_id=staged.id, pending_reason=staged.reason,
                            expires=staged.expires, related=gated.related,
                            removed_matches=gated.removed_matches, warnings=requests.warnings(memory))
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
     s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result)
@@ -100,7 +100,7 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
     memory, gated = _gated(s, staged.request)
     if isinstance(gated, WriteResult):
         return _credit_duplicate(s, gated).model_copy(update={"pending_id": staged.id, "pending_retained": True})
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         state, _ = pending_mod.lookup(c, staged.id, s.clock())
         if state != "live":  # confirmed or cancelled by someone else meanwhile
             return _gone(pending_id, state, staged)
@@ -113,7 +113,7 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
 def cancel_write(s: Session, pending_id: str) -> dict[str, Any]:
     """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
     now = s.clock()
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         state, staged = pending_mod.lookup(c, pending_id, now)
         if state == "live":
             pending_mod.drop(c, staged.id)
@@ -283,7 +283,7 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
     done = 0
     for start in range(0, len(memories), batch_size):
         batch = memories[start : start + batch_size]
-        with s.db.transaction() as c:
+        with s.transaction() as c:
             keys = records.insert_many(c, batch)
             s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)])
             enqueue(c, keys)
@@ -337,7 +337,7 @@ def update(
     if links is not None:
         changes["links"] = [requests.link_dict(link) for link in links]
     requests.no_secret_in(changes.get("scopes", []), changes.get("metadata"))
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
         if version is not None and version != memory.version:
             raise Stale(memory.id, version, memory.version)
@@ -393,7 +393,7 @@ def _credit_duplicate(s: Session, result: WriteResult) -> WriteResult:
     """A duplicate is evidence: credit the memory that already says it, once per session."""
     if result.status != "duplicate" or result.id is None:
         return result
-    with s.db.transaction() as c:
+    with s.transaction() as c:
         seen = c.execute("SELECT 1 FROM events WHERE session = ? AND kind = ? AND memory_id = ? LIMIT 1",
                          (s.session_id, events.CORROBORATE, result.id)).fetchone()
         if seen is None:

@@ -1,0 +1,194 @@
+"""Read events, deferred: a search, show or list queues its event row and answers at once.
+
+Logging every read in its own transaction made every reader take SQLite's write lock, so
+concurrent readers queued behind each other and behind writers. Instead a session queues its
+read events in memory and commits them in one transaction (with the outcome settlement they
+trigger, memory/outcomes.py) when any of these comes first:
+
+- ``FLUSH_AFTER`` seconds after the first queued row (a background thread), or ``MAX_QUEUED`` rows;
+- the session's next write of its own (``Session.transaction``), so its log keeps its order;
+- anyone in this process reading the event log of that store (``flush_store``): the silent-miss
+  audit, since_prior_session, the curation counts and ``Store.events`` see every read logged;
+- ``Store.close`` and the interpreter's exit.
+
+What this costs: a process killed without an exit (SIGKILL, power loss) loses at most its
+unflushed tail, the read events of the last ``FLUSH_AFTER`` seconds (their hits then never
+settle); another process sees a read event up to ``FLUSH_AFTER`` seconds late. Writes are never
+deferred.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from kenning.store.models import iso
+
+from . import events, outcomes
+
+if TYPE_CHECKING:
+    from .session import Session
+
+FLUSH_AFTER = 0.5  # seconds a queued read event may wait
+MAX_QUEUED = 256  # rows: a session reading faster than that flushes at once
+# a search settles the hits of two searches ago (memory/outcomes.py): the two newest stay open
+OPEN_SEARCHES = 2
+BUSY_TIMEOUT_MS = 30000  # what store/db.py sets on every connection
+
+log = logging.getLogger(__name__)
+
+
+class DeferredEvents:
+    """One session's queued read events."""
+
+    def __init__(self, session: "Session"):
+        self._session = session  # strong: queued rows keep their session alive until they commit
+        self.path = os.path.realpath(session.path)
+        self._rows: list[tuple[datetime, str, str | None, dict[str, Any]]] = []
+        self._lock = threading.Lock()  # guards _rows only; never held while waiting for anything else
+        self._flushing = threading.Lock()  # taken after the database's lock, never before
+        _QUEUES.add(self)
+
+    def add(self, at: datetime, kind: str, memory_id: str | None, payload: dict[str, Any]) -> None:
+        events.check_kind(kind)
+        with self._lock:
+            self._rows.append((at, kind, memory_id, payload))
+            full = len(self._rows) >= MAX_QUEUED
+        if full:
+            self.flush()
+        else:
+            _schedule(self)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def flush(self, wait: bool = True) -> None:
+        """Commit the queued rows, then settle the session's use_tokens but the newest two, in one
+        transaction. A failed commit puts the rows back, in order. ``wait=False`` (the background
+        thread) gives up at once when another connection holds the write lock, rather than keep
+        this session's reads waiting behind it; the thread tries again later."""
+        session = self._session
+        if not self._rows:
+            return
+        with session.db.lock, self._flushing:
+            with self._lock:
+                rows, self._rows = self._rows, []
+            if not rows:
+                return
+            try:
+                with _busy_timeout(session, None if wait else 0), session.db.transaction() as c:
+                    c.executemany(
+                        "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
+                        [(iso(at), session.session_id, kind, mid, events.payload_json(payload))
+                         for at, kind, mid, payload in rows])
+                    _, through = outcomes.settle(c, session.session_id, session.clock(),
+                                                 keep_latest=OPEN_SEARCHES, after_rowid=session.settled_through)
+            except BaseException:
+                with self._lock:
+                    self._rows[:0] = rows
+                raise
+            session.settled_through = through  # only once the settlement committed
+
+    def close(self) -> None:
+        """Flush and stop taking part (the session is closing)."""
+        try:
+            self.flush()
+        finally:
+            _QUEUES.discard(self)
+            with _cond:
+                _due.pop(self, None)
+
+
+@contextmanager
+def _busy_timeout(session: "Session", ms: int | None) -> Iterator[None]:
+    """Wait at most ``ms`` for another connection's write lock (None: the connection's own setting)."""
+    if ms is None:
+        yield
+        return
+    session.db.conn.execute(f"PRAGMA busy_timeout={int(ms)}")
+    try:
+        yield
+    finally:
+        session.db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+
+def flush_store(path: os.PathLike | str) -> None:
+    """Commit every queued read event of this process for one store file (before reading its log)."""
+    real = os.path.realpath(path)
+    for queue in list(_QUEUES):
+        if queue.path == real and len(queue):
+            queue.flush()
+
+
+# ---------------------------------------------------------------- the process's one flushing thread
+_QUEUES: "weakref.WeakSet[DeferredEvents]" = weakref.WeakSet()
+_cond = threading.Condition()
+_due: dict[DeferredEvents, float] = {}
+_thread: threading.Thread | None = None
+
+
+def _schedule(queue: DeferredEvents) -> None:
+    global _thread
+    with _cond:
+        if queue in _due:
+            return
+        _due[queue] = time.monotonic() + FLUSH_AFTER
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_run, name="kenning-event-flush", daemon=True)
+            _thread.start()
+        _cond.notify()
+
+
+def _run() -> None:
+    while True:
+        with _cond:
+            while not _due:
+                _cond.wait()
+            now = time.monotonic()
+            ready = [q for q, at in _due.items() if at <= now]
+            if not ready:
+                _cond.wait(min(_due.values()) - now)
+                continue
+            for queue in ready:
+                del _due[queue]
+        for queue in ready:
+            try:
+                queue.flush(wait=False)
+            except Exception as exc:  # locked or failing: the rows stay queued; try again later
+                if "closed" in str(exc).lower():  # the database was closed behind the session's back
+                    log.warning("read events of a closed store were dropped: %s", exc)
+                    queue._rows = []
+                elif len(queue):
+                    _schedule(queue)
+
+
+@atexit.register
+def _flush_all() -> None:
+    for queue in list(_QUEUES):
+        try:
+            queue.flush()
+        except Exception as exc:
+            log.warning("read events of a session were lost at exit: %s", exc)
+
+
+def _forked() -> None:
+    """A forked child must not commit its parent's queue (the parent does), nor wait on its thread."""
+    global _thread, _cond
+    _thread, _cond = None, threading.Condition()
+    _due.clear()
+    for queue in list(_QUEUES):
+        queue._rows = []
+        queue._lock = threading.Lock()
+        queue._flushing = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
