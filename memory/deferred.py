@@ -29,14 +29,11 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kenning.store.models import iso
 
 from . import events, outcomes
-
-if TYPE_CHECKING:
-    from .session import Session
 
 FLUSH_AFTER = 0.5  # seconds a queued read event may wait
 MAX_QUEUED = 256  # rows: a session reading faster than that flushes at once
@@ -50,7 +47,7 @@ log = logging.getLogger(__name__)
 class DeferredEvents:
     """One session's queued read events."""
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: Any):
         self._session = session  # strong: queued rows keep their session alive until they commit
         self.path = os.path.realpath(session.path)
         self._rows: list[tuple[datetime, str, str | None, dict[str, Any]]] = []
@@ -109,7 +106,7 @@ class DeferredEvents:
 
 
 @contextmanager
-def _busy_timeout(session: "Session", ms: int | None) -> Iterator[None]:
+def _busy_timeout(session: Any, ms: int | None) -> Iterator[None]:
     """Wait at most ``ms`` for another connection's write lock (None: the connection's own setting)."""
     if ms is None:
         yield

@@ -14,7 +14,7 @@ from collections import Counter
 
 import numpy as np
 
-from .lexical import LexicalIndex, restrict, top_k
+from .lexical import LexicalIndex, contains, restrict, top_k
 
 K1 = 1.2
 B = 0.5  # chosen with k1 by leave-one-collection-out on the development sets (eval/baselines/README.md)
@@ -72,19 +72,22 @@ def search(
     return top_k(index, np.concatenate(all_ids), np.concatenate(all_scores), k)
 
 
-def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int]) -> dict[int, float]:
-    """Each document's IDF-weighted share of the distinct query terms it contains (0-1)."""
+def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
+                 matched: np.ndarray | None = None) -> dict[int, float]:
+    """Each document's IDF-weighted share of the distinct query terms it contains (0-1).
+
+    ``matched`` is ``lexical.contains(index, distinct terms, keys)`` when the caller has it already."""
     distinct = list(dict.fromkeys(terms))
     if not distinct or not keys or index.n_docs == 0:
         return {k: 0.0 for k in keys}
     postings = index.postings(distinct)
-    wanted = np.asarray(keys, dtype=np.int64)
-    got = np.zeros(len(wanted))
-    total = 0.0
-    for term in distinct:
-        lexids, _ = postings[term]
-        weight = float(idf(index.n_docs, lexids.size)) if lexids.size else float(idf(index.n_docs, 0))
-        total += weight
-        if lexids.size:
-            got += weight * np.isin(wanted, index.doc_key[lexids])
-    return {int(k): float(g / total) for k, g in zip(wanted, got)} if total else {k: 0.0 for k in keys}
+    weights = [float(idf(index.n_docs, postings[t][0].size)) for t in distinct]
+    total = sum(weights)
+    if not total:
+        return {k: 0.0 for k in keys}
+    if matched is None:
+        matched = contains(index, distinct, keys)
+    got = np.zeros(len(keys))
+    for column, weight in enumerate(weights):  # term by term, in query order: the same sums as ever
+        got += weight * matched[:, column]
+    return {int(k): float(g / total) for k, g in zip(keys, got)}

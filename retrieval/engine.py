@@ -73,28 +73,32 @@ def rank(
 def explain(
     candidate: Candidate,
     terms: list[str],
-    text: str,
+    text: str | None,
     shown: dict[str, str] | None = None,
     top_score: float | None = None,
     vector_ran: bool = False,
     coverage: float = 0.0,
+    matched: list[str] | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
     ``terms`` are query tokens (stems); ``shown`` maps them to the words the query wrote, which is
     what ``match_terms`` reports. ``top_score`` is the best score of this result and
     ``vector_ran`` whether the vector leg took part and ``coverage`` the hit's IDF-weighted share of
-    the query terms (see ``labels`` for what a label promises).
+    the query terms (see ``labels`` for what a label promises). ``matched``: the terms the text
+    contains when the index already told (``lexical.contains``), so the text is not tokenized for
+    them; ``text=None`` labels without a snippet (the rank-only path).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
     candidate.matched_leg = "both" if lexical and vector else "semantic" if vector else "lexical"
-    matched = match_terms(terms, text)
+    if matched is None:
+        matched = match_terms(terms, text or "")
     candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
     vector_hit = candidate.legs.get(VECTOR_LEG)
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage)
-    candidate.snippet = snippet(text, matched)
+    candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

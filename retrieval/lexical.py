@@ -22,8 +22,30 @@ class LexicalIndex(Protocol):
     avg_len: float
 
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Live (lexids, term frequencies) per term; terms the index lacks map to empty arrays."""
+        """Live (lexids ascending, term frequencies) per term; terms the index lacks map to empty arrays."""
         ...
+
+    def lexids_of(self, keys: list[int]) -> np.ndarray:
+        """The live lexid of each document key, -1 for a key the index does not hold."""
+        ...
+
+
+def contains(index: LexicalIndex, terms: list[str], keys: list[int]) -> np.ndarray:
+    """Which documents contain which terms, from the postings alone (no text is read or tokenized):
+    a boolean matrix, one row per key and one column per term. A binary search of each term's
+    sorted postings per document, so the cost is the hits', not the posting lists' length."""
+    out = np.zeros((len(keys), len(terms)), bool)
+    if not keys or not terms:
+        return out
+    lexids = index.lexids_of(keys)
+    known = lexids >= 0
+    postings = index.postings(terms)
+    for column, term in enumerate(terms):
+        ids = postings[term][0]
+        if ids.size:
+            at = np.minimum(np.searchsorted(ids, lexids), ids.size - 1)
+            out[:, column] = known & (ids[at] == lexids)
+    return out
 
 
 def restrict(lexids: np.ndarray, values: np.ndarray, allowed: np.ndarray | None):

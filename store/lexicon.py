@@ -120,6 +120,7 @@ class Lexicon:
         self._edits = ""
         self._top = 0
         self._appended = False
+        self._lexid_of: np.ndarray | None = None  # document key -> live lexid (-1: none), built when asked
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._size = 0  # highest lexid + 1 held in the arrays below
         self.doc_key = np.empty(0, np.int64)
@@ -216,6 +217,9 @@ class Lexicon:
                 self.live[lexid] = False
                 self.n_docs -= 1
                 self._total_len -= length
+                key = int(self.doc_key[lexid])
+                if self._lexid_of is not None and key < self._lexid_of.size and self._lexid_of[key] == lexid:
+                    self._lexid_of[key] = -1
 
     def touch(self, conn: sqlite3.Connection, key: int, ts: float) -> None:
         """Record a new update time (the keyword leg's recency nudge) without re-indexing."""
@@ -306,6 +310,7 @@ class Lexicon:
         self.n_docs = int(lexids.size)
         self._total_len = float(arr[:, 2].sum())
         self._cache.clear()
+        self._lexid_of = None
 
     def _allocate(self, size: int) -> None:
         capacity = max(size, 1024)
@@ -321,8 +326,10 @@ class Lexicon:
         self._place(lexid, key, length, ts)
         for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them
             cached = self._cache.get(term)
-            if cached is not None:
+            if cached is not None and (not cached[0].size or cached[0][-1] < lexid):  # kept ascending
                 self._cache[term] = (np.append(cached[0], lexid), np.append(cached[1], np.int32(tf)))
+            elif cached is not None:
+                del self._cache[term]
 
     def _place(self, lexid: int, key: int, length: int, ts: float) -> None:
         """One live document into the arrays, growing them when its lexid is beyond their end."""
@@ -335,6 +342,11 @@ class Lexicon:
         self._size = max(self._size, lexid + 1)
         self.doc_key[lexid], self.doc_len[lexid], self.doc_ts[lexid] = key, length, ts
         self._top = max(self._top, lexid)
+        if self._lexid_of is not None:
+            if key >= self._lexid_of.size:
+                self._lexid_of = np.concatenate(
+                    [self._lexid_of, np.full(max(key + 1, 2 * self._lexid_of.size) - self._lexid_of.size, -1, np.int64)])
+            self._lexid_of[key] = lexid
         if not self.live[lexid]:
             self.live[lexid] = True
             self.n_docs += 1
@@ -343,6 +355,17 @@ class Lexicon:
     @property
     def avg_len(self) -> float:
         return self._total_len / self.n_docs if self.n_docs else 0.0
+
+    def lexids_of(self, keys: list[int]) -> np.ndarray:
+        """The live lexid of each document key (-1 for a key without one)."""
+        if self._lexid_of is None:
+            held = np.flatnonzero(self.live[: self._size])
+            top = int(self.doc_key[held].max()) + 1 if held.size else 0
+            self._lexid_of = np.full(max(top, 1024), -1, np.int64)
+            self._lexid_of[self.doc_key[held]] = held
+        wanted = np.asarray(keys, np.int64)
+        inside = (wanted >= 0) & (wanted < self._lexid_of.size)
+        return np.where(inside, self._lexid_of[np.where(inside, wanted, 0)], -1)
 
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         missing = [t for t in dict.fromkeys(terms) if t not in self._cache]
@@ -376,6 +399,9 @@ class Lexicon:
                 if ids.size and (ids.max() >= self.live.size or ids.min() < 0):
                     keep = (ids >= 0) & (ids < self.live.size)
                     ids, tfs = ids[keep], tfs[keep]
+                if ids.size > 1 and bool(np.any(ids[1:] < ids[:-1])):  # delta rows older than an import's
+                    order = np.argsort(ids, kind="stable")
+                    ids, tfs = ids[order], tfs[order]
                 found[term] = (ids, tfs)
         self._cache.update(found)
 

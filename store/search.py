@@ -14,6 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from kenning.retrieval import bm25, engine, keyword
+from kenning.retrieval.lexical import contains
 from kenning.retrieval.text import query_tokens, surface_forms
 
 from .db import Database
@@ -103,22 +104,20 @@ def run(
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
-        if head:
-            texts = _texts(db, [c.key for c in head])
-            coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in head])
-            for item, cand in zip(ranked, head):
-                item.relevance = engine.explain(cand, terms, texts[cand.key], top_score=candidates[0].score,
-                                                vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0)).relevance
+        matched, coverage = _matches(lexicon, terms, [c.key for c in head])
+        for item, cand in zip(ranked, head):
+            item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
+                                            coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key]).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
     shown = surface_forms(query)
-    coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
+    matched, coverage = _matches(lexicon, terms, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
-                       vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0))
+                       vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key])
         hits.append(Hit(
             id=memory.id, score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
             match_terms=cand.match_terms, snippet=cand.snippet,
@@ -131,6 +130,16 @@ def run(
         degraded=_degraded_note(semantic) if degraded else None,
         pending_embeddings=semantic.pending_count() if vector is not None else None, hits=hits,
     ), by_id
+
+
+def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]) -> tuple[dict[int, list[str]], dict[int, float]]:
+    """For the returned hits only: the query terms each contains and its IDF-weighted coverage,
+    both from one look at the postings (no text is tokenized)."""
+    if not keys:
+        return {}, {}
+    present = contains(lexicon, terms, keys)
+    coverage = bm25.idf_coverage(lexicon, terms, keys, matched=present)
+    return {key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage
 
 
 def store_vector_leg(semantic: Semantic):
