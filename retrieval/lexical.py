@@ -67,12 +67,28 @@ def accumulate(lexids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.n
     return uniq, np.bincount(lexids, weights=scores)[uniq], counts[uniq]
 
 
-def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc."""
+def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
+          lists: int | None = None) -> list[tuple[int, float]]:
+    """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc.
+
+    ``lists``: how many posting lists were concatenated, so no lexid occurs more than that many
+    times. Then the matched documents are never listed: every posting looks up its document's
+    total, and the ``k * lists``-th largest of those is a cut no true top-k document falls below
+    (at least k distinct documents reach it), so only the few postings above it are sorted.
+    """
     if lexids.size == 0 or k <= 0:
         return []
-    uniq, totals, _ = accumulate(lexids, scores)
-    return best(index, uniq, totals, k)
+    if lists is None:
+        uniq, totals, _ = accumulate(lexids, scores)
+        return best(index, uniq, totals, k)
+    totals = np.bincount(lexids, weights=scores)  # the same sums, in the same order, as accumulate
+    seen = totals[lexids]
+    m = k * lists
+    if seen.size > m:
+        cut = np.partition(seen, seen.size - m)[seen.size - m]
+        lexids = lexids[seen >= cut]
+    uniq = np.unique(lexids)
+    return best(index, uniq, totals[uniq], k)
 
 
 def best(index: LexicalIndex, uniq: np.ndarray, totals: np.ndarray, k: int) -> list[tuple[int, float]]:

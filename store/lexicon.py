@@ -121,7 +121,11 @@ class Lexicon:
         self._top = 0
         self._appended = False
         self._lexid_of: np.ndarray | None = None  # document key -> live lexid (-1: none), built when asked
+        # term -> (live lexids ascending, tfs), filtered against ``live`` as of ``_epoch``; the same
+        # array objects come back until something changes, so rankers may key derived data on them
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._filtered: dict[str, int] = {}  # term -> the retirement epoch its cached arrays were filtered at
+        self._epoch = 0  # counts retirements: cached postings are filtered again after one
         self._size = 0  # highest lexid + 1 held in the arrays below
         self.doc_key = np.empty(0, np.int64)
         self.doc_len = np.empty(0, np.float64)
@@ -217,6 +221,7 @@ class Lexicon:
                 self.live[lexid] = False
                 self.n_docs -= 1
                 self._total_len -= length
+                self._epoch += 1
                 key = int(self.doc_key[lexid])
                 if self._lexid_of is not None and key < self._lexid_of.size and self._lexid_of[key] == lexid:
                     self._lexid_of[key] = -1
@@ -374,9 +379,13 @@ class Lexicon:
         out = {}
         for term in terms:
             ids, tfs = self._cache[term]
-            if ids.size:
-                keep = self.live[ids]
-                ids, tfs = ids[keep], tfs[keep]
+            if self._filtered.get(term) != self._epoch:
+                if ids.size:
+                    keep = self.live[ids]
+                    if not keep.all():
+                        ids, tfs = ids[keep], tfs[keep]
+                        self._cache[term] = (ids, tfs)
+                self._filtered[term] = self._epoch
             out[term] = (ids, tfs)
         return out
 
@@ -404,6 +413,8 @@ class Lexicon:
                     ids, tfs = ids[order], tfs[order]
                 found[term] = (ids, tfs)
         self._cache.update(found)
+        for term in found:
+            self._filtered.pop(term, None)
 
 
 def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
