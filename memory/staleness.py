@@ -281,6 +281,22 @@ def _git_date(ts: datetime) -> str:
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S +0000")
 
 
+def verification_state(
+    last_verified_at: datetime | str | None,
+    now: datetime,
+    stale_days: int = DEFAULT_STALE_DAYS,
+    written_at: datetime | str | None = None,
+) -> tuple[str, bool]:
+    """(status, overdue) of ``assess_verification`` without building its report."""
+    verified = _utc(last_verified_at)
+    if verified is None:
+        written = _utc(written_at)
+        age = None if written is None else max(0.0, (_utc(now) - written) / timedelta(days=1))
+        return "never", age is None or age > stale_days
+    age = (_utc(now) - verified) / timedelta(days=1)
+    return ("stale", True) if age > stale_days else ("fresh", False)
+
+
 def assess_verification(
     last_verified_at: datetime | str | None,
     now: datetime,

@@ -15,6 +15,7 @@ Only the returned hits are annotated, with one git cache per call, so a search s
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,7 +25,7 @@ from kenning.store.models import Hit, Memory, iso
 from kenning.store.search import version_of
 
 from . import events
-from .staleness import DriftCache, Staleness, assess_staleness
+from .staleness import DriftCache, Staleness, assess_staleness, extract_paths, verification_state
 
 RECENT_OUTCOMES = timedelta(days=30)
 NEGATIVE_OUTCOMES = ("ignored", "contradicted")
@@ -158,11 +159,16 @@ def annotate(
     depends = resolve_depends_on(db, ordered)
     expand = expand_top and decisive_top(hits)
     for position, hit in enumerate(hits):
-        assessed = staleness(memories[hit.id], now, stale_days, cache)
-        hit.staleness_verdict = assessed.verdict
-        hit.version = version_of(memories[hit.id])
+        memory = memories[hit.id]
+        hit.version = version_of(memory)
         expanded = expand and position == 0
-        trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
+        plain = None if expanded else _plain_fields(memory, hit.version, now, stale_days, cache)
+        if plain is not None:
+            hit.staleness_verdict, trust = plain
+        else:
+            assessed = staleness(memory, now, stale_days, cache)
+            hit.staleness_verdict = assessed.verdict
+            trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
         for key, value in (("superseded_by", replaced.get(hit.id)), ("depends_on_resolved", depends.get(hit.id)),
                            ("recent_negative_outcomes", negatives.get(hit.id))):
             if value:
@@ -170,3 +176,32 @@ def annotate(
         hit.trust = trust
         if expanded:
             hit.content = memories[hit.id].content
+
+
+# (version, stale_days, verification status, overdue) -> (verdict, hit fields) of a plain memory
+_PLAIN: dict[tuple[str, int, str, bool], tuple[str, dict[str, Any]]] = {}
+PLAIN_REMEMBERED = 8192
+
+
+def _plain_fields(memory: Memory, version: str, now: datetime, stale_days: int,
+                  cache: DriftCache) -> tuple[str, dict[str, Any]] | None:
+    """The verdict and hit fields of a memory that cites nothing checkable (no origin, claims or
+    paths), or None for any other. Such a memory's trust depends only on its verification state,
+    so the report is built once per state and reused: annotating it costs a date comparison."""
+    if memory.origin is not None or memory.claims or memory.verified_paths or _cites_paths(memory.content):
+        return None
+    status, overdue = verification_state(memory.last_verified_at, now, stale_days, memory.created)
+    key = (version, stale_days, status, overdue)
+    known = _PLAIN.get(key)
+    if known is None:
+        assessed = staleness(memory, now, stale_days, cache)
+        if len(_PLAIN) >= PLAIN_REMEMBERED:
+            _PLAIN.clear()
+        known = _PLAIN[key] = (assessed.verdict, assessed.to_hit_fields())
+    verdict, fields = known
+    return verdict, {**fields, "verification": dict(fields["verification"])}  # the caller adds keys
+
+
+@functools.lru_cache(maxsize=8192)
+def _cites_paths(content: str) -> bool:
+    return bool(extract_paths(content))

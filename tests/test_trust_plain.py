@@ -1,0 +1,46 @@
+"""A memory that cites nothing checkable (no origin, claims or paths) is annotated from a remembered
+report; what a hit says must be what the full assessment says, in every verification state."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import kenning
+from kenning.memory import trust
+from kenning.memory.staleness import DriftCache
+
+START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self):
+        self.now = START
+
+    def __call__(self):
+        return self.now
+
+
+def test_plain_hits_carry_exactly_the_full_assessment(tmp_path):
+    clock = Clock()
+    with kenning.open_store(tmp_path / "s", clock=clock) as store:
+        ids = store.import_records([
+            {"content": "the billing service bills monthly", "scopes": ["t"]},
+            {"content": "the billing service is documented in docs/billing.md", "scopes": ["t"]},  # cites a path
+            {"content": "billing invoices go out on the first", "scopes": ["t"]},
+        ])
+        store.verify(ids[2])
+        seen = set()
+        for days, stale_days in ((0, 90), (29, 30), (31, 30), (200, 90), (200, 365)):
+            clock.now = START + timedelta(days=days)
+            store.configure(persist=False, verification_stale_days=stale_days)
+            for _ in range(2):  # the second search is served from the remembered report
+                hits = store.search("billing", mode="bm25", limit=10, record=False).hits
+                assert {h.id for h in hits} == set(ids)
+                for hit in hits:
+                    memory = store.get(hit.id)
+                    full = trust.staleness(memory, clock.now, stale_days, DriftCache())
+                    assert hit.staleness_verdict == full.verdict
+                    assert hit.trust == full.to_hit_fields()
+                    seen.add((hit.staleness_verdict, hit.trust["verification"]["status"]))
+        assert {("fresh", "never"), ("spot_check_recommended", "never"), ("fresh", "fresh"),
+                ("spot_check_recommended", "stale")} <= seen  # the states above did differ
