@@ -102,8 +102,9 @@ def tokenize(text: str) -> list[str]:
     """
     if text.isascii():
         words = _ASCII_WORD_RE.findall(text.lower())
-        folded = _FOLDED
-        out = [folded.get(w) or _fold_new(w) for w in words]
+        out = list(map(_FOLDED.get, words))  # one C-level lookup a word; new words filled in below
+        if None in out:
+            out = [t or _fold_new(w) for t, w in zip(out, words)]
         return out
     out: list[str] = []
     for cjk, word in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text)):

@@ -16,6 +16,7 @@ and new documents appended by another process are read alone, which empties the 
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from kenning.retrieval.text import fingerprint, tokenize
 from .db import Database
 
 COMPACT_AFTER_DELTA_ROWS = 20_000
+SNAPSHOT_MIN_DOCS = 5_000  # a smaller doc table loads row by row in a few milliseconds anyway
+BUSY_TIMEOUT_MS = 30000  # what db.py sets on every connection
 SEGMENT_DOCS = 8192
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int32))
 _CHUNK = 500
@@ -75,6 +78,17 @@ def valid_segment(blob: object, seg: int) -> bool:
             and bool(np.all(ids[1:] > ids[:-1])) and bool(np.all(tfs > 0)))
 
 
+def _bounded(blob: object, seg: int) -> bool:
+    """A postings blob's shape and its first and last lexid inside its segment (the cheap part of
+    ``valid_segment``; ascending order and positive tfs are checked on the joined list)."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % 8:
+        return False
+    half = len(blob) // 2
+    first = int.from_bytes(blob[:4], sys.byteorder, signed=True)
+    last = int.from_bytes(blob[half - 4 : half], sys.byteorder, signed=True)
+    return seg * SEGMENT_DOCS <= first <= last < (seg + 1) * SEGMENT_DOCS
+
+
 def _join(blobs: list[bytes]) -> bytes:
     """One postings blob from a term's segments (in segment order)."""
     if len(blobs) == 1:
@@ -117,6 +131,7 @@ class Lexicon:
         self._dirty = True
         # the edit count (meta) and highest lexid this view holds: what another commit is compared with
         self._edits_key = f"{tables.docs}_edits"
+        self._snapshot_key = f"{tables.docs}_snapshot"
         self._edits = ""
         self._top = 0
         self._appended = False
@@ -257,7 +272,7 @@ class Lexicon:
                 for term, blob in conn.execute(
                     f"SELECT term, postings FROM {self.t.segments} WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
                 ):
-                    if valid_segment(blob, seg):
+                    if _bounded(blob, seg):  # order and tfs are checked whenever the term is read
                         existing[(term, seg)] = blob
                     else:  # overwritten below with the new postings only; the store rebuilds the rest
                         self.damaged.add(term)
@@ -282,8 +297,7 @@ class Lexicon:
             _meta(c, self._edits_key, "0"),
             c.execute(f"SELECT COALESCE(MAX(lexid), 0) FROM {self.t.docs}").fetchone()[0]))
         if self._dirty or edits != self._edits or top < self._top:
-            self._load()
-            self._edits, self._top = edits, top
+            self._load(edits, top)
         elif top > self._top:
             self._append_rows(top)
         self._version = version
@@ -300,11 +314,18 @@ class Lexicon:
         self._top = top
         self._cache.clear()  # cached postings lack the new documents' terms
 
-    def _load(self) -> None:
-        rows = self.db.read(
-            lambda c: c.execute(f"SELECT lexid, mem, length, ts FROM {self.t.docs} WHERE live = 1").fetchall()
-        )
-        arr = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    def _load(self, edits: str, top: int) -> None:
+        """Read the live doc table: from the snapshot when no edit came after it (then only the rows
+        appended since are read), else row by row, leaving a snapshot for the next process."""
+        snapshot = self.db.read(lambda c: c.execute(
+            "SELECT value FROM meta WHERE key = ?", (self._snapshot_key,)).fetchone())
+        arr, since = _snapshot_rows(snapshot[0] if snapshot else None, edits, top)
+        if arr is None:
+            rows = self.db.read(
+                lambda c: c.execute(f"SELECT lexid, mem, length, ts FROM {self.t.docs} WHERE live = 1").fetchall()
+            )
+            arr, since = np.array(rows, dtype=np.float64).reshape(-1, 4), top
+            self._save_snapshot(arr, edits, top)
         lexids = arr[:, 0].astype(np.int64)
         size = int(lexids.max()) + 1 if lexids.size else 0
         self._allocate(size)
@@ -316,6 +337,27 @@ class Lexicon:
         self._total_len = float(arr[:, 2].sum())
         self._cache.clear()
         self._lexid_of = None
+        self._edits, self._top = edits, since
+        if top > since:
+            self._append_rows(top)
+
+    def _save_snapshot(self, arr: np.ndarray, edits: str, top: int) -> None:
+        """Keep the doc table as one blob, so a cold process reads it in one go instead of row by
+        row (the bulk of a cold search on a large store). Written only when the write lock is free
+        at once: a reader never queues for it; the next one tries again."""
+        if self.db.read_only or arr.shape[0] < SNAPSHOT_MIN_DOCS:
+            return
+        blob = f"{edits}:{top}:".encode() + arr.astype(np.float64).tobytes()
+        with self.db.lock:
+            self.db.conn.execute("PRAGMA busy_timeout=0")
+            try:
+                with self.db.transaction() as c:
+                    if _meta(c, self._edits_key, "0") == edits:  # nothing edited since we read
+                        Database.set_meta(c, self._snapshot_key, blob)
+            except Exception:  # locked, full or read-only: a snapshot is only a shortcut
+                pass
+            finally:
+                self.db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def _allocate(self, size: int) -> None:
         capacity = max(size, 1024)
@@ -372,6 +414,23 @@ class Lexicon:
         inside = (wanted >= 0) & (wanted < self._lexid_of.size)
         return np.where(inside, self._lexid_of[np.where(inside, wanted, 0)], -1)
 
+    def doc_freqs(self, terms: list[str]) -> dict[str, int]:
+        """How many documents hold each term, without reading its postings: the cached count, else
+        the stored lengths (which still count retired texts until a rebuild). What a write's
+        duplicate probe ranks its terms by, at a cost that does not grow with the store."""
+        out = {t: self._cache[t][0].size for t in terms if t in self._cache}
+        for chunk in _chunks([t for t in dict.fromkeys(terms) if t not in out]):
+            marks = ",".join("?" * len(chunk))
+            counts = dict.fromkeys(chunk, 0)
+            rows = self.db.read(lambda c: c.execute(
+                f"SELECT term, SUM(length(postings)) / 8 FROM {self.t.segments} WHERE term IN ({marks}) GROUP BY term "
+                f"UNION ALL SELECT term, COUNT(*) FROM {self.t.delta} WHERE term IN ({marks}) GROUP BY term",
+                [*chunk, *chunk]).fetchall())
+            for term, n in rows:
+                counts[term] += int(n or 0)
+            out.update(counts)
+        return out
+
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         missing = [t for t in dict.fromkeys(terms) if t not in self._cache]
         if missing:
@@ -424,11 +483,18 @@ def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
     for term, seg, blob in c.execute(
         f"SELECT term, seg, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms
     ):
-        if isinstance(seg, int) and valid_segment(blob, seg):
+        if isinstance(seg, int) and _bounded(blob, seg):
             segments.setdefault(term, []).append(blob)
         else:
             damaged.add(term)
-    blobs = {term: _join(parts) for term, parts in segments.items()}
+    blobs = {}
+    for term, parts in segments.items():  # order and tfs checked once over the joined list, not per segment
+        blob = _join(parts)
+        ids, tfs = _decode(blob)
+        if bool((ids[1:] > ids[:-1]).all()) and bool((tfs > 0).all()):
+            blobs[term] = blob
+        else:
+            damaged.add(term)
     delta = []
     for term, lexid, tf in c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms):
         if isinstance(lexid, int) and isinstance(tf, int) and tf > 0:
@@ -436,6 +502,21 @@ def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
         else:
             damaged.add(term)
     return blobs, delta, damaged
+
+
+def _snapshot_rows(blob: object, edits: str, top: int) -> tuple[np.ndarray | None, int]:
+    """The doc rows a snapshot holds and the highest lexid it covers, or (None, 0) when there is
+    none or an edit came after it. Rows appended after it are read separately."""
+    if not isinstance(blob, bytes):
+        return None, 0
+    try:
+        snap_edits, snap_top, body = blob.split(b":", 2)
+        covered = int(snap_top)
+    except ValueError:
+        return None, 0
+    if snap_edits.decode() != edits or covered > top or len(body) % 32:
+        return None, 0
+    return np.frombuffer(body, dtype=np.float64).reshape(-1, 4), covered
 
 
 def _meta(conn: sqlite3.Connection, key: str, default: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -24,6 +26,12 @@ def iso(ts: datetime | None) -> str | None:
     """UTC timestamps as fixed-width ISO-8601 with a Z, so they also sort as text."""
     if ts is None:
         return None
+    return _iso(ts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso(ts: datetime) -> str:
+    # remembered: an import stamps thousands of records with one time, each serialised several times
     return ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 

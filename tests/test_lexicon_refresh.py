@@ -59,3 +59,37 @@ def test_own_import_is_searchable_at_once(tmp_path):
         s.search("anything", mode="bm25", record=False)
         ids = s.import_records([{"content": "the capybara rota", "scopes": ["t"]}])
         assert [h.id for h in s.search("capybara", mode="bm25", record=False).hits] == ids
+
+
+def _arrays(lexicon):
+    live = lexicon.live.nonzero()[0]
+    return (live.tolist(), lexicon.doc_key[live].tolist(), lexicon.doc_len[live].tolist(),
+            lexicon.doc_ts[live].tolist(), lexicon.n_docs, lexicon.avg_len)
+
+
+def test_a_cold_process_loads_the_doc_table_from_a_snapshot_only_while_it_is_current(tmp_path, monkeypatch):
+    from kenning.store import lexicon as lexicon_module
+
+    monkeypatch.setattr(lexicon_module, "SNAPSHOT_MIN_DOCS", 1)
+    home = tmp_path / "s"
+    with kenning.open_store(home) as a:
+        ids = a.import_records([{"content": f"note {i} about the billing service", "scopes": ["t"]}
+                                for i in range(30)])
+        a.search("billing", mode="bm25", record=False)  # a full load leaves the snapshot
+        assert a.db.get_meta("lex_docs_snapshot") is not None
+        full = _arrays(a.lexicon)
+
+    reads = []
+    real = lexicon_module.Lexicon._append_rows
+    monkeypatch.setattr(lexicon_module.Lexicon, "_append_rows", lambda self, top: (reads.append(top), real(self, top)))
+    with kenning.open_store(home) as b:
+        b.search("billing", mode="bm25", record=False)
+        assert _arrays(b.lexicon) == full and not reads  # from the snapshot alone
+        new = b.write("the walrus service stores its data in redis", scopes=["t"]).id  # an append: snapshot still good
+    with kenning.open_store(home) as c:
+        assert [h.id for h in c.search("walrus redis", mode="bm25", record=False).hits] == [new]
+        assert reads and c.lexicon.n_docs == 31  # the snapshot plus the one row appended after it
+        c.remove(ids[0], reason="test")  # an edit: the snapshot no longer holds
+    with kenning.open_store(home) as d:
+        hits = {h.id for h in d.search("billing note", mode="bm25", limit=50, record=False).hits}
+        assert ids[0] not in hits and len(hits) == 29 and d.lexicon.n_docs == 30

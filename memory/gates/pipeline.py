@@ -114,9 +114,10 @@ def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, conte
     terms = list(dict.fromkeys(query_terms(content)))[:PROBE_TERMS]
     lexicon = lexicon_store.refresh()
     if len(terms) > RAREST_PROBE_TERMS:
-        postings = lexicon.postings(terms)
-        known = [t for t in terms if postings[t][0].size]  # a word no memory has finds nothing
-        terms = sorted(known, key=lambda t: (postings[t][0].size, t))[:RAREST_PROBE_TERMS]
+        # ranked by document frequency without reading a posting list: the cost stays the body's
+        df = lexicon.doc_freqs(terms)
+        known = [t for t in terms if df[t]]  # a word no memory has finds nothing
+        terms = sorted(known, key=lambda t: (df[t], t))[:RAREST_PROBE_TERMS]
     keys = [key for key, _ in bm25.search(lexicon, terms, DUPLICATE_CANDIDATES, None,
                                           k1=config.bm25_k1, b=config.bm25_b)]
     if not keys:
