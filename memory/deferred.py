@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from kenning.store.db import Database
 from kenning.store.models import iso
 
 from . import events, outcomes
@@ -108,7 +109,7 @@ class DeferredEvents:
 @contextmanager
 def _busy_timeout(session: Any, ms: int | None) -> Iterator[None]:
     """Wait at most ``ms`` for another connection's write lock (None: the connection's own setting)."""
-    if ms is None:
+    if ms is None or not isinstance(session.db, Database):  # PostgreSQL: row locks, readers never wait
         yield
         return
     session.db.conn.execute(f"PRAGMA busy_timeout={int(ms)}")

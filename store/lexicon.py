@@ -345,8 +345,8 @@ class Lexicon:
         """Keep the doc table as one blob, so a cold process reads it in one go instead of row by
         row (the bulk of a cold search on a large store). Written only when the write lock is free
         at once: a reader never queues for it; the next one tries again."""
-        if self.db.read_only or arr.shape[0] < SNAPSHOT_MIN_DOCS:
-            return
+        if self.db.read_only or arr.shape[0] < SNAPSHOT_MIN_DOCS or not isinstance(self.db, Database):
+            return  # (PostgreSQL keeps no blob in meta; its server reads the rows fast enough)
         blob = f"{edits}:{top}:".encode() + arr.astype(np.float64).tobytes()
         with self.db.lock:
             self.db.conn.execute("PRAGMA busy_timeout=0")
@@ -422,12 +422,15 @@ class Lexicon:
         for chunk in _chunks([t for t in dict.fromkeys(terms) if t not in out]):
             marks = ",".join("?" * len(chunk))
             counts = dict.fromkeys(chunk, 0)
-            rows = self.db.read(lambda c: c.execute(
-                f"SELECT term, SUM(length(postings)) / 8 FROM {self.t.segments} WHERE term IN ({marks}) GROUP BY term "
-                f"UNION ALL SELECT term, COUNT(*) FROM {self.t.delta} WHERE term IN ({marks}) GROUP BY term",
-                [*chunk, *chunk]).fetchall())
-            for term, n in rows:
-                counts[term] += int(n or 0)
+            stored, recent = self.db.read(lambda c: (
+                c.execute(f"SELECT term, SUM(length(postings)) FROM {self.t.segments} WHERE term IN ({marks}) "
+                          "GROUP BY term", chunk).fetchall(),
+                c.execute(f"SELECT term, COUNT(*) FROM {self.t.delta} WHERE term IN ({marks}) GROUP BY term",
+                          chunk).fetchall()))
+            for term, size in stored:  # 8 bytes a posting: an int32 lexid and an int32 tf
+                counts[term] += int(size or 0) // 8
+            for term, n in recent:
+                counts[term] += int(n)
             out.update(counts)
         return out
 

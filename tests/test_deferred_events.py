@@ -14,6 +14,8 @@ import pytest
 import kenning
 from kenning.memory import deferred
 
+pytestmark = pytest.mark.sqlite_only  # counts rows through a second SQLite connection, and holds its write lock
+
 
 def committed(store_dir, kind="search") -> int:
     """Event rows another connection can see (what is on disk, not what a session holds queued)."""

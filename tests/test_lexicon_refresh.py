@@ -5,6 +5,8 @@ table for each of them made concurrent readers pay a full reload per search."""
 
 from __future__ import annotations
 
+import pytest
+
 import kenning
 
 
@@ -67,6 +69,7 @@ def _arrays(lexicon):
             lexicon.doc_ts[live].tolist(), lexicon.n_docs, lexicon.avg_len)
 
 
+@pytest.mark.sqlite_only  # the snapshot is a blob in the SQLite file's meta table
 def test_a_cold_process_loads_the_doc_table_from_a_snapshot_only_while_it_is_current(tmp_path, monkeypatch):
     from kenning.store import lexicon as lexicon_module
 
