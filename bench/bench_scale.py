@@ -11,6 +11,10 @@ At each size, on the synthetic corpus of bench/corpus.py (fixed seed, ~40-word m
 - cold open: a fresh process opens the store and runs its first ``bm25`` search (the time a CLI
   call or a server's first request pays beyond the interpreter start); the same process then
   times warm ``bm25`` searches (limit 10): p50 / p99 wall and CPU, and reports its peak RSS;
+- the same process times ``hybrid`` searches (limit 10): with the embeddings extra hidden that is
+  keyword + BM25 fused, i.e. hybrid without the vector leg and its query encoding;
+- cold CLI: ``kenning --store DIR search QUERY --mode bm25`` as a new process (median of
+  ``--cli-runs``), wall and CPU;
 - single gated writes (``write``, duplicates probe and origin included): p50 / p99;
 - the engine alone: ``Store.rank(mode="bm25", depth=10, explain=False)`` in the same process (no
   snippets, trust annotation or event row), p50 wall and CPU;
@@ -68,7 +72,13 @@ for _ in range(repeats):
         store.search(q, mode="bm25", limit=limit)
         wall.append(time.perf_counter() - w0)
         cpu.append(time.process_time() - c0)
-cold_cpu = time.process_time()
+hybrid_wall, hybrid_cpu = [], []
+for _ in range(repeats):
+    for q in queries:
+        c0, w0 = time.process_time(), time.perf_counter()
+        store.search(q, mode="hybrid", limit=limit)
+        hybrid_wall.append(time.perf_counter() - w0)
+        hybrid_cpu.append(time.process_time() - c0)
 engine_wall, engine_cpu = [], []
 for _ in range(repeats):
     for q in queries:
@@ -79,6 +89,7 @@ for _ in range(repeats):
 store.close()
 print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_search_s": t3 - t2, "cold_cpu_s": cold_cpu,
                   "wall": wall, "cpu": cpu, "engine_wall": engine_wall, "engine_cpu": engine_cpu,
+                  "hybrid_wall": hybrid_wall, "hybrid_cpu": hybrid_cpu,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -109,10 +120,30 @@ def bench_child(directory: Path, queries: list[str], repeats: int) -> dict:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     wall, cpu = out.pop("wall"), out.pop("cpu")
     engine_wall, engine_cpu = out.pop("engine_wall"), out.pop("engine_cpu")
+    hybrid_wall, hybrid_cpu = out.pop("hybrid_wall"), out.pop("hybrid_cpu")
     out.update(search_p50_ms=pct(wall, 50) * 1e3, search_p99_ms=pct(wall, 99) * 1e3,
-               search_cpu_p50_ms=pct(cpu, 50) * 1e3,
+               search_cpu_p50_ms=pct(cpu, 50) * 1e3, search_cpu_p99_ms=pct(cpu, 99) * 1e3,
+               hybrid_p50_ms=pct(hybrid_wall, 50) * 1e3, hybrid_cpu_p50_ms=pct(hybrid_cpu, 50) * 1e3,
                engine_p50_ms=pct(engine_wall, 50) * 1e3, engine_cpu_p50_ms=pct(engine_cpu, 50) * 1e3)
     return out
+
+
+def bench_cli(directory: Path, queries: list[str], runs: int) -> dict:
+    """``kenning --store DIR search QUERY --mode bm25`` as a new process: wall and CPU (user + system)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    wall, cpu = [], []
+    for i in range(runs):
+        before = os.times()
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(directory), "search",
+                               queries[i % len(queries)], "--mode", "bm25"], capture_output=True, text=True,
+                              env=env, cwd=tempfile.gettempdir())
+        wall.append(time.perf_counter() - t0)
+        after = os.times()
+        cpu.append(after.children_user - before.children_user + after.children_system - before.children_system)
+        if done.returncode != 0:
+            sys.exit(f"cold CLI search failed: {done.stderr[-800:]}")
+    return {"p50_s": pct(wall, 50), "cpu_p50_s": pct(cpu, 50), "runs": runs}
 
 
 def bench_writes(directory: Path, texts: list[str]) -> dict:
@@ -172,9 +203,11 @@ def run_size(corpus: Corpus, n: int, args, workdir: Path) -> dict:
     row["disk_mb"] = disk_mb(directory)
     row["search"] = bench_child(directory, queries, args.repeats)
     log(f"search p50 {row['search']['search_p50_ms']:.2f} ms, open {row['search']['open_s']:.3f} s")
+    row["cli"] = bench_cli(directory, queries, args.cli_runs)
+    log(f"cold CLI bm25 search p50 {row['cli']['p50_s']:.3f} s")
     row["write"] = bench_writes(directory, list(corpus.memories(args.writes, offset=n)))
     log(f"write p50 {row['write']['p50_ms']:.2f} ms")
-    if not args.skip_reference:
+    if not args.skip_reference and n <= args.reference_max:
         row["reference"] = bench_references([r["content"] for r in records], queries[: args.reference_queries])
         for name, ref in row["reference"].items():
             ref["x_kenning"] = ref["p50_ms"] / row["search"]["search_p50_ms"]
@@ -187,7 +220,8 @@ def run_size(corpus: Corpus, n: int, args, workdir: Path) -> dict:
 
 ROWS = [
     ("bm25 search p50 / p99 ms", lambda r: f"{r['search']['search_p50_ms']:.2f} / {r['search']['search_p99_ms']:.2f}"),
-    ("  CPU p50 ms", lambda r: f"{r['search']['search_cpu_p50_ms']:.2f}"),
+    ("  CPU p50 / p99 ms", lambda r: f"{r['search']['search_cpu_p50_ms']:.2f} / {r['search'].get('search_cpu_p99_ms', float('nan')):.2f}"),
+    ("lexical hybrid search p50 ms (CPU)", lambda r: f"{r['search']['hybrid_p50_ms']:.2f} ({r['search']['hybrid_cpu_p50_ms']:.2f})"),
     ("engine only (rank, no explain) p50 ms", lambda r: f"{r['search']['engine_p50_ms']:.2f}"),
     ("  CPU p50 ms", lambda r: f"{r['search']['engine_cpu_p50_ms']:.2f}"),
     ("rank_bm25 p50 ms (x kenning)", lambda r: _ref(r, "rank_bm25")),
@@ -198,6 +232,7 @@ ROWS = [
     ("searching process RSS MB", lambda r: f"{r['search']['rss_mb']:.0f}"),
     ("cold open s (open + 1st search)", lambda r: f"{r['search']['open_s']:.3f} + {r['search']['first_search_s']:.3f}"),
     ("  process CPU s (import kenning too)", lambda r: f"{r['search']['cold_cpu_s']:.3f}"),
+    ("cold CLI `search --mode bm25` s (CPU)", lambda r: f"{r['cli']['p50_s']:.3f} ({r['cli']['cpu_p50_s']:.3f})"),
 ]
 
 
@@ -236,10 +271,12 @@ def plot(report: dict, path: Path) -> None:
     left.plot(n, [r["search"]["search_cpu_p50_ms"] for r in rows], "o-", label="kenning search CPU p50")
     left.plot(n, [r["search"]["engine_cpu_p50_ms"] for r in rows], "o-", label="kenning engine only CPU p50")
     left.plot(n, [r["write"]["p50_ms"] for r in rows], "s-", label="kenning gated write p50")
+    timed = [(size, r["reference"]) for size, r in zip(n, rows) if "reference" in r]
     for name in ("rank_bm25", "bm25s"):
-        if all("reference" in r for r in rows):
-            left.plot(n, [r["reference"][name]["p50_ms"] for r in rows], "^:", label=f"{name} p50")
-            left.plot(n, [r["reference"][name]["cpu_p50_ms"] for r in rows], "v:", label=f"{name} CPU p50")
+        if timed:
+            left.plot([s for s, _ in timed], [ref[name]["p50_ms"] for _, ref in timed], "^:", label=f"{name} p50")
+            left.plot([s for s, _ in timed], [ref[name]["cpu_p50_ms"] for _, ref in timed], "v:",
+                      label=f"{name} CPU p50")
     left.set(xscale="log", yscale="log", xlabel="memories", ylabel="ms", title="bm25 latency, limit 10 (wall, CPU)")
     left.legend(fontsize=8)
     right.plot(n, [r["disk_mb"] for r in rows], "o-", label="store on disk MB")
@@ -261,6 +298,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--writes", type=int, default=100)
     parser.add_argument("--reference-queries", type=int, default=50, help="queries timed on the references")
     parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument("--reference-max", type=int, default=100_000,
+                        help="time the references only up to this size (rank_bm25 holds every token list in memory)")
+    parser.add_argument("--cli-runs", type=int, default=7, help="cold CLI searches per size (median)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--plot", type=Path, help="write the scale curve as a PNG here")
     args = parser.parse_args(argv)
