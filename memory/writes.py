@@ -7,6 +7,7 @@ is queued, then embedded at once when the encoder can run (Session.embed_if_load
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -380,10 +381,19 @@ def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
     now = s.clock()
     if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
         return result  # measured low a moment ago: the scan grows with the store, so not on every commit
-    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, s.view(True), now)
+    view = s.view(True)
+    # measured low for this view by any session (each CLI call is one) a moment ago: no scan either
+    mark = "curation_low:" + hashlib.sha256(repr((view.where(), s.config.verification_stale_days)).encode()).hexdigest()[:16]
+    low_at = s.db.get_meta(mark)
+    if low_at is not None and iso(now - CURATION_RECHECK) < low_at <= iso(now):
+        s.curation_checked_at = now
+        return result
+    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, view, now)
     hint = health.curation_hint(counts)
     if hint is None:
         s.curation_checked_at = now
+        with s.transaction() as c:
+            s.db.set_meta(c, mark, iso(now))
         return result
     s.log(CURATION_HINT, payload={"pressure": hint["pressure"]})
     return result.model_copy(update={"curation_hint": hint})

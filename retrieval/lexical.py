@@ -7,6 +7,9 @@ from typing import Protocol
 import numpy as np
 
 
+SPARSE_SHARE = 16  # postings fewer than 1/16 of the lexid range are summed by sorting, not densely
+
+
 class LexicalIndex(Protocol):
     """An inverted index addressed by dense int ``lexid``s (one per indexed text version).
 
@@ -78,6 +81,11 @@ def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
     """
     if lexids.size == 0 or k <= 0:
         return []
+    if lexids.size * SPARSE_SHARE < int(lexids.max()):
+        # few postings in a large lexid range (a write's duplicate probe of rare terms): sum over the
+        # distinct lexids (the same sums, in the same order) instead of an array as long as the store
+        uniq, inverse = np.unique(lexids, return_inverse=True)
+        return best(index, uniq, np.bincount(inverse, weights=scores), k)
     if lists is None:
         uniq, totals, _ = accumulate(lexids, scores)
         return best(index, uniq, totals, k)
