@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for n in (int(s) for s in args.sizes.split(",") if s.strip()):
             report["sizes"][str(n)] = run_size(corpus, n, args, workdir)
+            if args.out:  # after every size: a long run cut short keeps what it measured
+                args.out.write_text(json.dumps(report, indent=2) + "\n")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report["load_end"] = list(os.getloadavg())
