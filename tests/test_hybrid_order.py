@@ -22,6 +22,8 @@ def test_hybrid_evidence_orders_several_candidates_as_constructed(tmp_path):
         names = {s.write(text, scopes=["ops"]).id: name for name, text in MEMORIES.items()}
         result = s.search(QUERY, mode="hybrid", limit=10).to_dict()
         alpha = s.config.evidence_alpha
+        # a lexical mode never asks the vector leg, so it reports nothing about pending vectors
+        assert s.search(QUERY, mode="bm25").pending_embeddings is None and result["pending_embeddings"] == 0
     assert result["legs_run"] == ["keyword", "bm25", "vector"] and result["degraded"] is None
     check(result["hits"], names, alpha)
 
