@@ -62,6 +62,7 @@ def repo(tmp_path):
 
 @pytest.mark.parametrize("scope", [
     "projects:Kenning-Main",   # punctuation and case do not matter
+    "projects:kenningmain",    # ... on either side
     "projects:ken",            # three characters are enough for a part of the name
     "projects:mono/billing",   # the last part names a directory two levels down
     "repo:services",           # a top-level directory
@@ -105,3 +106,12 @@ def test_a_count_is_a_whole_number_from_one_to_the_most():
             check_count(bad, "batch size", most=10)
     with pytest.raises(InvalidInput, match=r"^limit must be a whole number from 1 to 1,000,000,000, got 0$"):
         check_count(0)
+
+
+def test_a_scope_may_name_the_worktree_and_a_refusal_names_every_project(tmp_path, repo):
+    worktree = tmp_path / "feature-tree"
+    worktree.mkdir()
+    assert scope_match.check(["projects:feature-tree"], repo, str(worktree)) is None
+    refusal = scope_match.check(["projects:alpha", "repo:beta"], repo, str(worktree))
+    assert refusal.reason == "the scopes name project(s) alpha, beta but this write comes from the 'kenning_main' repository"
+    assert refusal.matched == ["projects:alpha", "projects:beta"] and refusal.override == "acknowledge_scope_mismatch"
