@@ -115,3 +115,13 @@ def test_a_scope_may_name_the_worktree_and_a_refusal_names_every_project(tmp_pat
     refusal = scope_match.check(["projects:alpha", "repo:beta"], repo, str(worktree))
     assert refusal.reason == "the scopes name project(s) alpha, beta but this write comes from the 'kenning_main' repository"
     assert refusal.matched == ["projects:alpha", "projects:beta"] and refusal.override == "acknowledge_scope_mismatch"
+
+
+def test_groundedness_refusal_text_and_its_override():
+    refusal = groundedness.check("Kites fly in wind. Boats need water.", "kites fly in the wind")
+    assert refusal.matched == ["Boats need water."] and refusal.override == "acknowledge_ungrounded"
+    assert refusal.reason == "1 sentence(s) share under 30% of their words with the source transcript"
+    assert refusal.hint == ("Drop or rephrase the unsupported sentences, or pass acknowledge_ungrounded=True when "
+                            "they come from a source outside the transcript (a file you read, a tool result).")
+    assert groundedness.check("Boats need water.", None) is None  # no transcript: nothing to ground against
+    assert groundedness.check("Boats need water.", "kites", acknowledge=True) is None
