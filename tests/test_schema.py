@@ -41,3 +41,23 @@ def test_an_upgraded_store_has_the_committed_schema(tmp_path, version):
     con.close()
     Database(path).close()
     assert schema_of(path) == SNAPSHOT.read_text()
+
+
+def test_one_connection_serves_every_thread_and_keeps_meta(tmp_path):
+    """A server's threads share one Database; meta values round-trip; a writable store says so."""
+    import threading
+
+    db = Database(tmp_path / DB_FILENAME)
+    try:
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(db.read(
+            lambda c: c.execute("PRAGMA user_version").fetchone()[0])))
+        worker.start()
+        worker.join()
+        assert seen == [SCHEMA_VERSION] and db.read_only is False and db.path == tmp_path / DB_FILENAME
+        assert db.get_meta("absent", "fallback") == "fallback"
+        with db.transaction() as c:
+            Database.set_meta(c, "colour", "teal")
+        assert db.get_meta("colour") == "teal"
+    finally:
+        db.close()
