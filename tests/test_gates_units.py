@@ -37,7 +37,10 @@ def test_a_shorter_body_ending_a_sentence_and_an_equal_length_one_pass():
 def test_write_enabled_false_refuses_every_change():
     with pytest.raises(GateRefused) as raised:
         write_enabled.require(StoreConfig(write_enabled=False))
-    assert raised.value.refusal.status == "writes_disabled" and "write_enabled=false" in str(raised.value)
+    refusal = raised.value.refusal
+    assert (refusal.gate, refusal.status) == ("write_enabled", "writes_disabled")
+    assert refusal.reason == "writes are disabled on this store (write_enabled=false)"
+    assert refusal.hint == "nothing was written; a person turns writes back on with: kenning config set write_enabled true"
     write_enabled.require(StoreConfig())  # on by default: nothing raised
 
 
