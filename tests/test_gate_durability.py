@@ -92,3 +92,15 @@ def test_a_day_word_is_generic_only_in_a_sentence_that_says_how_often():
     assert find_transient_markers("The build broke today. The report runs daily.") == ["today"]
     assert find_transient_markers("When a migration is in progress, writes are blocked.") == []
     assert find_transient_markers("The migration is in progress.") == ["in progress"]
+
+
+def test_the_refusal_names_every_marker_and_says_what_to_do():
+    from kenning.memory.gates.durability import check
+
+    refusal = check("The deploy is currently blocked and we'll fix it tomorrow.")
+    assert refusal.reason == ("the text reads as run-state that will go stale ("
+                              + ", ".join(refusal.matched) + ")") and len(refusal.matched) >= 2
+    assert refusal.reason.startswith("the text reads as run-state that will go stale (currently, ")
+    assert refusal.hint == ("Write run-state as an episode (episode_write) instead. If the fact is durable, restate it "
+                            "without the time-bound wording, or pass acknowledge_transient=True.")
+    assert refusal.override == "acknowledge_transient"
