@@ -159,6 +159,7 @@ def record_use(
             for mid, ex in zip(ids, excerpts)]
     with s.transaction() as c:
         events.log_many(c, now, s.session_id, events.OUTCOME, rows)
+    trust.outcomes_logged(s.db)
     return {"status": "recorded", "outcome": outcome, "memory_ids": ids, "at": iso(now)}
 
 

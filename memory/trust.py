@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -76,9 +77,19 @@ def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> di
     if not memories:
         return {}
     by_id = {m.id: m for m in memories}
-    logged = _negative_events(db, list(by_id), now - RECENT_OUTCOMES)
+    since = iso(now - RECENT_OUTCOMES)
+    known = _remembered(db)
+    missing = [mid for mid in by_id if mid not in known or known[mid][0] > since]
+    if missing:
+        if len(known) > NEGATIVES_REMEMBERED:
+            known.clear()
+        fetched: dict[str, list[dict[str, Any]]] = {mid: [] for mid in missing}
+        for event in _negative_events(db, missing, now - RECENT_OUTCOMES):
+            fetched[event["memory_id"]].append(event)
+        known.update((mid, (since, events_)) for mid, events_ in fetched.items())
+    logged = [e for mid in by_id for e in known[mid][1] if e["at"] >= since]
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for event in reversed(logged):  # newest first
+    for event in reversed(logged):  # newest first (per memory, which is all that is compared)
         payload = event["payload"]
         outcome = payload.get("outcome")
         memory = by_id[event["memory_id"]]
@@ -89,6 +100,29 @@ def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> di
         entry.update({k: payload[k] for k in ("note", "excerpt") if payload.get(k)})
         out.setdefault(memory.id, {}).setdefault(outcome, entry)
     return {mid: list(kinds.values()) for mid, kinds in out.items()}
+
+
+# Per database: what the log held (data_version, and this process's own outcome writes) when the
+# negative outcomes of each memory were read. A memory hit by every search gathers an automatic
+# ``applied`` outcome per search, and reading past them on each hit grew with its use; the answer
+# only changes when someone logs an outcome, so it is read again only then.
+_NEGATIVES: "weakref.WeakKeyDictionary[Any, tuple[tuple[int, int], dict[str, tuple[str, list]]]]" = \
+    weakref.WeakKeyDictionary()
+_OWN_OUTCOMES: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+NEGATIVES_REMEMBERED = 8192
+
+
+def outcomes_logged(db: Database) -> None:
+    """This process logged outcomes (``record_use``): forget the remembered negative outcomes."""
+    _OWN_OUTCOMES[db] = _OWN_OUTCOMES.get(db, 0) + 1
+
+
+def _remembered(db: Database) -> dict[str, tuple[str, list]]:
+    stamp = (db.data_version(), _OWN_OUTCOMES.get(db, 0))
+    held = _NEGATIVES.get(db)
+    if held is None or held[0] != stamp:
+        held = _NEGATIVES[db] = (stamp, {})
+    return held[1]
 
 
 def _negative_events(db: Database, ids: list[str], since: datetime) -> list[dict[str, Any]]:

@@ -58,10 +58,10 @@ def rank(
     ``coverage_of`` lookup, legs are fused on absolute evidence (``fusion.evidence``); otherwise
     by weighted RRF.
     """
+    if len(legs) == 1:  # nothing to fuse: the leg's own top ``limit`` is the answer, so rank no deeper
+        (name, run), = legs.items()
+        return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(run(limit)[:limit], 1)]
     rankings = {name: run(depth) for name, run in legs.items()}
-    if len(rankings) == 1:
-        (name, ranking), = rankings.items()
-        return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(ranking[:limit], 1)]
     if evidence is not None and coverage_of is not None and VECTOR_LEG in rankings:
         keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
         fused = fusion.evidence(rankings, coverage_of(keys), **evidence)

@@ -44,3 +44,26 @@ def test_plain_hits_carry_exactly_the_full_assessment(tmp_path):
                     seen.add((hit.staleness_verdict, hit.trust["verification"]["status"]))
         assert {("fresh", "never"), ("spot_check_recommended", "never"), ("fresh", "fresh"),
                 ("spot_check_recommended", "stale")} <= seen  # the states above did differ
+
+
+def test_remembered_negative_outcomes_follow_every_new_outcome(tmp_path):
+    clock = Clock()
+    home = tmp_path / "s"
+    with kenning.open_store(home, clock=clock) as a, kenning.open_store(home, clock=clock) as b:
+        [first, second] = a.import_records([{"content": "the billing service bills monthly", "scopes": ["t"]},
+                                            {"content": "billing invoices go out on the first", "scopes": ["t"]}])
+
+        def negatives(store):
+            return {h.id: [o["outcome"] for o in h.trust.get("recent_negative_outcomes", [])]
+                    for h in store.search("billing", mode="bm25", record=False).hits}
+
+        for _ in range(3):  # automatic applies pile up; nothing negative yet
+            a.search("billing", mode="bm25")
+        assert negatives(a) == {first: [], second: []}
+        clock.now = START + timedelta(hours=1)  # an outcome at the write's own instant counts as answered
+        b.record_use([first], "contradicted", note="it bills weekly")  # another connection
+        assert negatives(a) == {first: ["contradicted"], second: []}
+        a.record_use([second], "ignored")  # this store object itself
+        assert negatives(a) == {first: ["contradicted"], second: ["ignored"]}
+        clock.now = START + timedelta(days=31, hours=2)  # out of the 30-day window
+        assert negatives(a) == {first: [], second: []}
