@@ -215,6 +215,10 @@ def run_command(
         help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json)."),
     foreign: Optional[str] = typer.Option(
         None, "--foreign", help="Also run this other collection's queries, as unanswerable ones (off-topic questions)."),
+    store_url: Optional[str] = typer.Option(
+        None, "--store", metavar="URL",
+        help="Load the collection into a scratch schema on this PostgreSQL server (dropped afterwards) instead "
+             "of a temporary SQLite store: the backend parity check."),
 ) -> None:
     """Evaluate every mode on a collection and print nDCG@10, R@10, R@100, MRR@10 and latency,
     the unanswerable queries' behaviour, the relevance labels' reliability, and every setting that ran.
@@ -230,11 +234,15 @@ def run_command(
         kenning eval run ../shared/eval-data/scifact-train --reference rank-bm25 --plot scifact.png
 
         kenning eval run ../shared/eval-data/med --foreign ../shared/eval-data/cranfield
+
+        kenning eval run ../shared/eval-data/scifact-train --store postgresql://kenning@db.internal/kenning
     """
     from .harness import run_eval
 
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise InvalidInput("--store takes a postgresql:// URL (the SQLite default needs no option)")
     report = run_eval(collection, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
-                      reference=reference, limit_queries=limit_queries, foreign=foreign)
+                      reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
     if out_path is not None:
         _write_json(out_path, report)
     if plot is not None:

@@ -124,8 +124,10 @@ def loaded_store(
     progress: Progress | None = None,
     config_overrides: Mapping | None = None,
     semantic: bool = False,
+    store_url: str | None = None,
 ) -> Iterator[Store]:
-    """A store holding the collection, in a temporary directory removed afterwards.
+    """A store holding the collection, in a temporary directory removed afterwards (with
+    ``store_url``, in a scratch schema on that PostgreSQL server, dropped afterwards).
 
     Each document keeps its id and gets its group as scope (``--group-sep``), so a query can be
     restricted to its own group with the ordinary scope filter. With ``semantic`` (and a working
@@ -135,7 +137,7 @@ def loaded_store(
     """
     progress = progress or Progress(False)
     docs = indexable(dataset)
-    with tempfile.TemporaryDirectory(prefix="kenning-eval-") as tmp:
+    with scratch_location(store_url) as tmp:
         store = kenning.open_store(tmp)
         cache = None
         try:
@@ -165,6 +167,21 @@ def loaded_store(
             store.close()
             if cache is not None:
                 cache.close()
+
+
+@contextmanager
+def scratch_location(store_url: str | None) -> Iterator[str]:
+    """Where a throwaway store goes: a temporary directory, or a new schema on the server at ``store_url``."""
+    if store_url is None:
+        with tempfile.TemporaryDirectory(prefix="kenning-eval-") as tmp:
+            yield tmp
+        return
+    import uuid
+
+    from kenning.store.postgres.database import scratch_schema
+
+    with scratch_schema(store_url, f"kenning_eval_{uuid.uuid4().hex[:12]}") as url:
+        yield url
 
 
 def run_mode(
@@ -348,6 +365,7 @@ def run_eval(
     reference: Sequence[str] = (),
     limit_queries: int | None = None,
     foreign: Dataset | str | Path | None = None,
+    store_url: str | None = None,
 ) -> dict:
     """Evaluate a collection (folder, ``"builtin"`` or a loaded ``Dataset``) in every requested mode.
 
@@ -381,7 +399,7 @@ def run_eval(
     }
     with Progress(progress) as bar:
         semantic = any(mode in SEMANTIC_MODES for mode in wanted)
-        with loaded_store(data, group_sep, bar, config_overrides, semantic) as store:
+        with loaded_store(data, group_sep, bar, config_overrides, semantic, store_url) as store:
             config = store.config
             report["config"] = what_ran(store, semantic)
             for mode in wanted:

@@ -232,10 +232,10 @@ class Episodes:
             params += wanted_ids
         explicit = any(v is not None for v in (session_id, parent_session_id, swarm_id, ids))
         if auto_scope and not explicit:
-            rows = [e for e in self._select(" AND ".join(where) or "1", params) if self._same_checkout(e.worktree)]
+            rows = [e for e in self._select(" AND ".join(where) or "1 = 1", params) if self._same_checkout(e.worktree)]
             rows = rows[:max_results]
         else:
-            rows = self._select(" AND ".join(where) or "1", params, limit=max_results)
+            rows = self._select(" AND ".join(where) or "1 = 1", params, limit=max_results)
         return rows[::-1]
 
     def handoff(self, prior_session_id: str | None = None, max_episodes: int = HANDOFF_DEFAULT) -> dict[str, Any]:

@@ -256,7 +256,7 @@ class TranscriptIndex:
                 c.execute(
                     "UPDATE transcript_ledgers SET source = ?, format = ?, size = ?, mtime_ns = ?, offset = ?, head = ?, "
                     "tail = ?, session = ?, parent_session = ?, project = ?, "
-                    "malformed = CASE WHEN ? THEN 0 ELSE malformed END + ?, state = ? WHERE id = ?",
+                    "malformed = CASE WHEN ? = 1 THEN 0 ELSE malformed END + ?, state = ? WHERE id = ?",
                     (*values[:10], rewritten, *values[10:], ledger_id))
             self._insert_messages(c, ledger_id, inc.messages, fallback_at)
         self._ledgers[path] = _Ledger(ledger_id, source_id, path, inc.mark, session, parent, project, json.dumps(state))

@@ -302,6 +302,16 @@ class Database:
             (key, value),
         )
 
+    def changes(self) -> int:
+        """Grows with every row this connection changed: a refusal that wrote nothing leaves it alone."""
+        with self.lock:
+            return self.conn.total_changes
+
+    def tables(self) -> list[str]:
+        """The store's tables, by name."""
+        return [r[0] for r in self.read(lambda c: c.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall())]
+
     @staticmethod
     def keys_loaded(conn: sqlite3.Connection) -> None:
         """After rows were inserted with their keys (``kenning migrate``): nothing to do, SQLite's

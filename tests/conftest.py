@@ -51,8 +51,12 @@ def pytest_sessionfinish(session, exitstatus):
     if _SESSION_CACHE is not None:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
     if _PG_SERVER is not None:
-        _PG_SERVER.cleanup_mode = "delete"
+        import subprocess
+
+        _PG_SERVER.cleanup_mode = "stop"
         _PG_SERVER.cleanup()
+        # hundreds of test databases take a while to delete: let that finish after the session
+        subprocess.Popen(["rm", "-rf", str(_PG_SERVER.pgdata)], start_new_session=True)
 
 
 @pytest.fixture(scope="session")

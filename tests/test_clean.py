@@ -48,6 +48,7 @@ def test_dry_run_lists_and_removes_nothing(store, litter):
     assert all(p.exists() for p in paths.values())
 
 
+@pytest.mark.sqlite_only  # about the files beside the SQLite database
 def test_clean_removes_leftovers_and_never_knowledge(store, litter):
     folder, paths = litter
     before = store.count()
@@ -62,6 +63,7 @@ def test_clean_removes_leftovers_and_never_knowledge(store, litter):
     markdown.sync(store, folder)  # the lock is gone, so the folder is usable again
 
 
+@pytest.mark.sqlite_only  # about the files beside the SQLite database
 def test_clean_never_removes_by_age(store, tmp_path):
     store.write("Backups keep 14 daily snapshots", scopes=["ops"])
     folder = tmp_path / "notes"

@@ -47,11 +47,11 @@ def ids(store) -> list[str]:
 
 def call(store, fn, *args, **kwargs):
     """Run one call: a KenningError must leave every table as it was; anything else fails the test."""
-    before = store.db.conn.total_changes
+    before = store.db.changes()
     try:
         fn(*args, **kwargs)
     except KenningError:
-        assert store.db.conn.total_changes == before, f"{fn.__name__} refused but changed the database"
+        assert store.db.changes() == before, f"{fn.__name__} refused but changed the database"
 
 
 id_arg = st.one_of(strings, anything, st.just("__existing__"))

@@ -31,6 +31,9 @@ def _count(con: sqlite3.Connection, table: str) -> int:
     return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
+pytestmark = pytest.mark.sqlite_only  # upgrades SQLite files written at older schemas; PostgreSQL has its own steps
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     """The store every old-version copy is made from, with what each version could hold."""

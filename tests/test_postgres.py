@@ -32,7 +32,7 @@ def test_the_dialect_says_sqlite_idioms_in_postgresql():
         "INSERT INTO embed_queue(mem) VALUES (%s) ON CONFLICT DO NOTHING")
     assert t("INSERT OR REPLACE INTO lex_segments(term, seg, postings) VALUES (?, ?, ?)") == (
         "INSERT INTO lex_segments(term, seg, postings) VALUES (%s, %s, %s) "
-        "ON CONFLICT (term, seg) DO UPDATE SET postings = EXCLUDED.postings")
+        "ON CONFLICT ((md5(term)), seg) DO UPDATE SET postings = EXCLUDED.postings")
     assert t("SELECT id FROM memories WHERE rowid IN (?) AND +removed_at IS NULL AND instr(content, '/') > 0") == (
         "SELECT id FROM memories WHERE rowid IN (%s) AND removed_at IS NULL AND strpos(content, '/') > 0")
     assert t("SELECT 'a?b%' || ? FROM meta WHERE value LIKE '50%'") == "SELECT 'a?b%%' || %s FROM meta WHERE value LIKE '50%%'"

@@ -29,8 +29,7 @@ def first_id(store):
 
 def everything(store) -> str:
     """Every row of every table as text."""
-    tables = [r[0] for r in store.db.read(lambda c: c.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())]
+    tables = store.db.tables()
     dump = []
     for table in tables:
         rows = store.db.read(lambda c: c.execute(f"SELECT * FROM {table}").fetchall())
@@ -57,10 +56,10 @@ REFUSED = {
 @pytest.mark.parametrize("secret", [SECRET, PROSE])
 @pytest.mark.parametrize("field", sorted(REFUSED))
 def test_a_secret_in_a_stored_field_is_refused_and_nothing_is_written(store, field, secret):
-    before = store.db.conn.total_changes
+    before = store.db.changes()
     with pytest.raises(InvalidInput, match="secret"):
         REFUSED[field](store, secret)
-    assert store.db.conn.total_changes == before
+    assert store.db.changes() == before
     assert "hunter2" not in everything(store) and SECRET not in everything(store)
 
 

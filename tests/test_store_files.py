@@ -16,6 +16,7 @@ def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
+@pytest.mark.sqlite_only
 def test_a_new_store_is_owner_only_under_a_permissive_umask(tmp_path):
     old = os.umask(0o022)
     try:
@@ -30,6 +31,7 @@ def test_a_new_store_is_owner_only_under_a_permissive_umask(tmp_path):
         os.umask(old)
 
 
+@pytest.mark.sqlite_only
 def test_an_old_world_readable_store_is_tightened(tmp_path):
     with open_store(tmp_path) as store:
         store.write("the build server is called hopper", scopes=["ops"])
@@ -38,6 +40,7 @@ def test_an_old_world_readable_store_is_tightened(tmp_path):
         assert mode(tmp_path / "kenning.sqlite3") == 0o600
 
 
+@pytest.mark.sqlite_only
 def test_a_dangling_database_symlink_is_refused_and_nothing_is_created(tmp_path):
     target = tmp_path / "elsewhere" / "kenning.sqlite3"
     store_dir = tmp_path / "s"
@@ -48,6 +51,7 @@ def test_a_dangling_database_symlink_is_refused_and_nothing_is_created(tmp_path)
     assert not target.exists() and not target.parent.exists()
 
 
+@pytest.mark.sqlite_only
 def test_a_database_symlink_to_a_file_is_followed(tmp_path):
     real = tmp_path / "real"
     with open_store(real) as store:

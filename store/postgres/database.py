@@ -116,6 +116,8 @@ class PostgresDatabase:
         with pg_errors(self.path):  # one direct connection first: a wrong URL fails at once, in one line
             with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                 self._migrate(conn)
+                # a role that may only read serves reads; every transaction then says why it cannot write
+                self.read_only = not conn.execute("SELECT has_table_privilege('memories', 'INSERT')").fetchone()[0]
             self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
                                        configure=_configure, open=False)
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -150,6 +152,11 @@ class PostgresDatabase:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One transaction; the generation bump first takes the write lock, so writers queue."""
+        if self.read_only:
+            from kenning.errors import ReadOnlyStore
+
+            raise ReadOnlyStore(f"the store {self.path} is read-only for this role (it may not insert into its "
+                                "tables): reads work, but nothing can be written there")
         if getattr(self._local, "conn", None) is not None:
             raise RuntimeError("a transaction is already open in this thread")
         with pg_errors(self.path), self.pool.connection() as raw:
@@ -199,6 +206,16 @@ class PostgresDatabase:
         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                      (key, value))
 
+    def changes(self) -> int:
+        """Grows with every committed transaction (by anyone): a refusal that wrote nothing leaves it alone."""
+        return self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
+
+    def tables(self) -> list[str]:
+        """The store's tables, by name (those of the schema the URL points at)."""
+        return [r[0] for r in self.read(lambda c: c.raw.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_name <> 'kenning_schema' ORDER BY table_name").fetchall())]
+
     @staticmethod
     def keys_loaded(conn: Connection) -> None:
         """After rows were inserted with their keys (``kenning migrate``): the sequences of the
@@ -234,6 +251,34 @@ def pg_errors(where: str) -> Iterator[None]:
         raise StorageError(f"the server of {where} is out of disk; nothing was written, free space and retry") from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StorageError(f"{where}: this role may not do that ({str(exc).splitlines()[0]}); nothing was written") from exc
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        raise InvalidInput(f"a value too large for the store's indexes ({str(exc).splitlines()[0]}); "
+                           "nothing was written") from exc
     except (psycopg.OperationalError, PoolTimeout) as exc:
         raise StorageError(f"cannot reach {where} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}); "
                            "check the server and the URL") from exc
+
+
+def in_schema(url: str, name: str) -> str:
+    """The URL of the same database with ``name`` as the schema its tables live in (a store per schema)."""
+    from urllib.parse import quote
+
+    parts = urlsplit(url)
+    option = "options=" + quote(f"-csearch_path={name}", safe="")
+    return urlunsplit(parts._replace(query=f"{parts.query}&{option}" if parts.query else option))
+
+
+@contextmanager
+def scratch_schema(url: str, name: str) -> Iterator[str]:
+    """A new, empty schema on the server for a throwaway store (an evaluation run), dropped afterwards."""
+    import psycopg
+
+    if not name.isidentifier():
+        raise ValueError(f"not a schema name: {name!r}")
+    with pg_errors(display_url(url)), psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    try:
+        yield in_schema(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")

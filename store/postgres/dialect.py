@@ -4,7 +4,7 @@ The store and lifecycle modules speak one small dialect, SQLite's, restricted to
 can say again in PostgreSQL (docs/architecture.md, "Backends", lists it): ``?`` parameters,
 ``json_extract(col, '$.a.b')``, ``json_each(col[, '$.a'])`` in FROM with its ``value`` column,
 ``json_array_length(col, '$.a')``, ``instr(a, b)``, ``x IS [NOT] ?``, ``INSERT OR IGNORE``, ``INSERT OR
-REPLACE`` on a table listed in ``REPLACE_KEYS``, ``+col`` (an SQLite planner hint, dropped) and the
+REPLACE`` on a table listed in ``REPLACE_KEYS``, ``+col`` (an SQLite planner hint, dropped), blob literals ``x'0102'`` and the
 two PRAGMAs a store reads. Translation is pure text work, done once per statement text and cached.
 """
 
@@ -21,6 +21,8 @@ REPLACE_KEYS: dict[str, tuple[str, ...]] = {
     "embeddings": ("mem", "model_id"),
     "transcript_embeddings": ("mem", "model_id"),
 }
+# how the unique index PostgreSQL must infer is written, where it is not the plain columns
+CONFLICT_TARGETS = {"lex_segments": "(md5(term)), seg", "tlex_segments": "(md5(term)), seg"}
 FRESH_ID_ON_REPLACE = {"embeddings", "transcript_embeddings"}
 
 # the key an INSERT hands back as ``lastrowid``
@@ -41,6 +43,7 @@ _JSON_EACH = re.compile(r"json_each\(\s*([\w.]+)\s*(?:,\s*" + _JSON_PATH + r")?\
                         re.IGNORECASE)
 _JSON_LENGTH = re.compile(r"json_array_length\(\s*([\w.]+)\s*,\s*" + _JSON_PATH + r"\s*\)")
 _INSERT = re.compile(r"^\s*INSERT\s+OR\s+(IGNORE|REPLACE)\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+_BLOB = re.compile(r"(?<![\w'])[xX]'([0-9a-fA-F]*)'")
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
 _KEYWORD_COLUMNS = re.compile(r"\b(offset)\b")  # columns whose names PostgreSQL reserves (lower case only)
 
@@ -85,7 +88,8 @@ def translate(sql: str) -> str:
         return PRAGMAS[stripped]
     if stripped.upper().startswith("PRAGMA"):
         raise ValueError(f"no PostgreSQL form for {stripped!r}")
-    text = _JSON_EXTRACT.sub(_json_extract, stripped)
+    text = _BLOB.sub(lambda m: f"'\\x{m.group(1)}'::bytea", stripped)
+    text = _JSON_EXTRACT.sub(_json_extract, text)
     text = _JSON_EACH.sub(_json_each, text)
     text = _JSON_LENGTH.sub(_json_length, text)
     found = _INSERT.match(text)
@@ -102,7 +106,8 @@ def translate(sql: str) -> str:
             sets = [f"{c} = EXCLUDED.{c}" for c in names if c not in key]
             if table in FRESH_ID_ON_REPLACE:
                 sets.append("id = DEFAULT")
-            text += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(sets)}"
+            target = CONFLICT_TARGETS.get(table, ", ".join(key))
+            text += f" ON CONFLICT ({target}) DO UPDATE SET {', '.join(sets)}"
     return _outside_literals(text, _plain)
 
 

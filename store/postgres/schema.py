@@ -39,6 +39,13 @@ def _keyed(table: str, column: str) -> str:
             f"EXECUTE FUNCTION kenning_next_key('{column}')")
 
 
+def _term_keyed(table: str) -> list[str]:
+    """A postings table's key: a term may be longer than a B-tree entry allows (one 1 MiB "word"), so
+    the unique key holds its digest and lookups by term go through a hash index."""
+    return [f"CREATE UNIQUE INDEX {table}_key ON {table} (md5(term), seg)",
+            f"CREATE INDEX {table}_term ON {table} USING hash (term)"]
+
+
 MIGRATIONS: list[list[str]] = [
     [
         "CREATE TABLE kenning_generation (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), n BIGINT NOT NULL)",
@@ -83,10 +90,10 @@ MIGRATIONS: list[list[str]] = [
         )""",
         _keyed("lex_docs", "lexid"),
         "CREATE INDEX lex_docs_mem ON lex_docs(mem, live)",
-        "CREATE TABLE lex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL, "
-        "PRIMARY KEY (term, seg))",
+        "CREATE TABLE lex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL)",
+        *_term_keyed("lex_segments"),
         "CREATE TABLE lex_delta (term TEXT NOT NULL, lexid BIGINT NOT NULL, tf BIGINT NOT NULL)",
-        "CREATE INDEX lex_delta_term ON lex_delta(term)",
+        "CREATE INDEX lex_delta_term ON lex_delta USING hash (term)",
         """CREATE TABLE embeddings (
             id BIGSERIAL PRIMARY KEY,
             mem BIGINT NOT NULL,
@@ -171,10 +178,10 @@ MIGRATIONS: list[list[str]] = [
         )""",
         _keyed("tlex_docs", "lexid"),
         "CREATE INDEX tlex_docs_mem ON tlex_docs(mem, live)",
-        "CREATE TABLE tlex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL, "
-        "PRIMARY KEY (term, seg))",
+        "CREATE TABLE tlex_segments (term TEXT NOT NULL, seg BIGINT NOT NULL, postings BYTEA NOT NULL)",
+        *_term_keyed("tlex_segments"),
         "CREATE TABLE tlex_delta (term TEXT NOT NULL, lexid BIGINT NOT NULL, tf BIGINT NOT NULL)",
-        "CREATE INDEX tlex_delta_term ON tlex_delta(term)",
+        "CREATE INDEX tlex_delta_term ON tlex_delta USING hash (term)",
         """CREATE TABLE transcript_embeddings (
             id BIGSERIAL PRIMARY KEY,
             mem BIGINT NOT NULL,

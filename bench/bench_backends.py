@@ -1,0 +1,191 @@
+"""SQLite and PostgreSQL side by side: search and write latency, and many processes on one store.
+
+Run from the repository root (starts its own PostgreSQL 16 + pgvector from the pgserver package,
+or uses ``--url``, whose database must be empty or a scratch schema is made in it):
+
+    python bench/bench_backends.py --memories 10000 --procs 8 --ops 1000 --out bench/results-backends.json
+
+For each backend the same store is built (``--memories`` corpus memories, imported in bulk), then:
+search p50/p99 per lexical mode (``keyword``, ``bm25``: the legs both backends run the same way;
+``--vector`` adds ``semantic`` and ``hybrid`` after embedding the corpus, which takes long on CPU),
+write p50/p99 (single gated writes of new text), and ``--procs`` client processes each doing
+``--ops`` mixed operations (70 % searches, 30 % writes) at once: throughput, p99, errors and lost
+writes (acknowledged ids a fresh process cannot read afterwards). Medians over ``--repeats`` runs
+of the single-process figures. Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import Corpus  # noqa: E402
+
+import kenning  # noqa: E402
+
+WRITE_OFFSET = 1_000_000
+SEARCH_SHARE = 0.7
+# corpus text is made up: accept every risk a gate may see in it, so each write is a full gated commit
+ACCEPT = {"force": True, "acknowledge_transient": True, "acknowledge_user_claim": True,
+          "acknowledge_scope_mismatch": True}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))]
+
+
+def ms(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(values, 50) * 1000, 2), "p99_ms": round(percentile(values, 99) * 1000, 2)}
+
+
+def build(location: str, corpus: Corpus, n: int, vector: bool) -> float:
+    started = time.perf_counter()
+    with kenning.open_store(location) as store:
+        store.import_records(corpus.records(n))
+        if vector and store.semantic.availability().working:
+            store.semantic.embed_pending()
+    return time.perf_counter() - started
+
+
+def single_process(location: str, corpus: Corpus, modes: list[str], queries: list[str], writes: int,
+                   offset: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with kenning.open_store(location) as store:
+        for mode in modes:
+            store.search(queries[0], mode=mode)  # warm: load the lexicon, the encoder, the index
+            lat = []
+            for q in queries:
+                t0 = time.perf_counter()
+                store.search(q, mode=mode, limit=10)
+                lat.append(time.perf_counter() - t0)
+            out[f"search_{mode}"] = ms(lat)
+        lat = []
+        for i, text in enumerate(corpus.memories(writes, offset=offset)):
+            t0 = time.perf_counter()
+            result = store.write(f"{text} (bench write {offset + i})", scopes=["bench:writes"], **ACCEPT)
+            lat.append(time.perf_counter() - t0)
+            assert result.status == "committed", result
+        out["write"] = ms(lat)
+    return out
+
+
+def client(location: str, worker: int, ops: int, queries: list[str], texts: list[str], start: float, out) -> None:
+    rng = random.Random(worker)
+    lat, errors, written = [], 0, []
+    store = kenning.open_store(location)
+    store.search(queries[0], mode="bm25")
+    while time.time() < start:
+        time.sleep(0.001)
+    t_begin = time.perf_counter()
+    for i in range(ops):
+        t0 = time.perf_counter()
+        try:
+            if rng.random() < SEARCH_SHARE:
+                store.search(rng.choice(queries), mode="bm25", limit=10)
+            else:
+                result = store.write(f"{texts[i]} (client {worker} op {i})", scopes=[f"bench:client{worker}"],
+                                     **ACCEPT)
+                if result.status == "committed":
+                    written.append(result.id)
+                else:
+                    errors += 1  # every gate is accepted, so anything but committed is a failure
+        except Exception:  # noqa: BLE001 - counted, the run goes on
+            errors += 1
+        lat.append(time.perf_counter() - t0)
+    out.put({"lat": lat, "errors": errors, "written": written, "seconds": time.perf_counter() - t_begin})
+    store.close()
+
+
+def many_processes(location: str, corpus: Corpus, procs: int, ops: int, queries: list[str]) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    start = time.time() + 5 + procs  # every client opened and warm before the first operation
+    workers = []
+    for w in range(procs):
+        texts = list(corpus.memories(ops, offset=WRITE_OFFSET * 2 + w * ops))
+        workers.append(ctx.Process(target=client, args=(location, w, ops, queries, texts, start, out)))
+    for p in workers:
+        p.start()
+    results = [out.get(timeout=3600) for _ in workers]
+    for p in workers:
+        p.join()
+    lat = [x for r in results for x in r["lat"]]
+    written = [i for r in results for i in r["written"]]
+    with kenning.open_store(location) as store:  # a fresh process's view: every acknowledged write readable
+        lost = 0
+        for mid in written:
+            try:
+                store.get(mid)
+            except kenning.NotFound:
+                lost += 1
+    wall = max(r["seconds"] for r in results)
+    return {"processes": procs, "ops_per_process": ops, "throughput_ops_s": round(len(lat) / wall, 1),
+            **ms(lat), "errors": sum(r["errors"] for r in results), "writes_acknowledged": len(written),
+            "lost_writes": lost}
+
+
+def median_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {k: {m: round(statistics.median(r[k][m] for r in runs), 2) for m in runs[0][k]} for k in runs[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--writes", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--procs", type=int, default=8)
+    parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--vector", action="store_true", help="also semantic and hybrid (embeds the corpus first)")
+    parser.add_argument("--url", default=None, help="a PostgreSQL server to use (default: start one with pgserver)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    server = None
+    url = args.url
+    if url is None:
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="kenning-bench-pg-"), cleanup_mode="delete")
+        url = server.get_uri()
+    from kenning.store.postgres.database import scratch_schema
+
+    corpus = Corpus()
+    queries = corpus.queries(args.queries, corpus_size=args.memories)
+    modes = ["keyword", "bm25"] + (["semantic", "hybrid"] if args.vector else [])
+    report: dict[str, Any] = {"memories": args.memories, "queries": len(queries), "repeats": args.repeats,
+                              "modes": modes, "backends": {}}
+    with tempfile.TemporaryDirectory(prefix="kenning-bench-") as tmp, \
+            scratch_schema(url, f"kenning_bench_{uuid.uuid4().hex[:8]}") as pg_location:
+        for name, location in (("sqlite", str(Path(tmp) / "store")), ("postgresql", pg_location)):
+            print(f"{name}: building {args.memories} memories", flush=True)
+            row: dict[str, Any] = {"build_s": round(build(location, corpus, args.memories, args.vector), 1)}
+            runs = [single_process(location, corpus, modes, queries, args.writes, WRITE_OFFSET + r * args.writes)
+                    for r in range(args.repeats)]
+            row.update(median_runs(runs))
+            print(f"{name}: {args.procs} processes x {args.ops} operations", flush=True)
+            row["concurrent"] = many_processes(location, corpus, args.procs, args.ops, queries)
+            report["backends"][name] = row
+            print(json.dumps({name: row}, indent=1), flush=True)
+    if server is not None:
+        server.cleanup()
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
