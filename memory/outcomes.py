@@ -35,16 +35,19 @@ def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: i
     reads only the session's newest searches, not its whole history (a long session searched
     thousands of times would otherwise pay for all of them on every search).
     """
+    # With a cursor, read the log's tail after it (a rowid range); without one, this session's rows
+    # (its index). Left to itself SQLite picks the kind index: every search ever logged, by anyone.
+    where = "rowid > ? AND +session = ? AND +kind = ?" if after_rowid else "session = ? AND +kind = ? AND rowid > ?"
+    params = (after_rowid, session, events.SEARCH) if after_rowid else (session, events.SEARCH, after_rowid)
     searches = conn.execute(
         "SELECT rowid, at, json_extract(payload, '$.use_token'), json_extract(payload, '$.hit_ids') FROM events "
-        "WHERE session = ? AND kind = ? AND rowid > ? ORDER BY rowid",
-        (session, events.SEARCH, after_rowid)).fetchall()
+        f"WHERE {where} ORDER BY rowid", params).fetchall()
     searches = [s for s in searches if s[2] is not None]
     if not searches:
         return 0, after_rowid
     settled = {r[0] for r in conn.execute(
-        "SELECT json_extract(payload, '$.use_token') FROM events WHERE session = ? AND kind = ? AND rowid > ?",
-        (session, SETTLED, searches[0][0])).fetchall()}  # a token's settlement is logged after its search
+        "SELECT json_extract(payload, '$.use_token') FROM events WHERE rowid > ? AND +session = ? AND +kind = ?",
+        (searches[0][0], session, SETTLED)).fetchall()}  # a token's settlement is logged after its search
     open_ = [s for s in searches if s[2] not in settled]
     if keep_latest:
         open_ = open_[:-keep_latest]
