@@ -17,6 +17,8 @@ from datetime import datetime
 
 from ulid import ULID
 
+from kenning.store.models import iso
+
 from . import events
 
 SETTLED = "use_settled"  # one per settled use_token, so a token settles once
@@ -59,14 +61,21 @@ def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: i
         else:
             break
     applied = 0
+    if not open_:
+        return applied, cursor
+    # the session's outcomes since its oldest open search, read once (its own index), not once a token
+    # through the kind index (every session's outcomes since then)
+    outcomes_since = conn.execute(
+        "SELECT memory_id, at FROM events WHERE session = ? AND at >= ? AND +kind = ?",
+        (session, min(s[1] for s in open_), events.OUTCOME)).fetchall()
+    stamp = iso(now)
     for _, at, token, hit_ids in open_:
         ids = json.loads(hit_ids or "[]")
-        answered = {r[0] for r in conn.execute(
-            "SELECT memory_id FROM events WHERE session = ? AND kind = ? AND at >= ?",
-            (session, events.OUTCOME, at)).fetchall()}
+        answered = {mid for mid, logged in outcomes_since if logged >= at}
         rows = [(mid, {"outcome": "applied", "auto": True, "use_token": token}) for mid in ids if mid not in answered]
         if rows:
             events.log_many(conn, now, session, events.OUTCOME, rows)
+            outcomes_since += [(mid, stamp) for mid, _ in rows]  # as the next token's query would see them
             applied += len(rows)
         events.log(conn, now, session, SETTLED, None, {"use_token": token, "auto_applied": len(rows)})
     return applied, cursor
