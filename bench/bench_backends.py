@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import random
 import statistics
 import sys
@@ -84,7 +85,7 @@ def single_process(location: str, corpus: Corpus, modes: list[str], queries: lis
 
 def client(location: str, worker: int, ops: int, queries: list[str], texts: list[str], start: float, out) -> None:
     rng = random.Random(worker)
-    lat, errors, written = [], 0, []
+    lat, errors, written, kinds = [], 0, [], {}
     store = kenning.open_store(location)
     store.search(queries[0], mode="bm25")
     while time.time() < start:
@@ -102,10 +103,13 @@ def client(location: str, worker: int, ops: int, queries: list[str], texts: list
                     written.append(result.id)
                 else:
                     errors += 1  # every gate is accepted, so anything but committed is a failure
-        except Exception:  # noqa: BLE001 - counted, the run goes on
+        except Exception as exc:  # noqa: BLE001 - counted by kind, the run goes on
             errors += 1
+            kind = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            kinds[kind] = kinds.get(kind, 0) + 1
         lat.append(time.perf_counter() - t0)
-    out.put({"lat": lat, "errors": errors, "written": written, "seconds": time.perf_counter() - t_begin})
+    out.put({"lat": lat, "errors": errors, "kinds": kinds, "written": written,
+             "seconds": time.perf_counter() - t_begin})
     store.close()
 
 
@@ -133,7 +137,9 @@ def many_processes(location: str, corpus: Corpus, procs: int, ops: int, queries:
                 lost += 1
     wall = max(r["seconds"] for r in results)
     return {"processes": procs, "ops_per_process": ops, "throughput_ops_s": round(len(lat) / wall, 1),
-            **ms(lat), "errors": sum(r["errors"] for r in results), "writes_acknowledged": len(written),
+            **ms(lat), "errors": sum(r["errors"] for r in results),
+            "error_kinds": {k: sum(r["kinds"].get(k, 0) for r in results) for r in results for k in r["kinds"]},
+            "writes_acknowledged": len(written),
             "lost_writes": lost}
 
 
@@ -167,7 +173,7 @@ def main() -> None:
     queries = corpus.queries(args.queries, corpus_size=args.memories)
     modes = ["keyword", "bm25"] + (["semantic", "hybrid"] if args.vector else [])
     report: dict[str, Any] = {"memories": args.memories, "queries": len(queries), "repeats": args.repeats,
-                              "modes": modes, "backends": {}}
+                              "modes": modes, "load_average_at_start": round(os.getloadavg()[0], 1), "backends": {}}
     with tempfile.TemporaryDirectory(prefix="kenning-bench-") as tmp, \
             scratch_schema(url, f"kenning_bench_{uuid.uuid4().hex[:8]}") as pg_location:
         for name, location in (("sqlite", str(Path(tmp) / "store")), ("postgresql", pg_location)):
@@ -180,6 +186,7 @@ def main() -> None:
             row["concurrent"] = many_processes(location, corpus, args.procs, args.ops, queries)
             report["backends"][name] = row
             print(json.dumps({name: row}, indent=1), flush=True)
+    report["load_average_at_end"] = round(os.getloadavg()[0], 1)
     if server is not None:
         server.cleanup()
     if args.out is not None:
