@@ -90,10 +90,9 @@ def _default_cache() -> Path:
     return cache_root()
 
 
-def ndcg_runs(data_dir: Path, modes: str, work: Path, backends: list[str], only: list[str] | None) -> dict:
-    results: dict = {}
+def ndcg_runs(data_dir: Path, modes: str, work: Path, backends: list[str], only: list[str] | None) -> None:
+    """One `kenning eval run` per collection and backend whose report is not in ``work`` yet."""
     for name, target in collections(data_dir, only):
-        results[name] = {}
         for backend in backends:
             report_file = work / f"{name}-{backend}.json"
             if not report_file.is_file():
@@ -103,9 +102,6 @@ def ndcg_runs(data_dir: Path, modes: str, work: Path, backends: list[str], only:
                     command += ["--group-sep", GROUP_SEP[name]]
                 print(f"{name} {backend} ...", file=sys.stderr, flush=True)
                 subprocess.run(command, env=backend_env(backend, work), check=True, stdout=subprocess.DEVNULL)
-            report = json.loads(report_file.read_text())
-            results[name][backend] = {m: r["nDCG@10"] for m, r in report["modes"].items()}
-    return results
 
 
 def read_reports(data_dir: Path, work: Path, only: list[str] | None) -> dict:
