@@ -128,3 +128,48 @@ def test_groundedness_refusal_text_and_its_override():
                             "they come from a source outside the transcript (a file you read, a tool result).")
     assert groundedness.check("Boats need water.", None) is None  # no transcript: nothing to ground against
     assert groundedness.check("Boats need water.", "kites", acknowledge=True) is None
+
+
+def test_memory_text_limits_and_their_messages():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import MAX_CONTENT_BYTES, check_content
+
+    assert check_content("ok") == "ok" and check_content("a1") == "a1"
+    for empty in ("", "   ", None):
+        with pytest.raises(InvalidInput, match=r"^memory text is empty; give the text to remember$"):
+            check_content(empty)
+    for short in ("x", " - ", "!?"):
+        with pytest.raises(InvalidInput, match=r"is too short to remember: a memory needs at least two characters "
+                                               r"and a letter or digit \(did a shell pass '-' or a stray symbol\?\)$"):
+            check_content(short)
+    assert check_content("a" * MAX_CONTENT_BYTES) == "a" * MAX_CONTENT_BYTES  # the limit itself is allowed
+    with pytest.raises(InvalidInput, match=r"^memory text is 1,048,577 bytes; the limit is 1,048,576 \(1 MiB\)$"):
+        check_content("a" * (MAX_CONTENT_BYTES + 1))
+
+
+def test_scope_limits_and_their_messages():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import MAX_SCOPE_CHARS, check_scopes
+
+    assert check_scopes("ops") == ["ops"] and check_scopes([" ops ", "ops", "x"]) == ["ops", "x"]
+    assert check_scopes(["s" * MAX_SCOPE_CHARS]) == ["s" * MAX_SCOPE_CHARS]
+    cases = [(None, r"^at least one scope is required"), ("", r"^at least one scope is required"),
+             ({"ops": 1}, r"^scopes must be a list of strings, got dict$"),
+             ([" "], r"^a scope is empty; use a short tag such as projects:kenning$"),
+             ([3], r"^a scope is empty"), (["a\tb"], r"^scope 'a\\tb' contains a control character$"),
+             (["s" * (MAX_SCOPE_CHARS + 1)], rf"is longer than {MAX_SCOPE_CHARS} characters$")]
+    for scopes, message in cases:
+        with pytest.raises(InvalidInput, match=message):
+            check_scopes(scopes)
+
+
+def test_claims_without_a_worktree_are_uncheckable(tmp_path):
+    from kenning.memory.gates import claims as claims_gate
+
+    assert claims_gate.check([], None) is None
+    refusal = claims_gate.check(["file:README.md"], None)
+    assert (refusal.gate, refusal.status) == ("claims", "claims_uncheckable")
+    assert refusal.reason == "claims are checked against a git worktree, and this write comes from outside any"
+    assert refusal.hint == "Write from inside the repository the claims are about, or leave the claims out."
+    assert refusal.matched == ["file:README.md"]
+    assert claims_gate.check(["file:README.md"], str(tmp_path / "gone")).status == "claims_uncheckable"
