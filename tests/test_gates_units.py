@@ -173,3 +173,16 @@ def test_claims_without_a_worktree_are_uncheckable(tmp_path):
     assert refusal.hint == "Write from inside the repository the claims are about, or leave the claims out."
     assert refusal.matched == ["file:README.md"]
     assert claims_gate.check(["file:README.md"], str(tmp_path / "gone")).status == "claims_uncheckable"
+
+
+def test_a_claim_that_does_not_hold_in_the_worktree_is_refused_with_what_failed(tmp_path):
+    from kenning.memory.claims import parse_claims
+    from kenning.memory.gates import claims as claims_gate
+
+    (tmp_path / "present.txt").write_text("PORT = 8443\n")
+    assert claims_gate.check(parse_claims(["present.txt"]), str(tmp_path)) is None
+    refusal = claims_gate.check(parse_claims(["present.txt", "missing.txt"]), str(tmp_path))
+    assert (refusal.gate, refusal.status) == ("claims", "claim_false")
+    assert refusal.matched == ["missing.txt"]
+    assert refusal.reason.startswith(f"claim(s) do not hold in {tmp_path}: missing.txt (")
+    assert refusal.hint == "Correct the claim or the memory text so they match the code as it is now, then write again."

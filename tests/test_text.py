@@ -207,3 +207,8 @@ def test_snippet_prefers_more_distinct_terms_then_the_first_cluster():
     assert "alpha beta" in snip and not snip.startswith("alpha")
     twice = "alpha" + far + " alpha" + far
     assert text.snippet(twice, ["alpha"]).startswith("alpha a a")  # equal clusters: the first wins
+
+
+def test_query_tokens_of_non_ascii_text_drop_stopwords_unless_nothing_is_left():
+    assert text.query_tokens("Ｔｈｅ Ｆｕｌｌ 東京 of") == ["full", "東京"]
+    assert text.query_tokens("Ｔｈｅ ｏｆ") == ["the", "of"]  # only stopwords: they are the query
