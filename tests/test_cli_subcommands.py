@@ -99,6 +99,7 @@ def test_no_auto_scope_searches_and_lists_every_project(tmp_path):
     assert [h["id"] for h in json.loads(here.stdout)["hits"]] == [mid]
 
 
+@pytest.mark.sqlite_only  # looks for the SQLite file in ./.kenning
 def test_a_kenning_folder_in_the_current_directory_is_the_store(tmp_path):
     """Without --store or $KENNING_HOME, ./.kenning/ is the store when it exists; $KENNING_HOME still wins."""
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
