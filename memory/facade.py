@@ -13,7 +13,8 @@ from typing import Any
 from kenning.store import records, search as ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
-from . import boundary, conflicts as conflict_ops, curation, events, health, maintenance, overview, reads, scoping, writes
+from . import boundary, events, health, maintenance, reads
+from .lifecycle import conflicts as conflict_ops, curation, overview, scoping, writes  # each imported on first use
 from .origin import Origin
 from .reads import MAX_LIMIT
 from .session import Session, SessionState

@@ -33,10 +33,6 @@ class GateRefused(InvalidInput):
         self.refusal = refusal
 
 
-# The gate modules build GateRefusal themselves, so they are imported after it exists.
-from kenning.memory.gates import credentials, durability, user_claims  # noqa: E402
-
-
 def run_content_gates(
     content: str,
     category: str,
@@ -45,8 +41,12 @@ def run_content_gates(
 ) -> GateRefusal | None:
     """The body gates in write order (credentials -> durability -> user claims): first refusal, or None.
 
-    Credentials come first and have no override: a secret must never reach the store.
+    Credentials come first and have no override: a secret must never reach the store. The three
+    modules compile dozens of regular expressions, so they load here, on the first write, not with
+    the package (every search imports it for the scope limits).
     """
+    from kenning.memory.gates import credentials, durability, user_claims
+
     return (
         credentials.check(content)
         or durability.check(content, acknowledge_transient=acknowledge_transient)
