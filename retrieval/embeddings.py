@@ -252,14 +252,26 @@ class _Damaged(Exception):
 
 
 def _checked_onnx(spec: ModelSpec, variant: str) -> Encoder:
-    """Load the converted file and check that it reproduces the reference probe vector."""
+    """Load the converted file (through its optimised copy, see onnx_encoder.optimized_copy) and check
+    that it reproduces the reference probe vector; a copy that does not is dropped for the file itself."""
     from . import onnx_export
-    from .onnx_encoder import OnnxEncoder
+    from .onnx_encoder import discard_optimized
 
     path = onnx_export.onnx_file(spec, variant)
     manifest = onnx_export.read_manifest(spec)
     try:
-        encoder = OnnxEncoder(spec, path, encoder_id(spec, variant))
+        return _probed(spec, variant, path, manifest, cache_optimized=True)
+    except _Damaged:
+        discard_optimized(path)
+    return _probed(spec, variant, path, manifest, cache_optimized=False)
+
+
+def _probed(spec: ModelSpec, variant: str, path: Path, manifest: dict, cache_optimized: bool) -> Encoder:
+    from . import onnx_export
+    from .onnx_encoder import OnnxEncoder
+
+    try:
+        encoder = OnnxEncoder(spec, path, encoder_id(spec, variant), cache_optimized=cache_optimized)
         vector = encoder.encode_query(manifest["probe"]["text"])
         expected = np.asarray(manifest["probe"]["vector"], dtype=np.float32)
     except Exception as exc:

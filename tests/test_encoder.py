@@ -156,7 +156,7 @@ def _copy_conversion(spec, cache: Path) -> Path:
     """The converted model copied into another cache dir, so a test may damage its copy."""
     source = onnx_export.converted_dir(spec)
     target = cache / "onnx" / source.name
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".lock", ".partial-*"))
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".lock", ".partial-*", "*.optimized"))
     return target
 
 
@@ -195,6 +195,51 @@ def _damage_in_place(path: Path) -> None:
     for start in range(len(data) // 10, len(data), len(data) // 10):  # every tenth of the file
         data[start : start + 500_000] = bytes(len(data[start : start + 500_000]))
     path.write_bytes(bytes(data))
+
+
+def test_the_optimised_copy_is_made_once_beside_the_file_and_answers_the_same(onnx_encoder, tmp_path):
+    from kenning.retrieval.onnx_encoder import OnnxEncoder, optimized_dir
+
+    spec = onnx_encoder.spec
+    onnx_file = _copy_conversion(spec, tmp_path / "cache") / "model.onnx"
+    texts = ["The auth service listens on port 8443", "hi", "Nightly database backups are kept for thirty days; " * 30]
+    plain = OnnxEncoder(spec, onnx_file, "check").encode(texts)
+    assert not optimized_dir(onnx_file).exists()  # only the runtime path (cache_optimized) makes one
+    fast = OnnxEncoder(spec, onnx_file, "check", cache_optimized=True)
+    folder = optimized_dir(onnx_file)
+    assert fast._session._model_path == str(folder / "model.onnx")
+    assert (folder / "weights.bin").stat().st_size > 0.9 * onnx_file.stat().st_size  # the weights, mapped from here
+    assert np.array_equal(fast.encode(texts), plain)
+    made = (folder / "stamp.json").stat().st_mtime_ns
+    OnnxEncoder(spec, onnx_file, "check", cache_optimized=True)
+    assert (folder / "stamp.json").stat().st_mtime_ns == made  # the next process reuses it
+    os.utime(onnx_file, ns=(made + 10**9, made + 10**9))  # the source changed (a new conversion): made again
+    OnnxEncoder(spec, onnx_file, "check", cache_optimized=True)
+    assert json.loads((folder / "stamp.json").read_text())["source_mtime_ns"] == made + 10**9
+    assert [p.name for p in onnx_file.parent.iterdir() if p.name.startswith(".")] == []  # no partial or discarded folder
+
+
+@pytest.mark.parametrize("damage", ["truncated", "zeroed"])
+def test_a_damaged_optimised_copy_is_dropped_for_the_converted_file(onnx_encoder, tmp_path, monkeypatch, damage):
+    """A copy that fails to load, or loads and answers wrong, is removed and the file itself answers."""
+    from kenning.retrieval.onnx_encoder import optimized_dir
+
+    spec = onnx_encoder.spec
+    cache = tmp_path / "cache"
+    onnx_file = _copy_conversion(spec, cache) / "model.onnx"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    embeddings._checked_onnx(spec, "onnx")  # makes the copy
+    weights = optimized_dir(onnx_file) / "weights.bin"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:1000])
+    else:
+        _damage_in_place(weights)
+    encoder = embeddings._checked_onnx(spec, "onnx")  # checks the probe vector, as every load does
+    assert float(encoder.encode_query("auth port") @ onnx_encoder.encode_query("auth port")) > 0.99999
+    if damage == "zeroed":  # loaded, answered wrong: the copy went, the converted file answered
+        assert encoder._session._model_path == str(onnx_file) and not optimized_dir(onnx_file).exists()
+    assert onnx_export.problem(spec) is None  # nothing was re-converted
+    assert embeddings._checked_onnx(spec, "onnx")._session._model_path == str(optimized_dir(onnx_file) / "model.onnx")
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated", "zeroed", "not-onnx"])
