@@ -7,6 +7,9 @@ from kenning.retrieval.labels import (
     MEDIUM_COSINE,
     MEDIUM_TERM_SHARE,
     NEAR_TOP,
+    SEVERAL_COSINE,
+    SEVERAL_COVERAGE,
+    SEVERAL_TERMS,
     label,
 )
 
@@ -20,6 +23,17 @@ def test_high_needs_strong_semantic_evidence_and_the_rare_words_near_the_top():
     assert label(HIGH_COSINE_ALONE, 0.0, 3, score=1.0, top_score=1.0, coverage=0.0) == "high"
     # as similar, but far below the best hit of this result: not promised as the answer
     assert label(0.9, 1.0, 3, score=NEAR_TOP - 0.05, top_score=1.0, coverage=1.0) == "medium"
+
+
+def test_a_long_question_is_high_with_several_of_its_words_and_close_meaning():
+    """Ten query terms, four in the hit (half the IDF weight): what med's answers look like."""
+    share = SEVERAL_TERMS / 10
+    assert label(SEVERAL_COSINE, share, 10, score=1.0, top_score=1.0, coverage=SEVERAL_COVERAGE) == "high"
+    assert label(SEVERAL_COSINE - 0.01, share, 10, score=1.0, top_score=1.0, coverage=0.5) == "medium"
+    assert label(SEVERAL_COSINE, share, 10, score=1.0, top_score=1.0, coverage=SEVERAL_COVERAGE - 0.01) == "medium"
+    # one term fewer: the near miss "the budget for the Heron redesign" (two of three terms, cos .77)
+    assert label(0.77, (SEVERAL_TERMS - 1) / 3, 3, score=1.0, top_score=1.0, coverage=0.64) == "medium"
+    assert label(0.9, share, 10, score=NEAR_TOP - 0.05, top_score=1.0, coverage=0.5) == "medium"  # not near the top
 
 
 def test_medium_is_related_evidence_on_either_leg():

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import numpy as np
 from kenning.eval.datasets import load_dataset, group_of
 from kenning.eval.harness import indexable
-from kenning.retrieval import bm25, keyword, text
+from kenning.retrieval import bm25, keyword, lexical, text
 from kenning.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 
 DATA = "/work/shared/eval-data"
@@ -29,6 +29,8 @@ class MemIndex:
         self.avg_len = float(self.doc_len.mean())
         self.post = {t: (np.asarray(a, np.int64), np.asarray(b, np.int32)) for t, (a, b) in post.items()}
         self.size = sum(len(a) for a, _ in self.post.values())
+    def lexids_of(self, keys):
+        return np.asarray(keys, np.int64)
     def postings(self, terms):
         e = (np.empty(0, np.int64), np.empty(0, np.int32))
         return {t: self.post.get(t, e) for t in terms}
@@ -78,7 +80,10 @@ def precompute(name, queries_from=None, depth=100, k1=1.2, b=0.5):
         vec = [(int(k), float(cos[k])) for k in top if cos[k] > -2]
         keys = list(dict.fromkeys([k for k, _ in bm] + [k for k, _ in kw] + [k for k, _ in vec]))
         cov = bm25.idf_coverage(idx, terms, keys)
-        out[q.id] = {"bm25": bm, "keyword": kw, "vector": vec, "coverage": cov, "nterms": len(terms)}
+        present = lexical.contains(idx, terms, keys)
+        idfs = [float(bm25.idf(idx.n_docs, idx.postings([t])[t][0].size)) for t in terms]
+        out[q.id] = {"bm25": bm, "keyword": kw, "vector": vec, "coverage": cov, "nterms": len(terms),
+                     "idfs": idfs, "present": {k: row for k, row in zip(keys, present)}}
 
     qrels = {} if queries_from else {q: {ids.index(x) if False else x: g for x, g in j.items()} for q, j in d.qrels.items()}
     return {"ids": ids, "queries": [q.id for q in qs], "qtext": {q.id: q.text for q in qs},
