@@ -29,8 +29,9 @@ TOP = {n: A[n][:, C["rank"]] == 0 for n in names}
 P1 = {n: A[n][TOP[n], C["y"]].mean() for n in names}
 DENSE = [n for n in names if P1[n] >= 0.7]
 # collections judged completely (every text judged for every question), where taking the judged
-# answers out leaves a store without the answer; elsewhere unjudged answers remain (med's top hit
-# with its judged answers removed is closer in meaning, median cos .67, than with them, .64)
+# answers out leaves a store without the answer. Elsewhere unjudged answers remain: med's "infantile
+# autism" finds an abstract on infantile autism once its judged ones are gone. LABELRULE_COMPLETE=
+# "builtin med" counts med's too (eval/baselines/README.md has what that rule gives).
 COMPLETE = os.environ.get("LABELRULE_COMPLETE", "builtin").split()
 SETS = {}  # unanswerable set -> (host collection, its top hits)
 for key, qs in D["unans"].items():
