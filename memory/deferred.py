@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from kenning.store.db import Database
 from kenning.store.models import iso
 
 from . import events, outcomes
@@ -40,7 +39,6 @@ FLUSH_AFTER = 0.5  # seconds a queued read event may wait
 MAX_QUEUED = 256  # rows: a session reading faster than that flushes at once
 # a search settles the hits of two searches ago (memory/outcomes.py): the two newest stay open
 OPEN_SEARCHES = 2
-BUSY_TIMEOUT_MS = 30000  # what store/db.py sets on every connection
 
 log = logging.getLogger(__name__)
 
@@ -109,14 +107,11 @@ class DeferredEvents:
 @contextmanager
 def _busy_timeout(session: Any, ms: int | None) -> Iterator[None]:
     """Wait at most ``ms`` for another connection's write lock (None: the connection's own setting)."""
-    if ms is None or not isinstance(session.db, Database):  # PostgreSQL: row locks, readers never wait
+    if ms is None:
         yield
         return
-    session.db.conn.execute(f"PRAGMA busy_timeout={int(ms)}")
-    try:
+    with session.db.waiting_at_most(ms):
         yield
-    finally:
-        session.db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
 
 def flush_store(path: os.PathLike | str) -> None:

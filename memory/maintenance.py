@@ -21,7 +21,7 @@ def check(s: Session) -> dict[str, Any]:
     """Every problem found in the database and its derived structures: {ok, store, problems}."""
     problems = [*integrity.check_sqlite(s.db), *integrity.check_lexicon(s.db),
                 *integrity.check_embeddings(s.db),
-                *integrity.check_vector_index(s.db, s.semantic.index_path)]
+                *s.semantic.check_index()]
     return {"ok": not problems, "store": str(s.directory), "problems": [p.to_dict() for p in problems]}
 
 
@@ -40,8 +40,7 @@ def rebuild(s: Session, what: str, progress: Callable[[str, int, int], None] | N
         done["lexical"] = {"documents": total}
     if what in ("vectors", "all"):
         dropped = integrity.repair_embeddings(s.db)
-        moved = integrity.remove_index_file(s.semantic.index_path)
-        s.semantic.forget_index()
+        moved = s.semantic.discard_index()
         embedded, note = 0, None
         if s.semantic.availability().working:
             total = s.semantic.pending_count()

@@ -200,6 +200,9 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the one before it
+
+
 class Database:
     """One connection per store object, serialised by a lock so a server's threads can share it."""
 
@@ -216,7 +219,7 @@ class Database:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA busy_timeout=30000")
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._migrate()
         except sqlite3.OperationalError as exc:
             if not _permission_problem(exc) or not path.is_file():
@@ -284,6 +287,26 @@ class Database:
     def read(self, fn: Callable[[sqlite3.Connection], object]) -> object:
         with self.lock, storage_errors(self.path):
             return fn(self.conn)
+
+    # ------------------------------------------------------------------ capabilities (store/backend.py)
+    # A doc table kept as one blob in ``meta`` spares a cold process reading it row by row (lexicon).
+    keeps_doc_snapshot = True
+
+    @contextmanager
+    def waiting_at_most(self, ms: int) -> Iterator[None]:
+        """Transactions begun in the block wait at most ``ms`` for another connection's write lock."""
+        with self.lock:
+            self.conn.execute(f"PRAGMA busy_timeout={int(ms)}")
+            try:
+                yield
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+    def vector_leg(self, directory: Path):
+        """Nearest neighbours for this store: an in-process index over the rows, saved as a file there."""
+        from .vector_file import IndexFile
+
+        return IndexFile(self, directory)
 
     def data_version(self) -> int:
         """Changes when another connection commits; our own commits leave it unchanged."""

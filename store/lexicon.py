@@ -30,7 +30,6 @@ from .db import Database
 
 COMPACT_AFTER_DELTA_ROWS = 20_000
 SNAPSHOT_MIN_DOCS = 5_000  # a smaller doc table loads row by row in a few milliseconds anyway
-BUSY_TIMEOUT_MS = 30000  # what db.py sets on every connection
 SEGMENT_DOCS = 8192
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int32))
 _CHUNK = 500
@@ -345,19 +344,15 @@ class Lexicon:
         """Keep the doc table as one blob, so a cold process reads it in one go instead of row by
         row (the bulk of a cold search on a large store). Written only when the write lock is free
         at once: a reader never queues for it; the next one tries again."""
-        if self.db.read_only or arr.shape[0] < SNAPSHOT_MIN_DOCS or not isinstance(self.db, Database):
-            return  # (PostgreSQL keeps no blob in meta; its server reads the rows fast enough)
+        if self.db.read_only or arr.shape[0] < SNAPSHOT_MIN_DOCS or not self.db.keeps_doc_snapshot:
+            return
         blob = f"{edits}:{top}:".encode() + arr.astype(np.float64).tobytes()
-        with self.db.lock:
-            self.db.conn.execute("PRAGMA busy_timeout=0")
-            try:
-                with self.db.transaction() as c:
-                    if _meta(c, self._edits_key, "0") == edits:  # nothing edited since we read
-                        Database.set_meta(c, self._snapshot_key, blob)
-            except Exception:  # locked, full or read-only: a snapshot is only a shortcut
-                pass
-            finally:
-                self.db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        try:
+            with self.db.waiting_at_most(0), self.db.transaction() as c:
+                if _meta(c, self._edits_key, "0") == edits:  # nothing edited since we read
+                    self.db.set_meta(c, self._snapshot_key, blob)
+        except Exception:  # locked, full or read-only: a snapshot is only a shortcut
+            pass
 
     def _allocate(self, size: int) -> None:
         capacity = max(size, 1024)

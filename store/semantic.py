@@ -1,4 +1,6 @@
-"""The store's semantic leg: embeddings are rows in SQLite, the vector index is a derived file.
+"""The store's semantic leg: embeddings are rows in the database; nearest neighbours come from the
+backend's vector leg (``db.vector_leg``: for SQLite a derived index file, store/vector_file.py; for
+PostgreSQL the pgvector column and its HNSW index, store/postgres/vectors.py).
 
 No search waits for embedding. A write embeds its own text when the encoder can run (a few ms
 with the ONNX encoder) and otherwise queues it in ``embed_queue`` in the same transaction; bulk
@@ -8,9 +10,7 @@ still queued; ``kenning index``, ``kenning import --embed`` and a server's backg
 messages' vectors) drain the queue. One recall encodes its query once for all its searches
 (``one_encoding_per_query``). Vectors are keyed by the ``embeddings`` row id, so a
 re-embedded text gets a new key and an index can be brought up to date by a key diff.
-``embeddings_generation`` in ``meta`` changes with every change to the table: an index that lags
-it (another process wrote) is caught up incrementally; one that is missing, damaged or built with
-another model is rebuilt from the rows.
+``embeddings_generation`` in ``meta`` changes with every change to the table.
 
 Threads: a server runs tool calls on several threads and embeds on another. The encoder, the
 index and its key map change only under the database's lock, together with the rows they mirror,
@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,25 +33,21 @@ import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings
-from kenning.retrieval.vector import VectorIndex
 
-from . import integrity
 from .db import Database
 from .models import StoreConfig
 from .records import count_live
-from .vector_rows import load_rows
+from .vector_file import INDEX_FILENAME, current_generation  # noqa: F401 (INDEX_FILENAME: where a SQLite store keeps it)
 
 if TYPE_CHECKING:
     from kenning.retrieval.embedding_cache import EmbeddingCache
 
 log = logging.getLogger(__name__)
 
-INDEX_FILENAME = "vectors.idx"
 EMBED_BATCH = 256
 # The background embedder commits smaller batches, so a close or a write never waits long for it.
 BACKGROUND_BATCH = 32
 BACKGROUND_POLL_S = 5.0
-SAVE_INTERVAL_S = 30.0
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
 
@@ -81,7 +76,7 @@ class Semantic:
     def __init__(self, db: Database, directory: Path, config: Callable[[], StoreConfig]):
         """``config`` is read on every use: the store's settings can change while it is open."""
         self.db = db
-        self.index_path = directory / INDEX_FILENAME
+        self.vectors = db.vector_leg(directory)  # the backend's nearest-neighbour search over the rows
         self._config = config
         self.cache: EmbeddingCache | None = None  # the eval harness shares vectors across runs
         # Encoder, index, key map and generation change together, under the database's own lock:
@@ -90,11 +85,6 @@ class Semantic:
         self._drain_lock = threading.Lock()  # one queue drain at a time per store object
         self._encoder: embeddings.Encoder | None = None
         self._encoder_for: str | None = None  # the configured model name it was loaded for
-        self._index: VectorIndex | None = None
-        self._emb_mem: dict[int, int] = {}
-        self._generation: int | None = None
-        self._saved_generation: int | None = None
-        self._last_save = 0.0
         self._background: _BackgroundEmbedder | None = None
         self._shared_queries = threading.local()  # see one_encoding_per_query
         self._more_work: list[Callable[[threading.Event], object]] = []
@@ -123,7 +113,7 @@ class Semantic:
             if self._encoder is not None and self._encoder_for == model:
                 return self._encoder
             if self._encoder is not None:  # the store was configured with another model
-                self._index, self._emb_mem, self._generation = None, {}, None
+                self.vectors.reset()
             self._adopt_model(encoder)
             self._encoder, self._encoder_for = encoder, model
             return encoder
@@ -156,11 +146,8 @@ class Semantic:
                 Database.set_meta(c, "embedding_model", encoder.model_id)
                 Database.set_meta(c, "embedding_dim", str(encoder.dim))
                 bump_generation(c)
-        self._index, self._emb_mem, self._generation = None, {}, None
-        try:
-            self.index_path.unlink(missing_ok=True)
-        except OSError:
-            pass  # not a file: never loaded (`kenning check` reports it)
+        with self._lock:
+            self.vectors.model_changed()
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
@@ -257,14 +244,8 @@ class Semantic:
                 if added:
                     bump_generation(c)
                     after = self._current_generation(c)
-            if added and self._index is not None and self._generation == before:
-                if dropped:
-                    self._index.remove(dropped)
-                    for key in dropped:
-                        self._emb_mem.pop(key, None)
-                self._index.add([k for k, _, _ in added], np.stack([v for _, _, v in added]))
-                self._emb_mem.update((k, m) for k, m, _ in added)
-                self._generation = after
+            if added:
+                self.vectors.committed(before, after, added, dropped)
         return len(added)
 
     def _vectors_for(self, encoder, texts: list[str], digests: list[str], progress) -> np.ndarray:
@@ -330,13 +311,7 @@ class Semantic:
         encoder = self.encoder()
         query_vector = self.query_vector(query)
         with self._lock:
-            self._sync(encoder)
-            allowed = None
-            if allowed_mems is not None:
-                wanted = set(allowed_mems.tolist())
-                allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
-            hits = self._index.search(query_vector, k, allowed=allowed, floor=self.floor())
-            found = [(self._emb_mem[key], score) for key, score in hits]
+            found = self.vectors.search(encoder, query_vector, k, allowed_mems, self.floor())
         self.save(force=False)
         return found
 
@@ -365,74 +340,40 @@ class Semantic:
                 self._shared_queries.vectors = None
 
     def _current_generation(self, c: sqlite3.Connection) -> int:
-        row = c.execute("SELECT value FROM meta WHERE key = 'embeddings_generation'").fetchone()
-        return int(row[0]) if row else 0
-
-    def _sync(self, encoder: embeddings.Encoder) -> None:
-        """Bring the index in step with the rows (caller holds ``_lock``)."""
-        generation = self.db.read(self._current_generation)
-        if self._index is not None and generation == self._generation:
-            return
-        rows = self.db.read(lambda c: c.execute(
-            "SELECT id, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
-        wanted = dict(rows)
-        if self._index is None:
-            self._index = VectorIndex.load(self.index_path, encoder.dim,
-                                           {"model_id": encoder.model_id})
-            if self._index is not None and integrity.index_trusted(self.db, self._index.meta) is not None:
-                self._index = None  # another store's, or a later state's than this database: rebuilt from the rows
-            self._saved_generation = None
-            if self._index is None:
-                self._index = VectorIndex(encoder.dim)
-        have = set(self._index.keys().tolist())
-        stale = have - wanted.keys()
-        missing = [key for key in wanted if key not in have]
-        if stale:
-            self._index.remove(stale)
-        load_rows(self._index, self.db, "embeddings", missing)
-        self._emb_mem = wanted
-        self._generation = generation
+        return current_generation(c)
 
     def index_state(self) -> dict:
-        """The in-memory index against the rows (for checks and tests): keys on each side."""
+        """The vector leg against the rows (for checks and tests): keys on each side."""
         with self._lock:
-            rows = self.db.read(lambda c: c.execute("SELECT id, mem FROM embeddings").fetchall())
-            keys = [] if self._index is None else sorted(self._index.keys().tolist())
-            return {"generation": self._generation, "index_keys": keys, "key_map": dict(self._emb_mem),
-                    "db": dict(rows), "db_generation": self.db.read(self._current_generation)}
+            return self.vectors.state()
 
     def save(self, force: bool = True) -> None:
-        """Persist the index when it moved on since the last save (at most every SAVE_INTERVAL_S unless forced)."""
+        """Persist what the vector leg keeps outside the database (the index file), if anything."""
         with self._lock:
-            if self._index is None or self._generation == self._saved_generation or self._encoder is None:
-                return
-            if self.db.read_only:
-                return
-            if not force and time.monotonic() - self._last_save < SAVE_INTERVAL_S:
-                return
-            try:
-                if len(self._index) == 0:
-                    self.index_path.unlink(missing_ok=True)
-                else:
-                    self._index.save(self.index_path, {"model_id": self._encoder.model_id, **integrity.index_provenance(
-                        self.db, self._index.keys(), self._generation)})
-            except OSError:
-                pass  # the file is only a cache of the rows (a folder in its way: `kenning check` reports it)
-            self._saved_generation = self._generation
-            self._last_save = time.monotonic()
+            if self._encoder is not None:
+                self.vectors.save(force)
 
     # ------------------------------------------------------------------ rebuild (kenning rebuild vectors)
     def forget_index(self) -> None:
         """Drop this process's vector index; the next search (or rebuild_index) builds it from the rows."""
         with self._lock:
-            self._index, self._emb_mem, self._generation, self._saved_generation = None, {}, None, None
+            self.vectors.reset()
+
+    def check_index(self) -> list:
+        """What is wrong with the vector leg's own derived state (the index file), as integrity Problems."""
+        with self._lock:
+            return self.vectors.check()
+
+    def discard_index(self) -> str | None:
+        """Before a rebuild: drop the vector leg's derived state; says what was removed, if anything."""
+        with self._lock:
+            return self.vectors.discard()
 
     def rebuild_index(self) -> None:
         """Build the vector index from the embedding rows now and save it."""
         encoder = self.encoder()
         with self._lock:
-            self._sync(encoder)
-            self.save()
+            self.vectors.rebuild(encoder)
 
 
 class _BackgroundEmbedder:

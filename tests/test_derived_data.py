@@ -88,6 +88,7 @@ def test_rebuild_refuses_an_unknown_part(filled):
         filled.rebuild("everything")
 
 
+@pytest.mark.sqlite_only  # the SQLite backend's vector index file (PostgreSQL searches pgvector)
 def test_a_folder_in_place_of_the_index_file_is_reported_and_moved_aside(filled):
     (filled.directory / INDEX_FILENAME).mkdir()
     report = filled.check()
@@ -109,6 +110,7 @@ needs_model = pytest.mark.skipif(not kenning.embeddings_available(), reason="the
 
 @pytest.mark.embeddings
 @pytest.mark.slow
+@pytest.mark.sqlite_only  # restores the SQLite file beside its index file
 @needs_model
 def test_an_index_file_newer_than_a_restored_database_is_not_trusted(tmp_path):
     """Back up the DB, write and embed more, restore the backup beside the newer vectors.idx, then
@@ -144,9 +146,9 @@ def test_damaged_embedding_rows_are_found_and_rebuilt(tmp_path):
     with open_store(tmp_path / "s") as store:
         store.import_records([{"content": t, "scopes": ["t"]} for t in TEXTS], embed=True)
         store.search("billing", mode="semantic")
-        sql(store, "DELETE FROM embeddings WHERE rowid IN (SELECT rowid FROM embeddings LIMIT 3)")
-        sql(store, "UPDATE embeddings SET vector = x'00' WHERE rowid = (SELECT MAX(rowid) FROM embeddings)")
-        sql(store, "UPDATE embeddings SET content_hash = 'x' WHERE rowid = (SELECT MIN(rowid) FROM embeddings)")
+        sql(store, "DELETE FROM embeddings WHERE id IN (SELECT id FROM embeddings ORDER BY id LIMIT 3)")
+        sql(store, "UPDATE embeddings SET vector = ? WHERE id = (SELECT MAX(id) FROM embeddings)", b"\x00")
+        sql(store, "UPDATE embeddings SET content_hash = 'x' WHERE id = (SELECT MIN(id) FROM embeddings)")
         problems = {p["what"] for p in store.check()["problems"] if p["part"] == "embeddings"}
         assert any("no embedding" in p for p in problems) and any("damaged vector" in p for p in problems)
         assert any("older text" in p for p in problems)

@@ -46,6 +46,21 @@ def _dump(location) -> dict[str, list[tuple]]:
         opened.db.close()
 
 
+def _assert_pgvector_holds_the_bytes(url: str, expected_rows: int) -> None:
+    """The vector leg's pgvector column carries each copied embedding bit for bit."""
+    import numpy as np
+
+    opened = open_backend(url)
+    try:
+        pairs = opened.db.read(lambda c: c.raw.execute("SELECT vector, vector_send(vec) FROM embeddings").fetchall())
+    finally:
+        opened.db.close()
+    assert len(pairs) == expected_rows
+    for stored, sent in pairs:
+        assert np.array_equal(np.frombuffer(bytes(sent)[4:], ">f4").astype(np.float32).view(np.uint32),
+                              np.frombuffer(bytes(stored), np.float32).view(np.uint32))
+
+
 def test_round_trip_sqlite_postgres_sqlite_is_equal(tmp_path, postgres_url):
     source, back = tmp_path / "source", tmp_path / "back"
     ids = _full_store(source)
@@ -53,15 +68,19 @@ def test_round_trip_sqlite_postgres_sqlite_is_equal(tmp_path, postgres_url):
     assert all(before[t] for t in ("memories", "memory_scopes", "memory_links", "events", "pending_writes",
                                    "episodes", "lex_docs", "meta"))
     assert any(r[8] is not None for r in before["memories"])  # a tombstone
+    assert bool(before["embeddings"]) == kenning.embeddings_available()  # vectors to carry, with the model
     kenning.store.transfer.migrate(source, postgres_url)
     assert _dump(postgres_url) == before
+    _assert_pgvector_holds_the_bytes(postgres_url, len(before["embeddings"]))
     kenning.store.transfer.migrate(postgres_url, back)
     assert _dump(back) == before
 
     with kenning.open_store(source) as original, kenning.open_store(postgres_url) as copy:
+        modes = ("bm25", "semantic", "hybrid") if original.semantic.availability().working else ("bm25",)
         for query in ("auth port", "billing job", "staging database"):
-            assert ([h.id for h in copy.search(query, mode="bm25").hits]
-                    == [h.id for h in original.search(query, mode="bm25").hits])
+            for mode in modes:
+                assert ([h.id for h in copy.search(query, mode=mode).hits]
+                        == [h.id for h in original.search(query, mode=mode).hits]), (query, mode)
         assert copy.get(ids["keep"]).last_verified_at is not None
         assert [t.memory.id for t in copy.tombstones()] == [ids["gone"]]
         assert len(copy.pending_writes(all_sessions=True)) == 1

@@ -116,6 +116,7 @@ def _vector_answers(path, query="cat sleeping on a windowsill"):
         return [(h.id, round(h.legs["vector"].score, 5)) for h in s.search(query, mode="semantic", limit=5).hits]
 
 
+@pytest.mark.sqlite_only  # the SQLite backend's vector index file (PostgreSQL searches pgvector)
 def test_the_index_file_is_derived_and_rebuilt(tmp_path):
     path = tmp_path / "s"
     with kenning.open_store(path) as s:

@@ -130,6 +130,8 @@ class PostgresDatabase:
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
         """Apply the missing schema steps in one transaction (one process at a time)."""
+        import psycopg
+
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS kenning_schema (version INTEGER NOT NULL)")
@@ -142,7 +144,16 @@ class PostgresDatabase:
                                    f"{schema.SCHEMA_VERSION}); upgrade kenning")
             for step in range(version, schema.SCHEMA_VERSION):
                 for statement in schema.MIGRATIONS[step]:
-                    conn.execute(statement)
+                    try:
+                        conn.execute(statement)
+                    except psycopg.Error as exc:
+                        if statement.startswith("CREATE EXTENSION"):
+                            from kenning.errors import KenningError
+
+                            raise KenningError(
+                                f"{self.path} needs the pgvector extension: have an administrator run "
+                                f"`CREATE EXTENSION vector;` in that database ({str(exc).splitlines()[0]})") from exc
+                        raise
             if row is None:
                 conn.execute("INSERT INTO kenning_schema(version) VALUES (%s)", (schema.SCHEMA_VERSION,))
             elif version != schema.SCHEMA_VERSION:
@@ -164,6 +175,9 @@ class PostgresDatabase:
             wrapped = Connection(raw)
             self._local.conn = wrapped
             try:
+                wait = getattr(self._local, "lock_timeout", None)
+                if wait is not None:
+                    raw.execute(f"SET LOCAL lock_timeout = {int(wait)}")
                 generation = raw.execute("UPDATE kenning_generation SET n = n + 1 RETURNING n").fetchone()[0]
                 yield wrapped
             except BaseException:
@@ -181,6 +195,26 @@ class PostgresDatabase:
             return fn(current)
         with pg_errors(self.path), self.pool.connection() as raw:
             return fn(Connection(raw))
+
+    # ------------------------------------------------------------------ capabilities (store/backend.py)
+    # The server reads the lexicon's doc table fast enough: no blob of it kept in ``meta``.
+    keeps_doc_snapshot = False
+
+    @contextmanager
+    def waiting_at_most(self, ms: int) -> Iterator[None]:
+        """Transactions begun in this thread in the block wait at most ``ms`` for the write lock."""
+        before = getattr(self._local, "lock_timeout", None)
+        self._local.lock_timeout = max(int(ms), 1)  # 0 would mean no limit to PostgreSQL
+        try:
+            yield
+        finally:
+            self._local.lock_timeout = before
+
+    def vector_leg(self, directory: Any):
+        """Nearest neighbours for this store: pgvector, in the server (``directory`` holds nothing)."""
+        from .vectors import PgVectors
+
+        return PgVectors(self)
 
     def _committed(self, generation: int) -> None:
         """Our own commit: unseen by data_version unless someone else committed since we last looked."""

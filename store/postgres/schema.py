@@ -15,8 +15,27 @@ checks that both reach the same tables and columns.
 
 from __future__ import annotations
 
-SQLITE_VERSION_OF = {1: 6}
-SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused  # what each PostgreSQL version holds, in SQLite schema versions
+SQLITE_VERSION_OF = {1: 6, 2: 6}  # what each PostgreSQL version holds, in SQLite schema versions
+SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused
+# Columns only PostgreSQL has, derived from others (never copied by `kenning migrate`).
+DERIVED_COLUMNS = {"embeddings": ("vec",)}
+
+# float32 little-endian bytes (what kenning stores, store/semantic.py) -> a pgvector value, bit for bit:
+# each word's sign, exponent and mantissa are put back together in float8, where every float32
+# (subnormals and -0 included) is exact, then cast to real. A blob that is no vector (empty, or
+# holding an infinity or NaN, which pgvector refuses) gives NULL: such a row is never a neighbour.
+_F32_VECTOR = """
+CREATE FUNCTION kenning_f32_vector(b bytea) RETURNS vector
+IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql AS $$
+SELECT CASE WHEN count(*) = 0 OR bool_or(e = 255) THEN NULL ELSE
+       array_agg(CASE WHEN e = 0 THEN m * 2.0::float8 ^ -149 ELSE (8388608 + m) * 2.0::float8 ^ (e - 150) END
+                 * (1 - 2 * s) ORDER BY i)::real[]::vector END
+FROM (SELECT i, (w >> 31) & 1 AS s, (w >> 23) & 255 AS e, w & 8388607 AS m
+      FROM (SELECT i, (get_byte(b, 4 * i + 3)::bigint << 24) | (get_byte(b, 4 * i + 2) << 16)
+                      | (get_byte(b, 4 * i + 1) << 8) | get_byte(b, 4 * i) AS w
+            FROM generate_series(0, length(b) / 4 - 1) AS i) AS words) AS parts
+$$
+"""
 
 _NEXT_KEY = """
 CREATE FUNCTION kenning_next_key() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -189,6 +208,13 @@ MIGRATIONS: list[list[str]] = [
             vector BYTEA NOT NULL,
             UNIQUE (mem, model_id)
         )""",
+    ],
+    [
+        # the vector leg on pgvector (store/postgres/vectors.py): the rows' vectors in a pgvector column,
+        # derived from the stored bytes, so what `kenning migrate` copies stays the bytes
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        _F32_VECTOR,
+        "ALTER TABLE embeddings ADD COLUMN vec vector GENERATED ALWAYS AS (kenning_f32_vector(vector)) STORED",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

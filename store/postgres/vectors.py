@@ -1,0 +1,169 @@
+"""The vector leg of a PostgreSQL store: nearest neighbours from pgvector, in the server.
+
+Each embedding row carries its vector twice: the float32 bytes every backend stores (what `kenning
+migrate` copies) and ``vec``, a pgvector column the schema derives from them bit for bit
+(schema.py). A search is one query, so every process sees another's committed vector at its next
+search; nothing is cached here. Filters are part of that query: the memories a search may return
+(scopes, category, updated-after, what the caller's view hides, worked out once for all legs by
+store/search.py) go in as a key array. How it searches follows the SQLite leg (retrieval/vector.py):
+
+- exact when the candidates are few (``EXACT_THRESHOLD``, the filter's keys or the whole table):
+  every candidate's cosine is computed, so a filtered search never misses a neighbour;
+- else through an HNSW index (cosine, ``m``/``ef_construction`` as the SQLite leg's), built on
+  the column cast to the model's dimension once the table outgrows exact search. A filter drops
+  hits after the index scan, so ``ef_search`` grows with the share the filter removes; should the
+  scan still come back short, the search is redone exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kenning.retrieval.vector import EF_SEARCH, EXACT_THRESHOLD, HNSW_EF_CONSTRUCTION, HNSW_M
+
+EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
+BUILD_MEMORY = "512MB"  # maintenance_work_mem while the index is built (1M 384-d vectors need about 2 GB)
+
+
+def literal(vector: np.ndarray) -> str:
+    """A pgvector literal that parses back to the same float32 values (9 significant digits suffice)."""
+    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, np.float32).tolist()) + "]"
+
+
+def index_name(dim: int) -> str:
+    return f"embeddings_vec_hnsw_{int(dim)}"
+
+
+class PgVectors:
+    """Nearest neighbours over ``embeddings.vec``: exact for few candidates, else HNSW."""
+
+    def __init__(self, db: Any, exact_threshold: int = EXACT_THRESHOLD):
+        self.db = db
+        self.exact_threshold = exact_threshold
+        self._indexed: set[int] = set()  # dimensions whose HNSW index this process saw in place
+
+    # -------------------------------------------------------------- nothing kept outside the server
+    def reset(self) -> None:
+        pass
+
+    def model_changed(self) -> None:
+        pass  # the other model's rows are deleted with their vec; its index, on another dimension, empties
+
+    def committed(self, before: int, after: int, added: list, dropped: list) -> None:
+        pass  # the rows are the index
+
+    def save(self, force: bool = True) -> None:
+        pass
+
+    def check(self) -> list:
+        return []  # `kenning check` checks the rows (store/integrity.py); vec is derived from them
+
+    def discard(self) -> str | None:
+        return None
+
+    def rebuild(self, encoder: Any) -> None:
+        """Make sure the HNSW index exists when the table is large enough to use it."""
+        if self._count(encoder.model_id, self.exact_threshold + 1) > self.exact_threshold:
+            self._ensure_index(encoder.dim)
+
+    def state(self) -> dict:
+        """The rows against what the leg can search (those with a vector): for checks and tests."""
+        from kenning.store.vector_file import current_generation
+
+        rows = self.db.read(lambda c: c.raw.execute("SELECT id, mem, vec IS NOT NULL FROM embeddings").fetchall())
+        searchable = {key: mem for key, mem, ok in rows if ok}
+        generation = self.db.read(current_generation)
+        return {"generation": generation, "db_generation": generation, "index_keys": sorted(searchable),
+                "key_map": searchable, "db": {key: mem for key, mem, _ in rows}}
+
+    # -------------------------------------------------------------- search
+    def search(self, encoder: Any, query_vector: np.ndarray, k: int, allowed_mems: np.ndarray | None,
+               floor: float) -> list[tuple[int, float]]:
+        """(memory key, cosine) best first, at most ``k``, only those at or above ``floor``."""
+        if k <= 0 or (allowed_mems is not None and len(allowed_mems) == 0):
+            return []
+        allowed = None if allowed_mems is None else [int(m) for m in np.asarray(allowed_mems).tolist()]
+        query = literal(query_vector)
+        if allowed is not None and len(allowed) <= self.exact_threshold:
+            hits = self._exact(encoder, query, k, allowed)
+        else:
+            total = self._count(encoder.model_id, self.exact_threshold + 1)
+            if total <= self.exact_threshold:
+                hits = self._exact(encoder, query, k, allowed)
+            else:
+                hits = self._approximate(encoder, query, k, allowed)
+        return [(mem, score) for mem, score in hits if score >= floor]
+
+    def _exact(self, encoder: Any, query: str, k: int, allowed: list[int] | None) -> list[tuple[int, float]]:
+        # ordered by the score, not by the distance operator: the planner cannot answer from the index
+        where = "" if allowed is None else " AND mem = ANY(%s)"
+        params = [query, encoder.model_id] + ([allowed] if allowed is not None else []) + [k]
+        rows = self.db.read(lambda c: c.raw.execute(
+            "SELECT mem, 1 - (vec <=> %s::vector) AS score FROM embeddings "
+            f"WHERE model_id = %s AND vec IS NOT NULL{where} ORDER BY score DESC, mem LIMIT %s", params).fetchall())
+        return [(int(m), float(s)) for m, s in rows]
+
+    def _approximate(self, encoder: Any, query: str, k: int, allowed: list[int] | None) -> list[tuple[int, float]]:
+        dim = int(encoder.dim)
+        if not self._ensure_index(dim):
+            return self._exact(encoder, query, k, allowed)
+        ef = max(EF_SEARCH, k)
+        if allowed is not None:  # the filter removes hits after the scan: look further in proportion
+            total = max(self._estimate(), len(allowed))
+            ef = int(ef * total / len(allowed)) + 1
+        ef = min(ef, EF_SEARCH_MAX)
+        where = "" if allowed is None else " AND mem = ANY(%s)"
+        params = [query, encoder.model_id] + ([allowed] if allowed is not None else []) + [query, k]
+
+        def run(c: Any) -> list:
+            with c.raw.transaction():
+                c.raw.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                return c.raw.execute(
+                    f"SELECT mem, 1 - (vec::vector({dim}) <=> %s::vector({dim})) FROM embeddings "
+                    f"WHERE vector_dims(vec) = {dim} AND model_id = %s{where} "
+                    f"ORDER BY vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s", params).fetchall()
+
+        rows = self.db.read(run)
+        if len(rows) < k and (allowed is None or len(rows) < len(allowed)):
+            return self._exact(encoder, query, k, allowed)  # the scan came back short: never miss a hit
+        hits = [(int(m), float(s)) for m, s in rows]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits
+
+    # -------------------------------------------------------------- the table and its index
+    def _count(self, model_id: str, cap: int) -> int:
+        """How many searchable rows, counted up to ``cap`` (enough to choose exact or HNSW)."""
+        return self.db.read(lambda c: c.raw.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM embeddings WHERE model_id = %s AND vec IS NOT NULL LIMIT %s) AS few",
+            (model_id, cap)).fetchone()[0])
+
+    def _estimate(self) -> int:
+        """The table's size as the planner knows it (no scan)."""
+        return int(self.db.read(lambda c: c.raw.execute(
+            "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = 'embeddings'::regclass").fetchone()[0]))
+
+    def _ensure_index(self, dim: int) -> bool:
+        """The HNSW index for ``dim``, built now if missing (once; then kept up by every insert).
+        False when it cannot be built here (a role that may not): the search is then exact."""
+        if dim in self._indexed:
+            return True
+        name = index_name(dim)
+        found = self.db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0])
+        if found is None:
+            def build(c: Any) -> None:
+                with c.raw.transaction():
+                    c.raw.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")  # the graph fits: a faster build
+                    c.raw.execute(
+                        f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((vec::vector({dim})) "
+                        f"vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                        f"WHERE vector_dims(vec) = {dim}")
+
+            try:
+                self.db.read(build)
+            except Exception:  # another process built it at that moment, or this role may not: look again
+                if self.db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]) is None:
+                    return False
+        self._indexed.add(dim)
+        return True

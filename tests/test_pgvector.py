@@ -1,0 +1,109 @@
+"""The PostgreSQL vector leg (store/postgres/vectors.py) against a real server with pgvector: the
+pgvector column holds the stored bytes bit for bit, exact and HNSW search agree with brute force,
+filters keep to their keys, and another connection's vector is found at the next search."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kenning.store.postgres.database import PostgresDatabase
+from kenning.store.postgres.vectors import PgVectors, index_name
+
+DIM = 16
+MODEL = SimpleNamespace(model_id="test-model", dim=DIM)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _insert(db: PostgresDatabase, vectors: np.ndarray, first_mem: int = 1) -> None:
+    with db.transaction() as c:
+        c.executemany("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
+                      [(first_mem + i, MODEL.model_id, f"h{first_mem + i}", v.tobytes()) for i, v in enumerate(vectors)])
+
+
+def _brute(vectors: np.ndarray, query: np.ndarray, k: int, allowed=None, first_mem: int = 1) -> list[int]:
+    scores = vectors @ query
+    mems = np.arange(first_mem, first_mem + len(vectors))
+    order = sorted(range(len(vectors)), key=lambda i: (-scores[i], mems[i]))
+    if allowed is not None:
+        order = [i for i in order if mems[i] in set(allowed)]
+    return [int(mems[i]) for i in order[:k]]
+
+
+@pytest.fixture
+def db(postgres_url):
+    database = PostgresDatabase(postgres_url)
+    yield database
+    database.close()
+
+
+def test_the_vector_column_holds_the_stored_float32_bits_exactly(db):
+    awkward = np.array([[1e-40, -1.4e-45, 0.0, -0.0, 3.4e38, -1.17549435e-38, 1 / 3, -7.25] + [0.5] * (DIM - 8)],
+                       np.float32)
+    vectors = np.vstack([awkward, np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32)])
+    _insert(db, vectors)
+    rows = db.read(lambda c: c.raw.execute("SELECT vector, vector_send(vec) FROM embeddings ORDER BY id").fetchall())
+    for (stored, sent), original in zip(rows, vectors):
+        assert bytes(stored) == original.tobytes()
+        # vector_send: int16 dim, int16 unused, then big-endian float4s
+        assert np.array_equal(np.frombuffer(bytes(sent)[4:], ">f4").astype(np.float32).view(np.uint32),
+                              original.view(np.uint32))
+
+
+def test_a_blob_that_is_no_vector_has_no_vector_column_and_is_never_a_neighbour(db):
+    inf = np.full(DIM, np.inf, np.float32)
+    with db.transaction() as c:
+        c.execute("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (1, ?, 'a', ?)", (MODEL.model_id, b"\x00"[:0]))
+        c.execute("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (2, ?, 'b', ?)", (MODEL.model_id, inf.tobytes()))
+    _insert(db, _unit(np.ones((1, DIM), np.float32)), first_mem=3)
+    assert db.read(lambda c: c.raw.execute("SELECT mem FROM embeddings WHERE vec IS NULL ORDER BY mem").fetchall()) == [(1,), (2,)]
+    hits = PgVectors(db).search(MODEL, np.ones(DIM, np.float32) / np.sqrt(DIM), 5, None, -1.0)
+    assert [m for m, _ in hits] == [3]
+
+
+@pytest.mark.parametrize("threshold", [10_000, 50], ids=["exact", "hnsw"])
+def test_search_agrees_with_brute_force_with_and_without_a_filter(db, threshold):
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng.standard_normal((400, DIM)))
+    _insert(db, vectors)
+    leg = PgVectors(db, exact_threshold=threshold)
+    for _ in range(5):
+        query = _unit(rng.standard_normal((1, DIM)))[0]
+        hits = leg.search(MODEL, query, 10, None, -1.0)
+        assert [m for m, _ in hits] == _brute(vectors, query, 10)
+        assert np.allclose([s for _, s in hits], np.sort(vectors @ query)[::-1][:10], atol=1e-5)
+        few = rng.choice(np.arange(1, 401), 30, replace=False)  # few rows: exact whatever the size
+        assert [m for m, _ in leg.search(MODEL, query, 10, few, -1.0)] == _brute(vectors, query, 10, few)
+        many = rng.choice(np.arange(1, 401), 300, replace=False)  # many rows: through HNSW when it is built
+        assert [m for m, _ in leg.search(MODEL, query, 10, many, -1.0)] == _brute(vectors, query, 10, many)
+    built = db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (index_name(DIM),)).fetchone()[0])
+    assert (built is not None) == (threshold < 400)
+
+
+def test_the_floor_and_an_empty_filter(db):
+    vectors = _unit(np.eye(DIM, dtype=np.float32)[:4] + 0.01)
+    _insert(db, vectors)
+    leg = PgVectors(db)
+    hits = leg.search(MODEL, vectors[0], 10, None, 0.5)
+    assert [m for m, _ in hits] == [1] and hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert leg.search(MODEL, vectors[0], 10, np.array([], np.int64), -1.0) == []
+
+
+def test_another_connection_s_vector_is_found_at_the_next_search(db, postgres_url):
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng.standard_normal((100, DIM)))
+    _insert(db, vectors)
+    leg = PgVectors(db, exact_threshold=20)
+    query = _unit(rng.standard_normal((1, DIM)))[0]
+    assert 101 not in [m for m, _ in leg.search(MODEL, query, 5, None, -1.0)]
+    other = PostgresDatabase(postgres_url)
+    try:
+        _insert(other, query[None, :], first_mem=101)
+    finally:
+        other.close()
+    assert leg.search(MODEL, query, 5, None, -1.0)[0][0] == 101
