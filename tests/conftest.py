@@ -31,6 +31,10 @@ def _postgres_server():
     server = pgserver.get_server(data, cleanup_mode=None)  # stopped and deleted by this session's end only
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
+        # a throwaway server: no commit waits for the disk (a crash loses nothing a test keeps)
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
         conn.execute("CREATE DATABASE kenning_template")
     from urllib.parse import urlsplit, urlunsplit
 

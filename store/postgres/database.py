@@ -100,6 +100,17 @@ def _configure(conn: Any) -> None:
 
     conn.adapters.register_loader("numeric", NumberLoader)
     conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+    see_pgvector(conn)
+
+
+def see_pgvector(conn: Any) -> None:
+    """Put pgvector's schema on the search path when it is not there: a store kept in a schema of its
+    own (``?options=-csearch_path=...``) still finds the vector type and its operators."""
+    row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+                       "WHERE e.extname = 'vector'").fetchone()
+    if row is not None and row[0] not in conn.execute("SELECT current_schemas(false)").fetchone()[0]:
+        conn.execute("SELECT set_config('search_path', current_setting('search_path') || ', ' || quote_ident(%s), false)",
+                     (row[0],))
 
 
 class PostgresDatabase:
@@ -115,6 +126,7 @@ class PostgresDatabase:
         self.path = display_url(url)
         with pg_errors(self.path):  # one direct connection first: a wrong URL fails at once, in one line
             with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                see_pgvector(conn)
                 self._migrate(conn)
                 # a role that may only read serves reads; every transaction then says why it cannot write
                 self.read_only = not conn.execute("SELECT has_table_privilege('memories', 'INSERT')").fetchone()[0]
