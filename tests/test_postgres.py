@@ -145,3 +145,23 @@ def test_info_names_the_server_without_its_password(postgres_url):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["exists"] and report["store"].startswith("postgresql://") and report["memories"] == 0
+
+
+def test_a_transaction_waits_for_the_write_lock_at_most_as_long_as_asked(postgres_url):
+    from kenning.errors import StorageError
+
+    first, second = PostgresDatabase(postgres_url), PostgresDatabase(postgres_url)
+    try:
+        with first.transaction():
+            with pytest.raises(StorageError, match="locked"):
+                with second.waiting_at_most(50), second.transaction():
+                    pass
+        with second.waiting_at_most(50), second.transaction() as c:  # free again: it commits
+            assert c.raw.execute("SHOW lock_timeout").fetchone()[0] == "50ms"
+            c.execute("INSERT INTO meta(key, value) VALUES ('probe', '1')")
+        assert second.get_meta("probe") == "1"
+        with second.transaction() as c:  # outside the block: the connection's own limit again
+            assert c.raw.execute("SHOW lock_timeout").fetchone()[0] == "30s"
+    finally:
+        first.close()
+        second.close()
