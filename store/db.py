@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -212,6 +213,9 @@ class Database:
         # reads; every transaction then raises ReadOnlyStore naming that cause
         self.read_only = False
         self.lock = threading.RLock()
+        if path.is_file() and not _may_write(path):
+            self._open_read_only()
+            return
         self.conn = sqlite3.connect(
             str(path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
@@ -234,13 +238,15 @@ class Database:
 
         uri = self.path.resolve().as_uri() + "?mode=ro"
         for suffix in ("", "&immutable=1"):
-            conn = sqlite3.connect(uri + suffix, uri=True, timeout=30.0, isolation_level=None,
-                                   check_same_thread=False)
+            conn = None
             try:
+                conn = sqlite3.connect(uri + suffix, uri=True, timeout=30.0, isolation_level=None,
+                                       check_same_thread=False)
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 break
             except sqlite3.OperationalError:
-                conn.close()
+                if conn is not None:
+                    conn.close()
         else:
             raise KenningError(f"{self.path} cannot be opened: not even for reading (check its permissions)")
         if version != SCHEMA_VERSION:
@@ -343,6 +349,15 @@ class Database:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _may_write(path: Path) -> bool:
+    """Whether this process may write the file. SQLite opens a file it may not write read-only without
+    a word, and in WAL mode even BEGIN IMMEDIATE succeeds (its lock lives in the -shm file), so only the
+    first real write would fail. Asked of the system by access(2) with the effective ids, not by
+    opening the file: closing any descriptor of a file drops every SQLite lock this process holds on it."""
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, os.W_OK, effective_ids=effective)
 
 
 def _permission_problem(exc: sqlite3.OperationalError) -> bool:
