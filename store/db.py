@@ -361,9 +361,10 @@ def _may_write(path: Path) -> bool:
 
 
 def _permission_problem(exc: sqlite3.OperationalError) -> bool:
-    """SQLite's ways of saying it may not write the file or create its -wal/-shm companions."""
+    """SQLite's ways of saying it may not write the file or create its -wal/-shm companions (before
+    3.22 a folder it could not write was "unable to open database file")."""
     text = str(exc).lower()
-    return "readonly" in text or "read-only" in text or "unable to open" in text
+    return "readonly" in text or "unable to open" in text
 
 
 @contextmanager

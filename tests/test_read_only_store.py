@@ -122,3 +122,20 @@ def test_a_new_store_cannot_be_created_in_a_read_only_folder(tmp_path):
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o700)
+
+
+def test_a_reader_without_write_access_sees_what_the_owner_writes_afterwards(store_dir):
+    """A read-only file in a writable folder is read through SQLite's shared memory, not as a frozen
+    (immutable) file: the owner's later writes show up. The store also serves any thread."""
+    (store_dir / DB_FILENAME).chmod(0o400)
+    reader = run_unprivileged(lambda: open_store(store_dir))
+    try:
+        assert reader.db.read_only is True and reader.count() == 1
+        (store_dir / DB_FILENAME).chmod(0o600)
+        with open_store(store_dir) as owner:
+            owner.write("The zebra crossing sensor reports every minute", scopes=["ops"])
+        hits = reader.search("zebra crossing sensor", mode="bm25").hits
+        assert [reader.get(h.id).content for h in hits] == ["The zebra crossing sensor reports every minute"]
+        assert reader.count() == 2
+    finally:
+        reader.close()

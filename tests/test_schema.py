@@ -61,3 +61,39 @@ def test_one_connection_serves_every_thread_and_keeps_meta(tmp_path):
         assert db.get_meta("colour") == "teal"
     finally:
         db.close()
+
+
+def test_a_failing_migration_is_an_error_and_changes_nothing(tmp_path):
+    """A step that cannot run (here a version-1 file already holding a table step 2 creates) is reported,
+    not mistaken for a store this user may only read; the file keeps its version."""
+    from kenning import open_store
+    from kenning.errors import InvalidInput
+
+    path = tmp_path / DB_FILENAME
+    con = sqlite3.connect(path)
+    con.executescript(MIGRATIONS[0])
+    con.execute("CREATE TABLE embeddings (x)")
+    con.execute("PRAGMA user_version = 1")
+    con.close()
+    with pytest.raises(sqlite3.OperationalError, match="^table embeddings already exists$"):
+        Database(path)
+    with pytest.raises(InvalidInput) as failed:
+        open_store(tmp_path)
+    assert str(failed.value) == f"{path} is not a kenning store (table embeddings already exists)"
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "events" not in {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    con.close()
+
+
+def test_a_failed_read_names_the_store_file(tmp_path):
+    from kenning.errors import StorageError
+
+    db = Database(tmp_path / DB_FILENAME)
+    try:
+        missing = tmp_path / "missing" / "other.sqlite3"
+        with pytest.raises(StorageError) as failed:
+            db.read(lambda c: c.execute("ATTACH DATABASE ? AS other", (str(missing),)))
+        assert str(failed.value).startswith(f"{tmp_path / DB_FILENAME} could not be read or written (unable to open")
+    finally:
+        db.close()
