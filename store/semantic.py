@@ -282,6 +282,13 @@ class Semantic:
                 self._background = _BackgroundEmbedder(self, poll_s)
                 self._background.start()
 
+    def warm(self) -> None:
+        """Load the encoder and bring the vector index in step with the rows now: the background
+        embedder does this first, so a server's first semantic search finds both ready."""
+        encoder = self.encoder()
+        with self._lock:
+            self._sync(encoder)
+
     def also_in_background(self, drain: Callable[[threading.Event], object]) -> None:
         """More vectors for the background embedder to make, after the memories' queue (transcript
         messages): ``drain(stop)`` embeds what waits and returns between batches once ``stop`` is set."""
@@ -400,9 +407,13 @@ class _BackgroundEmbedder:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        warmed = False
         while not self._stop.is_set():
             try:
                 if self.semantic.availability().working:
+                    if not warmed:
+                        self.semantic.warm()
+                        warmed = True
                     if self.semantic.pending_count():
                         self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
                         self.semantic.save()

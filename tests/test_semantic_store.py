@@ -111,6 +111,25 @@ def test_the_background_embedder_drains_the_queue_while_searches_answer(store):
     assert state["index_keys"] == sorted(state["db"]) and state["key_map"] == state["db"]
 
 
+def test_the_background_embedder_loads_the_encoder_and_the_index_before_any_search(tmp_path):
+    """What a server's first semantic search would otherwise wait for is ready without one."""
+    import time
+
+    path = tmp_path / "s"
+    with kenning.open_store(path) as s:
+        for text in MEMORIES:
+            s.write(text, scopes=["x"])
+    with kenning.open_store(path) as s:
+        assert not s.semantic.loaded and s.semantic.index_state()["index_keys"] == []
+        s.semantic.start_background(poll_s=0.2)
+        deadline = time.monotonic() + 120
+        while not s.semantic.index_state()["index_keys"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        state = s.semantic.index_state()
+        assert s.semantic.loaded and state["index_keys"] == sorted(state["db"]) and len(state["db"]) == len(MEMORIES)
+        assert s.events(kinds=["search"]) == []  # no search ran
+
+
 def _vector_answers(path, query="cat sleeping on a windowsill"):
     with kenning.open_store(path) as s:
         return [(h.id, round(h.legs["vector"].score, 5)) for h in s.search(query, mode="semantic", limit=5).hits]
