@@ -36,7 +36,9 @@ def _iso(ts: datetime) -> str:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # defer_build: a model's validator is built on its first use, not at import; a search uses a
+    # handful of these models, and building all of them took most of this module's import time
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     @field_serializer("*", when_used="json")
     def _dates(self, value: Any) -> Any:

@@ -14,7 +14,7 @@ class GateRefusal(BaseModel):
     ``override`` names the write argument that accepts the risk, or is None when nothing may.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on the first refusal, not at import
 
     gate: str
     status: str
