@@ -287,7 +287,7 @@ class Semantic:
         embedder does this first, so a server's first semantic search finds both ready."""
         encoder = self.encoder()
         with self._lock:
-            self._sync(encoder)
+            self.vectors.warm(encoder)
 
     def also_in_background(self, drain: Callable[[threading.Event], object]) -> None:
         """More vectors for the background embedder to make, after the memories' queue (transcript

@@ -77,6 +77,10 @@ class IndexFile:
         hits = self._index.search(query_vector, k, allowed=allowed, floor=floor)
         return [(self._emb_mem[key], score) for key, score in hits]
 
+    def warm(self, encoder: Any) -> None:
+        """Load the index (from its file, else the rows) now rather than at the first search."""
+        self._sync(encoder)
+
     def _sync(self, encoder: Any) -> None:
         """Bring the index in step with the rows."""
         generation = self.db.read(current_generation)
@@ -85,6 +89,7 @@ class IndexFile:
         rows = self.db.read(lambda c: c.execute(
             "SELECT id, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
         wanted = dict(rows)
+        saved_as = None  # the generation the loaded file was saved at
         if self._index is None:
             self._index = VectorIndex.load(self.index_path, encoder.dim, {"model_id": encoder.model_id})
             if self._index is not None and integrity.index_trusted(self.db, self._index.meta) is not None:
@@ -92,6 +97,8 @@ class IndexFile:
             self._saved_generation = None
             if self._index is None:
                 self._index = VectorIndex(encoder.dim)
+            else:
+                saved_as = self._index.meta.get("generation")
         self._model = encoder.model_id
         have = set(self._index.keys().tolist())
         stale = have - wanted.keys()
@@ -101,6 +108,8 @@ class IndexFile:
         load_rows(self._index, self.db, "embeddings", missing)
         self._emb_mem = wanted
         self._generation = generation
+        if saved_as == generation and not stale and not missing:
+            self._saved_generation = generation  # the file holds this state already: closing need not rewrite it
 
     def rebuild(self, encoder: Any) -> None:
         self._sync(encoder)

@@ -130,6 +130,28 @@ def test_the_background_embedder_loads_the_encoder_and_the_index_before_any_sear
         assert s.events(kinds=["search"]) == []  # no search ran
 
 
+def test_a_search_that_loads_the_saved_index_does_not_write_it_again(tmp_path):
+    """A cold searching process (a CLI call) reads the index file; only a change of the rows rewrites it."""
+    import os
+
+    path = tmp_path / "s"
+    with kenning.open_store(path) as s:
+        for text in MEMORIES:
+            s.write(text, scopes=["x"])
+        s.search("cat", mode="semantic")  # builds the index, saved at close
+    index_file = path / INDEX_FILENAME
+    written = os.stat(index_file)
+    answers = _vector_answers(path)
+    assert answers and _vector_answers(path) == answers
+    after = os.stat(index_file)
+    assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    with kenning.open_store(path) as s:
+        s.search("cat", mode="semantic")
+        s.write("Invoices are archived to cold storage after ninety days", scopes=["x"])
+    assert os.stat(index_file).st_mtime_ns != written.st_mtime_ns  # a new vector: saved at close
+    assert _vector_answers(path) == answers  # the saved file, with the new vector in it, answers the same
+
+
 def _vector_answers(path, query="cat sleeping on a windowsill"):
     with kenning.open_store(path) as s:
         return [(h.id, round(h.legs["vector"].score, 5)) for h in s.search(query, mode="semantic", limit=5).hits]

@@ -57,6 +57,9 @@ class PgVectors:
     def save(self, force: bool = True) -> None:
         pass
 
+    def warm(self, encoder: Any) -> None:
+        pass  # nothing to load into this process
+
     def check(self) -> list:
         return []  # `kenning check` checks the rows (store/integrity.py); vec is derived from them
 
