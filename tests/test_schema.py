@@ -63,6 +63,7 @@ def test_one_connection_serves_every_thread_and_keeps_meta(tmp_path):
         db.close()
 
 
+@pytest.mark.sqlite_only  # opens the SQLite file by its folder
 def test_a_failing_migration_is_an_error_and_changes_nothing(tmp_path):
     """A step that cannot run (here a version-1 file already holding a table step 2 creates) is reported,
     not mistaken for a store this user may only read; the file keeps its version."""
