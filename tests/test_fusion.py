@@ -90,3 +90,28 @@ def test_evidence_defaults_by_hand():
     assert scores[2] == pytest.approx(0.78 * 0.5 ** 3 * (0.5 + 0.5 * 0.5))
     assert scores[3] == 0.0
     assert [f.key for f in fused] == [1, 2, 3]
+
+
+def test_evidence_without_a_bm25_leg_is_coverage_and_cosine_alone():
+    """keyword + vector (no BM25 list): nothing scales the coverage term, by hand."""
+    from kenning.retrieval.fusion import evidence
+
+    fused = evidence({"keyword": [(1, 3.0), (2, 1.0)], "vector": [(2, 0.8), (3, 0.55)]}, {1: 0.9, 2: 0.5},
+                     alpha=0.6, cos_floor=0.1, power=2.0, bm25_share=0.5)
+    scores = {f.key: f.score for f in fused}
+    assert scores[1] == pytest.approx(0.6 * 0.9 ** 2)
+    assert scores[2] == pytest.approx(0.6 * 0.5 ** 2 + 0.4 * (0.8 - 0.1) / 0.9)
+    assert scores[3] == pytest.approx(0.4 * (0.55 - 0.1) / 0.9)
+    assert [f.key for f in fused] == [1, 2, 3]
+    assert evidence({}, {}) == [] and evidence({"vector": []}, {}) == []
+
+
+def test_evidence_scales_by_a_best_bm25_below_one_and_counts_a_text_outside_bm25_as_zero():
+    """BM25 scores under 1 still scale; a keyword-only candidate keeps only the (1 - share) part."""
+    from kenning.retrieval.fusion import evidence
+
+    fused = evidence({"bm25": [(1, 0.5), (2, 0.25)], "keyword": [(3, 2.0)]}, {1: 1.0, 2: 1.0, 3: 1.0},
+                     alpha=1.0, cos_floor=0.1, power=1.0, bm25_share=0.4)
+    scores = {f.key: f.score for f in fused}
+    assert scores == pytest.approx({1: 1.0, 2: 0.6 + 0.4 * 0.5, 3: 0.6})
+    assert [f.key for f in fused] == [1, 2, 3]
