@@ -145,3 +145,19 @@ def test_a_field_is_refused_under_its_own_name():
 def test_mask_replaces_each_secret_where_it_was():
     assert cr.mask(f"a PG_PASSWORD=sunshine b {GH} c") == "a [secret assignment removed] b [GitHub token removed] c"
     assert cr.mask(None) is None and cr.mask("") == "" and cr.mask("plain") == "plain"
+
+
+def test_pem_url_bearer_and_license_findings_are_masked_in_place():
+    pem_body = "MIIEowIBAAKCAQEA7sZ2" * 3
+    text = ("line one\nfetch with Authorization: Bearer Zx9kLmQ2vB7nW4tR8yP3\n"
+            f"-----BEGIN RSA PRIVATE KEY-----\n{pem_body}\n-----END RSA PRIVATE KEY-----\n"
+            "mirror at https://deploy:Zx9kLm42Qp@git.example.com/repo\nlicense key: ABCD1-EFGH2-IJKL3-MNOP4-QRST5")
+    assert kinds(text) == [("bearer token", "Bearer ***", 2),
+                           ("PEM private key", "-----BEGIN RSA PRIVATE KEY-----…", 3),
+                           ("password in URL", "https://deploy:***@git.example.com", 6),
+                           ("license key", "…[29 chars]", 7)]
+    assert cr.mask(text) == ("line one\nfetch with Authorization: [bearer token removed]\n[PEM private key removed]\n"
+                             "-----END RSA PRIVATE KEY-----\nmirror at [password in URL removed]/repo\n"
+                             "license key: [license key removed]")
+    assert cr.check(text).hint == ("Remove the secret and store where it lives instead (e.g. 'the deploy token is in "
+                                   "the team vault under ci/github'), or replace it with a placeholder such as <token>.")
