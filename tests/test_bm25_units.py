@@ -44,3 +44,14 @@ def test_idf_coverage_on_a_one_document_store(store):
     have, missing = math.log(1 + 0.5 / 1.5), math.log(1 + 1.5 / 0.5)  # df 1 and df 0 of N = 1
     assert bm25.idf_coverage(lex, ["kiwi", "zzz"], [1])[1] == pytest.approx(have / (have + missing))
     assert np.isclose(bm25.idf(1, 0), missing)
+
+
+def test_new_k1_and_b_rescore_instead_of_reusing_the_remembered_saturation(store):
+    """The per-term saturation is remembered between searches; another k1 or b must not reuse it."""
+    lex = _lexicon(store, ["apple apple pie", "pear tart", "plum jam"])
+    n, df, tf, length, avg = 3, 1, 2, 3, 7 / 3
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    for k1, b in ((bm25.K1, bm25.B), (2.0, bm25.B), (2.0, 0.0), (bm25.K1, bm25.B)):
+        (key, score), = bm25.search(lex, query_terms("apple"), 5, k1=k1, b=b)
+        norm = k1 * (1 - b + b * length / avg)
+        assert key == 1 and score == pytest.approx(idf * tf * (k1 + 1) / (tf + norm)), (k1, b)
