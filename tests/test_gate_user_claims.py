@@ -80,3 +80,7 @@ def test_refusal_quotes_what_matched():
     refusal = run_content_gates("Context first. The user prefers tabs.", "fact")
     assert refusal.matched == ["the user …: 'The user prefers'"]
     assert "'fact'" in refusal.reason
+    assert refusal.reason == "the text reads as a claim about the user but is filed as 'fact'"
+    assert refusal.hint == ("Re-issue the write with category='user-inference' so the user can confirm it; if the "
+                            "subject is someone else (an application's users, a colleague), pass "
+                            "acknowledge_user_claim=True.")
