@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kenning.store.db import Database
+from kenning.store.memo import memo
 from kenning.store.models import Hit, Memory, iso
 from kenning.store.search import version_of
 
@@ -62,14 +63,19 @@ def superseded_by(db: Database, ids: list[str]) -> dict[str, list[str]]:
     """For each id, the live memories that supersede it."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
-    rows = db.read(lambda c: c.execute(
-        f"SELECT l.target, m.id FROM memory_links l JOIN memories m ON m.rowid = l.source "
-        f"WHERE l.kind = 'supersedes' AND l.target IN ({marks}) AND m.removed_at IS NULL ORDER BY m.id", ids).fetchall())
-    out: dict[str, list[str]] = {}
-    for target, source in rows:
-        out.setdefault(target, []).append(source)
-    return out
+    held = memo(db, "superseded_by")  # read again only after the store changed
+    missing = list(dict.fromkeys(i for i in ids if i not in held))
+    if missing:
+        marks = ",".join("?" * len(missing))
+        rows = db.read(lambda c: c.execute(
+            f"SELECT l.target, m.id FROM memory_links l JOIN memories m ON m.rowid = l.source "
+            f"WHERE l.kind = 'supersedes' AND l.target IN ({marks}) AND m.removed_at IS NULL ORDER BY m.id",
+            missing).fetchall())
+        found: dict[str, list[str]] = {i: [] for i in missing}
+        for target, source in rows:
+            found[target].append(source)
+        held.update(found)
+    return {i: list(held[i]) for i in ids if held.get(i)}
 
 
 def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> dict[str, list[dict[str, Any]]]:
@@ -79,10 +85,10 @@ def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> di
     by_id = {m.id: m for m in memories}
     since = iso(now - RECENT_OUTCOMES)
     known = _remembered(db)
+    if len(known) > NEGATIVES_REMEMBERED:  # before deciding what to read: a cleared memo holds none of these
+        known.clear()
     missing = [mid for mid in by_id if mid not in known or known[mid][0] > since]
     if missing:
-        if len(known) > NEGATIVES_REMEMBERED:
-            known.clear()
         fetched: dict[str, list[dict[str, Any]]] = {mid: [] for mid in missing}
         for event in _negative_events(db, missing, now - RECENT_OUTCOMES):
             fetched[event["memory_id"]].append(event)

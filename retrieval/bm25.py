@@ -72,7 +72,9 @@ def search(
         all_scores.append(weight * saturated)
     if not all_ids:
         return []
-    return top_k(index, np.concatenate(all_ids), np.concatenate(all_scores), k, lists=len(all_ids))
+    shortest = min((ids for ids in all_ids if ids.size >= k), key=len, default=None)
+    return top_k(index, np.concatenate(all_ids), np.concatenate(all_scores), k, lists=len(all_ids),
+                 shortest=shortest)
 
 
 _SATURATED: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDictionary()

@@ -71,13 +71,16 @@ def accumulate(lexids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
-          lists: int | None = None) -> list[tuple[int, float]]:
+          lists: int | None = None, shortest: np.ndarray | None = None) -> list[tuple[int, float]]:
     """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc.
 
     ``lists``: how many posting lists were concatenated, so no lexid occurs more than that many
     times. Then the matched documents are never listed: every posting looks up its document's
     total, and the ``k * lists``-th largest of those is a cut no true top-k document falls below
     (at least k distinct documents reach it), so only the few postings above it are sorted.
+    ``shortest``: the lexids of one of those lists (the rarest term's, best) holding at least k
+    documents; the k-th best total among them is such a cut too, found without a pass over every
+    posting, and the documents above it are read off the totals.
     """
     if lexids.size == 0 or k <= 0:
         return []
@@ -90,6 +93,12 @@ def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
         uniq, totals, _ = accumulate(lexids, scores)
         return best(index, uniq, totals, k)
     totals = np.bincount(lexids, weights=scores)  # the same sums, in the same order, as accumulate
+    if shortest is not None and shortest.size >= k:
+        reached = totals[shortest]
+        cut = np.partition(reached, reached.size - k)[reached.size - k]
+        if cut > 0:  # every document at or above it was matched (a match scores above 0)
+            uniq = np.flatnonzero(totals >= cut)
+            return best(index, uniq, totals[uniq], k)
     seen = totals[lexids]
     m = k * lists
     if seen.size > m:

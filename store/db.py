@@ -319,6 +319,12 @@ class Database:
         with self.lock:
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def stamp(self) -> tuple[int, int]:
+        """Changes whenever anything was committed by anyone else or changed by this connection:
+        what in-process memos of stored rows compare (store/memo.py). One statement, no table read."""
+        with self.lock:
+            return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self.lock:
             row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

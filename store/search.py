@@ -19,6 +19,7 @@ from kenning.retrieval.text import query_tokens, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
+from .memo import memo
 from .models import Degraded, Hit, LegScore, Memory, SearchResult, StoreConfig
 from .records import filter_sql
 from .semantic import Semantic
@@ -189,13 +190,17 @@ def _texts(db: Database, keys: list[int]) -> dict[int, str]:
 
 
 def _memories(db: Database, keys: list[int]) -> dict[int, Memory]:
-    out: dict[int, Memory] = {}
-    for i in range(0, len(keys), 500):
-        chunk = keys[i : i + 500]
+    """The memories of rowids; those read since the store last changed come from the memo."""
+    held = memo(db, "records")
+    out = {k: held[k] for k in keys if k in held}
+    missing = [k for k in keys if k not in out]
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
         marks = ",".join("?" * len(chunk))
         rows = db.read(lambda c: c.execute(
             f"SELECT rowid, record FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
-        out.update((r, parsed(rec)) for r, rec in rows)
+        for r, rec in rows:
+            out[r] = held[r] = parsed(rec)
     return out
 
 

@@ -67,3 +67,17 @@ def test_remembered_negative_outcomes_follow_every_new_outcome(tmp_path):
         assert negatives(a) == {first: ["contradicted"], second: ["ignored"]}
         clock.now = START + timedelta(days=31, hours=2)  # out of the 30-day window
         assert negatives(a) == {first: [], second: []}
+
+
+def test_negative_outcomes_survive_the_remembered_set_filling_up(tmp_path, monkeypatch):
+    # the memo used to be cleared after deciding which hits to read, so a search mixing remembered
+    # and new hits once it passed its size failed with a KeyError (seen at limit 50 on a 20k store)
+    monkeypatch.setattr(trust, "NEGATIVES_REMEMBERED", 3)
+    with kenning.open_store(tmp_path / "s") as store:
+        ids = store.import_records([{"content": f"billing note number {i}", "scopes": ["t"]} for i in range(6)])
+        store.record_use([ids[0]], "ignored")
+        assert len(store.search("billing", mode="bm25", limit=4, record=False).hits) == 4  # four remembered
+        hits = store.search("billing", mode="bm25", limit=6, record=False).hits  # past the size: cleared
+        assert {h.id for h in hits} == set(ids)
+        ignored = [h.id for h in hits if h.trust.get("recent_negative_outcomes")]
+        assert ignored == [ids[0]]

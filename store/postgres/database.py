@@ -252,6 +252,10 @@ class PostgresDatabase:
         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                      (key, value))
 
+    def stamp(self) -> int:
+        """Changes whenever anything was committed (the generation every transaction bumps)."""
+        return self.changes()
+
     def changes(self) -> int:
         """Grows with every committed transaction (by anyone): a refusal that wrote nothing leaves it alone."""
         return self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
