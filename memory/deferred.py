@@ -81,7 +81,9 @@ class DeferredEvents:
             if not rows:
                 return
             try:
-                with _busy_timeout(session, None if wait else 0), session.db.transaction() as c:
+                # event rows only: memos of memories (store/memo.py) stay valid across the batch
+                with _busy_timeout(session, None if wait else 0), session.db.log_only(), \
+                        session.db.transaction() as c:
                     c.executemany(
                         "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
                         [(iso(at), session.session_id, kind, mid, events.payload_json(payload))

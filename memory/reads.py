@@ -12,7 +12,7 @@ from typing import Any
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.store import integrity, records, search as ranking
-from kenning.store.models import MODES, Degraded, Memory, SearchResult, Tombstone
+from kenning.store.models import MODES, Degraded, Memory, SearchResult, StoreConfig, Tombstone
 
 from . import events, outcomes, trust
 from .gates.limits import check_count, check_scopes
@@ -112,17 +112,18 @@ def search(
     ``since_prior_session`` keeps memories updated after the latest event of another session
     (empty, with a note, when no other session has logged anything).
     """
-    if not s.config.search_enabled:
+    config = s.config  # read once: each look asks SQLite whether another process changed the settings
+    if not config.search_enabled:
         raise SearchDisabled()
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
     boundary = events.prior_session_boundary(s.db, s.session_id) if since_prior_session else None
     view = s.view(auto_scope, updated_after=boundary)
-    result, memories = _rank(s, query, mode, limit, scopes, category, view)
+    result, memories = _rank(s, query, mode, limit, scopes, category, view, config=config)
     if since_prior_session and boundary is None:
         result.hits = []
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
-    trust.annotate(s.db, result.hits, memories, s.clock(), s.config.verification_stale_days, expand_top)
+    trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top)
     if record and not s.db.read_only:  # a read-only store answers without its event log
         result.use_token = outcomes.new_token()
         # queued, not committed here: the batch it commits in settles the hits of two searches ago
@@ -142,9 +143,10 @@ def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[
 
 
 def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
-          category: str | None, view: View | None, explain: bool = True) -> tuple[SearchResult, dict[str, Memory]]:
+          category: str | None, view: View | None, explain: bool = True,
+          config: StoreConfig | None = None) -> tuple[SearchResult, dict[str, Memory]]:
     """Validate the request, then rank over the store with what the view hides left out."""
-    config = s.config
+    config = config or s.config
     mode = mode or config.default_mode
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty; give words a matching memory would contain")

@@ -28,6 +28,7 @@ K3 = 1.0
 
 
 MEMO_TERMS = 4096  # terms whose saturated term frequencies are remembered per index
+FEW_KEYS = 64  # idf_coverage sums in Python floats up to this many documents (the same sums)
 
 IDF_NAME = "lucene: ln(1 + (N - df + 0.5) / (df + 0.5))"
 
@@ -113,6 +114,14 @@ def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
         return {k: 0.0 for k in keys}
     if matched is None:
         matched = contains(index, distinct, keys)
+    if len(keys) <= FEW_KEYS:  # a page of hits: plain floats beat a dozen small array operations
+        out = {}
+        for key, row in zip(keys, matched.tolist()):
+            got = 0.0
+            for weight, hit in zip(weights, row):  # term by term, in query order: the same sums as below
+                got += weight * hit
+            out[int(key)] = got / total
+        return out
     got = np.zeros(len(keys))
     for column, weight in enumerate(weights):  # term by term, in query order: the same sums as ever
         got += weight * matched[:, column]

@@ -179,11 +179,11 @@ SNIPPET_CHARS = 240
 
 def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
     """At most ``width`` characters around the densest cluster of matched terms."""
-    norm = " ".join(unicodedata.normalize("NFKC", text).split())
-    if len(norm) <= width:
+    norm, spans = _spanned(text, width)
+    if spans is None:
         return norm
     wanted = set(terms)
-    hits = [(t, s, e) for t, s, e in token_spans(norm) if t in wanted]
+    hits = [(t, s, e) for t, s, e in spans if t in wanted]
     body = width - 2  # room for the two ellipses
     if not hits:
         return _trim(norm, 0, body, width)
@@ -202,6 +202,14 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
     start = max(0, (span[0] + span[1]) // 2 - body // 2)
     start = min(start, max(0, len(norm) - body))
     return _trim(norm, start, start + body, width)
+
+
+@functools.lru_cache(maxsize=2048)
+def _spanned(text: str, width: int) -> tuple[str, tuple[tuple[str, int, int], ...] | None]:
+    """The text with its whitespace collapsed, and its token spans when it is longer than ``width``:
+    what every snippet of it starts from, worked out once per text (hits recur across searches)."""
+    norm = " ".join(unicodedata.normalize("NFKC", text).split())
+    return norm, (tuple(token_spans(norm)) if len(norm) > width else None)
 
 
 def _trim(text: str, start: int, end: int, width: int) -> str:

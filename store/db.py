@@ -213,6 +213,7 @@ class Database:
         # reads; every transaction then raises ReadOnlyStore naming that cause
         self.read_only = False
         self.lock = threading.RLock()
+        self._log_changes = 0  # rows this connection changed in the event log alone (``log_only``)
         if path.is_file() and not _may_write(path):
             self._open_read_only()
             return
@@ -320,10 +321,23 @@ class Database:
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def stamp(self) -> tuple[int, int]:
-        """Changes whenever anything was committed by anyone else or changed by this connection:
-        what in-process memos of stored rows compare (store/memo.py). One statement, no table read."""
+        """Changes whenever anything was committed by anyone else or this connection changed a row
+        outside the event log (``log_only``): what in-process memos of stored rows compare
+        (store/memo.py). One statement, no table read."""
         with self.lock:
-            return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+            return (self.conn.execute("PRAGMA data_version").fetchone()[0],
+                    self.conn.total_changes - self._log_changes)
+
+    @contextmanager
+    def log_only(self) -> Iterator[None]:
+        """Around work that only appends to the event log (a batch of read events): the rows it
+        changes leave ``stamp`` alone, so memos of memories survive a search's own event row."""
+        with self.lock:
+            before = self.conn.total_changes
+            try:
+                yield
+            finally:
+                self._log_changes += self.conn.total_changes - before
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self.lock:

@@ -252,6 +252,11 @@ class PostgresDatabase:
         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                      (key, value))
 
+    @contextmanager
+    def log_only(self) -> Iterator[None]:
+        """SQLite's hook for event-log-only work; here every commit moves the generation anyway."""
+        yield
+
     def stamp(self) -> int:
         """Changes whenever anything was committed (the generation every transaction bumps)."""
         return self.changes()
