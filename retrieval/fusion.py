@@ -28,16 +28,19 @@ def rrf(
 ) -> list[Fused]:
     """Fuse best-first (key, native score) lists from several legs into one best-first list."""
     fused: dict[int, Fused] = {}
+    best_rank: dict[int, int] = {}  # each key's best single-leg rank (a leg lists a key once)
     for leg, ranking in rankings.items():
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for rank, (key, native) in enumerate(ranking, start=1):
-            item = fused.setdefault(key, Fused(key, 0.0))
+            item = fused.get(key)
+            if item is None:
+                item = fused[key] = Fused(key, 0.0)
+                best_rank[key] = rank
+            elif rank < best_rank[key]:
+                best_rank[key] = rank
             item.score += weight / (k + rank)
             item.legs[leg] = (rank, native)
-    return sorted(
-        fused.values(),
-        key=lambda f: (-f.score, min(r for r, _ in f.legs.values()), f.key),
-    )
+    return sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.key], f.key))
 
 
 def evidence(

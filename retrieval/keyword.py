@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .lexical import LexicalIndex, accumulate, best, restrict
-from .text import contains_phrase, tokenize
+from .text import phrase_test, tokenize
 
 PHRASE_BONUS = 3.0
 RECENCY_MAX = 0.1
@@ -50,8 +50,10 @@ def search(
         # only documents holding every query term can hold the phrase; check the best of them
         full = np.flatnonzero(matched == len(distinct))
         full = full[np.argsort(-totals[full], kind="stable")][:PHRASE_CHECK_LIMIT]
-        texts = text_of([int(index.doc_key[uniq[i]]) for i in full])
-        for i in full:
-            if contains_phrase(texts.get(int(index.doc_key[uniq[i]]), ""), phrase):
+        keys = index.doc_key[uniq[full]].tolist()
+        texts = text_of(keys)
+        holds = phrase_test(phrase)
+        for i, key in zip(full.tolist(), keys):
+            if holds(texts.get(key, "")):
                 totals[i] += PHRASE_BONUS
     return best(index, uniq, totals, k)

@@ -16,7 +16,7 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import Stemmer
 
@@ -166,6 +166,18 @@ def contains_phrase(text: str, phrase: str) -> bool:
     """True when the whole phrase occurs verbatim in text, ignoring case and spacing."""
     p = normalize(phrase)
     return bool(p) and p in normalize(text)
+
+
+def phrase_test(phrase: str) -> Callable[[str], bool]:
+    """``contains_phrase(text, phrase)`` as a test of texts: the phrase normalized once, and each
+    text's normal form remembered (the keyword leg checks the same candidates search after search)."""
+    p = normalize(phrase)
+    return lambda text: bool(p) and p in _normalized(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalized(text: str) -> str:
+    return normalize(text)
 
 
 def match_terms(terms: Iterable[str], text: str) -> list[str]:

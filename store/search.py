@@ -180,12 +180,17 @@ def _allowed_mask(db: Database, lexicon, filters: Filters) -> np.ndarray | None:
 
 
 def _texts(db: Database, keys: list[int]) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for i in range(0, len(keys), 500):
-        chunk = keys[i : i + 500]
+    """The texts of rowids (the keyword leg's phrase check); those read since the store last changed come from the memo."""
+    held = memo(db, "texts")
+    out = {k: held[k] for k in keys if k in held}
+    missing = [k for k in keys if k not in out]
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        out.update(db.read(lambda c: c.execute(
-            f"SELECT rowid, content FROM memories WHERE rowid IN ({marks})", chunk).fetchall()))
+        rows = db.read(lambda c: c.execute(
+            f"SELECT rowid, content FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
+        out.update(rows)
+        held.update(rows)
     return out
 
 
