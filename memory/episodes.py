@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ulid import ULID
 
 from kenning.errors import InvalidInput, NotFound
-from kenning.store.models import _Record, iso
+from kenning.store.models import Instant, _Record, iso
 
 from . import events
 from .gates import GateRefused, credentials
@@ -54,8 +54,8 @@ class Episode(_Record):
     scopes: list[str]
     takeaway: str | None = None
     body: str
-    created: datetime
-    expires: datetime
+    created: Instant
+    expires: Instant
 
     @property
     def headline(self) -> str:

@@ -15,8 +15,7 @@ import json
 import sqlite3
 from datetime import datetime
 
-from ulid import ULID
-
+from kenning.store.ids import new_ulid
 from kenning.store.models import iso
 
 from . import events
@@ -25,7 +24,7 @@ SETTLED = "use_settled"  # one per settled use_token, so a token settles once
 
 
 def new_token() -> str:
-    return "use_" + str(ULID())
+    return "use_" + new_ulid()
 
 
 def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: int = 0,

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from ulid import ULID
 
 from kenning.store.db import Database
+from kenning.store.ids import new_ulid
 from kenning.store.models import iso, summary_line
 
 PENDING_TTL = timedelta(hours=1)
@@ -49,7 +49,7 @@ class PendingWrite(BaseModel):
 def stage(conn: sqlite3.Connection, session: str, request: dict[str, Any], now: datetime) -> PendingWrite:
     """Stage a write; prunes rows that lapsed long ago."""
     conn.execute("DELETE FROM pending_writes WHERE expires < ?", (iso(now - KEEP_EXPIRED_FOR),))
-    pending = PendingWrite(id=str(ULID()), session=session, created=now, expires=now + PENDING_TTL, request=request)
+    pending = PendingWrite(id=new_ulid(), session=session, created=now, expires=now + PENDING_TTL, request=request)
     conn.execute(
         "INSERT INTO pending_writes(id, session, created, expires, request) VALUES (?, ?, ?, ?, ?)",
         (pending.id, session, iso(now), iso(pending.expires), json.dumps(request, ensure_ascii=False, default=str)),

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from ulid import ULID
 
 from kenning.errors import InvalidInput
+from kenning.store.ids import new_ulid
 from kenning.store.models import Link, Memory
 
 from .claims import normalize_claim_path
@@ -39,7 +39,7 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     if given is not None:
         if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
             raise InvalidInput(f"id must be a short non-blank string, got {given!r}")
-    fields["id"] = given or str(ULID())
+    fields["id"] = given or new_ulid()
     fields.setdefault("created", now)
     fields.setdefault("updated", now)
     return validated({k: v for k, v in fields.items() if v is not None})
