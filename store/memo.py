@@ -18,8 +18,11 @@ _HELD: "weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, dict]]]" = weakref.W
 
 
 def memo(db: Any, name: str) -> dict:
-    """The memo ``name`` of ``db`` for the store as it is now: emptied when the stamp moved or it grew too large."""
+    """The memo ``name`` of ``db`` for the store as it is now: emptied when the stamp moved or it grew
+    too large; a fresh one every time for a database without a cheap stamp (PostgreSQL)."""
     stamp = db.stamp()
+    if stamp is None:
+        return {}
     held = _HELD.get(db)
     if held is None or held[0] != stamp:
         held = _HELD[db] = (stamp, {})

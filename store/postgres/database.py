@@ -257,9 +257,10 @@ class PostgresDatabase:
         """SQLite's hook for event-log-only work; here every commit moves the generation anyway."""
         yield
 
-    def stamp(self) -> int:
-        """Changes whenever anything was committed (the generation every transaction bumps)."""
-        return self.changes()
+    def stamp(self) -> None:
+        """None: knowing whether anything changed costs a round trip here, as much as the reads a memo
+        would save, so the in-process memos of store/memo.py stay off for PostgreSQL."""
+        return None
 
     def changes(self) -> int:
         """Grows with every committed transaction (by anyone): a refusal that wrote nothing leaves it alone."""
