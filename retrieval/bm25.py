@@ -68,14 +68,36 @@ def search(
             continue
         weight = query_weight(counts[term]) * idf(index.n_docs, lexids.size)  # df over the whole live store, not the filter
         saturated = _saturated(index, term, lexids, tfs, k1, b, avg_len)
+        if allowed is None:
+            all_ids.append(lexids)
+            all_scores.append(_weighted(index, term, counts[term], weight, saturated))
+            continue
         lexids, saturated = restrict(lexids, saturated, allowed)
         all_ids.append(lexids)
         all_scores.append(weight * saturated)
     if not all_ids:
         return []
     shortest = min((ids for ids in all_ids if ids.size >= k), key=len, default=None)
+    top = max(int(ids[-1]) for ids in all_ids if ids.size) if any(ids.size for ids in all_ids) else None
     return top_k(index, np.concatenate(all_ids), np.concatenate(all_scores), k, lists=len(all_ids),
-                 shortest=shortest)
+                 shortest=shortest, top=top)
+
+
+_WEIGHTED: "weakref.WeakKeyDictionary[Any, dict[tuple[str, int], tuple]]" = weakref.WeakKeyDictionary()
+
+
+def _weighted(index: LexicalIndex, term: str, count: int, weight: float, saturated: np.ndarray) -> np.ndarray:
+    """``weight * saturated``, remembered while the saturated array (same object) and the weight stay:
+    a term searched again costs no pass over its postings."""
+    memo = _WEIGHTED.setdefault(index, {})
+    known = memo.get((term, count))
+    if known is not None and known[0] is saturated and known[1] == weight:
+        return known[2]
+    scores = weight * saturated
+    if len(memo) > MEMO_TERMS:
+        memo.clear()
+    memo[(term, count)] = (saturated, weight, scores)
+    return scores
 
 
 _SATURATED: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDictionary()

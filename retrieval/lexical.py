@@ -71,7 +71,8 @@ def accumulate(lexids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
-          lists: int | None = None, shortest: np.ndarray | None = None) -> list[tuple[int, float]]:
+          lists: int | None = None, shortest: np.ndarray | None = None,
+          top: int | None = None) -> list[tuple[int, float]]:
     """Sum per-lexid contributions, then the best k as (doc key, score): score desc, key asc.
 
     ``lists``: how many posting lists were concatenated, so no lexid occurs more than that many
@@ -80,11 +81,12 @@ def top_k(index: LexicalIndex, lexids: np.ndarray, scores: np.ndarray, k: int,
     (at least k distinct documents reach it), so only the few postings above it are sorted.
     ``shortest``: the lexids of one of those lists (the rarest term's, best) holding at least k
     documents; the k-th best total among them is such a cut too, found without a pass over every
-    posting, and the documents above it are read off the totals.
+    posting, and the documents above it are read off the totals. ``top``: the largest lexid, when
+    the caller knows it (the last of each sorted list), so it is not searched for.
     """
     if lexids.size == 0 or k <= 0:
         return []
-    if lexids.size * SPARSE_SHARE < int(lexids.max()):
+    if lexids.size * SPARSE_SHARE < (int(lexids.max()) if top is None else top):
         # few postings in a large lexid range (a write's duplicate probe of rare terms): sum over the
         # distinct lexids (the same sums, in the same order) instead of an array as long as the store
         uniq, inverse = np.unique(lexids, return_inverse=True)

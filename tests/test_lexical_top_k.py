@@ -29,6 +29,7 @@ def test_the_cut_keeps_the_exact_top_k_ties_included():
             uniq, totals, _ = accumulate(lexids, values)
             expected = best(index, uniq, totals, k)
             assert top_k(index, lexids, values, k, lists=lists) == expected
+            assert top_k(index, lexids, values, k, lists=lists, top=int(lexids.max())) == expected
             for one in ids:  # the cut taken from any one list of at least k documents
                 if one.size >= k:
                     assert top_k(index, lexids, values, k, lists=lists, shortest=one) == expected
