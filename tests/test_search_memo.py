@@ -3,6 +3,8 @@ it must never serve what the store no longer holds, and its own event batches mu
 
 from __future__ import annotations
 
+import pytest
+
 import kenning
 from kenning.store.memo import memo
 
@@ -36,6 +38,7 @@ def test_a_new_supersedes_link_shows_at_the_next_search(tmp_path):
         assert _hit(store, "jenkins").trust["superseded_by"] == [newer.id]
 
 
+@pytest.mark.sqlite_only  # the memos stay off on PostgreSQL (store/memo.py)
 def test_the_searches_own_event_batches_leave_the_memo_alone(tmp_path):
     with kenning.open_store(tmp_path / "s") as store:
         store.import_records([{"content": "the billing service bills monthly", "scopes": ["billing"]}])
