@@ -66,11 +66,24 @@ RECIPES: dict[str, tuple[dict, list[str]]] = {
 }
 
 
+# Weight-only 8-bit blocks (MatMulNBits, 32 weights a scale) with int8 compute (accuracy_level 4):
+# activations are quantised per block of 32 along K, not per tensor. Needs the onnx_ir package.
+NBITS = {"nbits8-b32": 32}
+
+
 def build(recipe: str, source: Path, folder: Path) -> Path:
     """The recipe's quantised file (built once; per-channel int8 weights, uint8 activations)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target = folder / f"{recipe}.onnx"
+    if recipe in NBITS and not target.is_file():
+        import onnx
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+        quantizer = MatMulNBitsQuantizer(onnx.load(str(source)), bits=8, block_size=NBITS[recipe],
+                                         is_symmetric=True, accuracy_level=4)
+        quantizer.process()
+        quantizer.model.save_model_to_file(str(target), False)
     if not target.is_file():
         kwargs, exclude = RECIPES[recipe]
         partial = folder / f".{recipe}.partial.onnx"
@@ -123,7 +136,7 @@ def ndcg(name: str, target: str, encoder, cache_dir: Path, modes: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--recipes", default=",".join([*RECIPES, *NBITS]))
     parser.add_argument("--collections", default="builtin")
     parser.add_argument("--modes", default="semantic,hybrid")
     parser.add_argument("--texts", type=int, default=1000)
