@@ -33,3 +33,5 @@ def test_the_cut_keeps_the_exact_top_k_ties_included():
             for one in ids:  # the cut taken from any one list of at least k documents
                 if one.size >= k:
                     assert top_k(index, lexids, values, k, lists=lists, shortest=one) == expected
+            assert top_k(index, lexids, values, k) == expected  # no hint: no cut
+        assert top_k(index, lexids, values, 0, lists=lists) == top_k(index, lexids, values, 0) == []
