@@ -43,7 +43,23 @@ def test_duplicate_previously_removed_and_force_through_the_pipeline(tmp_path):
         refused = s.write("The user prefers tabs over spaces in every file", scopes=["ops"])
         assert (refused.status, refused.gate, refused.code, refused.override) == \
             ("user_claim_warning", "user_claims", "user_claim_warning", "acknowledge_user_claim")
-        assert refused.claims is None and refused.id is None
+        assert refused.claims is None and refused.id is None and refused.matched == ["the user …: 'The user prefers'"]
+        assert refused.hint == ("Re-issue the write with category='user-inference' so the user can confirm it; if the "
+                                "subject is someone else (an application's users, a colleague), pass "
+                                "acknowledge_user_claim=True.")
         assert s.write("The user prefers tabs over spaces in every file", scopes=["ops"],
                        acknowledge_user_claim=True).status == "committed"
         assert s.count() == 2
+
+
+def test_a_long_text_is_probed_by_its_rarest_terms_and_still_found_as_a_duplicate(tmp_path):
+    """More distinct terms than RAREST_PROBE_TERMS: the duplicate probe keeps the rarest ones."""
+    long_text = ("The nightly backup job copies the billing database to the cold storage bucket in "
+                 "the frankfurt region and verifies each archive checksum before pruning old snapshots")
+    with kenning.open_store(tmp_path / "s") as s:
+        for i in range(3):  # common words get a higher document frequency than the rare ones
+            s.write(f"The billing database job number {i} runs in the region before the archive", scopes=["ops"])
+        first = s.write(long_text, scopes=["ops"])
+        assert first.status == "committed"
+        repeat = s.write(long_text, scopes=["ops"])
+        assert (repeat.status, repeat.id, repeat.match["overlap"]) == ("duplicate", first.id, 1.0)
