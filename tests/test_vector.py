@@ -294,3 +294,14 @@ def test_graph_recall_at_10_against_exact_search_on_real_embeddings(request):
     exact = [[key for key, _ in index.search(q, 10)] for q in query_vectors]
     recall = np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approximate, exact)])
     assert recall >= 0.95, recall
+
+
+def test_cosine_space_normalises_stored_and_query_vectors_and_a_zero_vector_scores_zero():
+    """Non-unit inputs: the score is the plain cosine (dot over both norms), worked out by hand, and a
+    zero vector (norm 0) neither divides by zero nor matches anything."""
+    index = VectorIndex(2)
+    index.add([1, 2, 3], np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]))
+    hits = index.search(np.array([6.0, 0.0]), 3)
+    assert [key for key, _ in hits[:2]] == [1, 2]
+    assert hits[0][1] == pytest.approx(3 / 5) and hits[1][1] == pytest.approx(0.0, abs=1e-6)
+    assert all(np.isfinite(score) for _, score in hits)
