@@ -12,7 +12,8 @@ def _line(store, text, **extra):
 def test_a_user_inference_is_refused_with_a_pointer_to_write(store):
     line = _line(store, "The user seems to prefer short answers", category="user-inference")
     assert (line.status, line.gate, line.code) == ("refused", "user_claims", "user_claim_warning")
-    assert "kenning write --category user-inference" in line.reason and store.count() == 0
+    assert line.reason == ("a user-inference needs the person's confirmation, which an import cannot ask for; "
+                           "write it with `kenning write --category user-inference`") and store.count() == 0
 
 
 def test_a_secret_is_refused_as_a_single_write_would_report_it(store):
@@ -31,7 +32,8 @@ def test_an_exact_repeat_names_the_live_memory_or_the_earlier_line(store):
     live, _, repeat = report.lines
     assert (live.status, live.gate, live.code, live.match) == ("duplicate", "duplicates", "duplicate", first)
     assert live.reason == f"memory {first} already says this"
-    assert (repeat.status, repeat.match, repeat.reason) == ("duplicate", "b", "the same text as b")
+    assert (repeat.status, repeat.gate, repeat.code) == ("duplicate", "duplicates", "duplicate")
+    assert (repeat.match, repeat.reason) == ("b", "the same text as b")
     assert store.count() == 2
 
 
