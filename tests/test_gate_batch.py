@@ -83,3 +83,11 @@ def test_the_best_of_several_tombstones_is_named(store):
 def test_near_duplicates_within_one_import_are_not_compared(store):
     report = store.import_checked([{"text": "kiwi mango papaya"}, {"text": "kiwi mango papaya guava"}])
     assert [line.status for line in report.lines] == ["committed", "committed"] and store.count() == 2
+
+
+def test_a_claim_about_the_user_is_refused_under_the_category_it_was_filed_as(store):
+    text = "The user prefers dark mode"
+    refusal = run_content_gates(text, "ambient")
+    line = _line(store, text, category="ambient")
+    assert (line.status, line.gate, line.code) == ("refused", "user_claims", "user_claim_warning")
+    assert line.reason == f"{refusal.reason}. {refusal.hint}" and "filed as 'ambient'" in line.reason
