@@ -305,3 +305,4 @@ def test_cosine_space_normalises_stored_and_query_vectors_and_a_zero_vector_scor
     assert [key for key, _ in hits[:2]] == [1, 2]
     assert hits[0][1] == pytest.approx(3 / 5) and hits[1][1] == pytest.approx(0.0, abs=1e-6)
     assert all(np.isfinite(score) for _, score in hits)
+    assert index.search(np.zeros(2), 3) == [(1, 0.0), (2, 0.0), (3, 0.0)]  # a zero query: no NaN, ties by key
