@@ -111,6 +111,7 @@ def test_the_background_embedder_drains_the_queue_while_searches_answer(store):
     assert state["index_keys"] == sorted(state["db"]) and state["key_map"] == state["db"]
 
 
+@pytest.mark.sqlite_only  # about the in-process index file, which PostgreSQL does not have
 def test_the_background_embedder_loads_the_encoder_and_the_index_before_any_search(tmp_path):
     """What a server's first semantic search would otherwise wait for is ready without one."""
     import time
@@ -130,6 +131,7 @@ def test_the_background_embedder_loads_the_encoder_and_the_index_before_any_sear
         assert s.events(kinds=["search"]) == []  # no search ran
 
 
+@pytest.mark.sqlite_only  # about the in-process index file, which PostgreSQL does not have
 def test_a_search_that_loads_the_saved_index_does_not_write_it_again(tmp_path):
     """A cold searching process (a CLI call) reads the index file; only a change of the rows rewrites it."""
     import os
