@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_encoder import mcp_first_answer  # bench/ is the script's folder, first on sys.path
+
 QUERY = "billing helios migration"
 RSS_CHILD = """
 import json, resource, sys
@@ -64,24 +66,8 @@ def has_vector_leg(stdout: bytes) -> bool:
 
 def mcp_first_search(store: Path, env: dict[str, str]) -> tuple[float, float, float]:
     """Spawn the MCP server, initialize, one hybrid memory_search: (initialize s, first answer s, server CPU s)."""
-    import anyio
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.serve.mcp", "--store", str(store)],
-                                   cwd=tempfile.gettempdir(), env=env)
-
-    async def once() -> tuple[float, float]:
-        t0 = time.perf_counter()
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            ready = time.perf_counter() - t0
-            result = await session.call_tool("memory_search", {"query": QUERY, "mode": "hybrid", "auto_scope": False})
-            total = time.perf_counter() - t0
-            assert not result.is_error and "vector" in result.structured_content["legs_run"], result
-        return ready, total
-
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    ready, total = anyio.run(once)
+    ready, total = mcp_first_answer(store, QUERY, env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server, once it has exited
     return ready, total, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

@@ -252,13 +252,14 @@ def cold_cli(path: Path, queries: list[str], runs: int, backend: str) -> dict:
     return {"wall_s": median(samples), "cpu_s": median(cpu)}
 
 
-def mcp_first_search(path: Path, query: str, runs: int, backend: str) -> dict:
-    """Spawn `python -m kenning.server`, initialize, run one hybrid memory_search: wall time to the answer."""
+def mcp_first_answer(path: Path, query: str, env: dict[str, str]) -> tuple[float, float]:
+    """Spawn `python -m kenning.serve.mcp` on `path`, initialize, run one hybrid memory_search:
+    (seconds to initialized, seconds to the answer)."""
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.serve.mcp", "--store", str(path)],
-                                   cwd=tempfile.gettempdir(), env={**ENV, "KENNING_ENCODER": backend})
+                                   cwd=tempfile.gettempdir(), env=env)
 
     async def once() -> tuple[float, float]:
         t0 = time.perf_counter()
@@ -270,10 +271,16 @@ def mcp_first_search(path: Path, query: str, runs: int, backend: str) -> dict:
             assert not result.is_error and "vector" in result.structured_content["legs_run"], result
         return ready, total
 
+    return anyio.run(once)
+
+
+def mcp_first_search(path: Path, query: str, runs: int, backend: str) -> dict:
+    """Medians of `runs` cold MCP first searches with the given encoder backend."""
+    env = {**ENV, "KENNING_ENCODER": backend}
     samples, cpu = [], []
     for _ in range(runs):
         c0 = child_cpu()
-        samples.append(anyio.run(once))
+        samples.append(mcp_first_answer(path, query, env))
         cpu.append(child_cpu() - c0)  # the server process, once it has exited
     return {"initialize_s": median([s[0] for s in samples]), "first_hybrid_s": median([s[1] for s in samples]),
             "server_cpu_s": median(cpu)}
