@@ -3,8 +3,9 @@
 A search returns the same few memories again and again, and reading their records (and which
 memories supersede them) costs SQL round trips per search. These memos keep what was read and
 serve it while ``Database.stamp()`` is unchanged: nobody else committed and this connection wrote
-nothing since. Any commit (a write, an event batch, a setting) empties them, so they can never
-serve a row the store no longer holds.
+nothing since outside its own event-log batches (``Database.log_only``). Any other commit (a
+write, another process's event, a setting) empties them, so they can never serve a row the store
+no longer holds.
 """
 
 from __future__ import annotations
