@@ -13,8 +13,9 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
+from itertools import repeat
 
-from kenning.memory.gates import GateRefusal
+from kenning.memory.gates import GateRefusal, prefilter
 
 GATE = "credentials"
 STATUS = "credential_warning"
@@ -256,8 +257,13 @@ def _iter(pattern: re.Pattern[str], text: str, restart: str):
         pos = max(m.start(restart), m.start() + 1)
 
 
-def find_credentials(text: str) -> list[CredentialFinding]:
-    """Every secret-looking span in text, in order of position, masked."""
+_SCREEN = prefilter.Screen([_PEM, *(pattern for _, pattern, _ in _VENDOR_KEYS), _JWT, _URL_PASSWORD, _ASSIGNMENT,
+                            _BEARER, _LICENSE, _PROSE_SECRET, _LOGIN_PAIR, _ADMIN_PAIR])
+
+
+def find_credentials(text: str, screened: bool = True) -> list[CredentialFinding]:
+    """Every secret-looking span in text, in order of position, masked. ``screened`` skips the
+    patterns whose literals are absent (the same findings; False runs every pattern)."""
     found: list[tuple[int, int, CredentialFinding]] = []
 
     def add(start: int, end: int, kind: str, masked: str) -> None:
@@ -266,33 +272,41 @@ def find_credentials(text: str) -> list[CredentialFinding]:
         if not any(s <= start < e or start <= s < end for s, e, _ in found):
             found.append((start, end, CredentialFinding(kind, masked, _line(text, start), start, end)))
 
-    for m in _PEM.finditer(text):
+    may = iter((_SCREEN.may_match(text) if screened else None) or repeat(True))
+
+    def run(pattern: re.Pattern[str], restart: str | None = None):
+        """Matches of pattern (called in the screen's order), or none when the screen rules it out."""
+        if not next(may):
+            return ()
+        return _iter(pattern, text, restart) if restart else pattern.finditer(text)
+
+    for m in run(_PEM):
         add(m.start(), m.end(), "PEM private key", f"-----BEGIN {m.group(1)}-----…")
     for kind, pattern, keep in _VENDOR_KEYS:
-        for m in pattern.finditer(text):
+        for m in run(pattern):
             value = m.group()
             if not _placeholder_key(value, keep):
                 add(m.start(), m.end(), kind, _mask(value, keep))
-    for m in _JWT.finditer(text):
+    for m in run(_JWT):
         if _is_jwt_header(m.group(1)):
             add(m.start(), m.end(), "JWT", _mask(m.group(), 3))
-    for m in _URL_PASSWORD.finditer(text):
+    for m in run(_URL_PASSWORD):
         if looks_secret(m.group("password")):
             masked = f"{m.group('scheme')}://{m.group('user')}:***@{m.group('host')}"
             add(m.start(), m.end(), "password in URL", masked)
-    for m in _iter(_ASSIGNMENT, text, "value"):
+    for m in run(_ASSIGNMENT, "value"):
         if looks_secret(m.group("value")) or _word_password(m, text):
             add(m.start(), m.end(), "secret assignment", f"{m.group('name')}=***")
-    for m in _BEARER.finditer(text):
+    for m in run(_BEARER):
         if looks_secret(m.group("value")):
             add(m.start(), m.end(), "bearer token", "Bearer ***")
-    for m in _LICENSE.finditer(text):
+    for m in run(_LICENSE):
         add(m.start("value"), m.end("value"), "license key", _mask(m.group("value")))
-    for m in _iter(_PROSE_SECRET, text, "value"):
+    for m in run(_PROSE_SECRET, "value"):
         if _prose_value_secret(m.group("value")):
             add(m.start("value"), m.end("value"), "secret in prose", f"{m.group('label')} ***")
     for pattern in (_LOGIN_PAIR, _ADMIN_PAIR):
-        for m in pattern.finditer(text):
+        for m in run(pattern):
             if _pair_value_secret(m, text):
                 add(m.start("value"), m.end("value"), "login and password", "user / ***")
     return [f for _, _, f in sorted(found, key=lambda item: item[0])]

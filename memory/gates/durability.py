@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kenning.memory.gates import GateRefusal
+from kenning.memory.gates import GateRefusal, prefilter
 
 GATE = "durability"
 STATUS = "transient_warning"
@@ -230,14 +230,21 @@ def _is_generic(text: str, marker: _Marker, m: re.Match[str]) -> bool:
     return False
 
 
-def find_transient_markers(text: str) -> list[str]:
+_SCREEN = prefilter.Screen([marker.pattern for marker in _MARKERS])
+
+
+def find_transient_markers(text: str, screened: bool = True) -> list[str]:
     """The run-state markers present in text, each with the words it matched, in text order.
 
-    Earlier markers in the table win where two overlap, so a span is reported once.
+    Earlier markers in the table win where two overlap, so a span is reported once. ``screened``
+    skips the markers whose literals are absent (the same result; False runs every pattern).
     """
     plain = _blank_names(text)
+    may = _SCREEN.may_match(plain) if screened else None
     taken: list[tuple[int, int, str]] = []
-    for marker in _MARKERS:
+    for i, marker in enumerate(_MARKERS):
+        if may is not None and not may[i]:
+            continue
         for m in marker.pattern.finditer(plain):
             if _is_generic(plain, marker, m) or any(m.start() < e and s < m.end() for s, e, _ in taken):
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from kenning.memory.gates import GateRefusal
+from kenning.memory.gates import GateRefusal, prefilter
 
 GATE = "user_claims"
 STATUS = "user_claim_warning"
@@ -54,10 +54,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
-def find_user_claims(text: str) -> list[str]:
-    """The phrases that make text read as a claim about the user, in text order."""
+_SCREEN = prefilter.Screen([pattern for _, pattern in _PATTERNS])
+
+
+def find_user_claims(text: str, screened: bool = True) -> list[str]:
+    """The phrases that make text read as a claim about the user, in text order. ``screened``
+    skips the patterns whose literals are absent (the same result; False runs every pattern)."""
+    may = _SCREEN.may_match(text) if screened else None
     hits: list[tuple[int, str]] = []
-    for label, pattern in _PATTERNS:
+    for i, (label, pattern) in enumerate(_PATTERNS):
+        if may is not None and not may[i]:
+            continue
         for m in pattern.finditer(text):
             hits.append((m.start(), f"{label}: {m.group().strip()!r}"))
     return [label for _, label in sorted(hits)]

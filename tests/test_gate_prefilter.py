@@ -1,0 +1,113 @@
+"""The content gates' literal screen (memory/gates/prefilter.py) never changes a verdict.
+
+Every text of the gate corpora, every string in the gate test files, a slice of the benchmark
+corpus and generated texts built from the screens' own literals go through each gate twice, with
+the screen and with every pattern run; the findings must be identical.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from kenning.memory.gates import credentials, durability, prefilter, user_claims
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+
+
+def _gate_test_strings() -> list[str]:
+    """Every string constant of the gate test files (the cases they assert on)."""
+    out: list[str] = []
+    for path in sorted(TESTS.glob("test_gate_*.py")) + sorted(TESTS.glob("test_*_corpus.py")) + [
+            TESTS / "test_gates_units.py", TESTS / "test_write_pipeline.py", TESTS / "test_credentials_units.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 3:
+                out.append(node.value)
+    return out
+
+
+def _credential_corpus() -> list[str]:
+    spec = importlib.util.spec_from_file_location("credentials_corpus", TESTS / "data" / "credentials_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [item["text"] for item in module.corpus()]
+
+
+def _durability_corpus() -> list[str]:
+    return [line.strip() for path in sorted((TESTS / "data" / "durability").glob("*.txt"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _bench_corpus() -> list[str]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from corpus import Corpus
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return list(Corpus().memories(300))
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    found = _gate_test_strings() + _credential_corpus() + _durability_corpus() + _bench_corpus()
+    return list(dict.fromkeys(found))
+
+
+def _same_verdicts(text: str) -> None:
+    assert credentials.find_credentials(text) == credentials.find_credentials(text, screened=False), text
+    assert durability.find_transient_markers(text) == durability.find_transient_markers(text, screened=False), text
+    assert user_claims.find_user_claims(text) == user_claims.find_user_claims(text, screened=False), text
+
+
+def test_screened_and_full_scans_agree_on_every_corpus(texts):
+    assert len(texts) > 2000
+    flagged = 0
+    for text in texts:
+        _same_verdicts(text)
+        flagged += bool(durability.find_transient_markers(text) or credentials.find_credentials(text)
+                        or user_claims.find_user_claims(text))
+    assert flagged > 500  # the corpora exercise the patterns, not only the screen's refusals
+
+
+def test_the_screen_rules_out_most_patterns_for_ordinary_text():
+    text = "the billing service runs on helm behind the envoy proxy and writes to postgres"
+    for module in (credentials, durability, user_claims):
+        may = module._SCREEN.may_match(text)
+        assert may is not None and sum(may) <= len(may) // 4
+
+
+_LITERALS = sorted({s for m in (credentials, durability, user_claims) for s in m._SCREEN.literals if s.isascii()})
+_PIECES = _LITERALS + [" ", ". ", ", ", "\n", "`x`", "(", ")", "=", ":", "/", "@", "-", "9c4e2fa", "2024-05-01",
+                       "AKIA", "ghp_", "Ab3", "zz", "The", "I", "We", "user", "you", "42", "%", "'", '"']
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14),
+       st.lists(st.booleans(), min_size=14, max_size=14))
+def test_screened_and_full_scans_agree_on_generated_texts(pieces, upper):
+    text = " ".join(p.upper() if up else p for p, up in zip(pieces, upper))
+    _same_verdicts(text)
+
+
+def test_clauses_of_simple_shapes():
+    assert prefilter.clauses(re.compile(r"\bfor now\b")) == (frozenset({"for now"}),)
+    assert prefilter.clauses(re.compile(r"\b(?:is|are)\s+blocked\b", re.I)) == (
+        frozenset({"is", "are"}), frozenset({"blocked"}))
+    assert prefilter.clauses(re.compile(r"(?:x|\d+)y?")) == ()  # an alternative needs nothing
+    assert prefilter.clauses(re.compile(r"[0-9a-f]{7,40}")) == ()
+    assert prefilter.clauses(re.compile(r"AKIA[0-9A-Z]{16}")) == (frozenset({"akia"}),)  # compared lower-cased
+
+
+def test_non_ascii_text_is_not_screened():
+    # under IGNORECASE "k" matches the Kelvin sign, which lower-casing does not turn into "k"
+    assert re.compile("kelvin", re.I).search("\u212aelvin")
+    assert durability._SCREEN.may_match("\u212aelvin") is None
+    assert user_claims.find_user_claims("The user prefers \u212aotlin") == \
+        user_claims.find_user_claims("The user prefers \u212aotlin", screened=False) != []
