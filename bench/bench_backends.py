@@ -52,16 +52,33 @@ def ms(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values, 50) * 1000, 2), "p99_ms": round(percentile(values, 99) * 1000, 2)}
 
 
-def build(location: str, corpus: Corpus, n: int, vector: bool, encode: int) -> float:
-    started = time.perf_counter()
+def build(location: str, corpus: Corpus, n: int, vector: bool, encode: int, batch_size: int) -> dict[str, float]:
+    """The corpus store through the bulk import (``batch_size`` memories a transaction): its wall
+    time and this process's CPU (PostgreSQL's own work is in the server's processes, not here)."""
+    started, cpu = time.perf_counter(), time.process_time()
     with kenning.open_store(location) as store:
-        store.import_records(corpus.records(n))
+        store.import_records(corpus.records(n), batch_size=batch_size)
+        imported = time.perf_counter() - started
         if vector and store.semantic.availability().working:
             if encode >= n:
                 store.semantic.embed_pending()
             else:
                 synthetic_vectors(store, encode)
-    return time.perf_counter() - started
+    return {"build_s": round(time.perf_counter() - started, 1), "import_s": round(imported, 1),
+            "build_client_cpu_s": round(time.process_time() - cpu, 1)}
+
+
+def store_size_mb(name: str, location: str) -> float:
+    """The store on disk: the SQLite store's files, or the PostgreSQL schema's tables with their
+    indexes and TOAST (the server's WAL and catalogs not counted)."""
+    if name == "sqlite":
+        return round(sum(p.stat().st_size for p in Path(location).rglob("*") if p.is_file()) / 2**20, 1)
+    with kenning.open_store(location) as store:
+        size = store.db.read(lambda c: c.raw.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(t.oid)), 0) FROM pg_class t "
+            "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = current_schema() AND t.relkind = 'r'"
+        ).fetchone()[0])
+    return round(int(size) / 2**20, 1)
 
 
 def synthetic_vectors(store, encode: int, seed: int = 0) -> None:
@@ -108,6 +125,7 @@ def single_process(location: str, corpus: Corpus, modes: list[str], queries: lis
                 lat.append(time.perf_counter() - t0)
             out[f"search_{mode}"] = {**ms(lat), "client_cpu_ms_per_op": round((time.process_time() - cpu0) / len(lat) * 1000, 2),
                                      "first_search_s": round(warm, 2)}
+            print(json.dumps({f"search_{mode}": out[f"search_{mode}"]}), flush=True)  # a stopped run keeps it
         lat = []
         cpu0 = time.process_time()
         for i, text in enumerate(corpus.memories(writes, offset=offset)):
@@ -194,6 +212,8 @@ def main() -> None:
     parser.add_argument("--vector", action="store_true", help="also semantic and hybrid (embeds the corpus first)")
     parser.add_argument("--encode", type=int, default=2000,
                         help="with --vector: memories embedded for real; the rest get those vectors plus noise")
+    parser.add_argument("--batch-size", type=int, default=50_000,
+                        help="memories a transaction in the bulk import of the corpus")
     parser.add_argument("--backends", default="sqlite,postgresql", help="which to run (comma-separated)")
     parser.add_argument("--url", default=None, help="a PostgreSQL server to use (default: start one with pgserver)")
     parser.add_argument("--out", type=Path, default=None)
@@ -220,16 +240,21 @@ def main() -> None:
             if name not in args.backends.split(","):
                 continue
             print(f"{name}: building {args.memories} memories", flush=True)
-            row: dict[str, Any] = {"build_s": round(build(location, corpus, args.memories, args.vector, args.encode), 1)}
+            row: dict[str, Any] = build(location, corpus, args.memories, args.vector, args.encode, args.batch_size)
+            row["store_mb"] = store_size_mb(name, location)
+            print(json.dumps({name: row}), flush=True)
             runs = [single_process(location, corpus, modes, queries, args.writes, WRITE_OFFSET + r * args.writes)
                     for r in range(args.repeats)]
             row.update(median_runs(runs))
+            row["load_average_after"] = round(os.getloadavg()[0], 1)
             print(json.dumps({name: row}, indent=1), flush=True)
             if args.procs:
                 print(f"{name}: {args.procs} processes x {args.ops} operations", flush=True)
                 row["concurrent"] = many_processes(location, corpus, args.procs, args.ops, queries)
             report["backends"][name] = row
             print(json.dumps({name: row}, indent=1), flush=True)
+            if args.out is not None:  # what has finished is kept should a long run be stopped
+                args.out.write_text(json.dumps(report, indent=1) + "\n")
     report["load_average_at_end"] = round(os.getloadavg()[0], 1)
     if server is not None:
         server.cleanup()

@@ -165,3 +165,49 @@ def test_a_transaction_waits_for_the_write_lock_at_most_as_long_as_asked(postgre
     finally:
         first.close()
         second.close()
+
+
+def test_a_long_executemany_goes_through_copy_and_ends_as_the_row_by_row_statements_would(postgres_url):
+    """Bulk rows (an import, lexicon postings) are loaded with COPY; plain inserts, INSERT OR IGNORE
+    with a key twice, INSERT OR REPLACE with a key twice (the last wins) and keys the server assigns
+    in order all come out as one statement a row gives them."""
+    from kenning.store.postgres.database import COPY_FROM_ROWS
+
+    n = COPY_FROM_ROWS * 3
+    results = {}
+    for bulk in (True, False):
+        db = PostgresDatabase(postgres_url)
+        try:
+            with db.transaction() as c:
+                c.execute("DELETE FROM meta WHERE key LIKE 'bulk%'")
+                c.execute("DELETE FROM lex_segments")
+                c.execute("DELETE FROM embed_queue")
+                c.execute("DELETE FROM events")
+                rows = [(f"bulk{i}", f"v{i}\t'quote'\\n") for i in range(n)]
+                chunks = [rows] if bulk else [[r] for r in rows]  # one long call, or calls too short for COPY
+                for chunk in chunks:
+                    c.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", chunk)
+                queue = [(i % 50,) for i in range(n)]
+                for chunk in ([queue] if bulk else [[q] for q in queue]):
+                    c.executemany("INSERT OR IGNORE INTO embed_queue(mem) VALUES (?)", chunk)
+                postings = [(f"term{i % 40}", i % 3, bytes([i % 256, 7])) for i in range(n)]
+                for chunk in ([postings] if bulk else [[p] for p in postings]):
+                    c.executemany("INSERT OR REPLACE INTO lex_segments(term, seg, postings) VALUES (?, ?, ?)", chunk)
+                events = [(f"2026-01-01T00:00:{i % 60:02d}", "s", "write", f"m{i}") for i in range(n)]
+                for chunk in ([events] if bulk else [[e] for e in events]):
+                    c.executemany("INSERT INTO events(at, session, kind, memory_id) VALUES (?, ?, ?, ?)", chunk)
+            results[bulk] = db.read(lambda c: (
+                c.execute("SELECT key, value FROM meta WHERE key LIKE 'bulk%' ORDER BY key").fetchall(),
+                c.execute("SELECT mem FROM embed_queue ORDER BY mem").fetchall(),
+                c.execute("SELECT term, seg, postings FROM lex_segments ORDER BY term, seg").fetchall(),
+                [r[1:] for r in c.execute("SELECT rowid, memory_id FROM events ORDER BY rowid").fetchall()]))
+        finally:
+            db.close()
+    meta, queue, segments, events = results[True]
+    assert len(meta) == n and ("bulk1", "v1\t'quote'\\n") in [tuple(r) for r in meta]
+    assert [r[0] for r in queue] == list(range(50))
+    last = max(i for i in range(n) if i % 40 == 0 and i % 3 == 0)
+    assert len(segments) == 40 * 3
+    assert [tuple(r) for r in segments if r[0] == "term0" and r[1] == 0] == [("term0", 0, bytes([last % 256, 7]))]
+    assert [r[0] for r in events] == [f"m{i}" for i in range(n)]  # keys assigned in the rows' order
+    assert results[True] == results[False]

@@ -23,6 +23,7 @@ from . import dialect, schema
 
 CONNECT_TIMEOUT_S = 10
 LOCK_TIMEOUT_MS = 30_000  # as SQLite's busy_timeout: a writer waits this long for the one before it
+COPY_FROM_ROWS = 64  # an executemany this long goes through COPY (see Connection._copy_in)
 MIGRATE_LOCK = 0x6B656E6E  # pg_advisory_xact_lock key while a process migrates the schema
 
 
@@ -78,9 +79,36 @@ class Connection:
     def executemany(self, sql: str, rows: Any) -> Cursor:
         rows = [_params(r) for r in rows]
         cursor = self.raw.cursor()
-        if rows:
-            cursor.executemany(dialect.translate(sql), rows)
+        if not rows:
+            return Cursor(cursor)
+        text = dialect.translate(sql)
+        insert = dialect.bulk_insert(text) if len(rows) >= COPY_FROM_ROWS else None
+        if insert is None:
+            cursor.executemany(text, rows)
+        else:
+            self._copy_in(cursor, *insert, rows)
         return Cursor(cursor)
+
+    def _copy_in(self, cursor: Any, table: str, columns: str, tail: str, rows: list) -> None:
+        """Many rows of one INSERT through COPY (a bulk import's rows, lexicon postings): one stream
+        instead of a statement a row. A plain INSERT copies straight into the table; one with an
+        ON CONFLICT clause copies into a scratch table first and inserts from it in the rows' order,
+        so conflicts resolve as the row-by-row statements would (a key given twice: the last wins)."""
+        if not tail:
+            with cursor.copy(f"COPY {table}({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        if "DO UPDATE" in tail:  # PostgreSQL refuses to update one row twice in a statement
+            rows = dialect.last_per_key(table, columns, rows)
+        scratch = f"kenning_bulk_{table}"
+        cursor.execute(f"CREATE TEMP TABLE {scratch} ON COMMIT DROP AS SELECT {columns} FROM {table} WITH NO DATA")
+        cursor.execute(f"ALTER TABLE {scratch} ADD COLUMN bulk_order BIGSERIAL")
+        with cursor.copy(f"COPY {scratch}({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO {table}({columns}) SELECT {columns} FROM {scratch} ORDER BY bulk_order {tail}")
+        cursor.execute(f"DROP TABLE {scratch}")  # (a failure rolls the transaction back, and the table with it)
 
     @property
     def in_transaction(self) -> bool:

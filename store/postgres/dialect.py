@@ -111,6 +111,28 @@ def translate(sql: str) -> str:
     return _outside_literals(text, _plain)
 
 
+_BULK_INSERT = re.compile(r"^INSERT INTO (\w+)\(([^)]*)\) VALUES \((?:%s\s*,\s*)*%s\)\s*(ON CONFLICT .*)?$",
+                          re.IGNORECASE | re.DOTALL)
+
+
+def bulk_insert(pg_sql: str) -> tuple[str, str, str] | None:
+    """(table, columns, ON CONFLICT tail or "") of a one-row INSERT of parameters only, which COPY
+    can load in bulk; None for anything else (RETURNING, expressions, SELECT)."""
+    found = _BULK_INSERT.match(pg_sql.strip())
+    if not found:
+        return None
+    return found.group(1), found.group(2), (found.group(3) or "").strip()
+
+
+def last_per_key(table: str, columns: str, rows: list) -> list:
+    """The rows of an INSERT OR REPLACE with only the last of each key left, in order (row-by-row
+    upserts end the same way)."""
+    names = [c.strip() for c in columns.split(",")]
+    at = [names.index(k) for k in REPLACE_KEYS[table]]
+    last = {tuple(row[i] for i in at): n for n, row in enumerate(rows)}
+    return [row for n, row in enumerate(rows) if last[tuple(row[i] for i in at)] == n]
+
+
 _INSERT_TABLE = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
 
 
