@@ -1,12 +1,15 @@
-"""The vector leg over transcript messages: the store's own model, vectors as rows, an in-memory index.
+"""The vector leg over transcript messages: the store's own model, vectors as rows, searched by the backend.
 
 No search waits for embedding (as for memories): a search ranks with the vectors that exist and
 reports how many messages still wait (``pending_embeddings``); the lexical legs find those
 meanwhile. The vectors are made by the background embedder a server runs (``start_background``,
 see store/semantic.py), woken when a sync reads new messages, or by ``kenning transcripts index``
-with a progress bar. Vectors live in ``transcript_embeddings`` (one row per message and model);
-this process keeps a ``VectorIndex`` keyed by message in step with the rows by a diff of row ids on
-every search, so a vector another process (or the background thread) added is used at once.
+with a progress bar. Vectors live in ``transcript_embeddings`` (one row per message and model) and
+are searched through the backend's seam (``db.row_vectors``), as memories' are: a SQLite store keeps
+an in-memory index keyed by message in step with the rows by a diff of row ids on every search
+(store/vector_rows.py); a PostgreSQL store searches them with pgvector in the server, so every host
+sharing it searches the same vectors. Either way a vector another process (or the background
+thread) added is used at the next search.
 """
 
 from __future__ import annotations
@@ -17,10 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kenning.retrieval.vector import VectorIndex
 from kenning.store.db import Database
 from kenning.store.semantic import BACKGROUND_BATCH, Semantic
-from kenning.store.vector_rows import load_rows
 
 EMBED_BATCH = 128
 
@@ -29,10 +30,7 @@ class TranscriptVectors:
     def __init__(self, db: Database, semantic: Semantic):
         self.db = db
         self.semantic = semantic
-        self._index: VectorIndex | None = None  # keyed by message (transcript_messages rowid)
-        self._model: str | None = None
-        self._row_mem: dict[int, int] = {}  # transcript_embeddings id -> message, as the index holds them
-        self._state: tuple[int, int] | None = None
+        self._leg = db.row_vectors("transcript_embeddings")  # keyed by message (transcript_messages rowid)
         self.pending_seen: int | None = None  # messages without a vector, as the last search's sync counted them
         self._drain_lock = threading.Lock()
 
@@ -100,34 +98,11 @@ class TranscriptVectors:
         """(message key, cosine) best first, above the model's no-match floor, over the vectors that exist."""
         encoder = self.semantic.encoder()
         query_vector = self.semantic.query_vector(query)
-        self._sync(encoder)
-        if allowed_keys is not None and not len(allowed_keys):
-            return []
-        return self._index.search(query_vector, k, allowed=allowed_keys, floor=self.semantic.floor())
-
-    def _sync(self, encoder) -> None:
-        """Bring the in-memory index in step with the rows (another process may have embedded or dropped some)."""
-        # Whole-table counts are O(1) for SQLite where a count by model scans an index: any insert raises
-        # MAX(id) (AUTOINCREMENT) and any delete lowers COUNT(*), so the pair shows whether the rows changed.
-        messages, rows, top = self.db.read(lambda c: [c.execute(sql).fetchone()[0] for sql in (
-            "SELECT COUNT(*) FROM transcript_messages", "SELECT COUNT(*) FROM transcript_embeddings",
-            "SELECT COALESCE(MAX(id), 0) FROM transcript_embeddings")])
-        state = (rows, top)
-        if self._index is not None and self._model == encoder.model_id and state == self._state:
-            self.pending_seen = messages - len(self._row_mem)  # what pending() counts, without its scan
-            return
-        if self._index is None or self._model != encoder.model_id:
-            self._index, self._row_mem, self._model = VectorIndex(encoder.dim), {}, encoder.model_id
-        wanted = dict(self.db.read(lambda c: c.execute(
-            "SELECT id, mem FROM transcript_embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall()))
-        stale = [mem for row, mem in self._row_mem.items() if row not in wanted]
-        if stale:  # before the adds: a re-embedded message is removed under its old row, then added again
-            self._index.remove(stale)
-        load_rows(self._index, self.db, "transcript_embeddings", [row for row in wanted if row not in self._row_mem],
-                  key="mem")
-        self._row_mem = wanted
-        self._state = state
-        self.pending_seen = messages - len(wanted)
+        hits = self._leg.search(encoder, query_vector, k, allowed_keys, self.semantic.floor())
+        rows = self._leg.rows_seen  # counted by an in-process index; else pending() counts in the database
+        self.pending_seen = None if rows is None else self.db.read(lambda c: c.execute(
+            "SELECT COUNT(*) FROM transcript_messages").fetchone()[0]) - rows
+        return hits
 
 
 def _still(c: sqlite3.Connection, mem: int, text: str) -> bool:

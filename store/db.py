@@ -315,6 +315,13 @@ class Database:
 
         return IndexFile(self, directory)
 
+    def row_vectors(self, table: str):
+        """Nearest neighbours over another vector table (transcript messages'): an in-process index
+        kept in step with the rows."""
+        from .vector_rows import RowVectors
+
+        return RowVectors(self, table)
+
     def data_version(self) -> int:
         """Changes when another connection commits; our own commits leave it unchanged."""
         with self.lock:

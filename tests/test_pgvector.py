@@ -20,10 +20,14 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _insert(db: PostgresDatabase, vectors: np.ndarray, first_mem: int = 1) -> None:
+def _insert(db: PostgresDatabase, vectors: np.ndarray, first_mem: int = 1, table: str = "embeddings") -> None:
     with db.transaction() as c:
-        c.executemany("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
-                      [(first_mem + i, MODEL.model_id, f"h{first_mem + i}", v.tobytes()) for i, v in enumerate(vectors)])
+        if table == "embeddings":
+            c.executemany("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
+                          [(first_mem + i, MODEL.model_id, f"h{first_mem + i}", v.tobytes()) for i, v in enumerate(vectors)])
+        else:  # transcript messages' vectors: no text hash
+            c.executemany(f"INSERT INTO {table}(mem, model_id, vector) VALUES (?, ?, ?)",
+                          [(first_mem + i, MODEL.model_id, v.tobytes()) for i, v in enumerate(vectors)])
 
 
 def _brute(vectors: np.ndarray, query: np.ndarray, k: int, allowed=None, first_mem: int = 1) -> list[int]:
@@ -66,12 +70,15 @@ def test_a_blob_that_is_no_vector_has_no_vector_column_and_is_never_a_neighbour(
     assert [m for m, _ in hits] == [3]
 
 
+@pytest.mark.parametrize("table", ["embeddings", "transcript_embeddings"])
 @pytest.mark.parametrize("threshold", [10_000, 50], ids=["exact", "hnsw"])
-def test_search_agrees_with_brute_force_with_and_without_a_filter(db, threshold):
+def test_search_agrees_with_brute_force_with_and_without_a_filter(db, threshold, table):
+    """Memories' vectors and transcript messages' are searched the same way, each table with its own index."""
     rng = np.random.default_rng(7)
     vectors = _unit(rng.standard_normal((400, DIM)))
-    _insert(db, vectors)
-    leg = PgVectors(db, exact_threshold=threshold)
+    _insert(db, vectors, table=table)
+    leg = db.vector_leg(None) if table == "embeddings" else db.row_vectors(table)
+    leg.exact_threshold = threshold
     for _ in range(5):
         query = _unit(rng.standard_normal((1, DIM)))[0]
         hits = leg.search(MODEL, query, 10, None, -1.0)
@@ -81,8 +88,9 @@ def test_search_agrees_with_brute_force_with_and_without_a_filter(db, threshold)
         assert [m for m, _ in leg.search(MODEL, query, 10, few, -1.0)] == _brute(vectors, query, 10, few)
         many = rng.choice(np.arange(1, 401), 300, replace=False)  # many rows: through HNSW when it is built
         assert [m for m, _ in leg.search(MODEL, query, 10, many, -1.0)] == _brute(vectors, query, 10, many)
-    built = db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (index_name(DIM),)).fetchone()[0])
-    assert (built is not None) == (threshold < 400)
+    built = {name: db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (index_name(DIM, name),)).fetchone()[0])
+             for name in ("embeddings", "transcript_embeddings")}
+    assert {name for name, found in built.items() if found} == ({table} if threshold < 400 else set())
 
 
 def test_the_floor_and_an_empty_filter(db):

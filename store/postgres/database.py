@@ -256,6 +256,13 @@ class PostgresDatabase:
 
         return PgVectors(self)
 
+    def row_vectors(self, table: str):
+        """Nearest neighbours over another vector table (transcript messages'): pgvector, in the
+        server, as for memories, so every host sharing the store searches the same vectors."""
+        from .vectors import PgVectors
+
+        return PgVectors(self, table=table)
+
     def _committed(self, generation: int) -> None:
         """Our own commit: unseen by data_version unless someone else committed since we last looked."""
         with self._state:

@@ -15,10 +15,10 @@ checks that both reach the same tables and columns.
 
 from __future__ import annotations
 
-SQLITE_VERSION_OF = {1: 6, 2: 6}  # what each PostgreSQL version holds, in SQLite schema versions
+SQLITE_VERSION_OF = {1: 6, 2: 6, 3: 6}  # what each PostgreSQL version holds, in SQLite schema versions
 SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused
 # Columns only PostgreSQL has, derived from others (never copied by `kenning migrate`).
-DERIVED_COLUMNS = {"embeddings": ("vec",)}
+DERIVED_COLUMNS = {"embeddings": ("vec",), "transcript_embeddings": ("vec",)}
 
 # float32 little-endian bytes (what kenning stores, store/semantic.py) -> a pgvector value, bit for bit:
 # each word's sign, exponent and mantissa are put back together in float8, where every float32
@@ -215,6 +215,11 @@ MIGRATIONS: list[list[str]] = [
         "CREATE EXTENSION IF NOT EXISTS vector",
         _F32_VECTOR,
         "ALTER TABLE embeddings ADD COLUMN vec vector GENERATED ALWAYS AS (kenning_f32_vector(vector)) STORED",
+    ],
+    [
+        # transcript messages' vectors on pgvector too (searched in the server, shared by every host)
+        "ALTER TABLE transcript_embeddings ADD COLUMN vec vector "
+        "GENERATED ALWAYS AS (kenning_f32_vector(vector)) STORED",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -32,16 +32,20 @@ def literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, np.float32).tolist()) + "]"
 
 
-def index_name(dim: int) -> str:
-    return f"embeddings_vec_hnsw_{int(dim)}"
+def index_name(dim: int, table: str = "embeddings") -> str:
+    return f"{table}_vec_hnsw_{int(dim)}"
 
 
 class PgVectors:
-    """Nearest neighbours over ``embeddings.vec``: exact for few candidates, else HNSW."""
+    """Nearest neighbours over ``vec`` of ``embeddings`` (memories, keyed by ``mem``) or of
+    ``transcript_embeddings`` (messages): exact for few candidates, else HNSW."""
 
-    def __init__(self, db: Any, exact_threshold: int = EXACT_THRESHOLD):
+    rows_seen = None  # nothing counted in this process: callers count in the database
+
+    def __init__(self, db: Any, exact_threshold: int = EXACT_THRESHOLD, table: str = "embeddings"):
         self.db = db
         self.exact_threshold = exact_threshold
+        self.table = table  # the caller's constant, never user input
         self._indexed: set[int] = set()  # dimensions whose HNSW index this process saw in place
 
     # -------------------------------------------------------------- nothing kept outside the server
@@ -75,7 +79,7 @@ class PgVectors:
         """The rows against what the leg can search (those with a vector): for checks and tests."""
         from kenning.store.vector_file import current_generation
 
-        rows = self.db.read(lambda c: c.raw.execute("SELECT id, mem, vec IS NOT NULL FROM embeddings").fetchall())
+        rows = self.db.read(lambda c: c.raw.execute(f"SELECT id, mem, vec IS NOT NULL FROM {self.table}").fetchall())
         searchable = {key: mem for key, mem, ok in rows if ok}
         generation = self.db.read(current_generation)
         return {"generation": generation, "db_generation": generation, "index_keys": sorted(searchable),
@@ -104,7 +108,7 @@ class PgVectors:
         where = "" if allowed is None else " AND mem = ANY(%s)"
         params = [query, encoder.model_id] + ([allowed] if allowed is not None else []) + [k]
         rows = self.db.read(lambda c: c.raw.execute(
-            "SELECT mem, 1 - (vec <=> %s::vector) AS score FROM embeddings "
+            f"SELECT mem, 1 - (vec <=> %s::vector) AS score FROM {self.table} "
             f"WHERE model_id = %s AND vec IS NOT NULL{where} ORDER BY score DESC, mem LIMIT %s", params).fetchall())
         return [(int(m), float(s)) for m, s in rows]
 
@@ -124,7 +128,7 @@ class PgVectors:
             with c.raw.transaction():
                 c.raw.execute(f"SET LOCAL hnsw.ef_search = {ef}")
                 return c.raw.execute(
-                    f"SELECT mem, 1 - (vec::vector({dim}) <=> %s::vector({dim})) FROM embeddings "
+                    f"SELECT mem, 1 - (vec::vector({dim}) <=> %s::vector({dim})) FROM {self.table} "
                     f"WHERE vector_dims(vec) = {dim} AND model_id = %s{where} "
                     f"ORDER BY vec::vector({dim}) <=> %s::vector({dim}) LIMIT %s", params).fetchall()
 
@@ -139,27 +143,27 @@ class PgVectors:
     def _count(self, model_id: str, cap: int) -> int:
         """How many searchable rows, counted up to ``cap`` (enough to choose exact or HNSW)."""
         return self.db.read(lambda c: c.raw.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM embeddings WHERE model_id = %s AND vec IS NOT NULL LIMIT %s) AS few",
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE model_id = %s AND vec IS NOT NULL LIMIT %s) AS few",
             (model_id, cap)).fetchone()[0])
 
     def _estimate(self) -> int:
         """The table's size as the planner knows it (no scan)."""
         return int(self.db.read(lambda c: c.raw.execute(
-            "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = 'embeddings'::regclass").fetchone()[0]))
+            "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", (self.table,)).fetchone()[0]))
 
     def _ensure_index(self, dim: int) -> bool:
         """The HNSW index for ``dim``, built now if missing (once; then kept up by every insert).
         False when it cannot be built here (a role that may not): the search is then exact."""
         if dim in self._indexed:
             return True
-        name = index_name(dim)
+        name = index_name(dim, self.table)
         found = self.db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0])
         if found is None:
             def build(c: Any) -> None:
                 with c.raw.transaction():
                     c.raw.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")  # the graph fits: a faster build
                     c.raw.execute(
-                        f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((vec::vector({dim})) "
+                        f"CREATE INDEX IF NOT EXISTS {name} ON {self.table} USING hnsw ((vec::vector({dim})) "
                         f"vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
                         f"WHERE vector_dims(vec) = {dim}")
 
