@@ -115,3 +115,24 @@ def test_another_connection_s_vector_is_found_at_the_next_search(db, postgres_ur
     finally:
         other.close()
     assert leg.search(MODEL, query, 5, None, -1.0)[0][0] == 101
+
+
+def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_vectors(postgres_url):
+    """Schema 3 derives ``transcript_embeddings.vec`` for the vectors a store already holds."""
+    import psycopg
+
+    PostgresDatabase(postgres_url).close()
+    vectors = _unit(np.random.default_rng(5).standard_normal((3, DIM)))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to version 2, with vectors in it
+        conn.execute("ALTER TABLE transcript_embeddings DROP COLUMN vec")
+        conn.execute("UPDATE kenning_schema SET version = 2")
+        for i, v in enumerate(vectors):
+            conn.execute("INSERT INTO transcript_embeddings(mem, model_id, vector) VALUES (%s, %s, %s)",
+                         (i + 1, MODEL.model_id, v.tobytes()))
+    db = PostgresDatabase(postgres_url)
+    try:
+        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == 3
+        hits = db.row_vectors("transcript_embeddings").search(MODEL, vectors[1], 3, None, -1.0)
+        assert [m for m, _ in hits] == _brute(vectors, vectors[1], 3)
+    finally:
+        db.close()
