@@ -59,7 +59,7 @@ class Session:
         self.db, self.directory, self.path = opened.db, opened.directory, opened.path
         self.store_id = integrity.store_id(self.db)
         self.lexicon = Lexicon(self.db)
-        if not self.db.read_only and not self.db.read(integrity.lexicon_docs_consistent):
+        if not self.db.read_only and not integrity.lexicon_docs_still_consistent(self.db):
             integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
         if self.db.get_meta("tokenizer") != fingerprint() and not self.db.read_only:
             with self.db.transaction() as c:

@@ -197,6 +197,26 @@ MIGRATIONS: list[str] = [
         UNIQUE (mem, model_id)
     );
     """,
+    # 7: what makes the lexical index's check at open O(1) (store/integrity.py): ``ok`` is set when a
+    # full check found every live memory indexed exactly once, and any change to which memories or
+    # index rows are live clears it, whoever makes the change (kenning, another tool, a statement
+    # typed by hand); the WHEN clause keeps a bulk import to one cleared flag, not a write a row
+    """
+    CREATE TABLE lex_docs_checked (id INTEGER PRIMARY KEY CHECK (id = 1), ok INTEGER NOT NULL);
+    INSERT INTO lex_docs_checked(id, ok) VALUES (1, 0);
+    CREATE TRIGGER lex_docs_checked_docs_insert AFTER INSERT ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    CREATE TRIGGER lex_docs_checked_docs_update AFTER UPDATE OF mem, live ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    CREATE TRIGGER lex_docs_checked_docs_delete AFTER DELETE ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    CREATE TRIGGER lex_docs_checked_memories_insert AFTER INSERT ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    CREATE TRIGGER lex_docs_checked_memories_update AFTER UPDATE OF rowid, removed_at ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    CREATE TRIGGER lex_docs_checked_memories_delete AFTER DELETE ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -266,9 +286,8 @@ class Database:
                     f"{self.path} was written by a newer kenning (schema {version} > {SCHEMA_VERSION}); upgrade kenning"
                 )
             for step in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[step].split(";"):
-                    if statement.strip():
-                        c.execute(statement)
+                for statement in _statements(MIGRATIONS[step]):
+                    c.execute(statement)
             if version != SCHEMA_VERSION:
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -298,6 +317,9 @@ class Database:
     # ------------------------------------------------------------------ capabilities (store/backend.py)
     # A doc table kept as one blob in ``meta`` spares a cold process reading it row by row (lexicon).
     keeps_doc_snapshot = True
+    # triggers clear a flag when the live memories or index rows change (migration 7), so the
+    # lexicon's check at open runs only after a change
+    flags_lexicon_changes = True
 
     @contextmanager
     def waiting_at_most(self, ms: int) -> Iterator[None]:
@@ -376,6 +398,17 @@ class Database:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _statements(script: str) -> Iterator[str]:
+    """A migration's statements one by one (a trigger's body holds semicolons of its own)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 def _may_write(path: Path) -> bool:

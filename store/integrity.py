@@ -88,6 +88,25 @@ def lexicon_docs_consistent(c: sqlite3.Connection, t: LexTables = MEMORY_TABLES)
     return live_docs[0] == live_docs[1] == documents == joined
 
 
+def lexicon_docs_still_consistent(db: Database) -> bool:
+    """The check at open, O(1) while nothing changed the live memories or index rows since a full
+    check passed (a flag that the schema's triggers clear on any such change, whoever makes it).
+    Otherwise the full check runs, and a pass sets the flag in the same write transaction, so no
+    change can slip in between; when another writer holds the lock, the check runs as a plain read."""
+    if not getattr(db, "flags_lexicon_changes", False):
+        return db.read(lexicon_docs_consistent)
+    if db.read(lambda c: c.execute("SELECT ok FROM lex_docs_checked").fetchone()[0]):
+        return True
+    try:
+        with db.waiting_at_most(0), db.transaction() as c:
+            consistent = lexicon_docs_consistent(c)
+            if consistent:
+                c.execute("UPDATE lex_docs_checked SET ok = 1")
+        return consistent
+    except Exception:  # locked (or full): the flag is only a shortcut
+        return db.read(lexicon_docs_consistent)
+
+
 def check_lexicon(db: Database, t: LexTables = MEMORY_TABLES) -> list[Problem]:
     """Re-derive every live document's postings and compare them with the stored index."""
     repair = "kenning rebuild lexical"
@@ -159,6 +178,8 @@ def repair_lexicon(db: Database, lexicon) -> None:
     with db.transaction() as c:
         lexicon.rebuild(c)
         Database.set_meta(c, lexicon.t.tokenizer_key, fingerprint())
+        if getattr(db, "flags_lexicon_changes", False) and lexicon.t == MEMORY_TABLES:
+            c.execute("UPDATE lex_docs_checked SET ok = 1")  # rebuilt from the live memories: consistent
     lexicon.damaged.clear()
 
 

@@ -68,6 +68,47 @@ def test_lost_or_retired_index_rows_are_rebuilt_when_the_store_opens(filled):
         assert fresh.check()["ok"]
 
 
+def checked_flag(store) -> int:
+    return store.db.read(lambda c: c.execute("SELECT ok FROM lex_docs_checked").fetchone()[0])
+
+
+@pytest.mark.sqlite_only  # the flag is SQLite's (triggers of migration 7); PostgreSQL checks at every open
+@pytest.mark.parametrize("damage", [
+    "DELETE FROM lex_docs WHERE lexid = (SELECT MIN(lexid) FROM lex_docs)",
+    "UPDATE lex_docs SET live = 0 WHERE lexid = (SELECT MIN(lexid) FROM lex_docs WHERE live = 1)",
+    "UPDATE lex_docs SET mem = mem + 1000 WHERE lexid = (SELECT MIN(lexid) FROM lex_docs WHERE live = 1)",
+    "INSERT INTO lex_docs(mem, length, live, ts) SELECT mem, length, 1, ts FROM lex_docs LIMIT 1",
+    "UPDATE memories SET removed_at = '2026-01-01T00:00:00Z' WHERE rowid = (SELECT MIN(rowid) FROM memories)",
+    "INSERT INTO memories(id, content, category, created, updated, content_hash, record) SELECT 'X' || id, "
+    "content, category, created, updated, content_hash, record FROM memories LIMIT 1",
+    "DELETE FROM memories WHERE rowid = (SELECT MAX(rowid) FROM memories)",
+])
+def test_a_change_behind_the_stores_back_clears_the_open_checks_flag_and_is_repaired(filled, damage):
+    with open_store(filled.directory) as clean:  # a clean open proves the index and sets the flag
+        assert checked_flag(clean) == 1
+    filled.db.conn.execute("PRAGMA foreign_keys = OFF")  # a hand-made delete of a memory leaves its scopes
+    sql(filled, damage)
+    assert checked_flag(filled) == 0
+    with open_store(filled.directory) as fresh:
+        assert fresh.check()["ok"]  # repaired at open
+        assert checked_flag(fresh) == 1
+
+
+@pytest.mark.sqlite_only
+def test_an_open_with_the_flag_set_trusts_it_and_a_write_clears_it(filled):
+    with open_store(filled.directory) as clean:
+        assert checked_flag(clean) == 1
+        clean.write("The ledger service exports nightly at 02:00", scopes=["t"])
+        assert checked_flag(clean) == 0
+    with open_store(filled.directory) as again:
+        assert checked_flag(again) == 1 and again.check()["ok"]
+    # damage with the flag forced back on: the open believes the flag (no full check), as designed
+    sql(filled, "UPDATE lex_docs SET live = 0 WHERE lexid = (SELECT MIN(lexid) FROM lex_docs WHERE live = 1)")
+    sql(filled, "UPDATE lex_docs_checked SET ok = 1")
+    with open_store(filled.directory) as trusting:
+        assert not trusting.check()["ok"]
+
+
 def test_swapped_or_deleted_postings_are_found_by_check_and_fixed_by_rebuild(filled):
     before = bm25_ids(filled)
     for a, b in (("billing", "swap"), ("mail", "billing"), ("swap", "mail")):

@@ -239,6 +239,7 @@ class PostgresDatabase:
     # ------------------------------------------------------------------ capabilities (store/backend.py)
     # The server reads the lexicon's doc table fast enough: no blob of it kept in ``meta``.
     keeps_doc_snapshot = False
+    flags_lexicon_changes = False  # no change flag: the lexicon's check at open always runs
 
     @contextmanager
     def waiting_at_most(self, ms: int) -> Iterator[None]:

@@ -1,4 +1,4 @@
--- user_version 6
+-- user_version 7
 -- index embeddings_model
 CREATE INDEX embeddings_model ON embeddings(model_id, content_hash);
 -- index episodes_session
@@ -75,6 +75,8 @@ CREATE TABLE lex_docs (
         live INTEGER NOT NULL,
         ts REAL NOT NULL
     );
+-- table lex_docs_checked
+CREATE TABLE lex_docs_checked (id INTEGER PRIMARY KEY CHECK (id = 1), ok INTEGER NOT NULL);
 -- table lex_segments
 CREATE TABLE lex_segments (
         term TEXT NOT NULL,
@@ -181,3 +183,21 @@ CREATE TABLE transcript_sources (
         project TEXT,                     -- the project of ledgers that name no working directory
         added TEXT NOT NULL
     );
+-- trigger lex_docs_checked_docs_delete
+CREATE TRIGGER lex_docs_checked_docs_delete AFTER DELETE ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+-- trigger lex_docs_checked_docs_insert
+CREATE TRIGGER lex_docs_checked_docs_insert AFTER INSERT ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+-- trigger lex_docs_checked_docs_update
+CREATE TRIGGER lex_docs_checked_docs_update AFTER UPDATE OF mem, live ON lex_docs
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+-- trigger lex_docs_checked_memories_delete
+CREATE TRIGGER lex_docs_checked_memories_delete AFTER DELETE ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+-- trigger lex_docs_checked_memories_insert
+CREATE TRIGGER lex_docs_checked_memories_insert AFTER INSERT ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
+-- trigger lex_docs_checked_memories_update
+CREATE TRIGGER lex_docs_checked_memories_update AFTER UPDATE OF rowid, removed_at ON memories
+        WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
