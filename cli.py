@@ -6,6 +6,7 @@ store): the library, sub-apps' heavy parts and rich's tables load inside the com
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -809,6 +810,34 @@ def _quick_process_defaults(args: list[str]) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def _invoked(args: list[str]) -> str | None:
+    """The top-level command ``args`` name, read past the root's ``--store``; None when the root
+    itself answers (no command, --help, --version) or an unknown option comes first."""
+    words = iter(args)
+    for word in words:
+        if word == "--store":
+            next(words, None)
+        elif not word.startswith("--store="):
+            return None if word.startswith("-") else word
+    return None
+
+
+def _lean_app(args: list[str]) -> typer.Typer:
+    """The app with only the command ``args`` invoke registered: typer reads the signature and
+    type hints of every registered command to build the click group (~20 ms for ~40 commands),
+    and one command runs per process. The same Typer objects, so that command parses and answers
+    exactly as in the whole app; the root's help, and an unknown or misspelt command, get it whole."""
+    name = _invoked(args)
+    commands = [c for c in app.registered_commands
+                if (c.name or typer.main.get_command_name(c.callback.__name__)) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    lean = copy.copy(app)
+    lean.registered_commands, lean.registered_groups = commands, groups
+    return lean
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``kenning`` executable and ``python -m kenning``."""
     # typer may vendor click (typer._click) or use the click package: take the exception types from
@@ -816,7 +845,7 @@ def main(argv: list[str] | None = None) -> None:
     click = sys.modules[typer.BadParameter.__module__]
     args = list(sys.argv[1:] if argv is None else argv)
     _quick_process_defaults(args)
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(_lean_app(args))
     _plain_metavars(command)
     try:
         code = command.main(args, prog_name="kenning", standalone_mode=False)

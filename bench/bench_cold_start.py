@@ -83,40 +83,49 @@ def main() -> None:
     parser.add_argument("--mcp-runs", type=int, default=5)
     parser.add_argument("--stores", type=Path, default=Path(tempfile.gettempdir()) / "kenning-bench-encoder",
                         help="folder with onnx-1000, onnx-10000, onnx-100000 (bench_encoder.py's)")
+    parser.add_argument("--stores-of", action="append", default=[], metavar="LABEL=DIR",
+                        help="that tree's own copy of the stores (a tree with a newer schema migrates the "
+                             "stores it opens, which an older tree then refuses)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     trees = dict(t.split("=", 1) for t in args.tree)
-    store = {n: args.stores / f"onnx-{n}" for n in (1000, 10_000, 100_000)}
+    own = {label: Path(d) for label, d in (t.split("=", 1) for t in args.stores_of)}
+    stores = {label: {n: own.get(label, args.stores) / f"onnx-{n}" for n in (1000, 10_000, 100_000)}
+              for label in trees}
     here = str(Path(__file__).resolve().parent)
     py = sys.executable
-    measures = {
-        "python -c pass": ([py, "-c", "pass"], None),
-        "cold `kenning search --mode bm25` at 100k": (
-            [py, "-m", "kenning", "--store", str(store[100_000]), "search", QUERY, "--mode", "bm25"], None),
-        "cold `kenning search --mode hybrid` at 10k": (
-            [py, "-m", "kenning", "--store", str(store[10_000]), "search", QUERY, "--mode", "hybrid",
-             "--no-auto-scope", "--json"], has_vector_leg),
-    }
+    names = ["python -c pass", "cold `kenning search --mode bm25` at 100k", "cold `kenning search --mode hybrid` at 10k"]
+
+    def measures_of(label: str) -> dict:
+        store = stores[label]
+        return dict(zip(names, [
+            ([py, "-c", "pass"], None),
+            ([py, "-m", "kenning", "--store", str(store[100_000]), "search", QUERY, "--mode", "bm25"], None),
+            ([py, "-m", "kenning", "--store", str(store[10_000]), "search", QUERY, "--mode", "hybrid",
+              "--no-auto-scope", "--json"], has_vector_leg),
+        ]))
+
+    measures = {label: measures_of(label) for label in trees}
     report: dict = {"load_average_at_start": list(os.getloadavg()), "cpus": os.cpu_count(), "runs": args.runs,
                     "mcp_runs": args.mcp_runs, "trees": trees, "results": {label: {} for label in trees}}
-    samples = {(label, name): [] for label in trees for name in measures}
+    samples = {(label, name): [] for label in trees for name in names}
     mcp = {label: [] for label in trees}
     for label, tree in trees.items():  # warm: page cache, bytecode, a first open's snapshot, the ONNX copy
-        for name, (argv, check) in measures.items():
+        for name, (argv, check) in measures[label].items():
             run_child(argv, environment(tree), check)
     for i in range(args.runs):
         for label, tree in trees.items():
-            for name, (argv, check) in measures.items():
+            for name, (argv, check) in measures[label].items():
                 samples[(label, name)].append(run_child(argv, environment(tree), check))
         print(f"run {i + 1}/{args.runs} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     for i in range(args.mcp_runs + 1):
         for label, tree in trees.items():
-            row = mcp_first_search(store[10_000], environment(tree))
+            row = mcp_first_search(stores[label][10_000], environment(tree))
             if i:
                 mcp[label].append(row)
     for label, tree in trees.items():
         out = report["results"][label]
-        for name in measures:
+        for name in names:
             walls, cpus = zip(*samples[(label, name)])
             out[name] = {"wall_s": med(walls), "cpu_s": med(cpus), "wall_min_s": round(min(walls), 3),
                          "cpu_min_s": round(min(cpus), 3)}
@@ -124,7 +133,7 @@ def main() -> None:
             "initialize_s": med(r[0] for r in mcp[label]), "wall_s": med(r[1] for r in mcp[label]),
             "cpu_s": med(r[2] for r in mcp[label])}
         for n in (1000, 100_000):
-            done = subprocess.run([py, "-c", RSS_CHILD.format(here=here, path=str(store[n]), n=n)], capture_output=True,
+            done = subprocess.run([py, "-c", RSS_CHILD.format(here=here, path=str(stores[label][n]), n=n)], capture_output=True,
                                   text=True, env=environment(tree), cwd=tempfile.gettempdir())
             if done.returncode != 0:
                 sys.exit(f"RSS child failed: {done.stderr[-800:]}")
@@ -132,9 +141,9 @@ def main() -> None:
             assert "vector" in rss["legs"], rss
             out[f"peak RSS, hybrid search at {n // 1000}k, MB"] = {"rss_mb": round(rss["rss_mb"], 1)}
     report["load_average_at_end"] = list(os.getloadavg())
-    names = list(next(iter(report["results"].values())))
+    rows = list(next(iter(report["results"].values())))
     print(f"{'measure':55}" + "".join(f"{label:>26}" for label in trees))
-    for name in names:
+    for name in rows:
         cells = []
         for label in trees:
             row = report["results"][label][name]

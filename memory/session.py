@@ -14,12 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ulid import ULID
-
 from kenning.retrieval.text import fingerprint
 from kenning.store import integrity
 from kenning.store.backend import open_backend
 from kenning.store.db import Database
+from kenning.store.ids import new_ulid
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
 from kenning.store.models import StoreConfig
@@ -44,7 +43,7 @@ class Session:
     ):
         self.location = resolve_store_dir(directory)  # a directory, or a postgresql:// URL
         # one session per Store object: the event log's unit
-        self.session_id = session_id or str(ULID())
+        self.session_id = session_id or new_ulid()
         # where the caller works (origin of writes, auto_scope of reads); None: the process's directory
         self.cwd = Path(cwd) if cwd is not None else None
         self._here: tuple[Origin | None] | None = None
