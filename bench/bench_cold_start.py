@@ -12,7 +12,8 @@ CPU time (user + system, from ``os.wait4`` / ``RUSAGE_CHILDREN``) beside it.
         --out bench/results-cold-start.json
 
 The stores are bench_encoder.py's (``/tmp/kenning-bench-encoder/onnx-N``: synthetic memories, every
-one with a vector). Copy them first if other runs use them: a newer tree may migrate a store.
+one with a vector). Copy them first if other runs use them: a newer tree may migrate a store, which
+an older tree then refuses; ``--stores-of LABEL=DIR`` gives a tree its own copy.
 """
 
 from __future__ import annotations
