@@ -8,9 +8,10 @@ is queued, then embedded at once when the encoder can run (Session.embed_if_load
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kenning.errors import InvalidInput, Stale
@@ -25,7 +26,7 @@ from .gates.limits import check_content, check_count, check_metadata, check_scop
 from .session import Session
 
 CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
-CURATION_RECHECK = timedelta(minutes=10)  # a session found the pressure low: measure again after this
+CURATION_RECHECK = timedelta(minutes=10)  # how long a measured curation pressure is trusted
 
 
 def write(
@@ -371,7 +372,12 @@ def update(
 
 
 def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
-    """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold."""
+    """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold.
+
+    The counts come from a scan that reads the whole store, so they are measured at most once per
+    ``CURATION_RECHECK`` for a view, by whichever session (each CLI call is one) gets there first,
+    and kept in the store's meta table: a high pressure as well as a low one, or every new session
+    of a store with much dead weight would scan again."""
     if result.status != "committed":
         return result
     shown = s.db.read(lambda c: c.execute(
@@ -380,23 +386,35 @@ def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
         return result
     now = s.clock()
     if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
-        return result  # measured low a moment ago: the scan grows with the store, so not on every commit
+        return result  # measured low a moment ago in this session
     view = s.view(True)
-    # measured low for this view by any session (each CLI call is one) a moment ago: no scan either
-    mark = "curation_low:" + hashlib.sha256(repr((view.where(), s.config.verification_stale_days)).encode()).hexdigest()[:16]
-    low_at = s.db.get_meta(mark)
-    if low_at is not None and iso(now - CURATION_RECHECK) < low_at <= iso(now):
-        s.curation_checked_at = now
-        return result
-    counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, view, now)
+    mark = "curation_counts:" + hashlib.sha256(
+        repr((view.where(), s.config.verification_stale_days)).encode()).hexdigest()[:16]
+    counts = _measured_counts(s.db.get_meta(mark), now)
+    if counts is None:
+        counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, view, now)
+        with s.transaction() as c:
+            s.db.set_meta(c, mark, json.dumps({"at": iso(now), "counts": counts}))
     hint = health.curation_hint(counts)
     if hint is None:
         s.curation_checked_at = now
-        with s.transaction() as c:
-            s.db.set_meta(c, mark, iso(now))
         return result
     s.log(CURATION_HINT, payload={"pressure": hint["pressure"]})
     return result.model_copy(update={"curation_hint": hint})
+
+
+def _measured_counts(stored: str | None, now: datetime) -> dict[str, int] | None:
+    """The counts a session measured less than ``CURATION_RECHECK`` ago (and not in the clock's future)."""
+    if stored is None:
+        return None
+    try:
+        measured = json.loads(stored)
+        at, counts = measured["at"], measured["counts"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(at, str) or not isinstance(counts, dict) or not iso(now - CURATION_RECHECK) < at <= iso(now):
+        return None
+    return counts
 
 
 def _credit_duplicate(s: Session, result: WriteResult) -> WriteResult:

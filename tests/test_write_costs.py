@@ -31,3 +31,29 @@ def test_a_low_curation_pressure_is_measured_once_for_every_session(tmp_path, mo
         with kenning.open_store(tmp_path / "s") as store:
             assert store.write(text, scopes=["t"], acknowledge_transient=True).status == "committed"
     assert len(scans) == 1
+
+
+def test_a_high_curation_pressure_is_measured_once_and_still_hinted_in_every_session(tmp_path, monkeypatch):
+    from datetime import datetime, timedelta, timezone
+
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    clock = lambda: now[0]  # noqa: E731
+    scans = []
+    real = health.curation_counts
+    monkeypatch.setattr(health, "curation_counts", lambda *a, **k: (scans.append(1), real(*a, **k))[1])
+    with kenning.open_store(tmp_path / "s", clock=clock) as store:
+        store.import_records([{"content": f"legacy subsystem {n} used codename vault{n}", "scopes": ["t"]}
+                              for n in range(health.CURATION_HINT_THRESHOLD)])
+    now[0] += timedelta(days=91)  # never retrieved and older than DEAD_DAYS: dead weight
+    scans.clear()
+    hints = []
+    for text in ["the kite festival is held on the coast", "kites need steady wind above ten knots",
+                 "kite lines are rated in kilograms"]:  # three CLI-like sessions, one write each
+        with kenning.open_store(tmp_path / "s", clock=clock) as store:
+            hints.append(store.write(text, scopes=["t"], acknowledge_transient=True).curation_hint)
+    assert [h["counts"]["dead_weight"] for h in hints] == [health.CURATION_HINT_THRESHOLD] * 3
+    assert len(scans) == 1  # the first session measured; the others trusted its counts
+    now[0] += timedelta(minutes=11)
+    with kenning.open_store(tmp_path / "s", clock=clock) as store:
+        assert store.write("kite tails steady the flight", scopes=["t"]).curation_hint is not None
+    assert len(scans) == 2  # older than CURATION_RECHECK: measured again
