@@ -104,3 +104,31 @@ def test_the_refusal_names_every_marker_and_says_what_to_do():
     assert refusal.hint == ("Write run-state as an episode (episode_write) instead. If the fact is durable, restate it "
                             "without the time-bound wording, or pass acknowledge_transient=True.")
     assert refusal.override == "acknowledge_transient"
+
+
+def test_a_marker_around_a_code_name_is_quoted_in_the_writers_own_words():
+    """Code names are blanked for matching, keeping every position, so the refusal quotes what was written."""
+    assert durability.find_transient_markers("The PR needs two more `CODEOWNERS` approvals.") == [
+        "one more …: 'two more `CODEOWNERS` approvals'"]
+
+
+def test_a_condition_or_relative_clause_counts_only_in_its_own_clause_and_near_the_status():
+    """A condition anywhere in the six words before a status phrase makes it generic, a relative pronoun
+    only in the two right before it, and neither reaches past the clause (nor does an opening condition)."""
+    find = durability.find_transient_markers
+    assert find("Skip the nightly deploy if the import is still in progress.") == []
+    assert find("Retry a request that is still running.") == []
+    assert find("The PR that adds OAuth is still open.") == ["still <status>: 'still open'"]
+    assert find("When the queue fills, writes are slow. The deploy pipeline is broken.") == [
+        "is <status>: 'is broken'"]
+
+
+def test_a_marker_generic_in_one_sentence_is_still_found_in_the_next():
+    assert durability.find_transient_markers("When the build is broken, deploys wait. The build is broken.") == [
+        "is <status>: 'is broken'"]
+
+
+def test_markers_that_touch_without_a_space_are_both_reported():
+    """Spans are half-open: one that starts where another ends does not overlap it (pasted text)."""
+    assert durability.find_transient_markers("The upload is at 40%currently") == ["is at N%: 'is at 40%'", "currently"]
+    assert durability.find_transient_markers("The upload is at 40%this PR") == ["is at N%: 'is at 40%'", "this PR"]

@@ -248,7 +248,7 @@ def find_transient_markers(text: str, screened: bool = True) -> list[str]:
         for m in marker.pattern.finditer(plain):
             if _is_generic(plain, marker, m) or any(m.start() < e and s < m.end() for s, e, _ in taken):
                 continue
-            words = m.group()
+            words = text[m.start():m.end()]  # the writer's own words: blanking kept every position
             label = marker.label if words.lower() == marker.label.lower() else f"{marker.label}: {words!r}"
             taken.append((m.start(), m.end(), label))
     return [label for _, _, label in sorted(taken)]
