@@ -88,3 +88,27 @@ def test_a_live_duplicate_wins_over_a_tombstone():
 def test_no_candidates_means_a_clean_write():
     result = check_duplicate(PORT_8443, [])
     assert result.status is None and result.related == []
+
+
+def test_a_duplicate_still_lists_every_other_related_memory():
+    candidates = [("m_dup", "alpha beta gamma"),  # 3 of 3: the duplicate
+                  ("m_60", "alpha beta gamma zeta eta"),  # 3 of 5
+                  ("m_40", "alpha beta zeta eta")]  # 2 of 5
+    result = check_duplicate("alpha beta gamma", candidates)
+    assert result.status == "duplicate" and result.match.id == "m_dup"
+    assert result.related_ids == ["m_60", "m_40"] and result.removed == []
+
+
+def test_tombstone_thresholds_are_inclusive_and_every_removed_match_is_returned():
+    """A tombstone at exactly 0.75 blocks as previously_removed (the others stay listed); one at exactly
+    0.40 lets the write proceed and is listed, with its reason, in ``removed``."""
+    tombstones = [("t_75", "alpha beta gamma delta", "replaced by the v2 notes"),  # 3 of 4
+                  ("t_40", "alpha beta zeta eta", "obsolete")]  # 2 of 5
+    blocked = check_duplicate("alpha beta gamma", [], tombstones)
+    assert blocked.status == "previously_removed" and blocked.match.id == "t_75"
+    assert blocked.match.overlap == DUPLICATE_THRESHOLD and blocked.match.reason == "replaced by the v2 notes"
+    assert [(m.id, m.overlap, m.reason) for m in blocked.removed] == [
+        ("t_75", DUPLICATE_THRESHOLD, "replaced by the v2 notes"), ("t_40", RELATED_THRESHOLD, "obsolete")]
+    proceeds = check_duplicate("alpha beta gamma", [("m_60", "alpha beta gamma zeta eta")], tombstones[1:])
+    assert proceeds.status is None and proceeds.match is None and proceeds.related_ids == ["m_60"]
+    assert [(m.id, m.overlap, m.reason) for m in proceeds.removed] == [("t_40", RELATED_THRESHOLD, "obsolete")]
