@@ -6,9 +6,14 @@ written here, not off another ranking."""
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+
 import pytest
 
 import kenning
+from kenning.retrieval.fusion import BM25_SHARE
+from kenning.retrieval.keyword import PHRASE_BONUS, RECENCY_HALF_LIFE_DAYS, RECENCY_MAX
 
 AUTH = "The auth service listens on port 8443"
 BILLING = "The billing service listens on port 9090 behind the auth proxy"
@@ -65,11 +70,14 @@ def test_filters_apply_before_ranking(store, mode):
         [ids["billing"]]
     s.enable_scope("ops")
     assert len(s.search(QUERY, mode=mode, auto_scope=False).hits) == 2
+    s.disable_scope("farm")  # hidden keys and a scope filter together: both apply
+    assert [h.id for h in s.search(QUERY, mode=mode, scopes=["ops"], auto_scope=False).hits] == [ids["auth"]]
 
 
 def test_the_rank_only_path_filters_and_labels_like_the_explained_one(store):
     s, ids = store
     bare = s.rank(QUERY, mode="bm25", depth=10, scopes=["ops"], explain=False)
+    assert (bare.query, bare.mode, bare.legs_run) == (QUERY, "bm25", ["bm25"])
     assert [(h.id, h.relevance) for h in bare.hits] == [(ids["auth"], "high")]
     both = s.rank(QUERY, mode="bm25", depth=10, explain=False)
     explained = s.rank(QUERY, mode="bm25", depth=10)
@@ -111,3 +119,108 @@ def test_the_vector_leg_runs_in_hybrid_and_semantic_modes_and_obeys_the_filters(
     s.disable_scope("farm")
     assert ids["kiwi"] not in [h.id for h in s.search("when is the fruit farm irrigated", mode="semantic",
                                                         auto_scope=False).hits]
+
+
+def test_since_prior_session_keeps_only_what_changed_after_another_sessions_last_event(store, tmp_path):
+    s, ids = store
+    with kenning.open_store(tmp_path / "s") as later:
+        new = later.write("The auth gateway listens on port 8444", scopes=["ops"]).id
+        for mode in ("bm25", "keyword"):
+            found = later.search(QUERY, mode=mode, auto_scope=False, since_prior_session=True)
+            assert [h.id for h in found.hits] == [new]
+            assert {h.id for h in later.search(QUERY, mode=mode, auto_scope=False).hits} == \
+                {ids["auth"], ids["billing"], new}
+            assert [h.id for h in later.search(QUERY, mode=mode, scopes=["ops"], auto_scope=False,
+                                               since_prior_session=True).hits] == [new]
+
+
+def test_bm25_uses_the_configured_k1_and_b(tmp_path):
+    """With b = 0 there is no length normalisation, so a term said once scores its IDF exactly and a term
+    said twice ``2 (k1 + 1) / (2 + k1)`` times it: here k1 = 0.5 gives 1.2. Two of three memories hold
+    "kiwi": IDF = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln 1.6."""
+    with kenning.open_store(tmp_path / "s") as s:
+        s.import_records([{"id": "twice", "content": "The kiwi crate holds kiwi fruit"},
+                          {"id": "once", "content": "The kiwi orchard is watered at dawn by the new pump"},
+                          {"id": "none", "content": "Apples are stored in the cold barn"}])
+        s.configure(bm25_k1=0.5, bm25_b=0.0)
+        hits = s.search("kiwi", mode="bm25", auto_scope=False).hits
+        assert [(h.id, h.score) for h in hits] == [("twice", round(1.2 * math.log(1.6), 6)),
+                                                   ("once", round(math.log(1.6), 6))]
+
+
+def test_the_keyword_leg_gets_the_query_phrase_the_texts_and_the_clock(tmp_path):
+    """Every memory holds both words once (1 + ln 1 each). The two holding the phrase "kiwi deploy" earn
+    PHRASE_BONUS; the one updated 300 days ago loses part of the recency nudge."""
+    long_ago = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=300)).isoformat()
+    with kenning.open_store(tmp_path / "s") as s:
+        s.import_records([{"id": "old-phrase", "content": "Rotate the kiwi deploy keys monthly",
+                           "created": long_ago, "updated": long_ago},
+                          {"id": "scattered", "content": "deploy keys for kiwi rotate monthly"},
+                          {"id": "new-phrase", "content": "The kiwi deploy runs at noon"}])
+        hits = s.search("kiwi deploy", mode="keyword", auto_scope=False).hits
+    scores = {h.id: h.score for h in hits}
+    assert [h.id for h in hits] == ["new-phrase", "old-phrase", "scattered"]
+    assert scores["new-phrase"] - scores["scattered"] == pytest.approx(PHRASE_BONUS, abs=1e-4)
+    aged = RECENCY_MAX * (1 - 0.5 ** (300 / RECENCY_HALF_LIFE_DAYS))
+    assert scores["new-phrase"] - scores["old-phrase"] == pytest.approx(aged, abs=1e-4)
+
+
+def test_the_phrase_holder_checked_first_gets_its_bonus_too(tmp_path):
+    """The best-scoring full match is the first text the phrase check reads."""
+    with kenning.open_store(tmp_path / "s") as s:
+        s.import_records([{"id": "plain", "content": "deploy keys for kiwi"},
+                          {"id": "phrase", "content": "The kiwi deploy ships kiwi builds"}])
+        hits = s.search("kiwi deploy", mode="keyword", auto_scope=False).hits
+    assert [h.id for h in hits] == ["phrase", "plain"]
+    assert hits[0].score - hits[1].score == pytest.approx(math.log(2) + PHRASE_BONUS, abs=1e-4)
+
+
+def test_hybrid_without_the_vector_leg_fuses_by_rrf_with_the_configured_k_and_weights(store, monkeypatch):
+    s, ids = store
+    monkeypatch.setenv("KENNING_ENCODER", "no-such-backend")
+    s.configure(rrf_k=10.0, weights={"keyword": 0.5, "bm25": 2.0, "vector": 1.0})
+    hits = s.search(QUERY, mode="hybrid", auto_scope=False).hits
+    assert [h.id for h in hits] == [ids["auth"], ids["billing"]]
+    for hit in hits:
+        assert set(hit.legs) == {"keyword", "bm25"}
+        expected = 0.5 / (10 + hit.legs["keyword"].rank) + 2.0 / (10 + hit.legs["bm25"].rank)
+        assert hit.score == round(expected, 6)
+
+
+@pytest.mark.embeddings
+def test_hybrid_with_the_vector_leg_fuses_on_evidence_unless_rrf_is_configured(store):
+    """No memory shares a word with this query, so every hit is the vector leg's alone: on evidence its
+    score is ``(1 - alpha) * (cosine - cos_floor) / (1 - cos_floor)``, by RRF ``1 / (rrf_k + rank)``."""
+    s, ids = store
+    query = "when is the fruit farm irrigated"
+    s.configure(evidence_alpha=0.6, evidence_cos_floor=0.2)
+    hits = s.search(query, mode="hybrid", auto_scope=False).hits
+    assert hits[0].id == ids["kiwi"] and all(set(h.legs) == {"vector"} for h in hits)
+    for hit in hits:
+        assert hit.score == pytest.approx(0.4 * max(0.0, hit.legs["vector"].score - 0.2) / 0.8, abs=2e-6)
+    s.configure(fusion="rrf")
+    hits = s.search(query, mode="hybrid", auto_scope=False).hits
+    assert hits[0].id == ids["kiwi"]
+    for hit in hits:
+        assert hit.score == round(1.0 / (60 + hit.legs["vector"].rank), 6)
+
+
+@pytest.mark.embeddings
+def test_a_label_with_the_vector_leg_turns_on_coverage_and_on_being_found_by_it(store):
+    """With the vector leg, a hit below the paraphrase cosine is ``high`` only with most of the query's
+    IDF weight (coverage); one the vector leg did not score (its memory not embedded yet) counts
+    cosine 0 and is at most ``medium``, however well it matches the words."""
+    s, ids = store
+    for hits in (s.search(QUERY, mode="hybrid", auto_scope=False).hits,
+                 s.rank(QUERY, mode="hybrid", depth=10, explain=False).hits):
+        assert hits[0].id == ids["auth"] and hits[0].relevance == "high"
+    top = s.search(QUERY, mode="hybrid", auto_scope=False).hits[0]
+    assert 0.45 <= top.legs["vector"].score < 0.85  # high through coverage, not by cosine alone
+    s.import_records([{"id": "queued", "content": "The zebra crossing sensor reports every minute"}])
+    explained = s.search("zebra crossing sensor", mode="hybrid", auto_scope=False)
+    assert explained.pending_embeddings == 1 and explained.legs_run == ["keyword", "bm25", "vector"]
+    assert explained.hits[0].id == "queued" and "vector" not in explained.hits[0].legs
+    assert explained.hits[0].match_terms == ["zebra", "crossing", "sensor"]
+    assert explained.hits[0].relevance == "medium"
+    bare = s.rank("zebra crossing sensor", mode="hybrid", depth=10, explain=False)
+    assert (bare.hits[0].id, bare.hits[0].relevance) == ("queued", "medium")
