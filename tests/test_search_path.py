@@ -224,3 +224,18 @@ def test_a_label_with_the_vector_leg_turns_on_coverage_and_on_being_found_by_it(
     assert explained.hits[0].relevance == "medium"
     bare = s.rank("zebra crossing sensor", mode="hybrid", depth=10, explain=False)
     assert (bare.hits[0].id, bare.hits[0].relevance) == ("queued", "medium")
+
+
+def test_version_of_answers_for_a_parsed_memory_whose_remembered_version_was_dropped(store):
+    """The remembered versions are cleared past 8192 while the parse cache (4096) still hands out older
+    Memory objects: for those, version_of computes the version instead of failing."""
+    from kenning.store.search import parsed, version_of
+
+    s, ids = store
+    base = s.get(ids["auth"])
+    records = [base.model_copy(update={"content": f"The auth service listens on port {9000 + i}"}).model_dump_json()
+               for i in range(8200)]
+    memories = [parsed(r) for r in records]
+    for i in (5000, 8199):  # dropped from the remembered versions / still remembered
+        assert parsed(records[i]) is memories[i]
+        assert version_of(memories[i]) == memories[i].version
