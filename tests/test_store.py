@@ -264,3 +264,23 @@ def test_import_checked_gates_every_record_and_is_idempotent(store):
     assert store.import_checked([records[1]]).lines[0].status == "previously_removed" and removed
     taken = store.import_checked([{"id": "ext-1", "text": "A different text under a taken id"}]).lines[0]
     assert taken.status == "refused" and "already names another memory" in taken.reason
+
+
+@pytest.mark.sqlite_only
+def test_the_stamp_ignores_event_log_rows_written_under_log_only(tmp_path):
+    """In-process memos compare ``stamp``: a search's own event rows (``log_only``) must leave it alone,
+    any other row this connection changes must move it."""
+    from kenning.store.db import Database
+
+    db = Database(tmp_path / "kenning.sqlite3")
+    try:
+        before = db.stamp()
+        with db.log_only(), db.transaction() as conn:
+            conn.execute("INSERT INTO events(at, session, kind) VALUES ('2026-01-01T00:00:00', 's', 'search')")
+            conn.execute("INSERT INTO events(at, session, kind) VALUES ('2026-01-01T00:00:01', 's', 'search')")
+        assert db.stamp() == before
+        with db.transaction() as conn:
+            Database.set_meta(conn, "k", "v")
+        assert db.stamp() != before
+    finally:
+        db.close()
