@@ -31,6 +31,7 @@ from .db import Database
 COMPACT_AFTER_DELTA_ROWS = 20_000
 SNAPSHOT_MIN_DOCS = 5_000  # a smaller doc table loads row by row in a few milliseconds anyway
 SEGMENT_DOCS = 8192
+DF_MEMO_TERMS = 1 << 16  # stored posting counts remembered for the duplicate probe
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int32))
 _CHUNK = 500
 
@@ -139,6 +140,9 @@ class Lexicon:
         # array objects come back until something changes, so rankers may key derived data on them
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._filtered: dict[str, int] = {}  # term -> the retirement epoch its cached arrays were filtered at
+        # term -> stored posting count (segments + delta, retired texts included), as doc_freqs read it;
+        # this view's own single writes add to it, anything else that changes postings empties it
+        self._stored_df: dict[str, int] = {}
         self._epoch = 0  # counts retirements: cached postings are filtered again after one
         self._size = 0  # highest lexid + 1 held in the arrays below
         self.doc_key = np.empty(0, np.int64)
@@ -162,6 +166,7 @@ class Lexicon:
 
     def rebuild(self, conn: sqlite3.Connection) -> None:
         """Index every live document afresh (a tokenizer change, or retired postings piling up)."""
+        self._stored_df.clear()
         conn.execute(f"DELETE FROM {self.t.docs}")
         conn.execute(f"DELETE FROM {self.t.segments}")
         conn.execute(f"DELETE FROM {self.t.delta}")
@@ -182,6 +187,9 @@ class Lexicon:
             f"INSERT INTO {self.t.delta}(term, lexid, tf) VALUES (?, ?, ?)",
             [(t, lexid, c) for t, c in counts.items()],
         )
+        stored_df = self._stored_df
+        for term in counts.keys() & stored_df.keys():
+            stored_df[term] += 1
         pending = int(_meta(conn, self.t.delta_rows_key, "0")) + len(counts)
         if pending >= COMPACT_AFTER_DELTA_ROWS:
             self.compact(conn)
@@ -203,6 +211,7 @@ class Lexicon:
             tfs.extend(counts.values())
             lexids.extend(repeat(lexid, len(counts)))
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
+        self._stored_df.clear()
         self._merge(conn, _group(terms, lexids, tfs))
         self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
@@ -312,6 +321,7 @@ class Lexicon:
             self._place(lexid, key, length, ts)
         self._top = top
         self._cache.clear()  # cached postings lack the new documents' terms
+        self._stored_df.clear()
 
     def _load(self, edits: str, top: int) -> None:
         """Read the live doc table: from the snapshot when no edit came after it (then only the rows
@@ -335,6 +345,7 @@ class Lexicon:
         self.n_docs = int(lexids.size)
         self._total_len = float(arr[:, 2].sum())
         self._cache.clear()
+        self._stored_df.clear()
         self._lexid_of = None
         self._edits, self._top = edits, since
         if top > since:
@@ -414,6 +425,8 @@ class Lexicon:
         the stored lengths (which still count retired texts until a rebuild). What a write's
         duplicate probe ranks its terms by, at a cost that does not grow with the store."""
         out = {t: self._cache[t][0].size for t in terms if t in self._cache}
+        stored_df = self._stored_df
+        out.update({t: stored_df[t] for t in terms if t not in out and t in stored_df})
         for chunk in _chunks([t for t in dict.fromkeys(terms) if t not in out]):
             marks = ",".join("?" * len(chunk))
             counts = dict.fromkeys(chunk, 0)
@@ -427,6 +440,9 @@ class Lexicon:
             for term, n in recent:
                 counts[term] += int(n)
             out.update(counts)
+            if len(stored_df) > DF_MEMO_TERMS:
+                stored_df.clear()
+            stored_df.update(counts)
         return out
 
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:

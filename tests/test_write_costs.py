@@ -21,6 +21,29 @@ def test_document_frequencies_come_from_stored_lengths_and_match_the_postings(tm
         fresh.close()
 
 
+def test_remembered_document_frequencies_follow_this_view_and_other_writers(tmp_path):
+    """doc_freqs remembers the stored counts it read; its own writes add to them and another
+    connection's write empties them, so it always answers what a fresh read of the store would."""
+    with kenning.open_store(tmp_path / "s") as store, kenning.open_store(tmp_path / "s") as other:
+        store.import_records([{"content": f"ledger row {i} for the {'red' if i % 2 else 'blue'} squad",
+                               "scopes": ["t"]} for i in range(30)])
+        terms = ["ledger", "red", "blue", "squad", "green"]
+        lex = store.lexicon
+        first = lex.refresh().doc_freqs(terms)
+        assert first == {"ledger": 30, "red": 15, "blue": 15, "squad": 30, "green": 0}
+        store.write("the green squad keeps the ledger in red ink", scopes=["t"])
+        lex._cache.clear()
+        assert lex.refresh().doc_freqs(terms) == {"ledger": 31, "red": 16, "blue": 15, "squad": 31, "green": 1}
+        other.write("a blue ledger for the green squad, kept apart", scopes=["t"], force=True)
+        for view in (store, other):
+            lex = view.lexicon
+            lex._cache.clear()  # no cached postings: the remembered or stored counts answer
+            got = lex.refresh().doc_freqs(terms)
+            with kenning.open_store(tmp_path / "s") as fresh:
+                assert got == fresh.lexicon.refresh().doc_freqs(terms)
+            assert got == {"ledger": 32, "red": 16, "blue": 16, "squad": 32, "green": 2}
+
+
 def test_a_low_curation_pressure_is_measured_once_for_every_session(tmp_path, monkeypatch):
     scans = []
     real = health.curation_counts
