@@ -91,6 +91,9 @@ def _word(raw: str) -> str:
 
 # ASCII text needs no NFKC and holds no CJK: its words are plain ``\w`` runs (the same tokens)
 _ASCII_WORD_RE = re.compile(r"\w+(?:\.\w+)*(?:\+\+|#)?")
+# ... and once lower-cased, the same words through possessive quantifiers (never backtracking,
+# which the pattern never needs): about a third faster on a memory, the bulk of an import's tokenizing
+_LOWER_ASCII_WORD_RE = re.compile(r"[a-z0-9_]++(?:\.[a-z0-9_]++)*+(?:\+\+|#)?")
 _FOLDED: dict[str, str] = {}  # lower-cased word -> its token; bounded below
 
 
@@ -101,7 +104,7 @@ def tokenize(text: str) -> list[str]:
     lower-cased text and a dictionary lookup per word, which is what makes bulk imports cheap.
     """
     if text.isascii():
-        words = _ASCII_WORD_RE.findall(text.lower())
+        words = _LOWER_ASCII_WORD_RE.findall(text.lower())
         out = list(map(_FOLDED.get, words))  # one C-level lookup a word; new words filled in below
         if None in out:
             out = [t or _fold_new(w) for t, w in zip(out, words)]
@@ -129,7 +132,7 @@ def query_tokens(query: str) -> list[str]:
     """Query tokens with repeats (BM25 counts them): the document stream minus stopwords, unless
     that would leave nothing. A stopword is judged on the casefolded word, before stemming."""
     if query.isascii():
-        words = _ASCII_WORD_RE.findall(query.lower())
+        words = _LOWER_ASCII_WORD_RE.findall(query.lower())
         folded = _FOLDED
         tokens = [folded.get(w) or _fold_new(w) for w in words]
         return [t for w, t in zip(words, tokens) if w not in STOPWORDS] or tokens

@@ -20,7 +20,6 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 
@@ -60,6 +59,31 @@ def _group(terms: list[str], lexids: list[int], tfs: list[int]) -> dict[tuple[st
     key = key[order]
     id_bytes = ids[order].astype(np.int32).tobytes()
     tf_bytes = np.asarray(tfs, np.int32)[order].tobytes()
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    ends = np.append(starts[1:], key.size)
+    names = list(codes)
+    return {
+        (names[k // n_segs], first_seg + k % n_segs): (id_bytes[4 * a : 4 * b], tf_bytes[4 * a : 4 * b])
+        for a, b, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist())
+    }
+
+
+def _group_tokens(tokens: list[str], owners: np.ndarray) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+    """``_group`` of a batch's whole token stream (``owners``: each token's lexid, ascending): the
+    term frequencies are counted by one numpy sort instead of a Counter per document."""
+    if not tokens:
+        return {}
+    codes = {term: code for code, term in enumerate(dict.fromkeys(tokens))}  # first seen, as _group numbers them
+    term_code = np.fromiter(map(codes.__getitem__, tokens), np.int64, len(tokens))
+    low = int(owners[0])
+    span = int(owners[-1]) - low + 1
+    pairs, tfs = np.unique(term_code * span + (owners - low), return_counts=True)  # by term, then lexid
+    ids = pairs % span + low
+    seg = ids // SEGMENT_DOCS
+    first_seg, n_segs = int(seg.min()), int(seg.max() - seg.min()) + 1
+    key = (pairs // span) * n_segs + (seg - first_seg)
+    id_bytes = ids.astype(np.int32).tobytes()
+    tf_bytes = tfs.astype(np.int32).tobytes()
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     ends = np.append(starts[1:], key.size)
     names = list(codes)
@@ -202,17 +226,15 @@ class Lexicon:
         if not items:
             return
         start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
-        docs, terms, lexids, tfs = [], [], [], []
+        docs, tokens = [], []
         for offset, (key, text, ts) in enumerate(items):
-            lexid = start + offset
-            counts = Counter(tokenize(text))
-            docs.append((lexid, key, sum(counts.values()), ts))
-            terms.extend(counts)
-            tfs.extend(counts.values())
-            lexids.extend(repeat(lexid, len(counts)))
+            stream = tokenize(text)
+            docs.append((start + offset, key, len(stream), ts))
+            tokens.extend(stream)
+        owners = np.repeat(np.arange(start, start + len(items), dtype=np.int64), [d[2] for d in docs])
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
         self._stored_df.clear()
-        self._merge(conn, _group(terms, lexids, tfs))
+        self._merge(conn, _group_tokens(tokens, owners))
         self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:

@@ -60,8 +60,9 @@ def insert_many(c: sqlite3.Connection, memories: list[Memory]) -> list[int]:
         "INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)",
         [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
     )
-    for i, m in enumerate(memories):
-        store_links(c, start + i, m.links)
+    links = [(start + i, link.kind, link.target, link.note) for i, m in enumerate(memories) for link in m.links]
+    if links:  # one statement for the batch, as store_links would insert them one memory at a time
+        c.executemany("INSERT INTO memory_links(source, kind, target, note) VALUES (?, ?, ?, ?)", links)
     return [start + i for i in range(len(memories))]
 
 

@@ -104,6 +104,20 @@ def test_ascii_text_takes_a_shorter_road_to_the_same_tokens():
     same()
 
 
+def test_the_lower_case_word_pattern_finds_what_the_ascii_one_finds():
+    from hypothesis import given, settings, strategies as st
+
+    dense = st.text(alphabet="aZ09_.+#-:;,!? \t\n", max_size=40)  # the characters the two patterns treat apart
+
+    @settings(max_examples=500, deadline=None, derandomize=True)
+    @given(st.one_of(dense, st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=60)))
+    def same(value):
+        low = value.lower()
+        assert text._LOWER_ASCII_WORD_RE.findall(low) == text._ASCII_WORD_RE.findall(low)
+
+    same()
+
+
 def test_fingerprint_follows_the_token_stream(monkeypatch):
     current = text.fingerprint()
     monkeypatch.setattr(text, "stem", lambda word: word)  # the stream without stemming
