@@ -79,11 +79,12 @@ def test_screened_and_full_scans_agree_on_every_corpus(texts):
 def test_the_screen_rules_out_most_patterns_for_ordinary_text():
     text = "the billing service runs on helm behind the envoy proxy and writes to postgres"
     for module in (credentials, durability, user_claims):
-        may = module._SCREEN.may_match(text)
+        may = module._SCREEN.derive().may_match(text)
         assert may is not None and sum(may) <= len(may) // 4
 
 
-_LITERALS = sorted({s for m in (credentials, durability, user_claims) for s in m._SCREEN.literals if s.isascii()})
+_LITERALS = sorted({s for m in (credentials, durability, user_claims) for s in m._SCREEN.derive().literals
+                    if s.isascii()})
 _PIECES = _LITERALS + [" ", ". ", ", ", "\n", "`x`", "(", ")", "=", ":", "/", "@", "-", "9c4e2fa", "2024-05-01",
                        "AKIA", "ghp_", "Ab3", "zz", "The", "I", "We", "user", "you", "42", "%", "'", '"']
 
@@ -105,9 +106,16 @@ def test_clauses_of_simple_shapes():
     assert prefilter.clauses(re.compile(r"AKIA[0-9A-Z]{16}")) == (frozenset({"akia"}),)  # compared lower-cased
 
 
+def test_the_first_text_is_checked_in_full_and_the_screen_derived_at_the_second():
+    screen = prefilter.Screen([re.compile(r"\bfor now\b")])
+    assert screen.may_match("nothing here") is None and screen._needs is None
+    assert screen.may_match("nothing here") == [False]
+    assert screen.may_match("fine for now") == [True]
+
+
 def test_non_ascii_text_is_not_screened():
     # under IGNORECASE "k" matches the Kelvin sign, which lower-casing does not turn into "k"
     assert re.compile("kelvin", re.I).search("\u212aelvin")
-    assert durability._SCREEN.may_match("\u212aelvin") is None
+    assert durability._SCREEN.derive().may_match("\u212aelvin") is None
     assert user_claims.find_user_claims("The user prefers \u212aotlin") == \
         user_claims.find_user_claims("The user prefers \u212aotlin", screened=False) != []
