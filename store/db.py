@@ -219,6 +219,8 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# SQLite's own bookkeeping, not data: PostgreSQL has no such table and `kenning migrate` copies none
+LOCAL_TABLES = frozenset({"lex_docs_checked"})
 
 
 BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the one before it
