@@ -119,7 +119,8 @@ class VectorIndex:
         keep = np.sort(len(keys) - 1 - last_from_end)
         keys, vectors = keys[keep], vectors[keep]
 
-        self._reserve(self._count + sum(key not in self._row for key in keys.tolist()))
+        fresh = np.fromiter((key not in self._row for key in keys.tolist()), dtype=bool, count=len(keys))
+        self._reserve(self._count + int(fresh.sum()))
         self._by_key = None
         for i, key in enumerate(keys.tolist()):
             row = self._row.get(key)
@@ -131,7 +132,7 @@ class VectorIndex:
             self._vectors[row] = vectors[i]
 
         if self._hnsw is not None:
-            self._hnsw_add(keys, vectors)
+            self._hnsw_add(keys, vectors, fresh)
         elif self._count > self.exact_threshold and hnswlib_installed():
             self._build_hnsw()
 
@@ -270,18 +271,26 @@ class VectorIndex:
         self._hnsw = graph
         self._hnsw_removed = set()
 
-    def _hnsw_add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
-        for key in keys.tolist():
-            if key in self._hnsw_removed:
+    def _hnsw_add(self, keys: np.ndarray, vectors: np.ndarray, fresh: np.ndarray) -> None:
+        """Keys the graph holds (live, or removed and revived) are updated in their own slot; only
+        new keys may take a removed key's slot. hnswlib's ``replace_deleted`` would put a label it
+        already holds into a second slot, whose stale copy is then found twice, or after removal."""
+        in_place = ~fresh
+        for i, key in enumerate(keys.tolist()):
+            if fresh[i] and key in self._hnsw_removed:
                 self._hnsw_removed.discard(key)
                 try:
                     self._hnsw.unmark_deleted(key)
+                    in_place[i] = True
                 except RuntimeError:
                     pass  # its slot was reused by another key; it is added afresh below
-        needed = self._hnsw.get_current_count() + len(keys)
+        needed = self._hnsw.get_current_count() + int(np.count_nonzero(~in_place))
         if needed > self._hnsw.get_max_elements():
             self._hnsw.resize_index(max(needed, int(self._hnsw.get_max_elements() * _GROWTH)))
-        self._hnsw.add_items(vectors, keys, replace_deleted=True)
+        if in_place.any():
+            self._hnsw.add_items(vectors[in_place], keys[in_place])
+        if not in_place.all():
+            self._hnsw.add_items(vectors[~in_place], keys[~in_place], replace_deleted=True)
 
     def _reserve(self, capacity: int) -> None:
         if capacity <= len(self._keys):
@@ -310,10 +319,10 @@ class VectorIndex:
         layout, offset, crc = [], 0, 0
         for name, array in arrays.items():
             array = np.ascontiguousarray(array)
-            arrays[name] = array
             layout.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": offset})
+            arrays[name] = array.reshape(-1).view(np.uint8)  # its bytes (a memoryview refuses an empty array)
             offset += array.nbytes
-            crc = zlib.crc32(memoryview(array).cast("B"), crc)
+            crc = zlib.crc32(arrays[name], crc)
         header = json.dumps(
             {
                 "format": _FORMAT,
@@ -334,7 +343,7 @@ class VectorIndex:
             with os.fdopen(fd, "wb") as out:
                 out.write(_MAGIC + _HEADER_LEN.pack(len(header)) + header)
                 for array in arrays.values():
-                    out.write(memoryview(array).cast("B"))
+                    out.write(array)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)
