@@ -69,7 +69,7 @@ def test_errors_say_what_is_wrong_and_one_dimension_is_allowed():
     with pytest.raises(ValueError, match=r"space must be 'cosine' or 'ip', not 'l2'"):
         VectorIndex(DIM, space="l2")
     for dim in (0, -1):
-        with pytest.raises(ValueError, match="dim must be positive"):
+        with pytest.raises(ValueError, match="^dim must be positive$"):
             VectorIndex(dim)
     index = VectorIndex(DIM)
     with pytest.raises(ValueError, match=rf"expected vectors of shape \(2, {DIM}\), got \(1, {DIM}\)"):
