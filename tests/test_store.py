@@ -284,3 +284,28 @@ def test_the_stamp_ignores_event_log_rows_written_under_log_only(tmp_path):
         assert db.stamp() != before
     finally:
         db.close()
+
+
+@pytest.mark.sqlite_only
+def test_row_vectors_search_the_named_table_of_this_store(tmp_path):
+    """``Database.row_vectors`` is the SQLite store's vector leg over transcript messages: an index over
+    that table's rows of the encoder's model, keyed by ``mem``."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kenning.store.db import Database
+
+    db = Database(tmp_path / "kenning.sqlite3")
+    try:
+        rows = [(7, "m", [1.0, 0.0, 0.0]), (8, "m", [0.6, 0.8, 0.0]), (9, "other", [1.0, 0.0, 0.0])]
+        with db.transaction() as conn:
+            conn.executemany("INSERT INTO transcript_embeddings(mem, model_id, vector) VALUES (?, ?, ?)",
+                             [(mem, model, np.array(v, np.float32).tobytes()) for mem, model, v in rows])
+        vectors = db.row_vectors("transcript_embeddings")
+        encoder = SimpleNamespace(model_id="m", dim=3)  # what the index needs of an encoder: its model and width
+        hits = vectors.search(encoder, np.array([1.0, 0.0, 0.0], np.float32), 5, None, -1.0)
+        assert [mem for mem, _ in hits] == [7, 8]
+        assert [round(score, 4) for _, score in hits] == [1.0, 0.6]
+    finally:
+        db.close()
