@@ -216,11 +216,18 @@ class OnnxEncoder:
         return text.lower() if self._lower else text
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encoded = self._tokenizer.encode_batch(texts, add_special_tokens=True)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
+        if len(texts) == 1:  # a query or one write: nothing to pad, no list of encodings to walk
+            one = self._tokenizer.encode(texts[0], add_special_tokens=True)
+            ids, mask, types = ([one.ids], [one.attention_mask], [one.type_ids])
+        else:
+            encoded = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+            ids = [e.ids for e in encoded]
+            mask = [e.attention_mask for e in encoded]
+            types = [e.type_ids for e in encoded]
+        mask = np.array(mask, dtype=np.int64)
+        feed = {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": mask}
         if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
+            feed["token_type_ids"] = np.array(types, dtype=np.int64)
         pooled = self._session.run(None, feed)[0]
         if pooled.ndim == 3:  # a graph of the bare transformer: mean over the tokens the mask keeps
             weights = mask[:, :, None].astype(np.float32)

@@ -91,6 +91,21 @@ def test_a_search_never_embeds_and_says_how_many_it_could_not_see(store):
     assert result.pending_embeddings == 0 and result.hits[0].matched_leg == "semantic"
 
 
+
+@pytest.mark.sqlite_only
+def test_the_pending_count_walks_the_queue_not_every_memory(store):
+    """Every search counts the queue; the count must not read each live memory to do it."""
+    from kenning.store.semantic import PENDING_COUNT_SQL
+
+    ids = store.import_records([{"content": text, "scopes": ["x"]} for text in MEMORIES])
+    store.remove(ids[0], reason="test")
+    assert store.semantic.pending_count() == len(MEMORIES) - 1  # a removed memory is not pending
+    plan = " | ".join(row[-1] for row in store.semantic.db.read(
+        lambda c: c.execute("EXPLAIN QUERY PLAN " + PENDING_COUNT_SQL).fetchall()))
+    assert plan.startswith("SCAN q") and "memories_live_updated" not in plan, plan
+    assert store.semantic.embed_pending() == len(MEMORIES) - 1 and store.semantic.pending_count() == 0
+    assert store.semantic.embed_pending() == 0  # an empty queue answers at once
+
 def test_the_background_embedder_drains_the_queue_while_searches_answer(store):
     import time
 
