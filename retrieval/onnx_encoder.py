@@ -30,9 +30,10 @@ import numpy as np
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 # Texts are tokenized, sorted by length and run in batches this large: padding stays short.
 DEFAULT_BATCH = 32
-# A long encode (indexing, background embedding) runs this many batches at once, each on the
-# session's one thread: whole batches in parallel scale better than two threads splitting each
-# matrix product, and a query never pays for a second thread. KENNING_ONNX_BATCH_WORKERS overrides.
+# A long encode (indexing, background embedding) runs this many batches at once. They share the
+# session's intra-op pool (the calling threads do most of the work, its one extra thread helps), so
+# two cores run at most three threads; per CPU-second this measured within noise of one batch on two
+# threads and of two batches on one thread each (bench/README.md). KENNING_ONNX_BATCH_WORKERS overrides.
 DEFAULT_BATCH_WORKERS = min(2, os.cpu_count() or 1)
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
