@@ -9,7 +9,6 @@ module); items about sessions open a second one. Searches use bm25 so nothing wa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from contextlib import asynccontextmanager, contextmanager
@@ -19,6 +18,8 @@ from typing import Any
 import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from child_env import passed_on
 
 pytestmark = pytest.mark.slow  # each session starts a server process
 
@@ -60,7 +61,7 @@ async def _open(store: Path, cwd: Path):
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "kenning.server", "--store", str(store)], cwd=str(cwd),
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent),
-             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})},
+             **passed_on()},
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

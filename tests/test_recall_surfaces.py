@@ -14,6 +14,8 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from child_env import passed_on
+
 pytestmark = pytest.mark.slow  # every call starts a Python process
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -72,16 +74,11 @@ def test_cli_mistakes_are_one_line_errors(tmp_path):
 @asynccontextmanager
 async def _open(store: Path, cwd: Path, env: dict[str, str]):
     params = StdioServerParameters(command=sys.executable, args=["-m", "kenning.server", "--store", str(store)],
-                                   cwd=str(cwd), env={"HF_HUB_OFFLINE": "1", **_python_path(), **env})
+                                   cwd=str(cwd), env={"HF_HUB_OFFLINE": "1", **passed_on(), **env})
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             yield session
-
-
-def _python_path() -> dict[str, str]:
-    """The server must import the kenning under test (a worktree sets PYTHONPATH), not the installed one."""
-    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 @contextmanager

@@ -8,7 +8,6 @@ modes so no test waits for the embedding model.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from contextlib import asynccontextmanager, contextmanager
@@ -18,6 +17,8 @@ from typing import Any
 import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from child_env import passed_on
 
 pytestmark = pytest.mark.slow  # each connection starts a Python process (~2-3 s)
 
@@ -65,8 +66,7 @@ async def _open(store: Path, cwd: Path, launcher: tuple[str, ...]):
     params = StdioServerParameters(
         command=sys.executable, args=[*launcher], cwd=str(cwd),
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(cwd.parent),
-             # the SDK passes only a few variables on; keep PYTHONPATH so a worktree tests its own code
-             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})},
+             **passed_on()},
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -311,8 +311,11 @@ def test_kenning_serve_entry_point(tmp_path, repo):
     launcher = ("-c", "from kenning.cli import main; main()", "--store", str(store), "serve")
     with connect(store, repo, launcher) as conn:
         assert set(conn.tools()) == TOOLS
-        conn.call("memory_write", content="The CLI launcher serves the same store", scopes=["area:cli"])
-    assert (store / "kenning.sqlite3").exists()
+        written = conn.call("memory_write", content="The CLI launcher serves the same store", scopes=["area:cli"])
+    import kenning
+
+    with kenning.open_store(store) as reopened:  # the store named by --store holds the write
+        assert reopened.get(written["id"]).content == "The CLI launcher serves the same store"
 
 
 def test_argument_errors_are_one_plain_line_without_pydantic_text(server):
