@@ -252,6 +252,7 @@ class Database:
             if not _permission_problem(exc) or not path.is_file():
                 raise
             self.conn.close()
+            _refuse_unreadable_log(path)
             self._open_read_only()
 
     def _open_read_only(self) -> None:
@@ -420,6 +421,23 @@ def _may_write(path: Path) -> bool:
     opening the file: closing any descriptor of a file drops every SQLite lock this process holds on it."""
     effective = os.access in os.supports_effective_ids
     return os.access(path, os.W_OK, effective_ids=effective)
+
+
+def _refuse_unreadable_log(path: Path) -> None:
+    """A -wal or -shm companion this user cannot read: SQLite says "unable to open", and a read-only
+    or immutable open would then read the file without the commits the log still holds."""
+    from kenning.errors import KenningError
+
+    for suffix, what in (("-wal", "write-ahead log"), ("-shm", "shared-memory index")):
+        companion = path.with_name(path.name + suffix)
+        try:
+            with open(companion, "rb"):
+                pass
+        except FileNotFoundError:
+            continue
+        except PermissionError:
+            raise KenningError(f"{companion} (the store's {what}) cannot be read by this user; give it the "
+                               f"same owner and permissions as {path.name}") from None
 
 
 def _permission_problem(exc: sqlite3.OperationalError) -> bool:

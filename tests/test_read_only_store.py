@@ -139,3 +139,21 @@ def test_a_reader_without_write_access_sees_what_the_owner_writes_afterwards(sto
         assert reader.count() == 2
     finally:
         reader.close()
+
+
+def test_a_write_ahead_log_it_cannot_read_is_an_error_naming_the_log(store_dir):
+    """The newest commits may live only in the -wal file: reading the store without it would hide
+    them, so a log this user cannot read is an error that names it, not a read-only store."""
+    owner = open_store(store_dir)  # while it is open, its last commit stays in the log
+    try:
+        owner.write("The zebra crossing sensor reports every minute", scopes=["ops"])
+        log = store_dir / (DB_FILENAME + "-wal")
+        assert log.stat().st_size > 0
+        log.chmod(0o000)
+        with pytest.raises(KenningError) as failed:
+            run_unprivileged(lambda: open_store(store_dir))
+        assert str(failed.value) == (f"{log} (the store's write-ahead log) cannot be read by this user; "
+                                     f"give it the same owner and permissions as {DB_FILENAME}")
+        log.chmod(0o600)
+    finally:
+        owner.close()
