@@ -1,0 +1,100 @@
+"""The reference encoder (sentence-transformers on torch): offline loading, threads, attention, order, progress.
+
+In-process on the real packaged model, so the mutation score of retrieval/torch_encoder.py sees it
+(issue 19). Loading torch takes seconds: the module is marked slow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kenning.retrieval import embeddings
+
+pytestmark = [pytest.mark.embeddings, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def spec() -> embeddings.ModelSpec:
+    pytest.importorskip("sentence_transformers")
+    return embeddings.resolve_model()
+
+
+@pytest.fixture(scope="module")
+def torch_encoder(spec):
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    return TorchEncoder(spec)
+
+
+@pytest.fixture
+def torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_loading_is_offline_quiet_on_one_thread_and_keeps_settings_already_made(spec, monkeypatch, torch_threads):
+    from kenning.retrieval.torch_encoder import load_sentence_transformer
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    monkeypatch.delenv("KENNING_TORCH_THREADS", raising=False)
+    torch_threads.set_num_threads(2)
+    model = load_sentence_transformer(spec.path)
+    import os
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    assert torch_threads.get_num_threads() == 1 and str(model.device) == "cpu"
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
+    monkeypatch.setenv("KENNING_TORCH_THREADS", "2")
+    load_sentence_transformer(spec.path)
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0" and torch_threads.get_num_threads() == 2
+    monkeypatch.setenv("KENNING_TORCH_THREADS", "0")
+    load_sentence_transformer(spec.path)
+    assert torch_threads.get_num_threads() == 1
+
+
+def test_the_export_can_ask_for_eager_attention(spec):
+    from kenning.retrieval.torch_encoder import load_sentence_transformer
+
+    eager = load_sentence_transformer(spec.path, attention="eager")
+    assert eager[0].auto_model.config._attn_implementation == "eager"
+    default = load_sentence_transformer(spec.path)
+    assert default[0].auto_model.config._attn_implementation != "eager"
+
+
+def test_the_encoder_carries_its_model_and_dimension(spec, torch_encoder):
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    assert torch_encoder.spec == spec and torch_encoder.model_id == spec.model_id == embeddings.encoder_id(spec, "torch")
+    assert torch_encoder.dim == 384 and torch_encoder.backend == "torch"
+    assert TorchEncoder(spec, model_id="named").model_id == "named"
+
+
+def test_rows_come_back_in_input_order_unit_length_with_progress_per_chunk(torch_encoder):
+    texts = [f"note {n}: " + "the deploy moved to Friday " * (n % 4 + 1) for n in range(11)]
+    singles = np.stack([torch_encoder.encode_query(t) for t in texts])
+    advanced: list[int] = []
+    vectors = torch_encoder.encode(iter(texts), batch_size=1, progress=advanced.append)
+    assert advanced == [8, 3]  # chunks of batch_size * 8 texts
+    assert vectors.dtype == np.float32 and vectors.shape == (11, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(vectors, singles, atol=1e-5)
+    advanced.clear()
+    assert np.allclose(torch_encoder.encode(texts, progress=advanced.append), singles, atol=1e-5)
+    assert advanced == [11]
+    assert np.allclose(torch_encoder.encode(texts[:2]), singles[:2], atol=1e-5)
+    empty = torch_encoder.encode([], progress=advanced.append)
+    assert empty.shape == (0, 384) and empty.dtype == np.float32 and advanced == [11]
+
+
+def test_a_query_is_one_unit_row_that_agrees_with_the_onnx_encoder(spec, torch_encoder):
+    pytest.importorskip("onnxruntime")
+    query = torch_encoder.encode_query("which port does the auth service listen on")
+    assert query.shape == (384,) and query.dtype == np.float32
+    onnx = embeddings.get_encoder(spec, "onnx").encode_query("which port does the auth service listen on")
+    assert float(query @ onnx) > 0.9999
+    assert float(query @ torch_encoder.encode_query("a recipe for lemon cake")) < 0.5
