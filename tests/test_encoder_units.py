@@ -180,7 +180,7 @@ def test_without_the_model_package_the_default_is_unavailable_and_unlisted(monke
 def test_a_local_model_named_like_the_default_replaces_it_in_the_list(spec, tmp_path):
     link_model(spec.path, tmp_path / embeddings.DEFAULT_MODEL)
     listed = embeddings.list_models(tmp_path)
-    assert [(s.name, s.source) for s in listed] == [(embeddings.DEFAULT_MODEL, "local")]
+    assert [(s.name, s.source, s.path) for s in listed] == [(embeddings.DEFAULT_MODEL, "local", tmp_path / embeddings.DEFAULT_MODEL)]
     assert listed[0].model_id == embeddings.model_id_for(embeddings.DEFAULT_MODEL, tmp_path / embeddings.DEFAULT_MODEL)
     packaged = embeddings.list_models(tmp_path / "missing")
     assert packaged == [embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", spec.model_id)]
@@ -377,6 +377,8 @@ def test_a_linked_conversion_loads_through_the_optimised_copy(spec, reference, f
     assert encoder.onnx_file == onnx_file and encoder.model_id == spec.model_id + "@onnx"
     assert encoder._session._model_path == str(onnx_encoder.optimized_dir(onnx_file) / "model.onnx")
     assert float(encoder.encode_query("backups") @ reference.encode_query("backups")) > 0.99999
+    monkeypatch.setenv("KENNING_ENCODER", "torch")  # the setting names another backend: the id is still the one asked for
+    assert embeddings._load_onnx(spec, "onnx").model_id == spec.model_id + "@onnx"
 
 
 def _negated_probe(manifest):

@@ -98,3 +98,28 @@ def test_a_query_is_one_unit_row_that_agrees_with_the_onnx_encoder(spec, torch_e
     onnx = embeddings.get_encoder(spec, "onnx").encode_query("which port does the auth service listen on")
     assert float(query @ onnx) > 0.9999
     assert float(query @ torch_encoder.encode_query("a recipe for lemon cake")) < 0.5
+
+
+def test_the_torch_backend_loads_through_embeddings_once_per_model(spec, torch_encoder, monkeypatch):
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    monkeypatch.setattr(embeddings, "_encoders", {})
+    loaded = embeddings._load_torch(spec)
+    assert isinstance(loaded, TorchEncoder) and loaded.model_id == spec.model_id
+    assert np.allclose(loaded.encode_query("kittens"), torch_encoder.encode_query("kittens"), atol=1e-6)
+    monkeypatch.setenv("KENNING_ENCODER", "torch")
+    first = embeddings.get_encoder(spec)
+    assert first is embeddings.get_encoder(spec, "torch") and list(embeddings._encoders) == [spec.model_id]
+    assert embeddings.loaded(spec) and first.backend == "torch"
+
+
+def test_a_model_torch_cannot_load_is_unavailable_with_the_cause(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "config.json").write_text("{ this is not a model")
+    spec = embeddings.resolve_model("junk", tmp_path)
+    with pytest.raises(embeddings.EmbeddingsUnavailable) as unavailable:
+        embeddings._load_torch(spec)
+    assert unavailable.value.cause.startswith("loading model 'junk' with sentence-transformers failed: ")
+    assert unavailable.value.fix is None and len(unavailable.value.cause.splitlines()) == 1
