@@ -305,6 +305,7 @@ def test_the_probe_is_cached_per_model_folder_and_backend_and_logs_a_break_once(
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == ["embeddings are broken, answering lexically: onnxruntime not installed"] * 2
     assert embeddings._availability[(None, str(tmp_path), "onnx")] is first
+    assert embeddings.probe() is embeddings._availability[(None, None, "onnx")]  # no folder: the key says None
     hide(monkeypatch, "onnxruntime", "sentence_transformers")
     monkeypatch.setenv("KENNING_ENCODER", "torch")  # another backend is another answer
     assert embeddings.probe(None, tmp_path).cause == "sentence_transformers not installed"

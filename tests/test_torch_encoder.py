@@ -107,9 +107,11 @@ def test_the_torch_backend_loads_through_embeddings_once_per_model(spec, torch_e
     loaded = embeddings._load_torch(spec)
     assert isinstance(loaded, TorchEncoder) and loaded.model_id == spec.model_id
     assert np.allclose(loaded.encode_query("kittens"), torch_encoder.encode_query("kittens"), atol=1e-6)
+    monkeypatch.delenv("KENNING_ENCODER", raising=False)  # onnx by default; torch asked for by name
+    first = embeddings.get_encoder(spec, "torch")
+    assert list(embeddings._encoders) == [spec.model_id] and not embeddings.loaded(spec)
     monkeypatch.setenv("KENNING_ENCODER", "torch")
-    first = embeddings.get_encoder(spec)
-    assert first is embeddings.get_encoder(spec, "torch") and list(embeddings._encoders) == [spec.model_id]
+    assert first is embeddings.get_encoder(spec) and list(embeddings._encoders) == [spec.model_id]
     assert embeddings.loaded(spec) and first.backend == "torch"
 
 
