@@ -158,7 +158,10 @@ def test_resolving_names_the_directory_and_the_models_available(spec, tmp_path):
     local = embeddings.resolve_model("mini", str(tmp_path))  # a str path works as well
     assert local == embeddings.ModelSpec("mini", tmp_path / "mini", "local", embeddings.model_id_for("mini", tmp_path / "mini"))
     packaged = embeddings.resolve_model(None, tmp_path)
-    assert packaged == embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", spec.model_id)
+    model_id = embeddings.model_id_for(embeddings.DEFAULT_MODEL, spec.path)
+    assert model_id.startswith(embeddings.DEFAULT_MODEL + ":")
+    assert packaged == embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", model_id)
+    assert embeddings.list_models(tmp_path)[-1] == packaged
 
 
 def test_resolving_follows_kenning_models_dir_when_no_folder_is_given(spec, tmp_path, monkeypatch):
@@ -367,6 +370,17 @@ def test_a_broken_load_probes_broken_with_the_model_and_the_repair(spec, fresh_c
     assert availability.cause.startswith(f"the ONNX conversion of {spec.name} is missing")
     assert availability.fix == "pip install sentence-transformers && kenning models --convert"
     assert not embeddings.loaded(spec)
+
+
+def test_a_manifest_edited_into_nonsense_probes_broken_and_never_raises(spec, fresh_caches, monkeypatch, tmp_path):
+    def nonsense(manifest):
+        manifest["files"] = {"onnx": "model.onnx"}  # a string where the file's entry goes
+
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    link_conversion(spec, tmp_path / "cache", nonsense)
+    availability = embeddings.probe(None, tmp_path)
+    assert availability == embeddings.Availability(
+        "broken", "AttributeError: 'str' object has no attribute 'get'", spec)
 
 
 # --- embeddings.py: loading the ONNX encoder and repairing it ------------------------------------
