@@ -497,26 +497,6 @@ def test_a_missing_conversion_without_a_converter_names_the_install_and_the_repa
     assert capsys.readouterr().err == ""  # nothing claimed to convert
 
 
-@pytest.mark.slow  # loading torch
-def test_a_model_that_cannot_be_converted_says_so_without_a_repair_command(fresh_caches, monkeypatch, tmp_path, capsys):
-    pytest.importorskip("sentence_transformers")
-    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
-    junk = tmp_path / "models" / "junk"
-    junk.mkdir(parents=True)
-    (junk / "config.json").write_text("{ this is not a model")
-    spec = embeddings.resolve_model("junk", tmp_path / "models")
-    with pytest.raises(EmbeddingsUnavailable) as unavailable:
-        embeddings._load_onnx(spec, "onnx")
-    assert unavailable.value.cause.startswith("converting junk to ONNX failed: ")
-    assert unavailable.value.fix is None
-    err = capsys.readouterr().err
-    assert err.startswith(f"kenning: the ONNX conversion of junk is missing ({onnx_export.converted_dir(spec)}); "
-                          "converting junk to ONNX once (about half a minute)\n")
-    assert "kenning:   loading junk with sentence-transformers (torch)\n" in err and "converted junk" not in err
-    availability = embeddings.probe("junk", tmp_path / "models")
-    assert availability.state == "broken" and availability.model == spec and availability.fix is None
-
-
 # --- onnx_encoder.py: token limit and tokenizer -------------------------------------------------
 
 def _model_dir(tmp_path: Path, spec, **configs) -> Path:
@@ -901,13 +881,3 @@ def test_versions_of_installed_and_missing_packages():
 
     assert onnx_export._version("numpy") == numpy.__version__
     assert onnx_export._version("no-such-package-kenning") is None
-
-
-@pytest.mark.slow  # two sessions of the 90 MB file
-def test_the_worst_cosine_is_the_least_agreeing_text(spec, reference):
-    texts = [onnx_export.PROBE_TEXT, *onnx_export._CHECK_TEXTS]
-    vectors = reference.encode(texts)
-    assert onnx_export._worst_cosine(spec, reference.onnx_file, vectors) > 0.99999
-    spoiled = vectors.copy()
-    spoiled[3] = -spoiled[3]
-    assert onnx_export._worst_cosine(spec, reference.onnx_file, spoiled) == pytest.approx(-1.0, abs=1e-5)
