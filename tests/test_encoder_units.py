@@ -694,6 +694,17 @@ def test_discarding_removes_the_copy_and_leaves_nothing_behind(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
 
 
+def test_discarding_makes_its_trash_beside_the_copy_not_in_the_temp_dir(tmp_path, monkeypatch):
+    """The copy is moved aside with a rename, which must stay on the cache's disk: $TMPDIR is not used."""
+    import tempfile
+
+    graph = tiny_graph(tmp_path / "tiny.onnx")
+    onnx_encoder.optimized_copy(graph)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp-dir"))
+    onnx_encoder.discard_optimized(graph)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
+
+
 def test_batch_workers_follow_the_setting_and_never_drop_below_one(monkeypatch):
     monkeypatch.delenv("KENNING_ONNX_BATCH_WORKERS", raising=False)
     assert onnx_encoder.batch_workers() == onnx_encoder.DEFAULT_BATCH_WORKERS == min(2, os.cpu_count() or 1)
@@ -768,6 +779,27 @@ def test_encode_keeps_input_order_and_reports_progress_per_eight_batches(spec, t
     assert np.allclose(encoder.encode(texts[:3]), one_by_one[:3], atol=1e-6)  # default batch, no progress
     empty = encoder.encode([], progress=advanced.append)
     assert empty.shape == (0, 2) and empty.dtype == np.float32 and advanced == [19]
+
+
+def test_batches_run_on_worker_threads_only_when_there_are_several(spec, tmp_path, monkeypatch):
+    """A long encode runs whole batches on the pool's threads; a query (one batch) never starts one."""
+    import threading
+
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    threads: list[str] = []
+    run = encoder._encode_batch
+    encoder._encode_batch = lambda texts: threads.append(threading.current_thread().name) or run(texts)
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "2")
+    encoder.encode(["a", "b b", "c c c"], batch_size=1)
+    assert len(threads) == 3 and all(name.startswith("kenning-encode") for name in threads)
+    here = threading.current_thread().name
+    threads.clear()
+    encoder.encode(["a"], batch_size=1)
+    assert threads == [here]
+    threads.clear()
+    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "1")
+    encoder.encode(["a", "b b", "c c c"], batch_size=1)
+    assert threads == [here] * 3
 
 
 def test_longer_texts_run_first_so_batches_hold_similar_lengths(spec, tmp_path):
