@@ -694,8 +694,8 @@ def test_discarding_removes_the_copy_and_leaves_nothing_behind(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
 
 
-def test_discarding_makes_its_trash_beside_the_copy_not_in_the_temp_dir(tmp_path, monkeypatch):
-    """The copy is moved aside with a rename, which must stay on the cache's disk: $TMPDIR is not used."""
+def test_the_copy_and_its_trash_are_made_beside_the_file_not_in_the_temp_dir(tmp_path, monkeypatch):
+    """The copy is made, and moved aside, with renames, which must stay on the cache's disk: $TMPDIR is not used."""
     import tempfile
 
     graph = tiny_graph(tmp_path / "tiny.onnx")
@@ -703,6 +703,7 @@ def test_discarding_makes_its_trash_beside_the_copy_not_in_the_temp_dir(tmp_path
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp-dir"))
     onnx_encoder.discard_optimized(graph)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx"]
+    assert onnx_encoder.session(graph, cache_optimized=True)._model_path == str(onnx_encoder.optimized_dir(graph) / "model.onnx")
 
 
 def test_batch_workers_follow_the_setting_and_never_drop_below_one(monkeypatch):
@@ -815,6 +816,8 @@ def test_the_dimension_is_probed_unless_given(spec, reference, tmp_path):
     graph = tiny_graph(tmp_path / "tiny.onnx")
     assert onnx_encoder.OnnxEncoder(spec, graph, "x").dim == 2
     assert onnx_encoder.OnnxEncoder(spec, graph, "x", dim=7).dim == 7
+    threads = onnx_encoder.OnnxEncoder(spec, graph, "x", threads=3)._session.get_session_options().intra_op_num_threads
+    assert threads == 3
     assert reference.dim == 384
 
 
