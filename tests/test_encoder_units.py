@@ -621,6 +621,8 @@ def test_a_session_runs_on_one_thread_sequentially_with_all_optimisations(tmp_pa
     assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 1
     assert onnx_encoder.session(graph, threads=3).get_session_options().intra_op_num_threads == 3
     assert not onnx_encoder.optimized_dir(graph).exists()  # only cache_optimized makes a copy
+    cached = onnx_encoder.session(graph, threads=1, cache_optimized=True).get_session_options()  # the same options
+    assert cached.intra_op_num_threads == 1 and cached.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_the_optimised_copy_is_stamped_reused_and_remade(tmp_path):
@@ -729,6 +731,11 @@ def test_token_outputs_are_mean_pooled_over_the_mask_and_normalised(spec, tmp_pa
         assert np.allclose(vector, pooled / np.linalg.norm(pooled), atol=1e-6), text
         assert np.allclose(encoder.encode_query(text), vector, atol=1e-6)
     assert vectors.dtype == np.float32 and encoder.encode_query("hi").dtype == np.float32
+
+
+def test_short_outputs_are_scaled_up_to_unit_length(spec, tmp_path):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "small.onnx", scale=1e-4), "small")
+    assert np.allclose(np.linalg.norm(encoder.encode(["hi", "a longer text"]), axis=1), 1.0, atol=1e-6)
 
 
 def test_a_zero_vector_stays_zero_instead_of_nan(spec, tmp_path):
