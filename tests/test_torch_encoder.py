@@ -74,7 +74,7 @@ def test_the_encoder_carries_its_model_and_dimension(spec, torch_encoder):
     assert TorchEncoder(spec, model_id="named").model_id == "named"
 
 
-def test_rows_come_back_in_input_order_unit_length_with_progress_per_chunk(torch_encoder):
+def test_rows_come_back_in_input_order_unit_length_with_progress_per_chunk(torch_encoder, capsys):
     texts = [f"note {n}: " + "the deploy moved to Friday " * (n % 4 + 1) for n in range(11)]
     singles = np.stack([torch_encoder.encode_query(t) for t in texts])
     advanced: list[int] = []
@@ -89,6 +89,23 @@ def test_rows_come_back_in_input_order_unit_length_with_progress_per_chunk(torch
     assert np.allclose(torch_encoder.encode(texts[:2]), singles[:2], atol=1e-5)
     empty = torch_encoder.encode([], progress=advanced.append)
     assert empty.shape == (0, 384) and empty.dtype == np.float32 and advanced == [11]
+    assert capsys.readouterr().err == ""  # no progress bar of sentence-transformers' own
+
+
+def test_rows_are_normalised_even_for_a_model_without_a_normalize_module(spec, tmp_path):
+    import json
+
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    model = tmp_path / "unnormalised"
+    for file in spec.path.rglob("*"):
+        if file.is_file() and file.name != "modules.json":
+            (model / file.relative_to(spec.path)).parent.mkdir(parents=True, exist_ok=True)
+            (model / file.relative_to(spec.path)).symlink_to(file)
+    modules = json.loads((spec.path / "modules.json").read_text())
+    (model / "modules.json").write_text(json.dumps([m for m in modules if not m["type"].endswith("Normalize")]))
+    encoder = TorchEncoder(embeddings.resolve_model("unnormalised", tmp_path))
+    assert np.allclose(np.linalg.norm(encoder.encode(["a", "some longer text"]), axis=1), 1.0, atol=1e-5)
 
 
 def test_a_query_is_one_unit_row_that_agrees_with_the_onnx_encoder(spec, torch_encoder):
