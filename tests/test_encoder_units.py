@@ -604,22 +604,23 @@ def tiny_graph(path: Path, token_outputs: bool = True, scale: float = 1.0, token
     return path
 
 
-def test_a_session_runs_on_one_thread_sequentially_with_all_optimisations(tmp_path, monkeypatch):
+def test_a_session_runs_its_default_threads_sequentially_with_all_optimisations(tmp_path, monkeypatch):
     import onnxruntime as ort
 
     graph = tiny_graph(tmp_path / "tiny.onnx")
     monkeypatch.delenv("KENNING_ONNX_THREADS", raising=False)
     options = onnx_encoder.session(graph).get_session_options()
-    assert options.intra_op_num_threads == 1 and options.inter_op_num_threads == 1
+    assert onnx_encoder.DEFAULT_THREADS == min(2, os.cpu_count() or 1)
+    assert options.intra_op_num_threads == onnx_encoder.DEFAULT_THREADS and options.inter_op_num_threads == 1
     assert options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     assert options.log_severity_level == 3
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    monkeypatch.setenv("KENNING_ONNX_THREADS", "2")
-    assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 2
+    monkeypatch.setenv("KENNING_ONNX_THREADS", "3")
+    assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 3
     monkeypatch.setenv("KENNING_ONNX_THREADS", "0")
     assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 1
-    assert onnx_encoder.session(graph, threads=3).get_session_options().intra_op_num_threads == 3
+    assert onnx_encoder.session(graph, threads=4).get_session_options().intra_op_num_threads == 4
     assert not onnx_encoder.optimized_dir(graph).exists()  # only cache_optimized makes a copy
     cached = onnx_encoder.session(graph, threads=1, cache_optimized=True).get_session_options()  # the same options
     assert cached.intra_op_num_threads == 1 and cached.get_session_config_entry("session.intra_op.allow_spinning") == "0"
