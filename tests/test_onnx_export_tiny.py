@@ -1,0 +1,217 @@
+"""onnx_export.convert on a real but tiny sentence-transformers model, fast enough for mutation testing.
+
+The model is built here, offline and seeded: a 2-layer BERT of width 32 (2 heads) behind the packaged
+MiniLM's own tokenizer files (same vocabulary size), with mean pooling and normalisation, saved by
+sentence-transformers' file layout. Its conversion is the real one (torch export, onnxruntime's fusion,
+the check against sentence-transformers) in a couple of CPU seconds instead of a minute, so every
+line of ``convert`` can be checked by what it writes: the file, its graph, its manifest, its answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kenning.retrieval import embeddings, onnx_export
+
+pytestmark = pytest.mark.embeddings
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("sentence_transformers")
+
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                    "sentence_bert_config.json", "config_sentence_transformers.json")
+_NAMES = ["input_ids", "attention_mask", "token_type_ids"]
+_STEPS = [
+    "loading tiny with sentence-transformers (torch)",
+    "exporting the transformer to ONNX",
+    "fusing attention and layer norms (onnxruntime transformer optimizer)",
+    "checking the ONNX model against sentence-transformers",
+]
+
+
+def build_tiny_model(folder: Path) -> Path:
+    """A seeded 2-layer BERT (hidden 32) saved as a sentence-transformers directory, nothing downloaded."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    packaged = embeddings.resolve_model(embeddings.DEFAULT_MODEL, folder / "no-models").path
+    folder.mkdir(parents=True)
+    torch.manual_seed(19)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(folder)
+    for name in _TOKENIZER_FILES:
+        shutil.copy(packaged / name, folder / name)
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> embeddings.ModelSpec:
+    path = build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
+    return embeddings.resolve_model("tiny", path.parent)
+
+
+@pytest.fixture(scope="module")
+def torch_model(tiny):
+    from kenning.retrieval.torch_encoder import load_sentence_transformer
+
+    return load_sentence_transformer(tiny.path)
+
+
+def torch_vectors(model, texts) -> np.ndarray:
+    return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+
+
+@pytest.fixture(scope="module")
+def converted(tiny, tmp_path_factory):
+    """The tiny model converted once through ``ensure`` in a cache of its own: (manifest, steps, cache)."""
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KENNING_CACHE_DIR", str(cache))
+        steps: list[str] = []
+        path = onnx_export.ensure(tiny, step=steps.append)
+        assert path == onnx_export.onnx_file(tiny)
+        again: list[str] = []
+        assert onnx_export.ensure(tiny, step=again.append) == path
+        assert again == []  # a finished conversion is not redone
+        returned = json.loads((onnx_export.converted_dir(tiny) / onnx_export.MANIFEST).read_text())
+    return returned, steps, cache
+
+
+@pytest.fixture
+def in_cache(converted, monkeypatch):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(converted[2]))
+
+
+def test_the_conversion_writes_the_file_and_its_manifest_and_nothing_else(tiny, converted, in_cache):
+    manifest, steps, cache = converted
+    folder = onnx_export.converted_dir(tiny)
+    assert folder == cache / "onnx" / f"tiny-{tiny.model_id.split(':')[1]}-e{onnx_export.EXPORT_VERSION}"
+    assert steps == _STEPS
+    assert sorted(p.name for p in folder.iterdir()) == [".lock", "manifest.json", "model.onnx"]  # no partial files
+    assert onnx_export.problem(tiny) is None and onnx_export.read_manifest(tiny) == manifest
+    assert manifest["model_id"] == tiny.model_id and manifest["model_path"] == str(tiny.path)
+    assert manifest["export_version"] == onnx_export.EXPORT_VERSION and manifest["opset"] == 17
+    assert manifest["inputs"] == _NAMES
+    assert manifest["files"] == {"onnx": {"name": "model.onnx", "bytes": (folder / "model.onnx").stat().st_size}}
+    import torch
+
+    assert manifest["exported_with"] == {"torch": torch.__version__,
+                                         "sentence_transformers": version("sentence-transformers")}
+    assert isinstance(manifest["seconds"], float) and 0 <= manifest["seconds"] < 3600
+    assert sorted(manifest) == sorted(["model_id", "model_path", "export_version", "opset", "inputs", "fusion",
+                                       "files", "probe", "check_min_cosine", "exported_with", "seconds"])
+
+
+def test_the_probe_is_the_torch_models_vector_and_the_check_its_worst_cosine(tiny, converted, torch_model, in_cache):
+    manifest = converted[0]
+    assert manifest["probe"]["text"] == onnx_export.PROBE_TEXT
+    expected = torch_vectors(torch_model, [onnx_export.PROBE_TEXT])[0]
+    assert len(manifest["probe"]["vector"]) == 32
+    assert np.allclose(manifest["probe"]["vector"], expected, atol=1e-5)
+    texts = [onnx_export.PROBE_TEXT, *onnx_export._CHECK_TEXTS]
+    worst = onnx_export._worst_cosine(tiny, onnx_export.onnx_file(tiny), torch_vectors(torch_model, texts))
+    assert manifest["check_min_cosine"] == pytest.approx(worst, abs=1e-6)
+    assert 0.9999 <= manifest["check_min_cosine"] < 1.0001
+
+
+def test_the_graph_has_the_opset_inputs_outputs_and_dynamic_axes(tiny, converted, in_cache):
+    model = onnx.load(str(onnx_export.onnx_file(tiny)))
+    assert {o.domain: o.version for o in model.opset_import}[""] == 17
+    assert [i.name for i in model.graph.input] == _NAMES
+    assert [o.name for o in model.graph.output] == ["sentence_embedding"]
+    for tensor in model.graph.input:
+        assert [d.dim_param for d in tensor.type.tensor_type.shape.dim] == ["batch", "tokens"]
+    output_dims = model.graph.output[0].type.tensor_type.shape.dim
+    assert output_dims[0].dim_param == "batch"
+
+
+def test_the_kept_graph_is_the_fused_one(tiny, converted, in_cache):
+    fusion = converted[0]["fusion"]
+    assert fusion == {"fused": True, "operators": {"EmbedLayerNormalization": 1, "Attention": 2, "BiasGelu": 2,
+                                                   "SkipLayerNormalization": 4}}
+    ops = [node.op_type for node in onnx.load(str(onnx_export.onnx_file(tiny))).graph.node]
+    assert ops.count("Attention") == 2 and ops.count("EmbedLayerNormalization") == 1
+
+
+def test_the_converted_file_answers_like_torch_in_any_batch(tiny, converted, torch_model, in_cache):
+    from kenning.retrieval.onnx_encoder import OnnxEncoder
+
+    encoder = OnnxEncoder(tiny, onnx_export.onnx_file(tiny), model_id="t")
+    texts = ["hi", "a much longer sentence about the gateway port and the nightly backups of the database",
+             "Nightly database backups are kept for thirty days; " * 60, "zzz"]
+    reference = torch_vectors(torch_model, texts)
+    together = encoder.encode(texts)
+    alone = np.vstack([encoder.encode([t]) for t in texts])
+    assert together.shape == (4, 32)
+    assert np.min(np.sum(together * reference, axis=1)) > 0.9999
+    assert np.min(np.sum(alone * reference, axis=1)) > 0.9999
+
+
+def test_a_fused_graph_that_disagrees_is_dropped_for_the_plain_export(tiny, torch_model, monkeypatch, tmp_path):
+    """The real fusion, then one of its weights flipped: the check catches it and the plain export is kept."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    real_fuse = onnx_export.fuse
+
+    def fuse_then_damage(source, target, config):
+        result = real_fuse(source, target, config)
+        model = onnx.load(str(target))
+        weights = next(t for t in model.graph.initializer if onnx.numpy_helper.to_array(t).ndim == 2)
+        weights.CopyFrom(onnx.numpy_helper.from_array(-onnx.numpy_helper.to_array(weights), weights.name))
+        onnx.save(model, str(target))
+        return result
+
+    monkeypatch.setattr(onnx_export, "fuse", fuse_then_damage)
+    manifest = onnx_export.convert(tiny)
+    assert manifest["fusion"]["fused"] is False and sorted(manifest["fusion"]) == ["fused", "why"]
+    why = re.fullmatch(r"the fused graph disagreed with sentence-transformers \(cosine (-?\d\.\d{5})\)",
+                       manifest["fusion"]["why"])
+    assert why and float(why.group(1)) < 0.9999
+    folder = onnx_export.converted_dir(tiny)
+    ops = [node.op_type for node in onnx.load(str(folder / "model.onnx")).graph.node]
+    assert "Attention" not in ops and "MatMul" in ops  # the plain export
+    assert 0.9999 <= manifest["check_min_cosine"] < 1.0001
+    assert json.loads((folder / "manifest.json").read_text()) == manifest
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "model.onnx"]
+    assert onnx_export.problem(tiny) is None
+
+
+def test_a_model_without_a_fusion_recipe_keeps_the_plain_export(tiny, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(onnx_export, "_FUSABLE", {})
+    steps: list[str] = []
+    manifest = onnx_export.convert(tiny, steps.append)
+    assert steps == _STEPS
+    assert manifest["fusion"] == {"fused": False, "why": "no fusion recipe for model type 'bert'"}
+    ops = [node.op_type for node in onnx.load(str(onnx_export.onnx_file(tiny))).graph.node]
+    assert "Attention" not in ops
+    assert 0.9999 <= manifest["check_min_cosine"] < 1.0001
+
+
+def test_an_export_that_disagrees_is_refused_and_leaves_nothing(tiny, monkeypatch, tmp_path):
+    """Nothing can reach a cosine of 1.5: both graphs fail the check, the error says by how much."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(onnx_export.PROBE_MIN_COSINE, "onnx", 1.5)
+    with pytest.raises(RuntimeError) as refused:
+        onnx_export.convert(tiny)
+    assert re.fullmatch(r"the exported model disagrees with sentence-transformers \(cosine (0\.9999\d|1\.0000\d)\)",
+                        str(refused.value))
+    folder = onnx_export.converted_dir(tiny)
+    assert list(folder.iterdir()) == []  # no file, no manifest, no partial files
+    assert onnx_export.problem(tiny) is not None
