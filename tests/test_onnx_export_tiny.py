@@ -10,6 +10,7 @@ line of ``convert`` can be checked by what it writes: the file, its graph, its m
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from importlib.metadata import version
@@ -37,8 +38,11 @@ _STEPS = [
 ]
 
 
-def build_tiny_model(folder: Path) -> Path:
-    """A seeded 2-layer BERT (hidden 32) saved as a sentence-transformers directory, nothing downloaded."""
+def build_tiny_model(folder: Path, normalize: bool = True) -> Path:
+    """A seeded 2-layer BERT (hidden 32) saved as a sentence-transformers directory, nothing downloaded.
+
+    ``normalize=False`` leaves out the Normalize module: the graph's vectors are then not unit length.
+    """
     import torch
     from transformers import BertConfig, BertModel
 
@@ -50,11 +54,12 @@ def build_tiny_model(folder: Path) -> Path:
     BertModel(config).save_pretrained(folder)
     for name in _TOKENIZER_FILES:
         shutil.copy(packaged / name, folder / name)
-    (folder / "modules.json").write_text(json.dumps([
+    modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
-    ]))
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules if normalize else modules[:2]))
     (folder / "1_Pooling").mkdir()
     (folder / "1_Pooling" / "config.json").write_text(
         json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}))
@@ -68,6 +73,12 @@ def tiny(tmp_path_factory) -> embeddings.ModelSpec:
 
 
 @pytest.fixture(scope="module")
+def unnormalised(tmp_path_factory) -> embeddings.ModelSpec:
+    path = build_tiny_model(tmp_path_factory.mktemp("models") / "plain", normalize=False)
+    return embeddings.resolve_model("plain", path.parent)
+
+
+@pytest.fixture(scope="module")
 def torch_model(tiny):
     from kenning.retrieval.torch_encoder import load_sentence_transformer
 
@@ -78,32 +89,46 @@ def torch_vectors(model, texts) -> np.ndarray:
     return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
 
 
-@pytest.fixture(scope="module")
-def converted(tiny, tmp_path_factory):
-    """The tiny model converted once through ``ensure`` in a cache of its own: (manifest, steps, cache)."""
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KENNING_CACHE_DIR", str(cache))
-        steps: list[str] = []
-        path = onnx_export.ensure(tiny, step=steps.append)
-        assert path == onnx_export.onnx_file(tiny)
-        again: list[str] = []
-        assert onnx_export.ensure(tiny, step=again.append) == path
-        assert again == []  # a finished conversion is not redone
-        returned = json.loads((onnx_export.converted_dir(tiny) / onnx_export.MANIFEST).read_text())
-    return returned, steps, cache
+def test_a_conversion_is_written_checked_and_answers_like_torch(tiny, torch_model, monkeypatch, tmp_path, request):
+    """One real conversion through ``ensure``, every part of it checked.
+
+    One test, not several sharing a fixture: mutmut reruns only the tests that called ``convert``.
+    Partial files live beside the result, never in the temp dir: a rename across disks fails, so the
+    temp dir is put on another file system when there is one (a RAM disk), where such a rename fails.
+    """
+    import tempfile
+
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shm.stat().st_dev != tmp_path.stat().st_dev:
+        elsewhere = Path(tempfile.mkdtemp(prefix="kenning-test-", dir=shm))
+        request.addfinalizer(lambda: shutil.rmtree(elsewhere, ignore_errors=True))
+        monkeypatch.setattr(tempfile, "tempdir", str(elsewhere))
+    folder = onnx_export.converted_dir(tiny)
+    steps: list[str] = []
+    partial_files: list[list[str]] = []
+
+    def step(message: str) -> None:
+        steps.append(message)
+        if message.startswith("checking"):
+            partial_files.append(sorted(p.name[-5:] for p in folder.iterdir() if p.name.startswith(".partial-")))
+
+    path = onnx_export.ensure(tiny, step=step)
+    assert path == onnx_export.onnx_file(tiny) == folder / "model.onnx"
+    assert steps == _STEPS and partial_files == [[".onnx", ".onnx"]]
+    again: list[str] = []
+    assert onnx_export.ensure(tiny, step=again.append) == path and again == []  # a finished conversion stays
+    manifest = json.loads((folder / onnx_export.MANIFEST).read_text())
+    check_files_and_manifest(tiny, manifest, tmp_path / "cache")
+    check_probe_and_worst_cosine(tiny, manifest, torch_model)
+    check_graph(path)
+    check_fusion(manifest, path)
+    check_answers(tiny, path, torch_model)
 
 
-@pytest.fixture
-def in_cache(converted, monkeypatch):
-    monkeypatch.setenv("KENNING_CACHE_DIR", str(converted[2]))
-
-
-def test_the_conversion_writes_the_file_and_its_manifest_and_nothing_else(tiny, converted, in_cache):
-    manifest, steps, cache = converted
+def check_files_and_manifest(tiny, manifest, cache):
     folder = onnx_export.converted_dir(tiny)
     assert folder == cache / "onnx" / f"tiny-{tiny.model_id.split(':')[1]}-e{onnx_export.EXPORT_VERSION}"
-    assert steps == _STEPS
     assert sorted(p.name for p in folder.iterdir()) == [".lock", "manifest.json", "model.onnx"]  # no partial files
     assert onnx_export.problem(tiny) is None and onnx_export.read_manifest(tiny) == manifest
     assert manifest["model_id"] == tiny.model_id and manifest["model_path"] == str(tiny.path)
@@ -119,8 +144,7 @@ def test_the_conversion_writes_the_file_and_its_manifest_and_nothing_else(tiny, 
                                        "files", "probe", "check_min_cosine", "exported_with", "seconds"])
 
 
-def test_the_probe_is_the_torch_models_vector_and_the_check_its_worst_cosine(tiny, converted, torch_model, in_cache):
-    manifest = converted[0]
+def check_probe_and_worst_cosine(tiny, manifest, torch_model):
     assert manifest["probe"]["text"] == onnx_export.PROBE_TEXT
     expected = torch_vectors(torch_model, [onnx_export.PROBE_TEXT])[0]
     assert len(manifest["probe"]["vector"]) == 32
@@ -131,29 +155,29 @@ def test_the_probe_is_the_torch_models_vector_and_the_check_its_worst_cosine(tin
     assert 0.9999 <= manifest["check_min_cosine"] < 1.0001
 
 
-def test_the_graph_has_the_opset_inputs_outputs_and_dynamic_axes(tiny, converted, in_cache):
-    model = onnx.load(str(onnx_export.onnx_file(tiny)))
+def check_graph(path):
+    """Opset 17, the three inputs by name, one output, and batch and token axes left open."""
+    model = onnx.load(str(path))
     assert {o.domain: o.version for o in model.opset_import}[""] == 17
     assert [i.name for i in model.graph.input] == _NAMES
     assert [o.name for o in model.graph.output] == ["sentence_embedding"]
     for tensor in model.graph.input:
         assert [d.dim_param for d in tensor.type.tensor_type.shape.dim] == ["batch", "tokens"]
-    output_dims = model.graph.output[0].type.tensor_type.shape.dim
-    assert output_dims[0].dim_param == "batch"
+    assert model.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
 
 
-def test_the_kept_graph_is_the_fused_one(tiny, converted, in_cache):
-    fusion = converted[0]["fusion"]
-    assert fusion == {"fused": True, "operators": {"EmbedLayerNormalization": 1, "Attention": 2, "BiasGelu": 2,
-                                                   "SkipLayerNormalization": 4}}
-    ops = [node.op_type for node in onnx.load(str(onnx_export.onnx_file(tiny))).graph.node]
+def check_fusion(manifest, path):
+    assert manifest["fusion"] == {"fused": True, "operators": {"EmbedLayerNormalization": 1, "Attention": 2,
+                                                               "BiasGelu": 2, "SkipLayerNormalization": 4}}
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
     assert ops.count("Attention") == 2 and ops.count("EmbedLayerNormalization") == 1
 
 
-def test_the_converted_file_answers_like_torch_in_any_batch(tiny, converted, torch_model, in_cache):
+def check_answers(tiny, path, torch_model):
+    """Any batch size and padding: the converted file answers like sentence-transformers on torch."""
     from kenning.retrieval.onnx_encoder import OnnxEncoder
 
-    encoder = OnnxEncoder(tiny, onnx_export.onnx_file(tiny), model_id="t")
+    encoder = OnnxEncoder(tiny, path, model_id="t")
     texts = ["hi", "a much longer sentence about the gateway port and the nightly backups of the database",
              "Nightly database backups are kept for thirty days; " * 60, "zzz"]
     reference = torch_vectors(torch_model, texts)
@@ -192,15 +216,22 @@ def test_a_fused_graph_that_disagrees_is_dropped_for_the_plain_export(tiny, torc
     assert onnx_export.problem(tiny) is None
 
 
-def test_a_model_without_a_fusion_recipe_keeps_the_plain_export(tiny, monkeypatch, tmp_path):
+def test_a_model_without_a_fusion_recipe_keeps_the_plain_export_and_a_unit_probe(unnormalised, monkeypatch,
+                                                                                 tmp_path):
+    """A model whose pipeline has no Normalize module: the probe and the check still compare unit vectors."""
+    from kenning.retrieval.torch_encoder import load_sentence_transformer
+
     monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(onnx_export, "_FUSABLE", {})
     steps: list[str] = []
-    manifest = onnx_export.convert(tiny, steps.append)
-    assert steps == _STEPS
+    manifest = onnx_export.convert(unnormalised, steps.append)
+    assert steps == [_STEPS[0].replace("tiny", "plain"), *_STEPS[1:]]
     assert manifest["fusion"] == {"fused": False, "why": "no fusion recipe for model type 'bert'"}
-    ops = [node.op_type for node in onnx.load(str(onnx_export.onnx_file(tiny))).graph.node]
+    ops = [node.op_type for node in onnx.load(str(onnx_export.onnx_file(unnormalised))).graph.node]
     assert "Attention" not in ops
+    raw = load_sentence_transformer(unnormalised.path).encode([onnx_export.PROBE_TEXT], convert_to_numpy=True)[0]
+    assert abs(float(np.linalg.norm(raw)) - 1) > 0.01  # the model itself does not normalise
+    assert np.allclose(manifest["probe"]["vector"], raw / np.linalg.norm(raw), atol=1e-5)
     assert 0.9999 <= manifest["check_min_cosine"] < 1.0001
 
 
