@@ -21,7 +21,7 @@ import pytest
 
 from kenning.retrieval import embeddings, onnx_export
 
-pytestmark = pytest.mark.embeddings
+pytestmark = [pytest.mark.embeddings, pytest.mark.slow]  # torch, three real conversions of a tiny model
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
