@@ -246,3 +246,18 @@ def test_an_export_that_disagrees_is_refused_and_leaves_nothing(tiny, monkeypatc
     folder = onnx_export.converted_dir(tiny)
     assert list(folder.iterdir()) == []  # no file, no manifest, no partial files
     assert onnx_export.problem(tiny) is not None
+
+
+@pytest.mark.parametrize("config", [
+    None,  # a pipeline whose first module has no transformers config
+    type("NoType", (), {"num_attention_heads": 2, "hidden_size": 32})(),
+    type("NoHeads", (), {"model_type": "bert", "hidden_size": 32})(),
+    type("NoWidth", (), {"model_type": "bert", "num_attention_heads": 2})(),
+    type("ZeroHeads", (), {"model_type": "bert", "num_attention_heads": 0, "hidden_size": 32})(),
+])
+def test_a_config_without_type_heads_or_width_is_not_fused_and_nothing_is_written(config, tmp_path):
+    target = tmp_path / "fused.onnx"
+    result = onnx_export.fuse(tmp_path / "missing.onnx", target, config)
+    model_type = getattr(config, "model_type", None)
+    assert result == {"fused": False, "why": f"no fusion recipe for model type {model_type!r}"}
+    assert not target.exists()
