@@ -261,3 +261,31 @@ def test_a_config_without_type_heads_or_width_is_not_fused_and_nothing_is_writte
     model_type = getattr(config, "model_type", None)
     assert result == {"fused": False, "why": f"no fusion recipe for model type {model_type!r}"}
     assert not target.exists()
+
+
+_BERT = type("Bert", (), {"model_type": "bert", "num_attention_heads": 1, "hidden_size": 4})()
+
+
+def test_a_graph_without_attention_is_not_fused_and_says_what_was_found(tmp_path):
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.5] * 16)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "plain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    source, target = tmp_path / "plain.onnx", tmp_path / "fused.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    result = onnx_export.fuse(source, target, _BERT)
+    assert result == {"fused": False, "why": "the optimizer found no attention to fuse", "operators": {}}
+    assert not target.exists()
+
+
+def test_a_graph_the_optimizer_cannot_read_is_not_fused_and_names_the_error(tmp_path):
+    source = tmp_path / "junk.onnx"
+    source.write_bytes(b"not a graph " * 40)
+    result = onnx_export.fuse(source, tmp_path / "fused.onnx", _BERT)
+    assert sorted(result) == ["fused", "why"] and result["fused"] is False
+    error = result["why"].split(":")[0]
+    assert error.isidentifier() and error not in ("NoneType", "Exception")  # the exception's own type
+    long = onnx_export.fuse(tmp_path / ("x" * 250 + ".onnx"), tmp_path / "fused.onnx", _BERT)
+    assert long["fused"] is False and len(long["why"]) == 300  # cut, the path in it is longer
