@@ -161,6 +161,34 @@ def test_scope_limits_and_their_messages():
     for scopes, message in cases:
         with pytest.raises(InvalidInput, match=message):
             check_scopes(scopes)
+    long = "s" * (MAX_SCOPE_CHARS + 1)
+    with pytest.raises(InvalidInput) as too_long:
+        check_scopes([long])
+    assert str(too_long.value) == f"scope {long[:40]!r}… is longer than {MAX_SCOPE_CHARS} characters"
+
+
+def test_at_most_max_scopes_distinct_scopes_are_kept_and_one_more_is_refused_exactly():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import MAX_SCOPES, check_scopes
+
+    most = [f"area:{n}" for n in range(MAX_SCOPES)]
+    assert check_scopes(most + most[:3]) == most  # repeats are not counted
+    with pytest.raises(InvalidInput) as refused:
+        check_scopes(most + ["area:one-more"])
+    assert str(refused.value) == f"{MAX_SCOPES + 1} scopes given; at most {MAX_SCOPES} are allowed"
+
+
+def test_metadata_that_is_not_an_object_is_refused_with_its_path():
+    from kenning.errors import InvalidInput
+    from kenning.memory.gates.limits import check_metadata
+
+    for value in (["a", "b"], "text", 3):
+        with pytest.raises(InvalidInput) as refused:
+            check_metadata(value)
+        assert str(refused.value) == "metadata must be an object (key/value pairs)"
+    with pytest.raises(InvalidInput) as nested:
+        check_metadata({"origin": {"tool": "x\ny"}})
+    assert str(nested.value) == "metadata.origin.tool contains a control character"
 
 
 def test_claims_without_a_worktree_are_uncheckable(tmp_path):
