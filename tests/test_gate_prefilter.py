@@ -119,3 +119,51 @@ def test_non_ascii_text_is_not_screened():
     assert durability._SCREEN.derive().may_match("\u212aelvin") is None
     assert user_claims.find_user_claims("The user prefers \u212aotlin") == \
         user_claims.find_user_claims("The user prefers \u212aotlin", screened=False) != []
+
+
+def _combos(*pairs: tuple[str, str]) -> set[str]:
+    out = {""}
+    for pair in pairs:
+        out = {a + b for a in out for b in pair}
+    return out
+
+
+SIX = [("aa", "b"), ("cc", "dd"), ("ee", "ff"), ("gg", "hh"), ("ii", "jj"), ("kk", "ll")]
+
+# each pattern's literal requirements, worked out by hand from what any match must contain
+DERIVED = [
+    (r"\bfor now\b", [{"for now"}]),  # word boundaries are zero width
+    (r"\b(?:is|are)\s+(?:still\s+)?blocked", [{"is", "are"}, {"blocked"}]),  # \s+ and an optional group break the run
+    (r"ab(?:cd)?ef", [{"ab"}, {"ef"}]),
+    (r"x{2}y", [{"xxy"}]),  # an exact repeat is spelt out
+    (r"(?:ab)+z", [{"ab"}, {"z"}]),  # an open repeat still needs one copy
+    (r"[Aa]pi[_-]?key", [{"api"}, {"key"}]),  # a class of literals is a set, lower-cased
+    (r"t\w+oken", [{"t"}, {"oken"}]),
+    (r"(?>xy)z", [{"xyz"}]),  # an atomic group is a sequence
+    (r"(?:foo|\d+)bar", [{"bar"}]),  # one alternative needs nothing, so the branch requires nothing
+    (r"(?:foo|bar)(?:baz|qux)", [{"foo", "bar"}, {"baz", "qux"}, {"foobaz", "fooqux", "barbaz", "barqux"}]),
+    (r"é\w", []),  # a cased non-ASCII letter is left unknown
+    (r"(?:abc|de)", [{"abc", "de"}]),
+    (r"[a-z]+", []),  # a range is no literal
+    (r"(?i)SECRET", [{"secret"}]),
+    (r"(?:xyz\d|pq\s)w", [{"xyz", "pq"}, {"w"}]),  # each alternative's most selective clause
+    (r"(?:ab|c)(?:de|f)g", [{"ab", "c"}, {"de", "f"}, {"abdeg", "abfg", "cdeg", "cfg"}]),
+    # 2**7 = 128 spellings exceed MAX_EXACT (64): the run is cut after six branches
+    ("".join(f"(?:{a}|{b})" for a, b in SIX) + "(?:mm|nn)",
+     [{a, b} for a, b in SIX] + [{"mm", "nn"}, _combos(*SIX)]),
+    (r"(?:a|b)(?:x|y)*q", [{"a", "b"}, {"q"}]),  # a repeat that may be empty breaks the run
+    (r"(?:hello|\w)", []),
+    (r"(ab)c", [{"abc"}]),  # a capturing group is a sequence too
+    (r"q[abcd]{3}", [{"q" + s for s in _combos(*[tuple("abcd")] * 3)}]),  # 4**3 = 64 spellings: still spelt out
+    (r"q[abcdefgh]{3}", [{"q"}, set("abcdefgh")]),  # 8**3 = 512: only one copy's letters are required
+
+    # re's parser turns a|b into the class [ab], which requires nothing by itself; {3} spells it out
+    (r"z(?:a|b){3}", [{"z" + s for s in _combos(("a", "b"), ("a", "b"), ("a", "b"))}]),
+]
+
+
+@pytest.mark.parametrize("pattern, expected", DERIVED, ids=[f"pattern{i}" for i in range(len(DERIVED))])
+def test_each_pattern_requires_exactly_the_literals_worked_out_by_hand(pattern, expected):
+    from kenning.memory.gates.prefilter import clauses
+
+    assert sorted(map(sorted, clauses(re.compile(pattern)))) == sorted(map(sorted, expected))
