@@ -51,21 +51,8 @@ def _group(terms: list[str], lexids: list[int], tfs: list[int]) -> dict[tuple[st
         return {}
     codes = {term: code for code, term in enumerate(dict.fromkeys(terms))}
     term_code = np.fromiter(map(codes.__getitem__, terms), np.int64, len(terms))
-    ids = np.asarray(lexids, np.int64)
-    seg = ids // SEGMENT_DOCS
-    first_seg, n_segs = int(seg.min()), int(seg.max() - seg.min()) + 1
-    key = term_code * n_segs + (seg - first_seg)
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    id_bytes = ids[order].astype(np.int32).tobytes()
-    tf_bytes = np.asarray(tfs, np.int32)[order].tobytes()
-    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    ends = np.append(starts[1:], key.size)
-    names = list(codes)
-    return {
-        (names[k // n_segs], first_seg + k % n_segs): (id_bytes[4 * a : 4 * b], tf_bytes[4 * a : 4 * b])
-        for a, b, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist())
-    }
+    order = np.argsort(term_code, kind="stable")  # lexids keep their ascending order within a term
+    return _by_segment(list(codes), term_code[order], np.asarray(lexids, np.int64)[order], np.asarray(tfs)[order])
 
 
 def _group_tokens(tokens: list[str], owners: np.ndarray) -> dict[tuple[str, int], tuple[bytes, bytes]]:
@@ -78,15 +65,19 @@ def _group_tokens(tokens: list[str], owners: np.ndarray) -> dict[tuple[str, int]
     low = int(owners[0])
     span = int(owners[-1]) - low + 1
     pairs, tfs = np.unique(term_code * span + (owners - low), return_counts=True)  # by term, then lexid
-    ids = pairs % span + low
+    return _by_segment(list(codes), pairs // span, pairs % span + low, tfs)
+
+
+def _by_segment(names: list[str], term_code: np.ndarray, ids: np.ndarray,
+                tfs: np.ndarray) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+    """Postings ordered by term code, lexids ascending within a term, cut into (term, segment) runs."""
     seg = ids // SEGMENT_DOCS
     first_seg, n_segs = int(seg.min()), int(seg.max() - seg.min()) + 1
-    key = (pairs // span) * n_segs + (seg - first_seg)
+    key = term_code * n_segs + (seg - first_seg)
     id_bytes = ids.astype(np.int32).tobytes()
     tf_bytes = tfs.astype(np.int32).tobytes()
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     ends = np.append(starts[1:], key.size)
-    names = list(codes)
     return {
         (names[k // n_segs], first_seg + k % n_segs): (id_bytes[4 * a : 4 * b], tf_bytes[4 * a : 4 * b])
         for a, b, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist())
