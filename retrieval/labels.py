@@ -35,8 +35,8 @@ The thresholds are per model; only MiniLM's are measured.
 from __future__ import annotations
 
 NEAR_TOP = 0.95
-HIGH_COSINE_ALONE = 0.85
-HIGH_COSINE = 0.45
+HIGH_COSINE_ALONE = 0.8
+HIGH_COSINE = 0.4
 HIGH_COVERAGE = 0.8
 SEVERAL_COSINE = 0.55
 SEVERAL_TERMS = 3
