@@ -71,3 +71,11 @@ def vector_high(cosine: float, coverage: float, matched_terms: int) -> bool:
 
 def vectorless_high(term_share: float, distinct_terms: int) -> bool:
     return term_share >= 1.0 and distinct_terms >= 2
+
+
+def describe() -> str:
+    """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
+    return (f"high: score >= {NEAR_TOP} x best and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
+            f"coverage >= {HIGH_COVERAGE}, or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
+            f"{SEVERAL_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
+            f">= {MEDIUM_TERM_SHARE} of the terms")

@@ -83,6 +83,15 @@ def test_config_overrides_reach_the_engine(grouped):
     assert report["config"]["bm25_k1"] == 0.5 and report["config"]["bm25_b"] == 0.1
 
 
+def test_the_report_names_the_label_rule_in_what_ran(grouped):
+    from kenning.eval.commands import _what_ran
+    from kenning.retrieval import labels
+
+    report = run_eval(grouped, modes="bm25", progress=False)
+    assert report["config"]["label_rule"] == labels.describe()
+    assert f"label_rule {labels.describe()}" in _what_ran(report)
+
+
 def test_builtin_lexical_run_matches_the_rank_bm25_reference():
     report = run_eval("builtin", modes="bm25", progress=False, reference=["rank-bm25"])
     engine, reference = report["modes"]["bm25"], report["modes"]["rank-bm25"]

@@ -10,6 +10,7 @@ from kenning.retrieval.labels import (
     SEVERAL_COSINE,
     SEVERAL_COVERAGE,
     SEVERAL_TERMS,
+    describe,
     label,
 )
 
@@ -63,3 +64,20 @@ def test_near_top_is_a_share_of_the_best_score_inclusive():
 def test_coverage_defaults_to_none_of_the_rare_words():
     """A caller that does not say the coverage gets no high from a moderate cosine alone."""
     assert label(HIGH_COSINE, 1.0, 3, score=1.0, top_score=1.0) == "medium"
+
+
+def test_describe_names_every_threshold_the_rule_uses():
+    line = describe()
+    for value in (NEAR_TOP, HIGH_COSINE_ALONE, HIGH_COSINE, HIGH_COVERAGE, SEVERAL_COSINE, SEVERAL_TERMS,
+                  SEVERAL_COVERAGE, MEDIUM_COSINE, MEDIUM_TERM_SHARE):
+        assert str(value) in line
+
+
+def test_measured_hits_of_builtin_label_as_the_rule_was_chosen():
+    """Top hits read from builtin (bench/relevance/labelfeat2.py): a paraphrase at cosine .80 sharing
+    one of four words answers; the unanswerable "budget for the Heron redesign" (cos .77, two of three
+    words, 64 % coverage) and a question whose judged answer is gone (cos .66, 69 %) do not."""
+    assert label(0.80, 0.25, 4, score=1.0, top_score=1.0, coverage=0.19) == "high"
+    assert label(0.41, 1.0, 3, score=1.0, top_score=1.0, coverage=1.0) == "high"  # every word, loose meaning
+    assert label(0.77, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.64) == "medium"
+    assert label(0.66, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.69) == "medium"
