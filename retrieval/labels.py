@@ -25,7 +25,8 @@ is judged relevant >= 90 % of the time (builtin 100 %, med 96 %); elsewhere its 
 is above the collection's share of judged-relevant top hits (npl .68 against .62, SciFact .70
 against .61), which is all incomplete judgments can show. No unanswerable question's top hit is
 ``high`` (builtin's 15, and off-topic queries of one collection posed to another). An answerable
-question's top hit is ``high`` 40 % (builtin) to 74 % (cranfield) of the time, LoCoMo 40 %.
+question's top hit is ``high`` 43 % (builtin) to 75 % (cranfield) of the time, LoCoMo 46 %
+(bench/relevance/labelrule3.py: thresholds ranked by the smallest share over the collections).
 What it does not promise: that a long technical question's ``high`` top hit answers that very
 question - with med's judged answers taken out of the store, 4 of its 30 questions still get a
 ``high`` top hit that is on the topic but answers a neighbouring question.
