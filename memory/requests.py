@@ -37,12 +37,17 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     no_secret_in(fields["scopes"], fields["metadata"])
     given = fields.get("id")
     if given is not None:
-        if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
-            raise InvalidInput(f"id must be a short non-blank string, got {given!r}")
+        check_id(given)
     fields["id"] = given or new_ulid()
     fields.setdefault("created", now)
     fields.setdefault("updated", now)
     return validated({k: v for k, v in fields.items() if v is not None})
+
+
+def check_id(given: object) -> None:
+    """A memory id given by the caller: a short non-blank string without control characters."""
+    if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
+        raise InvalidInput(f"id must be a short non-blank string, got {given!r}")
 
 
 def validated(fields: dict) -> Memory:

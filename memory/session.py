@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kenning.retrieval.text import fingerprint
-from kenning.store import integrity
+from kenning.store import integrity, records
 from kenning.store.backend import open_backend
 from kenning.store.db import Database
 from kenning.store.ids import new_ulid
@@ -62,7 +62,8 @@ class Session:
             integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
         if self.db.get_meta("tokenizer") != fingerprint() and not self.db.read_only:
             with self.db.transaction() as c:
-                self.lexicon.ensure_current(c)
+                if self.lexicon.ensure_current(c):
+                    records.forget_terms(c)  # the duplicates gate's stored term sets, made by the old stream
         self.settings = Settings(self.db)
         self.semantic = Semantic(self.db, self.directory, self.settings.current)
         self.deferred = DeferredEvents(self)  # this session's read events, committed in batches

@@ -81,6 +81,7 @@ def clear_word_caches() -> None:
     """Forget every cached word -> token mapping (after swapping ``stem``, as measurements do)."""
     _word.cache_clear()
     _FOLDED.clear()
+    _CONTENT.clear()
 
 
 @functools.lru_cache(maxsize=1 << 17)
@@ -95,6 +96,7 @@ _ASCII_WORD_RE = re.compile(r"\w+(?:\.\w+)*(?:\+\+|#)?")
 # which the pattern never needs): about a third faster on a memory, the bulk of an import's tokenizing
 _LOWER_ASCII_WORD_RE = re.compile(r"[a-z0-9_]++(?:\.[a-z0-9_]++)*+(?:\+\+|#)?")
 _FOLDED: dict[str, str] = {}  # lower-cased word -> its token; bounded below
+_CONTENT: dict[str, str] = {}  # the same words -> their token, or "" for a stopword (kept in step with _FOLDED)
 
 
 def tokenize(text: str) -> list[str]:
@@ -124,7 +126,9 @@ def tokenize(text: str) -> list[str]:
 def _fold_new(word: str) -> str:
     if len(_FOLDED) >= 1 << 18:
         _FOLDED.clear()
+        _CONTENT.clear()
     token = _FOLDED[word] = stem(word)
+    _CONTENT[word] = "" if word in STOPWORDS else token
     return token
 
 
@@ -139,6 +143,28 @@ def query_tokens(query: str) -> list[str]:
     raw = [(word.casefold(), token) for word, token in _word_tokens(query)]
     content = [token for word, token in raw if word not in STOPWORDS]
     return content or [token for _, token in raw]
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """The distinct query tokens of a text: what the duplicates gate compares (and the store keeps
+    beside each memory, so a write's candidates need no tokenizing)."""
+    return frozenset(query_tokens(text))
+
+
+def tokens_and_terms(text: str) -> tuple[list[str], list[str]]:
+    """``tokenize(text)`` and ``query_terms(text)`` from one pass over the words (an import needs
+    both of every record)."""
+    if not text.isascii():
+        return tokenize(text), query_terms(text)
+    words = _LOWER_ASCII_WORD_RE.findall(text.lower())
+    tokens = list(map(_FOLDED.get, words))
+    if None in tokens:
+        tokens = [t or _fold_new(w) for t, w in zip(tokens, words)]
+    terms = dict.fromkeys(map(_CONTENT.get, words))  # every word was folded just now, so each is known
+    if None in terms:  # a word folded before _CONTENT knew it (not expected): judged one by one
+        terms = dict.fromkeys(t if w not in STOPWORDS else "" for w, t in zip(words, tokens))
+    terms.pop("", None)
+    return tokens, list(terms) if terms else list(dict.fromkeys(tokens))
 
 
 def query_terms(query: str) -> list[str]:

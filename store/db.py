@@ -217,6 +217,12 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER lex_docs_checked_memories_delete AFTER DELETE ON memories
         WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
     """,
+    # 8: each memory's distinct content terms (retrieval.text.content_terms, sorted, space-separated),
+    # so the duplicates gate compares a write with its candidates and tombstones without tokenizing
+    # their texts; NULL (rows written before, or after a tokenizer change) means "from the text"
+    """
+    ALTER TABLE memories ADD COLUMN terms TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # SQLite's own bookkeeping, not data: PostgreSQL has no such table and `kenning migrate` copies none

@@ -212,14 +212,16 @@ class Lexicon:
             Database.set_meta(conn, self.t.delta_rows_key, str(pending))
         self._patch_add(lexid, key, length, ts, counts)
 
-    def add_many(self, conn: sqlite3.Connection, items: list[tuple[int, str, float]]) -> None:
-        """Index a batch straight into the compacted blobs (the import path)."""
+    def add_many(self, conn: sqlite3.Connection, items: list[tuple[int, str, float]],
+                 streams: list[list[str]] | None = None) -> None:
+        """Index a batch straight into the compacted blobs (the import path). ``streams``: each
+        text's ``tokenize`` when the caller has it already."""
         if not items:
             return
         start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
         docs, tokens = [], []
         for offset, (key, text, ts) in enumerate(items):
-            stream = tokenize(text)
+            stream = tokenize(text) if streams is None else streams[offset]
             docs.append((start + offset, key, len(stream), ts))
             tokens.extend(stream)
         owners = np.repeat(np.arange(start, start + len(items), dtype=np.int64), [d[2] for d in docs])

@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from kenning.errors import InvalidInput, NotFound
+from kenning.retrieval.text import content_terms, query_terms
 
 from .db import Database
 from .models import Link, Memory, iso
@@ -19,7 +20,7 @@ from .models import Link, Memory, iso
 ID_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 
 _INSERT = ("INSERT INTO memories(rowid, id, content, category, created, updated, content_hash, record, "
-           "origin_repo, origin_worktree) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+           "origin_repo, origin_worktree, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def content_hash(text: str) -> str:
@@ -39,9 +40,27 @@ def filter_sql(scopes: list[str] | None, category: str | None) -> tuple[str, lis
     return where, params
 
 
-def _row(rowid: int | None, m: Memory) -> tuple:
+def terms_text(terms: list[str]) -> str:
+    """A text's content terms as the ``terms`` column holds them: ``query_terms`` (distinct, in
+    first-seen order), space-separated (a token never holds whitespace)."""
+    return " ".join(terms)
+
+
+def stored_terms(stored: str | None, content: str) -> frozenset[str]:
+    """The content terms of a memory from its ``terms`` column, or from its text when the column is
+    empty (a row written before schema 8, or after a tokenizer change cleared it)."""
+    return content_terms(content) if stored is None else frozenset(stored.split())
+
+
+def forget_terms(c: sqlite3.Connection) -> None:
+    """The token stream changed: every stored term set is stale until recomputed from the text."""
+    c.execute("UPDATE memories SET terms = NULL WHERE terms IS NOT NULL")
+
+
+def _row(rowid: int | None, m: Memory, terms: list[str] | None = None) -> tuple:
     return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
-            m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None)
+            m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None,
+            terms_text(query_terms(m.content) if terms is None else terms))
 
 
 def insert(c: sqlite3.Connection, memory: Memory) -> int:
@@ -52,10 +71,13 @@ def insert(c: sqlite3.Connection, memory: Memory) -> int:
     return rowid
 
 
-def insert_many(c: sqlite3.Connection, memories: list[Memory]) -> list[int]:
-    """Insert a batch under consecutive rowids; returns them in order."""
+def insert_many(c: sqlite3.Connection, memories: list[Memory],
+                terms: list[list[str]] | None = None) -> list[int]:
+    """Insert a batch under consecutive rowids; returns them in order. ``terms``: each memory's
+    content terms when the caller has them already (the import tokenizes each text once)."""
     start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
-    c.executemany(_INSERT, [_row(start + i, m) for i, m in enumerate(memories)])
+    known = terms or [None] * len(memories)
+    c.executemany(_INSERT, [_row(start + i, m, t) for i, (m, t) in enumerate(zip(memories, known))])
     c.executemany(
         "INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)",
         [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
@@ -69,9 +91,10 @@ def insert_many(c: sqlite3.Connection, memories: list[Memory]) -> list[int]:
 def replace(c: sqlite3.Connection, rowid: int, memory: Memory, scopes: bool, links: bool) -> None:
     """Rewrite a memory's row; its scope and link lists too when they changed."""
     c.execute(
-        "UPDATE memories SET content = ?, category = ?, updated = ?, content_hash = ?, record = ? WHERE rowid = ?",
+        "UPDATE memories SET content = ?, category = ?, updated = ?, content_hash = ?, record = ?, terms = ? "
+        "WHERE rowid = ?",
         (memory.content, memory.category, iso(memory.updated), content_hash(memory.content),
-         memory.model_dump_json(), rowid),
+         memory.model_dump_json(), terms_text(query_terms(memory.content)), rowid),
     )
     if scopes:
         c.execute("DELETE FROM memory_scopes WHERE mem = ?", (rowid,))

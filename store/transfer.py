@@ -19,7 +19,7 @@ from kenning.errors import InvalidInput
 TABLES: dict[str, tuple[str, ...]] = {
     "meta": ("key", "value"),
     "memories": ("rowid", "id", "content", "category", "created", "updated", "content_hash", "record",
-                 "removed_at", "removed_reason", "origin_repo", "origin_worktree"),
+                 "removed_at", "removed_reason", "origin_repo", "origin_worktree", "terms"),
     "memory_scopes": ("scope", "mem"),
     "memory_links": ("source", "kind", "target", "note"),
     "lex_docs": ("lexid", "mem", "length", "live", "ts"),

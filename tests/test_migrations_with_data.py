@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import kenning
-from kenning.store.db import DB_FILENAME, MIGRATIONS, SCHEMA_VERSION
+from kenning.store.db import DB_FILENAME, MIGRATIONS, SCHEMA_VERSION, _statements
 
 COUNTED = {  # table -> the schema version that created it
     "memories": 1, "memory_scopes": 1, "events": 2, "embeddings": 2, "pending_writes": 2,
@@ -71,9 +71,8 @@ def _old_copy(source_path: Path, version: int, dest: Path) -> Path:
     dest.mkdir(parents=True)
     con = sqlite3.connect(dest / DB_FILENAME)
     for step in MIGRATIONS[:version]:
-        for statement in step.split(";"):
-            if statement.strip():
-                con.execute(statement)
+        for statement in _statements(step):  # a trigger's body holds semicolons of its own (step 7)
+            con.execute(statement)
     con.execute("ATTACH DATABASE ? AS src", (str(source_path / DB_FILENAME),))
     tables = [r[0] for r in con.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' "
                                         "AND name NOT LIKE 'sqlite_%'")]
@@ -82,7 +81,7 @@ def _old_copy(source_path: Path, version: int, dest: Path) -> Path:
             continue
         columns = [r[1] for r in con.execute(f"PRAGMA main.table_info({table})")]
         cols = ", ".join(columns)
-        con.execute(f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM src.{table}")
+        con.execute(f"INSERT OR REPLACE INTO main.{table} ({cols}) SELECT {cols} FROM src.{table}")
     if "lex_terms" in tables:  # before schema 4: one row a term, all its lexids then all its tfs
         by_term: dict[str, tuple[list, list]] = {}
         for term, blob in con.execute("SELECT term, postings FROM src.lex_segments ORDER BY term, seg"):
@@ -129,4 +128,17 @@ def test_an_old_store_with_data_upgrades_to_the_same_answers(source, tmp_path, v
         # the same ranking, scores included, as the store it was copied from
         assert [(h.id, round(h.score, 9)) for h in s.search("staging deploys jenkins", mode="bm25").hits] == \
             source["reference"]
+        # the duplicates gate: rows from before schema 8 keep no term sets and are compared by their
+        # text, with the verdicts of the store they were copied from
+        stored = s.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories WHERE terms IS NOT NULL").fetchone()[0])
+        assert stored == (s.db.read(lambda c: _count(c, "memories")) if version >= 8 else 0)
+        again = s.write("Staging deploys run from github actions", scopes=["ci"])
+        assert (again.status, again.id) == ("duplicate", source["new"])
+        removed = s.write("The legacy quokka exporter feeds grafana", scopes=["infra"])
+        assert (removed.status, removed.match["id"], removed.match["reason"]) == \
+            ("previously_removed", source["gone"], "exporter retired")
+        near = s.write("Staging deploys run from github actions on weekdays with caching enabled", scopes=["ci"])
+        assert near.status == "committed" and near.related == [source["new"]]
+        assert s.db.read(lambda c: c.execute("SELECT terms FROM memories WHERE id = ?", (near.id,)).fetchone()[0]) \
+            == "stage deploy run github action weekday cach enabl"
     assert sqlite3.connect(path / DB_FILENAME).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

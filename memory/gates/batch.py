@@ -43,7 +43,7 @@ def gate_batch(db: "Database", lexicon: "Lexicon", config: "StoreConfig", memori
     """One verdict per memory: None to commit it, else why not. Reads the store, writes nothing."""
     live = dict(db.read(lambda c: c.execute(
         "SELECT content_hash, id FROM memories WHERE removed_at IS NULL").fetchall()))
-    tombstones = [(tid, duplicates.token_set(text), reason) for tid, text, reason in pipeline._tombstones(db)]
+    tombstones = pipeline._tombstones(db)
     earlier: dict[str, str] = {}
     verdicts: list[Verdict | None] = []
     for memory, label in zip(memories, labels):

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kenning.retrieval.text import query_tokens
+from kenning.retrieval.text import content_terms
 
 DUPLICATE_THRESHOLD = 0.75
 RELATED_THRESHOLD = 0.40
@@ -59,7 +59,7 @@ class DuplicateCheck(BaseModel):
 
 def token_set(text: str) -> frozenset[str]:
     """The distinct content tokens of text (all tokens when it has nothing but stopwords)."""
-    return frozenset(query_tokens(text))  # stopwords judged before stemming, as for queries
+    return content_terms(text)  # stopwords judged before stemming, as for queries
 
 
 def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
@@ -76,22 +76,23 @@ def _best_first(matches: Iterable[Match]) -> list[Match]:
 
 def check_duplicate(
     new_text: str,
-    candidates: Iterable[tuple[str, str]],
-    tombstones: Iterable[tuple[str, str, str]] = (),
+    candidates: Iterable[tuple[str, str | frozenset[str]]],
+    tombstones: Iterable[tuple[str, str | frozenset[str], str]] = (),
 ) -> DuplicateCheck:
-    """Compare a new body with live ``(id, text)`` candidates and ``(id, text, reason)`` tombstones."""
+    """Compare a new body with live ``(id, text)`` candidates and ``(id, text, reason)`` tombstones;
+    a text may be given as its ``token_set`` already (what the store keeps beside each memory)."""
     new = token_set(new_text)
     live = _best_first(
         Match(id=id_, overlap=score)
         for id_, text in candidates
-        if (score := overlap(new, token_set(text))) >= RELATED_THRESHOLD
+        if (score := overlap(new, text)) >= RELATED_THRESHOLD
     )
     if live and live[0].overlap >= DUPLICATE_THRESHOLD:
         return DuplicateCheck(status="duplicate", match=live[0], related=live[1:])
     removed = _best_first(
         Match(id=id_, overlap=score, reason=reason)
         for id_, text, reason in tombstones
-        if (score := overlap(new, token_set(text))) >= RELATED_THRESHOLD
+        if (score := overlap(new, text)) >= RELATED_THRESHOLD
     )
     if removed and removed[0].overlap >= DUPLICATE_THRESHOLD:
         return DuplicateCheck(status="previously_removed", match=removed[0], related=live, removed=removed)

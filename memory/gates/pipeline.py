@@ -24,6 +24,7 @@ from kenning.retrieval.text import query_terms
 from kenning.store.db import Database
 from kenning.store.lexicon import Lexicon
 from kenning.store.models import StoreConfig, WriteResult
+from kenning.store.records import stored_terms
 
 from . import GateRefusal, claims as claims_gate, duplicates, groundedness, run_content_gates, scope_match
 
@@ -110,7 +111,9 @@ def run(
     return Passed(related=related, removed_matches=removed)
 
 
-def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str) -> list[tuple[str, str]]:
+def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig,
+                content: str) -> list[tuple[str, frozenset[str]]]:
+    """The body's BM25 neighbours among live memories as (id, content terms)."""
     terms = list(dict.fromkeys(query_terms(content)))[:PROBE_TERMS]
     lexicon = lexicon_store.refresh()
     if len(terms) > RAREST_PROBE_TERMS:
@@ -123,12 +126,15 @@ def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, conte
     if not keys:
         return []
     marks = ",".join("?" * len(keys))
-    return db.read(lambda c: c.execute(
+    rows = db.read(lambda c: c.execute(
         # "+removed_at": keep SQLite on the rowid lookup; indexing removed_at scans every live row
-        f"SELECT id, content FROM memories WHERE rowid IN ({marks}) AND +removed_at IS NULL", keys).fetchall())
+        f"SELECT id, content, terms FROM memories WHERE rowid IN ({marks}) AND +removed_at IS NULL", keys).fetchall())
+    return [(id_, stored_terms(terms, content)) for id_, content, terms in rows]
 
 
-def _tombstones(db: Database) -> list[tuple[str, str, str]]:
-    return db.read(lambda c: c.execute(
-        "SELECT id, content, removed_reason FROM memories WHERE removed_at IS NOT NULL "
+def _tombstones(db: Database) -> list[tuple[str, frozenset[str], str]]:
+    """The most recently removed memories as (id, content terms, removal reason)."""
+    rows = db.read(lambda c: c.execute(
+        "SELECT id, content, removed_reason, terms FROM memories WHERE removed_at IS NOT NULL "
         "ORDER BY removed_at DESC LIMIT ?", (TOMBSTONES_COMPARED,)).fetchall())
+    return [(id_, stored_terms(terms, content), reason) for id_, content, reason, terms in rows]

@@ -15,7 +15,7 @@ checks that both reach the same tables and columns.
 
 from __future__ import annotations
 
-SQLITE_VERSION_OF = {1: 6, 2: 6, 3: 6}  # what each PostgreSQL version holds, in SQLite schema versions
+SQLITE_VERSION_OF = {1: 6, 2: 6, 3: 6, 4: 8}  # what each PostgreSQL version holds, in SQLite schema versions
 SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused
 # Columns only PostgreSQL has, derived from others (never copied by `kenning migrate`).
 DERIVED_COLUMNS = {"embeddings": ("vec",), "transcript_embeddings": ("vec",)}
@@ -220,6 +220,10 @@ MIGRATIONS: list[list[str]] = [
         # transcript messages' vectors on pgvector too (searched in the server, shared by every host)
         "ALTER TABLE transcript_embeddings ADD COLUMN vec vector "
         "GENERATED ALWAYS AS (kenning_f32_vector(vector)) STORED",
+    ],
+    [
+        # SQLite's 8: each memory's content terms, for the duplicates gate (store/records.py)
+        "ALTER TABLE memories ADD COLUMN terms TEXT",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,4 +1,4 @@
--- user_version 7
+-- user_version 8
 -- index embeddings_model
 CREATE INDEX embeddings_model ON embeddings(model_id, content_hash);
 -- index episodes_session
@@ -96,7 +96,7 @@ CREATE TABLE memories (
         record TEXT NOT NULL,             -- the full Memory as JSON (fields may grow without DDL)
         removed_at TEXT,                  -- set: the row is a tombstone
         removed_reason TEXT
-    , origin_repo TEXT, origin_worktree TEXT);
+    , origin_repo TEXT, origin_worktree TEXT, terms TEXT);
 -- table memory_links
 CREATE TABLE memory_links (
         source INTEGER NOT NULL REFERENCES memories(rowid),
