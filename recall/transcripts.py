@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from kenning.store.semantic import Semantic
 
 TRANSCRIPT_TABLES = LexTables(
-    docs="tlex_docs", segments="tlex_segments", delta="tlex_delta",
+    docs="tlex_docs", segments="tlex_segments", delta="tlex_delta", counts="tlex_counts",
     tokenizer_key="tlex_tokenizer", delta_rows_key="tlex_delta_rows",
     documents="SELECT rowid, text, at FROM transcript_messages",
 )

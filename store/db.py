@@ -217,11 +217,17 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER lex_docs_checked_memories_delete AFTER DELETE ON memories
         WHEN (SELECT ok FROM lex_docs_checked) BEGIN UPDATE lex_docs_checked SET ok = 0; END;
     """,
-    # 8: each memory's distinct content terms (retrieval.text.content_terms, sorted, space-separated),
-    # so the duplicates gate compares a write with its candidates and tombstones without tokenizing
-    # their texts; NULL (rows written before, or after a tokenizer change) means "from the text"
+    # 8: what a write's duplicate probe reads, at a cost that does not grow with the store: each
+    # memory's distinct content terms (retrieval.text.query_terms, space-separated; NULL, for rows
+    # written before or after a tokenizer change, means "from the text"), so its candidates and
+    # tombstones need no tokenizing; and each term's posting count in the segments (kept by every
+    # merge), so ranking its terms by rarity reads one row a term, not one a segment
     """
     ALTER TABLE memories ADD COLUMN terms TEXT;
+    CREATE TABLE lex_counts (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO lex_counts(term, n) SELECT term, SUM(length(postings)) / 8 FROM lex_segments GROUP BY term;
+    CREATE TABLE tlex_counts (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO tlex_counts(term, n) SELECT term, SUM(length(postings)) / 8 FROM tlex_segments GROUP BY term;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

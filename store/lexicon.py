@@ -118,7 +118,7 @@ def _chunks(items: list, size: int = _CHUNK) -> Iterable[list]:
 
 @dataclass(frozen=True)
 class LexTables:
-    """Where one lexical index lives: its three tables, its meta keys and the rows it is built from.
+    """Where one lexical index lives: its four tables, its meta keys and the rows it is built from.
 
     The memories' index and the transcripts' index (recall/) share every line of the code and
     differ only here. ``documents`` selects ``(key, text, ts)`` of every live document, ``ts`` as
@@ -128,6 +128,7 @@ class LexTables:
     docs: str = "lex_docs"
     segments: str = "lex_segments"
     delta: str = "lex_delta"
+    counts: str = "lex_counts"  # term -> postings held in its segments (what doc_freqs reads)
     tokenizer_key: str = "tokenizer"
     delta_rows_key: str = "lex_delta_rows"
     documents: str = "SELECT rowid, content, updated FROM memories WHERE removed_at IS NULL"
@@ -185,6 +186,7 @@ class Lexicon:
         conn.execute(f"DELETE FROM {self.t.docs}")
         conn.execute(f"DELETE FROM {self.t.segments}")
         conn.execute(f"DELETE FROM {self.t.delta}")
+        conn.execute(f"DELETE FROM {self.t.counts}")
         rows = conn.execute(self.t.documents).fetchall()
         self.add_many(conn, [(r, c, _epoch(u) if isinstance(u, str) else float(u)) for r, c, u in rows])
         Database.set_meta(conn, self.t.delta_rows_key, "0")
@@ -289,6 +291,7 @@ class Lexicon:
         for term, seg in groups:
             by_seg.setdefault(seg, []).append(term)
         existing: dict[tuple[str, int], bytes] = {}
+        damaged: set[str] = set()
         for seg, terms in by_seg.items():
             for chunk in _chunks(terms):
                 marks = ",".join("?" * len(chunk))
@@ -298,9 +301,11 @@ class Lexicon:
                     if _bounded(blob, seg):  # order and tfs are checked whenever the term is read
                         existing[(term, seg)] = blob
                     else:  # overwritten below with the new postings only; the store rebuilds the rest
-                        self.damaged.add(term)
+                        damaged.add(term)
         rows = []
+        added: dict[str, int] = {}
         for (term, seg), (ids, tfs) in groups.items():
+            added[term] = added.get(term, 0) + len(ids) // 4
             old = existing.get((term, seg))
             if old is not None:
                 half = len(old) // 2
@@ -308,6 +313,23 @@ class Lexicon:
             rows.append((term, seg, ids + tfs))
             self._cache.pop(term, None)
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.segments}(term, seg, postings) VALUES (?, ?, ?)", rows)
+        self._count(conn, added, damaged)
+        self.damaged |= damaged
+
+    def _count(self, conn: sqlite3.Connection, added: dict[str, int], damaged: set[str]) -> None:
+        """Keep each merged term's posting count: the old count plus what was appended (a damaged
+        segment was overwritten, so those terms are counted afresh from their segments)."""
+        terms = [t for t in added if t not in damaged]
+        known: dict[str, int] = {}
+        for chunk in _chunks(terms):
+            marks = ",".join("?" * len(chunk))
+            known.update(conn.execute(f"SELECT term, n FROM {self.t.counts} WHERE term IN ({marks})", chunk).fetchall())
+        rows = [(t, known.get(t, 0) + added[t]) for t in terms]
+        for term in damaged:
+            total = conn.execute(f"SELECT COALESCE(SUM(length(postings)), 0) / 8 FROM {self.t.segments} WHERE term = ?",
+                                 (term,)).fetchone()[0]
+            rows.append((term, int(total)))
+        conn.executemany(f"INSERT OR REPLACE INTO {self.t.counts}(term, n) VALUES (?, ?)", rows)
 
     # ------------------------------------------------------------------ read side
     def refresh(self) -> "Lexicon":
@@ -437,8 +459,9 @@ class Lexicon:
 
     def doc_freqs(self, terms: list[str]) -> dict[str, int]:
         """How many documents hold each term, without reading its postings: the cached count, else
-        the stored lengths (which still count retired texts until a rebuild). What a write's
-        duplicate probe ranks its terms by, at a cost that does not grow with the store."""
+        the stored counts (segments' in the counts table, one row a term, plus the delta rows; they
+        still count retired texts until a rebuild). What a write's duplicate probe ranks its terms
+        by, at a cost that does not grow with the store."""
         out = {t: self._cache[t][0].size for t in terms if t in self._cache}
         stored_df = self._stored_df
         out.update({t: stored_df[t] for t in terms if t not in out and t in stored_df})
@@ -446,12 +469,11 @@ class Lexicon:
             marks = ",".join("?" * len(chunk))
             counts = dict.fromkeys(chunk, 0)
             stored, recent = self.db.read(lambda c: (
-                c.execute(f"SELECT term, SUM(length(postings)) FROM {self.t.segments} WHERE term IN ({marks}) "
-                          "GROUP BY term", chunk).fetchall(),
+                c.execute(f"SELECT term, n FROM {self.t.counts} WHERE term IN ({marks})", chunk).fetchall(),
                 c.execute(f"SELECT term, COUNT(*) FROM {self.t.delta} WHERE term IN ({marks}) GROUP BY term",
                           chunk).fetchall()))
-            for term, size in stored:  # 8 bytes a posting: an int32 lexid and an int32 tf
-                counts[term] += int(size or 0) // 8
+            for term, n in stored:
+                counts[term] += int(n)
             for term, n in recent:
                 counts[term] += int(n)
             out.update(counts)

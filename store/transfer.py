@@ -25,6 +25,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "lex_docs": ("lexid", "mem", "length", "live", "ts"),
     "lex_segments": ("term", "seg", "postings"),
     "lex_delta": ("term", "lexid", "tf"),
+    "lex_counts": ("term", "n"),
     "embeddings": ("id", "mem", "model_id", "content_hash", "vector"),
     "embed_queue": ("mem",),
     "events": ("rowid", "at", "session", "kind", "memory_id", "payload"),
@@ -39,6 +40,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "tlex_docs": ("lexid", "mem", "length", "live", "ts"),
     "tlex_segments": ("term", "seg", "postings"),
     "tlex_delta": ("term", "lexid", "tf"),
+    "tlex_counts": ("term", "n"),
     "transcript_embeddings": ("id", "mem", "model_id", "vector"),
 }
 BATCH = 2000

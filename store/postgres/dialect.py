@@ -18,11 +18,14 @@ import re
 REPLACE_KEYS: dict[str, tuple[str, ...]] = {
     "lex_segments": ("term", "seg"),
     "tlex_segments": ("term", "seg"),
+    "lex_counts": ("term",),
+    "tlex_counts": ("term",),
     "embeddings": ("mem", "model_id"),
     "transcript_embeddings": ("mem", "model_id"),
 }
 # how the unique index PostgreSQL must infer is written, where it is not the plain columns
-CONFLICT_TARGETS = {"lex_segments": "(md5(term)), seg", "tlex_segments": "(md5(term)), seg"}
+CONFLICT_TARGETS = {"lex_segments": "(md5(term)), seg", "tlex_segments": "(md5(term)), seg",
+                    "lex_counts": "(md5(term))", "tlex_counts": "(md5(term))"}
 FRESH_ID_ON_REPLACE = {"embeddings", "transcript_embeddings"}
 
 # the key an INSERT hands back as ``lastrowid``

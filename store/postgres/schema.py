@@ -222,8 +222,16 @@ MIGRATIONS: list[list[str]] = [
         "GENERATED ALWAYS AS (kenning_f32_vector(vector)) STORED",
     ],
     [
-        # SQLite's 8: each memory's content terms, for the duplicates gate (store/records.py)
+        # SQLite's 8: each memory's content terms and each term's posting count, for the duplicates gate
         "ALTER TABLE memories ADD COLUMN terms TEXT",
+        "CREATE TABLE lex_counts (term TEXT NOT NULL, n BIGINT NOT NULL)",
+        "CREATE UNIQUE INDEX lex_counts_key ON lex_counts (md5(term))",
+        "CREATE INDEX lex_counts_term ON lex_counts USING hash (term)",
+        "INSERT INTO lex_counts(term, n) SELECT term, SUM(length(postings)) / 8 FROM lex_segments GROUP BY term",
+        "CREATE TABLE tlex_counts (term TEXT NOT NULL, n BIGINT NOT NULL)",
+        "CREATE UNIQUE INDEX tlex_counts_key ON tlex_counts (md5(term))",
+        "CREATE INDEX tlex_counts_term ON tlex_counts USING hash (term)",
+        "INSERT INTO tlex_counts(term, n) SELECT term, SUM(length(postings)) / 8 FROM tlex_segments GROUP BY term",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

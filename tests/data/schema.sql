@@ -65,6 +65,8 @@ CREATE TABLE events (
         memory_id TEXT,
         payload TEXT NOT NULL DEFAULT '{}'
     );
+-- table lex_counts
+CREATE TABLE lex_counts (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 -- table lex_delta
 CREATE TABLE lex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
 -- table lex_docs
@@ -121,6 +123,8 @@ CREATE TABLE pending_writes (
         expires TEXT NOT NULL,
         request TEXT NOT NULL             -- the write's arguments as JSON
     );
+-- table tlex_counts
+CREATE TABLE tlex_counts (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 -- table tlex_delta
 CREATE TABLE tlex_delta (term TEXT NOT NULL, lexid INTEGER NOT NULL, tf INTEGER NOT NULL);
 -- table tlex_docs
