@@ -63,9 +63,10 @@ def _row(rowid: int | None, m: Memory, terms: list[str] | None = None) -> tuple:
             terms_text(query_terms(m.content) if terms is None else terms))
 
 
-def insert(c: sqlite3.Connection, memory: Memory) -> int:
-    """Insert one memory with its scopes and links; returns its rowid (the index key)."""
-    rowid = c.execute(_INSERT, _row(None, memory)).lastrowid
+def insert(c: sqlite3.Connection, memory: Memory, terms: list[str] | None = None) -> int:
+    """Insert one memory with its scopes and links; returns its rowid (the index key). ``terms``:
+    its ``query_terms`` when the caller has them (the write gates did)."""
+    rowid = c.execute(_INSERT, _row(None, memory, terms)).lastrowid
     c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", [(s, rowid) for s in memory.scopes])
     store_links(c, rowid, memory.links)
     return rowid

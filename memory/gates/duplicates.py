@@ -78,10 +78,12 @@ def check_duplicate(
     new_text: str,
     candidates: Iterable[tuple[str, str | frozenset[str]]],
     tombstones: Iterable[tuple[str, str | frozenset[str], str]] = (),
+    new_terms: frozenset[str] | None = None,
 ) -> DuplicateCheck:
     """Compare a new body with live ``(id, text)`` candidates and ``(id, text, reason)`` tombstones;
-    a text may be given as its ``token_set`` already (what the store keeps beside each memory)."""
-    new = token_set(new_text)
+    a text may be given as its ``token_set`` already (what the store keeps beside each memory), and
+    the new body's as ``new_terms``."""
+    new = token_set(new_text) if new_terms is None else new_terms
     live = _best_first(
         Match(id=id_, overlap=score)
         for id_, text in candidates

@@ -57,6 +57,7 @@ class Passed:
 
     related: list[str] = field(default_factory=list)
     removed_matches: list[dict] = field(default_factory=list)
+    terms: list[str] | None = None  # the body's query_terms, as the probe found them (stored with the row)
 
 
 def refused(refusal: GateRefusal) -> WriteResult:
@@ -87,7 +88,9 @@ def run(
     )
     if refusal is not None:
         return refused(refusal)
-    check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content), _tombstones(db))
+    terms = query_terms(content)  # tokenized once: the probe, the overlap and the stored row share it
+    check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms), _tombstones(db),
+                                       new_terms=frozenset(terms))
     match = check.match
     removed = [m.model_dump(exclude_none=True) for m in check.removed]
     if check.status == "duplicate" and not overrides.force:
@@ -108,13 +111,14 @@ def run(
             override="force",
         )
     related = ([match.id] if check.status == "duplicate" else []) + check.related_ids
-    return Passed(related=related, removed_matches=removed)
+    return Passed(related=related, removed_matches=removed, terms=terms)
 
 
-def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig,
-                content: str) -> list[tuple[str, frozenset[str]]]:
-    """The body's BM25 neighbours among live memories as (id, content terms)."""
-    terms = list(dict.fromkeys(query_terms(content)))[:PROBE_TERMS]
+def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str,
+                terms: list[str] | None = None) -> list[tuple[str, frozenset[str]]]:
+    """The body's BM25 neighbours among live memories as (id, content terms); ``terms``: the body's
+    ``query_terms`` when the caller has them."""
+    terms = (query_terms(content) if terms is None else terms)[:PROBE_TERMS]
     lexicon = lexicon_store.refresh()
     if len(terms) > RAREST_PROBE_TERMS:
         # ranked by document frequency without reading a posting list: the cost stays the body's
