@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kenning.store.postgres.database import PostgresDatabase
+from kenning.store.postgres.schema import SCHEMA_VERSION
 from kenning.store.postgres.vectors import PgVectors, index_name
 
 DIM = 16
@@ -125,13 +126,16 @@ def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_ve
     vectors = _unit(np.random.default_rng(5).standard_normal((3, DIM)))
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to version 2, with vectors in it
         conn.execute("ALTER TABLE transcript_embeddings DROP COLUMN vec")
+        conn.execute("ALTER TABLE memories DROP COLUMN terms")  # and what the steps after 3 added
+        conn.execute("DROP TABLE lex_counts")
+        conn.execute("DROP TABLE tlex_counts")
         conn.execute("UPDATE kenning_schema SET version = 2")
         for i, v in enumerate(vectors):
             conn.execute("INSERT INTO transcript_embeddings(mem, model_id, vector) VALUES (%s, %s, %s)",
                          (i + 1, MODEL.model_id, v.tobytes()))
     db = PostgresDatabase(postgres_url)
     try:
-        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == 3
+        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == SCHEMA_VERSION
         hits = db.row_vectors("transcript_embeddings").search(MODEL, vectors[1], 3, None, -1.0)
         assert [m for m, _ in hits] == _brute(vectors, vectors[1], 3)
     finally:
