@@ -91,15 +91,7 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
         if count >= COLD_ENDORSEMENT_RETRIEVALS and not applies.get(mid):
             buckets["cold_endorsement_memories"].append((mid, created, count))
 
-    for (record,) in read(
-        "SELECT m.record FROM memories m WHERE m.removed_at IS NULL AND m.origin_worktree IS NOT NULL "
-        "AND (instr(m.content, '/') > 0 OR json_array_length(m.record, '$.claims') > 0 "
-        f"OR json_array_length(m.record, '$.verified_paths') > 0) {where} ORDER BY m.created, m.id"):
-        memory = Memory.model_validate_json(record)
-        drift = assess_path_drift(memory.content, [c.spec for c in memory.claims], memory.origin.worktree,
-                                  memory.verified_paths, memory.verified_absent_paths)
-        if drift.missing or drift.claim_anchored_missing:
-            buckets["drifted"].append((memory.id, memory, drift))
+    buckets["drifted"] = _drifted(db, view)
 
     pairs: dict[frozenset[str], tuple[str, str, str | None]] = {}
     for source, target, note in read(
@@ -118,6 +110,46 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
     buckets["silent_misses"] = [e for e in events.query(db, kinds=[events.SEARCH_MISS])
                                 if e["memory_id"] in created_at]
     return buckets, created_at
+
+
+def _drifted(db: Database, view: View) -> list[tuple]:
+    """Visible memories whose cited paths or claims no longer hold in their worktree: only those
+    that cite a path or declare a claim are read whole."""
+    where, params = view.where()
+    out = []
+    for (record,) in db.read(lambda c: c.execute(
+            "SELECT m.record FROM memories m WHERE m.removed_at IS NULL AND m.origin_worktree IS NOT NULL "
+            "AND (instr(m.content, '/') > 0 OR json_array_length(m.record, '$.claims') > 0 "
+            f"OR json_array_length(m.record, '$.verified_paths') > 0) {where} ORDER BY m.created, m.id",
+            params).fetchall()):
+        memory = Memory.model_validate_json(record)
+        drift = assess_path_drift(memory.content, [c.spec for c in memory.claims], memory.origin.worktree,
+                                  memory.verified_paths, memory.verified_absent_paths)
+        if drift.missing or drift.claim_anchored_missing:
+            out.append((memory.id, memory, drift))
+    return out
+
+
+def pressure_counts(db: Database, view: View, now: datetime) -> dict[str, int]:
+    """The three buckets the write hint weighs (dead, drifted, cold_endorsement_memories), as
+    ``curation_counts`` counts them, without reading every visible memory: dead weight is looked
+    for only among memories older than ``DEAD_DAYS``, and the often-retrieved memories come from
+    the event log; the rest of the store is not read."""
+    where, params = view.where()
+    retrieved, applies = _usage(db)
+    old = db.read(lambda c: c.execute(
+        "SELECT m.id FROM memories m WHERE m.removed_at IS NULL AND m.category != 'ambient' AND m.created < ? "
+        f"{where}", [iso(now - timedelta(days=DEAD_DAYS)), *params]).fetchall())
+    endorsed = [mid for mid, (_, count) in retrieved.items()
+                if count >= COLD_ENDORSEMENT_RETRIEVALS and not applies.get(mid)]
+    visible = 0
+    for i in range(0, len(endorsed), 500):
+        chunk = endorsed[i : i + 500]
+        visible += db.read(lambda c: c.execute(
+            f"SELECT COUNT(*) FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND m.removed_at IS NULL "
+            f"AND m.category != 'ambient' {where}", [*chunk, *params]).fetchone()[0])
+    return {"dead": sum(1 for (mid,) in old if mid not in retrieved), "drifted": len(_drifted(db, view)),
+            "cold_endorsement_memories": visible}
 
 
 def _since(buckets: dict[str, list], created_at: dict[str, str], since: str) -> dict[str, list]:

@@ -427,7 +427,8 @@ def update(
 def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
     """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold.
 
-    The counts come from a scan that reads the whole store, so they are measured at most once per
+    The counts (``health.pressure_counts``: the hint's three buckets, which still read every
+    memory older than the dead-weight age and the event log's retrievals) are measured at most once per
     ``CURATION_RECHECK`` for a view, by whichever session (each CLI call is one) gets there first,
     and kept in the store's meta table: a high pressure as well as a low one, or every new session
     of a store with much dead weight would scan again."""
@@ -445,7 +446,7 @@ def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
         repr((view.where(), s.config.verification_stale_days)).encode()).hexdigest()[:16]
     counts = _measured_counts(s.db.get_meta(mark), now)
     if counts is None:
-        counts, _ = health.curation_counts(s.db, s.config.verification_stale_days, view, now)
+        counts = health.pressure_counts(s.db, view, now)
         with s.transaction() as c:
             s.db.set_meta(c, mark, json.dumps({"at": iso(now), "counts": counts}))
     hint = health.curation_hint(counts)

@@ -178,11 +178,11 @@ def test_a_session_with_low_curation_pressure_does_not_rescan_the_store_on_every
     from kenning.memory import health
 
     scans = []
-    real = health.curation_counts
-    monkeypatch.setattr(health, "curation_counts", lambda *a, **k: scans.append(1) or real(*a, **k))
+    real = health.pressure_counts
+    monkeypatch.setattr(health, "pressure_counts", lambda *a, **k: scans.append(1) or real(*a, **k))
     for n in range(3):
         assert store.write(f"Kite fact number {n} about line {n}x strength", scopes=["x"]).status == "committed"
-    assert len(scans) == 1  # measured low once; the scan reads the whole store
+    assert len(scans) == 1  # measured low once
     clock.now += timedelta(minutes=11)
     store.write("Kites fly best in laminar wind", scopes=["x"])
     assert len(scans) == 2

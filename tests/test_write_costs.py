@@ -46,8 +46,8 @@ def test_remembered_document_frequencies_follow_this_view_and_other_writers(tmp_
 
 def test_a_low_curation_pressure_is_measured_once_for_every_session(tmp_path, monkeypatch):
     scans = []
-    real = health.curation_counts
-    monkeypatch.setattr(health, "curation_counts", lambda *a, **k: (scans.append(1), real(*a, **k))[1])
+    real = health.pressure_counts
+    monkeypatch.setattr(health, "pressure_counts", lambda *a, **k: (scans.append(1), real(*a, **k))[1])
     texts = ["the ledger service stores invoices in postgres", "alice reviews every pull request on fridays",
              "the staging cluster has three nodes behind nginx"]
     for text in texts:  # three CLI-like sessions, one write each
@@ -62,8 +62,8 @@ def test_a_high_curation_pressure_is_measured_once_and_still_hinted_in_every_ses
     now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
     clock = lambda: now[0]  # noqa: E731
     scans = []
-    real = health.curation_counts
-    monkeypatch.setattr(health, "curation_counts", lambda *a, **k: (scans.append(1), real(*a, **k))[1])
+    real = health.pressure_counts
+    monkeypatch.setattr(health, "pressure_counts", lambda *a, **k: (scans.append(1), real(*a, **k))[1])
     with kenning.open_store(tmp_path / "s", clock=clock) as store:
         store.import_records([{"content": f"legacy subsystem {n} used codename vault{n}", "scopes": ["t"]}
                               for n in range(health.CURATION_HINT_THRESHOLD)])
@@ -80,3 +80,53 @@ def test_a_high_curation_pressure_is_measured_once_and_still_hinted_in_every_ses
     with kenning.open_store(tmp_path / "s", clock=clock) as store:
         assert store.write("kite tails steady the flight", scopes=["t"]).curation_hint is not None
     assert len(scans) == 2  # older than CURATION_RECHECK: measured again
+
+
+def test_the_hint_counts_equal_the_full_scan_after_a_mixed_workload(tmp_path):
+    """What a write's hint weighs (dead, drifted, cold endorsements) without reading the store
+    equals what the full curation scan counts, for several views, after imports, writes, searches,
+    shows, outcomes, removals and another process's writes, over two months of clock."""
+    import os
+    import subprocess
+    import sys
+    from datetime import datetime, timedelta, timezone
+
+    from kenning.memory.scopes import View
+
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    clock = lambda: now[0]  # noqa: E731
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "src" / "kept.py").write_text("x = 1\n")
+    (repo / "src" / "gone.py").write_text("y = 2\n")
+
+    def check(store):
+        s = store._s
+        for view in (s.view(True), s.view(False), View(disabled=frozenset({"b"}))):
+            full, _ = health.curation_counts(s.db, s.config.verification_stale_days, view, now[0])
+            fast = health.pressure_counts(s.db, view, now[0])
+            assert fast == {k: full[k] for k in fast}, view
+        return full
+
+    with kenning.open_store(tmp_path / "s", clock=clock, cwd=repo) as store:
+        store.import_records([{"content": f"legacy subsystem {n} keeps vault{n}", "scopes": ["a" if n % 2 else "b"],
+                               **({"category": "ambient"} if n % 5 == 0 else {})} for n in range(30)])
+        ids = [store.write(f"module {n} lives in src/{'gone' if n % 2 else 'kept'}.py and builds kite{n}",
+                           scopes=["a"], acknowledge_transient=True).id for n in range(6)]
+        check(store)
+        now[0] += timedelta(days=40)
+        for n in range(7):  # retrieved often, never applied: cold endorsements
+            store.search("legacy subsystem vault3 vault7", mode="bm25")
+        store.show(ids[0])
+        store.record_use([ids[0]], "applied")
+        (repo / "src" / "gone.py").unlink()  # the odd modules drift
+        store.remove(ids[2], reason="test")
+        check(store)
+        child = (f"import kenning\nwith kenning.open_store({str(tmp_path / 's')!r}) as o:\n"
+                 "    o.import_records([{'content': f'another process note {n}', 'scopes': ['b']} for n in range(12)])\n"
+                 "    o.search('another process note', mode='bm25')\n")
+        subprocess.run([sys.executable, "-c", child], check=True, env=os.environ.copy())
+        now[0] += timedelta(days=60)  # past DEAD_DAYS for the first memories
+        counts = check(store)
+        assert counts["dead"] > 0 and counts["drifted"] > 0 and counts["cold_endorsement_memories"] > 0
