@@ -1,5 +1,6 @@
 """The ``kenning`` executable and ``python -m kenning``: ``--version`` answers before anything is
-imported; every other invocation goes to the command line in cli.py."""
+imported; a plain ``search`` runs without typer (commands/search.py, ``run_fast``); every other
+invocation goes to the command line in cli.py."""
 
 import sys
 
@@ -10,6 +11,12 @@ def main() -> None:
 
         print(f"kenning {__version__}")
         return
+    if "search" in sys.argv[1:]:
+        from kenning.commands.search import run_fast
+
+        code = run_fast(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     from kenning.cli import main as cli_main
 
     cli_main()

@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from kenning.commands import support as ui
+from kenning.commands.search import short, show_search
 from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
 from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError
 
@@ -86,36 +87,21 @@ def _root(
 
 
 def open_cli_store(ctx: typer.Context, create: bool | None = None):
-    """The store for this command. Unless the command creates stores (write, import, serve, config
-    set), a store that does not exist is an error that names the path and why it was chosen, and
-    nothing is created: a typo in --store or $KENNING_HOME must not make a new empty store."""
-    from kenning.store.backend import exists
-    from kenning.store.location import locate_store
-
+    """The store for this command, opened once per invocation (``ui.open_located``: unless the
+    command creates stores (write, import, serve, config set), one that does not exist is an error)."""
     root = ctx.find_root()
     if not isinstance(root.obj, dict):  # a sub-app invoked on its own (tests): no root options
         root.obj = {"store_dir": None, "store": None}
     state = root.obj
     if state["store"] is None:
-        directory, why = locate_store(state["store_dir"])
         if create is None:
             create = ctx.info_name in CREATING
-        if not create and not exists(directory):
-            raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
-                               "or write a memory to create it")
-        from kenning.memory.facade import Store
-
-        state["store"] = Store(directory)
+        state["store"] = ui.open_located(state["store_dir"], create)
         root.call_on_close(state["store"].close)
     return state["store"]
 
 
 _store = open_cli_store
-
-
-def _short(text: str, width: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _read_stdin(what: str) -> str:
@@ -227,25 +213,7 @@ def search(
     """Search memories; each hit says which leg matched it, how much of the query it contains and whether it may be stale."""
     result = _store(ctx).search(query, mode=mode, scopes=scope, limit=limit, category=category, expand_top=expand_top,
                                 auto_scope=not no_auto_scope, since_prior_session=since_prior_session)
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    if result.degraded:
-        note(f"{result.degraded.message} ({result.degraded.fix or result.degraded.install})")
-    if result.pending_embeddings:
-        note(f"{plural(result.pending_embeddings, 'memory', 'memories')} have no vector yet, so the semantic leg "
-             "could not see them (`kenning index` embeds them)")
-    if not result.hits:
-        ui.out.print(result.note or "no memory matches that query")
-        return
-    ui.out.print(f"{plural(len(result.hits), 'hit')} · mode {result.mode} · legs {', '.join(result.legs_run)}")
-    for i, hit in enumerate(result.hits, 1):
-        stale = "" if hit.staleness_verdict == "fresh" else f"  {hit.staleness_verdict}"
-        _entry(f"{i:>2}. {hit.id}  {hit.relevance} ({hit.matched_leg})  {hit.score:.3f}{stale}  "
-               f"{', '.join(hit.scopes)}", _short(hit.snippet))
-    if result.hits[0].content is not None:
-        ui.out.print()
-        ui.out.print(result.hits[0].content)
+    show_search(result, as_json)
 
 
 def _plain(value) -> str:
@@ -303,7 +271,7 @@ def list_(
         return
     ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
     for m in memories:
-        _entry(f"{m.id}  {when(m.updated)}  {m.category}  {', '.join(m.scopes)}", _short(m.content))
+        _entry(f"{m.id}  {when(m.updated)}  {m.category}  {', '.join(m.scopes)}", short(m.content))
 
 
 @app.command(epilog="Example: kenning update 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --text 'The auth service now listens on 9443'")
@@ -380,7 +348,7 @@ def tombstones(
     ui.out.print(plural(len(tombs), "removed memory", "removed memories") + ", most recent first")
     for t in tombs:
         _entry(f"{t.memory.id}  removed {when(t.removed_at)}  {', '.join(t.memory.scopes)}",
-               f"{_short(t.memory.content, 120)}\n   reason: {t.reason}")
+               f"{short(t.memory.content, 120)}\n   reason: {t.reason}")
 
 
 NO_GATES_SKIPS = ("credentials (secrets), durability (run-state wording), user claims and near-duplicates; "
@@ -796,20 +764,6 @@ def _plain_metavars(command) -> None:
         _plain_metavars(sub)
 
 
-# commands that run long or do bulk numeric work, where OpenBLAS's threads may pay for themselves
-_LONG_RUNNING = frozenset({"eval", "serve", "index", "import", "rebuild", "transcripts", "models", "migrate"})
-
-
-def _quick_process_defaults(args: list[str]) -> None:
-    """Defaults for a short command's process (a user's own setting wins): no pydantic plugin scan
-    (it reads every installed package's entry points, ~15 ms; kenning's models use no plugin), and
-    one OpenBLAS thread (numpy starts one per core at import, ~20 ms of CPU, for matrix sizes a
-    search never reaches)."""
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    if _LONG_RUNNING.isdisjoint(args) and "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
 def _invoked(args: list[str]) -> str | None:
     """The top-level command ``args`` name, read past the root's ``--store``; None when the root
     itself answers (no command, --help, --version) or an unknown option comes first."""
@@ -844,7 +798,7 @@ def main(argv: list[str] | None = None) -> None:
     # wherever its own BadParameter lives
     click = sys.modules[typer.BadParameter.__module__]
     args = list(sys.argv[1:] if argv is None else argv)
-    _quick_process_defaults(args)
+    ui.quick_process_defaults(args)
     command = typer.main.get_command(_lean_app(args))
     _plain_metavars(command)
     try:

@@ -1,18 +1,24 @@
 """What every command-line module shares: the consoles, the --json help text, one-line errors and
-the small formatting rules (plurals, times, id columns) that keep the output the same everywhere."""
+the small formatting rules (plurals, times, id columns) that keep the output the same everywhere.
+
+typer is imported where it is used, not here: the fast search path (commands/search.py) uses this
+module without loading typer.
+"""
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import unicodedata
 from datetime import datetime, timezone
-from typing import Any, Callable
-
-import typer
+from typing import TYPE_CHECKING, Any, Callable
 
 from kenning.errors import KenningError
+
+if TYPE_CHECKING:
+    import typer
 
 JSON_HELP = "Print machine-readable JSON instead of a table."
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -21,6 +27,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 def sub_app(name: str, help: str) -> typer.Typer:
     """A command group set up as all of kenning's are: its help when called bare, plain help text
     (no rich markup), and no rich traceback for an error the one-line handler did not catch."""
+    import typer
+
     return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,
                        pretty_exceptions_enable=False, context_settings=CONTEXT)
 
@@ -30,6 +38,36 @@ def cli_store(ctx: typer.Context) -> Any:
     from kenning.cli import open_cli_store
 
     return open_cli_store(ctx)
+
+
+def open_located(store_dir: str | None, create: bool) -> Any:
+    """The store ``--store`` (or $KENNING_URL / $KENNING_HOME, ...) names. Unless ``create``, a store
+    that does not exist is an error that names the path and why it was chosen, and nothing is
+    created: a typo in --store or $KENNING_HOME must not make a new empty store."""
+    from kenning.store.backend import exists
+    from kenning.store.location import locate_store
+
+    directory, why = locate_store(store_dir)
+    if not create and not exists(directory):
+        raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
+                           "or write a memory to create it")
+    from kenning.memory.facade import Store
+
+    return Store(directory)
+
+
+# commands that run long or do bulk numeric work, where OpenBLAS's threads may pay for themselves
+LONG_RUNNING = frozenset({"eval", "serve", "index", "import", "rebuild", "transcripts", "models", "migrate"})
+
+
+def quick_process_defaults(args: list[str]) -> None:
+    """Defaults for a short command's process (a user's own setting wins): no pydantic plugin scan
+    (it reads every installed package's entry points, ~15 ms; kenning's models use no plugin), and
+    one OpenBLAS thread (numpy starts one per core at import, ~20 ms of CPU, for matrix sizes a
+    search never reaches)."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if LONG_RUNNING.isdisjoint(args) and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def __getattr__(name: str) -> Any:
@@ -107,6 +145,8 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
                 message = (f"the {missing_extra} extra is missing ({exc.name or exc}); "
                            f'install it with: pip install "kenning[{missing_extra}]"')
             say_error(message)
+            import typer
+
             raise typer.Exit(2)
 
         return wrapper
