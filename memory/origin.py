@@ -3,16 +3,21 @@
 Origin is what auto-scoping and drift checks key on, so it must be cheap and must never fail a
 write: outside a repository, without git, or on any git error it is simply None. One
 ``git rev-parse`` answers everything in the common case; a second runs only to tell an unborn
-HEAD (a repository without commits) from no repository at all.
+HEAD (a repository without commits) from no repository at all. Outside any repository (no
+``.git`` and no git directory in the directory or above it) git is not asked: a search from such a
+directory forked two git processes for nothing.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 GIT_TIMEOUT_SECONDS = 5.0
 # Set by git hooks and some tools; they would point every call at *their* repository.
@@ -31,6 +36,8 @@ class Origin:
 
 def run_git(args: list[str], cwd: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | None:
     """Run ``git args`` in cwd; None when git could not run at all (not installed, cwd gone, timeout)."""
+    import subprocess  # here: a process that never runs git (a search outside a repository) skips its import
+
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     env["GIT_OPTIONAL_LOCKS"] = "0"  # read-only callers must not take the index lock
     try:
@@ -108,7 +115,21 @@ def _read_head(git_dir: str, common_dir: str) -> str | None:
     return None
 
 
+def _may_be_in_repository(base: Path) -> bool:
+    """False only when git's own discovery cannot find a repository from base: neither base nor a
+    parent holds a ``.git`` entry (directory or gitfile) or is itself a git directory (HEAD and
+    objects/, a bare repository or a separate git dir). run_git hides GIT_DIR and its kin, so
+    nothing else can point git elsewhere."""
+    for folder in (base, *base.parents):
+        if os.path.lexists(folder / ".git") or (
+                os.path.isfile(folder / "HEAD") and os.path.isdir(folder / "objects")):
+            return True
+    return False
+
+
 def _detect_with_git(base: Path) -> tuple[Origin, tuple[str, str, str]] | None:
+    if not _may_be_in_repository(base):
+        return None
     layout = ["rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir"]
     done = run_git([*layout, "HEAD"], base)
     if done is None:

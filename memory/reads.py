@@ -164,13 +164,13 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
     # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
     with s.db.lock:
-        ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters,
+        ranked = ranking.run(s.db, s.lexicon, lambda: s.semantic, config, s.clock(), query, mode, depth, filters,
                              explain)
         if s.lexicon.damaged and not s.db.read_only:
             # damaged postings were skipped, never raised; rebuild from the text and rank again
             damaged = len(s.lexicon.damaged)
             integrity.repair_lexicon(s.db, s.lexicon)
-            ranked = ranking.run(s.db, s.lexicon, s.semantic, config, s.clock(), query, mode, depth, filters,
+            ranked = ranking.run(s.db, s.lexicon, lambda: s.semantic, config, s.clock(), query, mode, depth, filters,
                              explain)
             ranked[0].degraded = ranked[0].degraded or Degraded(
                 reason="lexical_index_repaired", install="",

@@ -8,11 +8,12 @@ scoping, overview) receive this state, never the Store facade itself.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kenning.retrieval.text import fingerprint
 from kenning.store import integrity, records
@@ -22,13 +23,15 @@ from kenning.store.ids import new_ulid
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
 from kenning.store.models import StoreConfig
-from kenning.store.semantic import Semantic
 
 from . import events
 from .deferred import DeferredEvents
 from .origin import Origin, detect_origin
 from .scopes import View
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from kenning.store.semantic import Semantic
 
 
 class Session:
@@ -65,12 +68,25 @@ class Session:
                 if self.lexicon.ensure_current(c):
                     records.forget_terms(c)  # the duplicates gate's stored term sets, made by the old stream
         self.settings = Settings(self.db)
-        self.semantic = Semantic(self.db, self.directory, self.settings.current)
+        self._semantic: Semantic | None = None
+        self._semantic_lock = threading.Lock()
         self.deferred = DeferredEvents(self)  # this session's read events, committed in batches
 
     @property
     def config(self) -> StoreConfig:
         return self.settings.current()
+
+    @property
+    def semantic(self) -> Semantic:
+        """The semantic leg, made on first use: a lexical search, list or show never imports the
+        vector code (store/semantic.py and what it loads: ~10 ms of a cold CLI search)."""
+        if self._semantic is None:
+            with self._semantic_lock:
+                if self._semantic is None:
+                    from kenning.store.semantic import Semantic
+
+                    self._semantic = Semantic(self.db, self.directory, self.settings.current)
+        return self._semantic
 
     def here(self) -> Origin | None:
         """The caller's repository, worktree and HEAD (detected once per session; None outside git)."""
@@ -123,7 +139,8 @@ class Session:
             if not self.db.read_only:
                 self.deferred.close()  # the queued read events commit
         finally:
-            self.semantic.close()  # stops the background embedder, saves the vector index
+            if self._semantic is not None:
+                self._semantic.close()  # stops the background embedder, saves the vector index
             self.db.close()
 
 

@@ -7,9 +7,10 @@ keys its view hides, an updated-after bound); this module only ranks what the st
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +23,9 @@ from .lexicon import Lexicon
 from .memo import memo
 from .models import Degraded, Hit, LegScore, Memory, SearchResult, StoreConfig
 from .records import filter_sql
-from .semantic import Semantic
+
+if TYPE_CHECKING:
+    from .semantic import Semantic
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ LABELLED = 10
 def run(
     db: Database,
     lexicon_store: Lexicon,
-    semantic: Semantic,
+    semantic: Callable[[], Semantic],
     config: StoreConfig,
     now: datetime,
     query: str,
@@ -74,9 +77,11 @@ def run(
     """Rank and explain a validated request; returns the result and the hits' memories (for trust annotation).
 
     ``explain=False`` is the rank-only path evaluation times: the hits carry ids, scores and legs,
-    and no snippet, match terms or relevance label (no memory is read or parsed).
+    and no snippet, match terms or relevance label (no memory is read or parsed). ``semantic``
+    gives the semantic leg when the mode asks for vectors (made on first use: a lexical search
+    never loads the vector code).
     """
-    vector = store_vector_leg(semantic) if mode in ("semantic", "hybrid") else None
+    vector = store_vector_leg(semantic()) if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
     terms = list(dict.fromkeys(tokens))
@@ -109,7 +114,7 @@ def run(
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key]).relevance
-        return Ranking(query, mode, list(runs), _degraded_note(semantic) if degraded else None, ranked), {}
+        return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates])
     shown = surface_forms(query)
     matched, coverage = _matches(lexicon, terms, [c.key for c in candidates])
@@ -128,8 +133,8 @@ def run(
         ))
     return SearchResult(
         query=query, mode=mode, legs_run=list(runs),
-        degraded=_degraded_note(semantic) if degraded else None,
-        pending_embeddings=semantic.pending_count() if vector is not None else None, hits=hits,
+        degraded=_degraded_note(semantic()) if degraded else None,
+        pending_embeddings=semantic().pending_count() if vector is not None else None, hits=hits,
     ), by_id
 
 
