@@ -26,9 +26,15 @@ TOKENIZER_NAME = "nfkc-casefold, technical tokens whole, snowball-english stems,
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # A CJK run, or a word made of word characters (CJK excluded) joined by dots, with an optional
 # ``++`` / ``#`` tail: keeps 3.12.1, node.js, c++, c# whole while "end." loses its full stop.
-_TOKEN_RE = re.compile(
-    rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:\.[^\W{_CJK}]+)*(?:\+\+|#)?)"
-)
+_TOKEN_PATTERN = rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:\.[^\W{_CJK}]+)*(?:\+\+|#)?)"
+
+
+@functools.cache
+def _token_re() -> re.Pattern[str]:
+    """The pattern for text that is not ASCII, compiled on first use: its class (word characters
+    minus CJK) takes ~10 ms to compile, and a process that sees only ASCII never needs it."""
+    return re.compile(_TOKEN_PATTERN)
+
 
 STOPWORDS = frozenset(
     """
@@ -64,7 +70,7 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
                 for m in _ASCII_WORD_RE.finditer(text) for w in (m.group().lower(),)]
     norm = unicodedata.normalize("NFKC", text)
     out: list[tuple[str, int, int]] = []
-    for m in _TOKEN_RE.finditer(norm):
+    for m in _token_re().finditer(norm):
         start, end = m.span()
         if m.lastgroup == "cjk":
             run = m.group().casefold()
@@ -112,7 +118,7 @@ def tokenize(text: str) -> list[str]:
             out = [t or _fold_new(w) for t, w in zip(out, words)]
         return out
     out: list[str] = []
-    for cjk, word in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text)):
+    for cjk, word in _token_re().findall(unicodedata.normalize("NFKC", text)):
         if word:
             out.append(_word(word))
         elif len(cjk) == 1:

@@ -106,11 +106,18 @@ def test_clauses_of_simple_shapes():
     assert prefilter.clauses(re.compile(r"AKIA[0-9A-Z]{16}")) == (frozenset({"akia"}),)  # compared lower-cased
 
 
-def test_the_first_text_is_checked_in_full_and_the_screen_derived_at_the_second():
+def test_texts_are_checked_in_full_until_they_add_up_to_the_threshold_then_screened():
     screen = prefilter.Screen([re.compile(r"\bfor now\b")])
-    assert screen.may_match("nothing here") is None and screen._needs is None
+    short = "nothing here"  # a logged query or a hit id: many of them never pay for the derivation
+    for _ in range(prefilter.DERIVE_AFTER_CHARS // len(short)):
+        assert screen.may_match(short) is None and screen._needs is None
+    assert screen.may_match(short) is None  # this one reaches the threshold
+    assert screen._needs is None
     assert screen.may_match("nothing here") == [False]
     assert screen.may_match("fine for now") == [True]
+    long = prefilter.Screen([re.compile(r"\bfor now\b")])
+    assert long.may_match("x" * prefilter.DERIVE_AFTER_CHARS) is None  # a long memory: derived at the next
+    assert long.may_match("fine for now") == [True] and long._needs is not None
 
 
 def test_non_ascii_text_is_not_screened():

@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover
     _parser = _c = None
 
 MAX_EXACT = 64  # alternatives kept while spelling out a pattern's exact strings
+DERIVE_AFTER_CHARS = 1024  # text checked in full before the screen is derived (see Screen.may_match)
 
 Clauses = tuple[frozenset[str], ...]  # every clause needs one of its strings in the text; () = none known
 
@@ -52,7 +53,7 @@ class Screen:
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]):
         self._patterns = list(patterns)
-        self._seen = 0
+        self._seen = 0  # characters of the texts checked in full so far
         self._needs: list[frozenset[int]] | None = None
 
     def derive(self) -> "Screen":
@@ -69,13 +70,14 @@ class Screen:
     def may_match(self, text: str) -> list[bool] | None:
         """For each pattern, False when it cannot match text; None when the text is not screened.
 
-        The first text is not screened: deriving the clauses parses every pattern again (5-20 ms
-        a gate), more than a full scan of one text, so a process that checks a single text (a CLI
-        search masking its query) never pays for it.
+        Texts are checked in full until they add up to DERIVE_AFTER_CHARS: deriving the clauses
+        parses every pattern again (5-20 ms a gate), the cost of hundreds of full scans of a short
+        text, so a process that checks a few short texts (a CLI search masking its logged query and
+        hit ids) never pays for it, and one that checks memories derives at its first or second.
         """
         if self._needs is None:
-            self._seen += 1
-            if self._seen < 2:
+            if self._seen < DERIVE_AFTER_CHARS:
+                self._seen += len(text)
                 return None
             self.derive()
         if not text.isascii():
