@@ -68,6 +68,35 @@ def quick_process_defaults(args: list[str]) -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if LONG_RUNNING.isdisjoint(args) and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _no_plugin_scan()
+
+
+_PLUGIN_LOADER = "pydantic.plugin._loader"
+_PLUGINS_OFF = ("__all__", "1", "true")  # the values pydantic reads as "no plugins"
+
+
+def _no_plugin_scan() -> None:
+    """pydantic imports its plugin loader when it builds its first validator, and the loader imports
+    importlib.metadata (with email, zipfile, csv, tempfile: ~15-25 ms of CPU) before it reads
+    PYDANTIC_DISABLE_PLUGINS. While plugins are off, a stand-in answers ``get_plugins`` with none,
+    as the loader would; the moment the variable says otherwise it hands over to the real loader."""
+    if _PLUGIN_LOADER in sys.modules or os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in _PLUGINS_OFF:
+        return
+    import types
+
+    stand_in = types.ModuleType(_PLUGIN_LOADER, "kenning's stand-in while PYDANTIC_DISABLE_PLUGINS is set")
+
+    def get_plugins() -> Any:
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in _PLUGINS_OFF:
+            return ()
+        if sys.modules.get(_PLUGIN_LOADER) is stand_in:
+            del sys.modules[_PLUGIN_LOADER]
+        import importlib
+
+        return importlib.import_module(_PLUGIN_LOADER).get_plugins()
+
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    sys.modules[_PLUGIN_LOADER] = stand_in
 
 
 def __getattr__(name: str) -> Any:
