@@ -52,9 +52,26 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "KENNING_MODELS_DIR": str(home / "no-models"), "NO_COLOR": "1", "COLUMNS": "60"}
 
 
+# ``python -m kenning`` (the fast path) or ``python -m kenning.cli`` (typer) with the library's clock
+# fixed: the keyword leg's recency and the trust fields' ages read it, and two runs a second apart
+# would differ in the sixth decimal of a score
+FIXED_CLOCK = """
+import sys
+from datetime import datetime, timezone
+import kenning.store.models as models
+models.utcnow = lambda: datetime(2026, 12, 2, 1, 0, 0, tzinfo=timezone.utc)
+module, sys.argv = sys.argv[1], ["kenning", *sys.argv[2:]]
+if module == "kenning":
+    from kenning.__main__ import main
+else:
+    from kenning.cli import main
+main()
+"""
+
+
 def _run(home: Path, module: str, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, env=_env(home),
-                          cwd=home, timeout=300)
+    return subprocess.run([sys.executable, "-c", FIXED_CLOCK, module, *args], capture_output=True,
+                          env=_env(home), cwd=home, timeout=300)
 
 
 def _same(output: bytes) -> bytes:
