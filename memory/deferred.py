@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import logging
 import os
 import threading
 import time
@@ -40,7 +39,13 @@ MAX_QUEUED = 256  # rows: a session reading faster than that flushes at once
 # a search settles the hits of two searches ago (memory/outcomes.py): the two newest stay open
 OPEN_SEARCHES = 2
 
-log = logging.getLogger(__name__)
+
+def _warn(message: str, exc: Exception) -> None:
+    """A warning through the logging module, imported only when there is one to give (a short CLI
+    search never needs it)."""
+    import logging
+
+    logging.getLogger(__name__).warning(message, exc)
 
 
 class DeferredEvents:
@@ -160,7 +165,7 @@ def _run() -> None:
                 queue.flush(wait=False)
             except Exception as exc:  # locked or failing: the rows stay queued; try again later
                 if "closed" in str(exc).lower():  # the database was closed behind the session's back
-                    log.warning("read events of a closed store were dropped: %s", exc)
+                    _warn("read events of a closed store were dropped: %s", exc)
                     queue._rows = []
                 elif len(queue):
                     _schedule(queue)
@@ -172,7 +177,7 @@ def _flush_all() -> None:
         try:
             queue.flush()
         except Exception as exc:
-            log.warning("read events of a session were lost at exit: %s", exc)
+            _warn("read events of a session were lost at exit: %s", exc)
 
 
 def _forked() -> None:

@@ -34,7 +34,6 @@ import functools
 
 import os
 import re
-import shutil
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -226,7 +225,10 @@ class DriftCache:
 
     @functools.cached_property
     def git_available(self) -> bool:
-        """Looked up on first need: a search whose hits carry no origin never walks PATH for git."""
+        """Looked up on first need: a search whose hits carry no origin never walks PATH for git
+        (nor imports shutil)."""
+        import shutil
+
         return shutil.which("git") is not None
 
     def head(self, directory: str) -> tuple[str | None, str | None]:

@@ -14,7 +14,6 @@ matching check finds. ``kenning check`` and ``kenning rebuild`` run them over a 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sqlite3
 import time
 import uuid
@@ -334,6 +333,8 @@ def remove_index_file(path: Path) -> str | None:
         path.unlink()
         return f"removed {path.name}"
     if path.is_dir():
+        import shutil  # here: every store open imports this module
+
         aside = path.with_name(f"{path.name}.not-an-index-{int(time.time())}")
         shutil.move(str(path), str(aside))
         return f"moved the folder {path.name} aside to {aside.name}"
