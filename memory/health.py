@@ -117,8 +117,10 @@ def _drifted(db: Database, view: View) -> list[tuple]:
     that cite a path or declare a claim are read whole."""
     where, params = view.where()
     out = []
+    # "origin_worktree >= ''" is "IS NOT NULL" for a text column, put so that the planner walks the
+    # origin index (only memories written inside a repository) instead of every live memory
     for (record,) in db.read(lambda c: c.execute(
-            "SELECT m.record FROM memories m WHERE m.removed_at IS NULL AND m.origin_worktree IS NOT NULL "
+            "SELECT m.record FROM memories m WHERE +m.removed_at IS NULL AND m.origin_worktree >= '' "
             "AND (instr(m.content, '/') > 0 OR json_array_length(m.record, '$.claims') > 0 "
             f"OR json_array_length(m.record, '$.verified_paths') > 0) {where} ORDER BY m.created, m.id",
             params).fetchall()):
