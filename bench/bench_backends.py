@@ -52,20 +52,64 @@ def ms(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values, 50) * 1000, 2), "p99_ms": round(percentile(values, 99) * 1000, 2)}
 
 
-def build(location: str, corpus: Corpus, n: int, vector: bool, encode: int, batch_size: int) -> dict[str, float]:
-    """The corpus store through the bulk import (``batch_size`` memories a transaction): its wall
-    time and this process's CPU (PostgreSQL's own work is in the server's processes, not here)."""
-    started, cpu = time.perf_counter(), time.process_time()
+class ServerCpu:
+    """CPU seconds of one PostgreSQL server started here: its postmaster, the backends and parallel
+    workers it has reaped and those still running (another server on the machine not counted)."""
+
+    def __init__(self, pgdata: Path | None):
+        self.pid = int((pgdata / "postmaster.pid").read_text().split()[0]) if pgdata is not None else None
+
+    def __call__(self) -> float:
+        if self.pid is None:
+            return 0.0
+        import psutil
+
+        try:
+            postmaster = psutil.Process(self.pid)
+            t = postmaster.cpu_times()
+            total = t.user + t.system + t.children_user + t.children_system
+            for child in postmaster.children():
+                try:
+                    c = child.cpu_times()
+                    total += c.user + c.system
+                except psutil.Error:
+                    pass
+            return total
+        except psutil.Error:
+            return float("nan")
+
+
+def _phase(started: float, cpu: float, server: float, server_cpu: ServerCpu, name: str) -> dict[str, float]:
+    row = {f"{name}_s": round(time.perf_counter() - started, 1), f"{name}_client_cpu_s": round(time.process_time() - cpu, 1)}
+    if server_cpu.pid is not None:
+        row[f"{name}_server_cpu_s"] = round(server_cpu() - server, 1)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def build(location: str, corpus: Corpus, n: int, vector: bool, encode: int, batch_size: int,
+          server_cpu: ServerCpu) -> dict[str, float]:
+    """The corpus store through the bulk import (``batch_size`` memories a transaction), then with
+    ``vector`` its vectors and the vector leg's index: each phase's wall time, this process's CPU and
+    the server's (PostgreSQL's own work is in the server's processes, not here)."""
+    first = time.perf_counter()
+    row: dict[str, float] = {}
     with kenning.open_store(location) as store:
+        mark = (time.perf_counter(), time.process_time(), server_cpu())
         store.import_records(corpus.records(n), batch_size=batch_size)
-        imported = time.perf_counter() - started
+        row.update(_phase(*mark, server_cpu, "import"))
         if vector and store.semantic.availability().working:
+            mark = (time.perf_counter(), time.process_time(), server_cpu())
             if encode >= n:
                 store.semantic.embed_pending()
             else:
                 synthetic_vectors(store, encode)
-    return {"build_s": round(time.perf_counter() - started, 1), "import_s": round(imported, 1),
-            "build_client_cpu_s": round(time.process_time() - cpu, 1)}
+            row.update(_phase(*mark, server_cpu, "vectors"))
+            mark = (time.perf_counter(), time.process_time(), server_cpu())
+            store.semantic.rebuild_index()  # hnswlib's graph (saved) or pgvector's HNSW index
+            row.update(_phase(*mark, server_cpu, "vector_index"))
+    row["build_s"] = round(time.perf_counter() - first, 1)
+    return row
 
 
 def store_size_mb(name: str, location: str) -> float:
@@ -91,12 +135,14 @@ def synthetic_vectors(store, encode: int, seed: int = 0) -> None:
 
     encoder = store.semantic.encoder()
     queued = store.db.read(lambda c: c.execute(
-        "SELECT q.mem, m.content, m.content_hash FROM embed_queue q JOIN memories m ON m.rowid = q.mem "
-        "ORDER BY q.mem").fetchall())
-    real = encoder.encode([text for _, text, _ in queued[:encode]])
+        "SELECT q.mem, m.content_hash FROM embed_queue q JOIN memories m ON m.rowid = q.mem ORDER BY q.mem").fetchall())
+    first = [mem for mem, _ in queued[:encode]]
+    texts = dict(store.db.read(lambda c: c.execute(
+        f"SELECT rowid, content FROM memories WHERE rowid IN ({','.join('?' * len(first))})", first).fetchall()))
+    real = encoder.encode([texts[mem] for mem in first])
     rng = np.random.default_rng(seed)
-    for start in range(0, len(queued), 2000):
-        chunk = queued[start:start + 2000]
+    for start in range(0, len(queued), 10_000):
+        chunk = queued[start:start + 10_000]
         base = real[np.arange(start, start + len(chunk)) % len(real)]
         noisy = base + rng.standard_normal(base.shape).astype(np.float32) * (0.6 / np.sqrt(base.shape[1]))
         noisy[: max(0, min(len(chunk), encode - start))] = base[: max(0, min(len(chunk), encode - start))]
@@ -104,13 +150,14 @@ def synthetic_vectors(store, encode: int, seed: int = 0) -> None:
         with store.db.transaction() as c:
             c.executemany("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
                           [(mem, encoder.model_id, digest, v.astype(np.float32).tobytes())
-                           for (mem, _, digest), v in zip(chunk, noisy)])
-            c.executemany("DELETE FROM embed_queue WHERE mem = ?", [(mem,) for mem, _, _ in chunk])
+                           for (mem, digest), v in zip(chunk, noisy)])
+            # the chunk is a run of the ordered queue: its key range holds no other queued memory
+            c.execute("DELETE FROM embed_queue WHERE mem BETWEEN ? AND ?", (chunk[0][0], chunk[-1][0]))
             bump_generation(c)
 
 
 def single_process(location: str, corpus: Corpus, modes: list[str], queries: list[str], writes: int,
-                   offset: int) -> dict[str, Any]:
+                   offset: int, server_cpu: ServerCpu) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with kenning.open_store(location) as store:
         for mode in modes:
@@ -118,14 +165,18 @@ def single_process(location: str, corpus: Corpus, modes: list[str], queries: lis
             store.search(queries[0], mode=mode)  # warm: load the lexicon, the encoder, the index
             warm = time.perf_counter() - t0
             lat = []
-            cpu0 = time.process_time()
+            cpu0, server0 = time.process_time(), server_cpu()
             for q in queries:
                 t0 = time.perf_counter()
                 store.search(q, mode=mode, limit=10)
                 lat.append(time.perf_counter() - t0)
             out[f"search_{mode}"] = {**ms(lat), "client_cpu_ms_per_op": round((time.process_time() - cpu0) / len(lat) * 1000, 2),
                                      "first_search_s": round(warm, 2)}
+            if server_cpu.pid is not None:
+                out[f"search_{mode}"]["server_cpu_ms_per_op"] = round((server_cpu() - server0) / len(lat) * 1000, 2)
             print(json.dumps({f"search_{mode}": out[f"search_{mode}"]}), flush=True)  # a stopped run keeps it
+        if not writes:
+            return out
         lat = []
         cpu0 = time.process_time()
         for i, text in enumerate(corpus.memories(writes, offset=offset)):
@@ -221,11 +272,14 @@ def main() -> None:
 
     server = None
     url = args.url
+    server_cpu = ServerCpu(None)
     if url is None:
         import pgserver
 
-        server = pgserver.get_server(tempfile.mkdtemp(prefix="kenning-bench-pg-"), cleanup_mode="delete")
+        pgdata = Path(tempfile.mkdtemp(prefix="kenning-bench-pg-"))
+        server = pgserver.get_server(pgdata, cleanup_mode="delete")
         url = server.get_uri()
+        server_cpu = ServerCpu(pgdata)
     from kenning.store.postgres.database import scratch_schema
 
     corpus = Corpus()
@@ -240,10 +294,11 @@ def main() -> None:
             if name not in args.backends.split(","):
                 continue
             print(f"{name}: building {args.memories} memories", flush=True)
-            row: dict[str, Any] = build(location, corpus, args.memories, args.vector, args.encode, args.batch_size)
+            cpu = server_cpu if name == "postgresql" else ServerCpu(None)
+            row: dict[str, Any] = build(location, corpus, args.memories, args.vector, args.encode, args.batch_size, cpu)
             row["store_mb"] = store_size_mb(name, location)
             print(json.dumps({name: row}), flush=True)
-            runs = [single_process(location, corpus, modes, queries, args.writes, WRITE_OFFSET + r * args.writes)
+            runs = [single_process(location, corpus, modes, queries, args.writes, WRITE_OFFSET + r * args.writes, cpu)
                     for r in range(args.repeats)]
             row.update(median_runs(runs))
             row["load_average_after"] = round(os.getloadavg()[0], 1)

@@ -47,10 +47,20 @@ def db(postgres_url):
     database.close()
 
 
-def test_the_vector_column_holds_the_stored_float32_bits_exactly(db):
+def _sent(db: PostgresDatabase, table: str = "embeddings") -> list:
+    """Each row's ``vec`` as float32 words (vector_send: int16 dim, int16 unused, big-endian float4s)."""
+    rows = db.read(lambda c: c.raw.execute(f"SELECT vector_send(vec) FROM {table} ORDER BY mem").fetchall())
+    return [None if sent is None else np.frombuffer(bytes(sent)[4:], ">f4").astype(np.float32).view(np.uint32)
+            for (sent,) in rows]
+
+
+# 21 rows go in one INSERT a row (schema.py's trigger derives vec in SQL); 100 go through COPY, which
+# sends vec ready made (Connection._copy_in): both must give the same bits
+@pytest.mark.parametrize("rows", [21, 100], ids=["derived-in-sql", "sent-by-copy"])
+def test_the_vector_column_holds_the_stored_float32_bits_exactly(db, rows):
     awkward = np.array([[1e-40, -1.4e-45, 0.0, -0.0, 3.4e38, -1.17549435e-38, 1 / 3, -7.25] + [0.5] * (DIM - 8)],
                        np.float32)
-    vectors = np.vstack([awkward, np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32)])
+    vectors = np.vstack([awkward, np.random.default_rng(1).standard_normal((rows - 1, DIM)).astype(np.float32)])
     _insert(db, vectors)
     rows = db.read(lambda c: c.raw.execute("SELECT vector, vector_send(vec) FROM embeddings ORDER BY id").fetchall())
     for (stored, sent), original in zip(rows, vectors):
@@ -58,6 +68,38 @@ def test_the_vector_column_holds_the_stored_float32_bits_exactly(db):
         # vector_send: int16 dim, int16 unused, then big-endian float4s
         assert np.array_equal(np.frombuffer(bytes(sent)[4:], ">f4").astype(np.float32).view(np.uint32),
                               original.view(np.uint32))
+
+
+def test_copied_rows_that_are_no_vector_get_no_vector_column(db):
+    """Through COPY too: empty bytes, infinity and NaN give NULL, and bytes ending in a partial word
+    their whole words, as the SQL derivation does."""
+    good = _unit(np.random.default_rng(2).standard_normal((70, DIM)))
+    bad = [b"", good[0].tobytes()[:-1], np.full(DIM, np.inf, np.float32).tobytes(),
+           np.full(DIM, np.nan, np.float32).tobytes()]
+    with db.transaction() as c:
+        c.executemany("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
+                      [(i + 1, MODEL.model_id, "h", b) for i, b in enumerate(bad + [v.tobytes() for v in good])])
+    sent = _sent(db)
+    assert [s is None for s in sent] == [True, False, True, True] + [False] * 70
+    assert np.array_equal(sent[1], good[0][:-1].view(np.uint32))
+    assert all(np.array_equal(s, v.view(np.uint32)) for s, v in zip(sent[4:], good))
+
+
+@pytest.mark.parametrize("rows", [3, 80], ids=["row-by-row", "copy"])
+def test_replaced_or_updated_bytes_give_the_new_vector_column(db, rows):
+    """INSERT OR REPLACE (few rows: ON CONFLICT one by one; many: through COPY with vec sent) and an
+    UPDATE of the bytes alone both leave vec equal to the new bytes."""
+    rng = np.random.default_rng(4)
+    first, second, third = (_unit(rng.standard_normal((rows, DIM))) for _ in range(3))
+    _insert(db, first)
+    with db.transaction() as c:
+        c.executemany("INSERT OR REPLACE INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
+                      [(i + 1, MODEL.model_id, "h2", v.tobytes()) for i, v in enumerate(second)])
+    assert all(np.array_equal(s, v.view(np.uint32)) for s, v in zip(_sent(db), second))
+    with db.transaction() as c:
+        for i, v in enumerate(third):
+            c.execute("UPDATE embeddings SET vector = ? WHERE mem = ?", (v.tobytes(), i + 1))
+    assert all(np.array_equal(s, v.view(np.uint32)) for s, v in zip(_sent(db), third))
 
 
 def test_a_blob_that_is_no_vector_has_no_vector_column_and_is_never_a_neighbour(db):
@@ -118,25 +160,63 @@ def test_another_connection_s_vector_is_found_at_the_next_search(db, postgres_ur
     assert leg.search(MODEL, query, 5, None, -1.0)[0][0] == 101
 
 
+def _schema_up_to(conn, version: int) -> None:
+    """An empty store as an older kenning made it: the first ``version`` schema steps only."""
+    from kenning.store.postgres.schema import MIGRATIONS
+
+    conn.execute("CREATE TABLE kenning_schema (version INTEGER NOT NULL)")
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            conn.execute(statement)
+    conn.execute("INSERT INTO kenning_schema(version) VALUES (%s)", (version,))
+
+
 def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_vectors(postgres_url):
     """Schema 3 derives ``transcript_embeddings.vec`` for the vectors a store already holds."""
     import psycopg
 
-    PostgresDatabase(postgres_url).close()
+    from kenning.store.postgres.schema import MIGRATIONS
+
     vectors = _unit(np.random.default_rng(5).standard_normal((3, DIM)))
-    with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to version 2, with vectors in it
-        conn.execute("ALTER TABLE transcript_embeddings DROP COLUMN vec")
-        conn.execute("ALTER TABLE memories DROP COLUMN terms")  # and what the steps after 3 added
-        conn.execute("DROP TABLE lex_counts")
-        conn.execute("DROP TABLE tlex_counts")
-        conn.execute("UPDATE kenning_schema SET version = 2")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # a store made by schema 2, with vectors in it
+        _schema_up_to(conn, 2)
         for i, v in enumerate(vectors):
             conn.execute("INSERT INTO transcript_embeddings(mem, model_id, vector) VALUES (%s, %s, %s)",
                          (i + 1, MODEL.model_id, v.tobytes()))
     db = PostgresDatabase(postgres_url)
     try:
-        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == SCHEMA_VERSION
+        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == len(MIGRATIONS)
         hits = db.row_vectors("transcript_embeddings").search(MODEL, vectors[1], 3, None, -1.0)
         assert [m for m, _ in hits] == _brute(vectors, vectors[1], 3)
+    finally:
+        db.close()
+
+
+def test_a_version_3_store_keeps_its_vector_column_and_derives_new_ones(postgres_url):
+    """Schema 5 turns the generated column into a trigger-filled one: the values already there stay,
+    and a row inserted afterwards, one by one or in bulk, gets its own."""
+    import psycopg
+
+    from kenning.store.postgres.schema import MIGRATIONS
+
+    rng = np.random.default_rng(6)
+    old, new = _unit(rng.standard_normal((3, DIM))), _unit(rng.standard_normal((70, DIM)))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # a store made by schema 3
+        _schema_up_to(conn, 3)
+        for i, v in enumerate(old):
+            conn.execute("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (%s, %s, 'h', %s)",
+                         (i + 1, MODEL.model_id, v.tobytes()))
+    db = PostgresDatabase(postgres_url)
+    try:
+        assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == len(MIGRATIONS)
+        assert db.read(lambda c: c.raw.execute(
+            "SELECT is_generated FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'embeddings' AND column_name = 'vec'").fetchone()[0]) == "NEVER"
+        _insert(db, new[:1], first_mem=4)
+        _insert(db, new[1:], first_mem=5)
+        everything = np.vstack([old, new])
+        assert all(np.array_equal(s, v.view(np.uint32)) for s, v in zip(_sent(db), everything))
+        hits = db.vector_leg(None).search(MODEL, everything[40], 3, None, -1.0)
+        assert [m for m, _ in hits] == _brute(everything, everything[40], 3)
     finally:
         db.close()

@@ -94,6 +94,16 @@ class Connection:
         instead of a statement a row. A plain INSERT copies straight into the table; one with an
         ON CONFLICT clause copies into a scratch table first and inserts from it in the rows' order,
         so conflicts resolve as the row-by-row statements would (a key given twice: the last wins)."""
+        derived = schema.DERIVED_COLUMNS.get(table, ())
+        names = [c.strip() for c in columns.split(",")]
+        if derived == ("vec",) and "vec" not in names and schema.VECTOR_SOURCE in names:
+            from kenning.store.postgres.vectors import column_text
+
+            at = names.index(schema.VECTOR_SOURCE)  # vec sent ready made: pgvector parses it, no SQL derivation
+            rows = [[*row, column_text(row[at])] for row in rows]
+            columns += ", vec"
+            if "DO UPDATE" in tail:
+                tail += ", vec = EXCLUDED.vec"
         if not tail:
             with cursor.copy(f"COPY {table}({columns}) FROM STDIN") as copy:
                 for row in rows:

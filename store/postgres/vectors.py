@@ -24,12 +24,37 @@ import numpy as np
 from kenning.retrieval.vector import EF_SEARCH, EXACT_THRESHOLD, HNSW_EF_CONSTRUCTION, HNSW_M
 
 EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
-BUILD_MEMORY = "512MB"  # maintenance_work_mem while the index is built (1M 384-d vectors need about 2 GB)
+# pgvector builds the graph in maintenance_work_mem; once it outgrows that the build goes on on disk,
+# many times slower (20k 384-d vectors: 9 minutes instead of a few seconds). Measured need: about
+# 2,250 bytes a 384-d vector at m = 16 ("no longer fits after 7,446 tuples" in 16 MB), so a row takes
+# its vector plus 48 bytes per m, with a quarter more as margin.
+BUILD_MEMORY_MIN_MB = 64
+BUILD_MEMORY_MAX_MB = 16384
+
+
+def build_memory_mb(rows: int, dim: int) -> int:
+    """maintenance_work_mem (MB) for an HNSW build over ``rows`` vectors of ``dim``: the whole graph fits."""
+    need = rows * (4 * dim + 48 * HNSW_M) * 1.25 / 2**20
+    return int(min(BUILD_MEMORY_MAX_MB, max(BUILD_MEMORY_MIN_MB, need + 1)))
 
 
 def literal(vector: np.ndarray) -> str:
     """A pgvector literal that parses back to the same float32 values (9 significant digits suffice)."""
     return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, np.float32).tolist()) + "]"
+
+
+def column_text(blob: bytes | None) -> str | None:
+    """``vec`` as a writer may hand it over (schema.py's trigger derives it when left out): the stored
+    float32 bytes as a pgvector literal of hexadecimal floats, which pgvector's strtof reads back to
+    the same bits (a float32 is exact as a float64, and its hex form is exact too; three times
+    cheaper to write than decimal); None for any other bytes (empty, ending in a partial word,
+    holding infinity or NaN), left to the trigger's SQL derivation."""
+    if not blob or len(blob) % 4:
+        return None
+    values = np.frombuffer(blob, "<f4")
+    if not np.isfinite(values).all():
+        return None
+    return "[" + ",".join(map(float.hex, values.tolist())) + "]"
 
 
 def index_name(dim: int, table: str = "embeddings") -> str:
@@ -127,6 +152,11 @@ class PgVectors:
         def run(c: Any) -> list:
             with c.raw.transaction():
                 c.raw.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                # the index, whatever the planner's statistics say: after a bulk load, before
+                # autovacuum's ANALYZE, it counts few rows and scans them all (1M: seconds a search)
+                c.raw.execute("SET LOCAL enable_seqscan = off")
+                c.raw.execute("SET LOCAL enable_bitmapscan = off")
+                c.raw.execute("SET LOCAL enable_sort = off")
                 return c.raw.execute(
                     f"SELECT mem, 1 - (vec::vector({dim}) <=> %s::vector({dim})) FROM {self.table} "
                     f"WHERE vector_dims(vec) = {dim} AND model_id = %s{where} "
@@ -159,13 +189,18 @@ class PgVectors:
         name = index_name(dim, self.table)
         found = self.db.read(lambda c: c.raw.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0])
         if found is None:
+            rows = self.db.read(lambda c: c.raw.execute(  # counted, not estimated: a fresh bulk load has no statistics
+                f"SELECT count(*) FROM {self.table} WHERE vector_dims(vec) = {dim}").fetchone()[0])
+            memory = build_memory_mb(int(rows), dim)
+
             def build(c: Any) -> None:
                 with c.raw.transaction():
-                    c.raw.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")  # the graph fits: a faster build
+                    c.raw.execute(f"SET LOCAL maintenance_work_mem = '{memory}MB'")  # the graph fits: a faster build
                     c.raw.execute(
                         f"CREATE INDEX IF NOT EXISTS {name} ON {self.table} USING hnsw ((vec::vector({dim})) "
                         f"vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
                         f"WHERE vector_dims(vec) = {dim}")
+                c.raw.execute(f"ANALYZE {self.table}")  # statistics of the rows just indexed, for every other query
 
             try:
                 self.db.read(build)
