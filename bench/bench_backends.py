@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import Corpus  # noqa: E402
+from server_cpu import ServerCpu  # noqa: E402
 
 import kenning  # noqa: E402
 
@@ -50,33 +51,6 @@ def percentile(values: list[float], q: float) -> float:
 
 def ms(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values, 50) * 1000, 2), "p99_ms": round(percentile(values, 99) * 1000, 2)}
-
-
-class ServerCpu:
-    """CPU seconds of one PostgreSQL server started here: its postmaster, the backends and parallel
-    workers it has reaped and those still running (another server on the machine not counted)."""
-
-    def __init__(self, pgdata: Path | None):
-        self.pid = int((pgdata / "postmaster.pid").read_text().split()[0]) if pgdata is not None else None
-
-    def __call__(self) -> float:
-        if self.pid is None:
-            return 0.0
-        import psutil
-
-        try:
-            postmaster = psutil.Process(self.pid)
-            t = postmaster.cpu_times()
-            total = t.user + t.system + t.children_user + t.children_system
-            for child in postmaster.children():
-                try:
-                    c = child.cpu_times()
-                    total += c.user + c.system
-                except psutil.Error:
-                    pass
-            return total
-        except psutil.Error:
-            return float("nan")
 
 
 def _phase(started: float, cpu: float, server: float, server_cpu: ServerCpu, name: str) -> dict[str, float]:

@@ -12,6 +12,7 @@ through that transaction's connection, so it sees its own uncommitted rows, as w
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -96,35 +97,76 @@ class Connection:
         so conflicts resolve as the row-by-row statements would (a key given twice: the last wins)."""
         derived = schema.DERIVED_COLUMNS.get(table, ())
         names = [c.strip() for c in columns.split(",")]
+        types = None
         if derived == ("vec",) and "vec" not in names and schema.VECTOR_SOURCE in names:
-            from kenning.store.postgres.vectors import column_text
+            from kenning.store.postgres.vectors import column_binary
 
-            at = names.index(schema.VECTOR_SOURCE)  # vec sent ready made: pgvector parses it, no SQL derivation
-            rows = [[*row, column_text(row[at])] for row in rows]
+            # vec sent ready made in pgvector's binary form (no SQL derivation, no text to write or parse)
+            at = names.index(schema.VECTOR_SOURCE)
+            rows = [[*row, column_binary(row[at])] for row in rows]
             columns += ", vec"
+            names.append("vec")
+            types = self._column_types(cursor, table, names)
             if "DO UPDATE" in tail:
                 tail += ", vec = EXCLUDED.vec"
         if not tail:
-            with cursor.copy(f"COPY {table}({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            self._copy_rows(cursor, table, columns, types, rows)
             return
         if "DO UPDATE" in tail:  # PostgreSQL refuses to update one row twice in a statement
             rows = dialect.last_per_key(table, columns, rows)
         scratch = f"kenning_bulk_{table}"
         cursor.execute(f"CREATE TEMP TABLE {scratch} ON COMMIT DROP AS SELECT {columns} FROM {table} WITH NO DATA")
         cursor.execute(f"ALTER TABLE {scratch} ADD COLUMN bulk_order BIGSERIAL")
-        with cursor.copy(f"COPY {scratch}({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        self._copy_rows(cursor, scratch, columns, types, rows)
         cursor.execute(f"INSERT INTO {table}({columns}) SELECT {columns} FROM {scratch} ORDER BY bulk_order {tail}")
         cursor.execute(f"DROP TABLE {scratch}")  # (a failure rolls the transaction back, and the table with it)
+
+    @staticmethod
+    def _copy_rows(cursor: Any, table: str, columns: str, types: list[int] | None, rows: list) -> None:
+        """One COPY: in text, or in binary when ``types`` gives each column's type."""
+        binary = " (FORMAT BINARY)" if types is not None else ""
+        with cursor.copy(f"COPY {table}({columns}) FROM STDIN{binary}") as copy:
+            if types is not None:
+                copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
+
+    def _column_types(self, cursor: Any, table: str, names: list[str]) -> list[int]:
+        """The type oids of ``table``'s columns ``names`` (a binary COPY states them), with ``cursor``
+        given a dumper that passes pgvector's binary form through for ``vector``."""
+        from psycopg.types import TypeInfo
+
+        info = self.raw.adapters.types.get("vector")
+        if info is None:
+            info = TypeInfo.fetch(self.raw, "vector")
+            info.register(self.raw)
+        cursor.adapters.register_dumper(None, _vector_dumper(info.oid))  # a cursor keeps its own adapters
+        found = dict(self.raw.execute(
+            "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+            "AND NOT attisdropped", (table,)).fetchall())
+        return [found[name] for name in names]
 
     @property
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
         return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_dumper(oid: int) -> type:
+    """A binary dumper for pgvector's type (its oid differs by database) that sends bytes as they are."""
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class VectorBinary(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: bytes) -> bytes:
+            return obj
+
+    VectorBinary.oid = oid
+    return VectorBinary
 
 
 def _configure(conn: Any) -> None:

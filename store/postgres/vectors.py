@@ -17,6 +17,7 @@ store/search.py) go in as a key array. How it searches follows the SQLite leg (r
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -43,18 +44,17 @@ def literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, np.float32).tolist()) + "]"
 
 
-def column_text(blob: bytes | None) -> str | None:
-    """``vec`` as a writer may hand it over (schema.py's trigger derives it when left out): the stored
-    float32 bytes as a pgvector literal of hexadecimal floats, which pgvector's strtof reads back to
-    the same bits (a float32 is exact as a float64, and its hex form is exact too; three times
-    cheaper to write than decimal); None for any other bytes (empty, ending in a partial word,
+def column_binary(blob: bytes | None) -> bytes | None:
+    """``vec`` as a writer may hand it over (schema.py's trigger derives it when left out), in
+    pgvector's binary form (int16 dimension, int16 zero, big-endian float4s): the stored float32
+    bits, byte-swapped, nothing parsed. None for any other bytes (empty, ending in a partial word,
     holding infinity or NaN), left to the trigger's SQL derivation."""
-    if not blob or len(blob) % 4:
+    if not blob or len(blob) % 4 or len(blob) // 4 > 16000:  # pgvector's largest dimension
         return None
     values = np.frombuffer(blob, "<f4")
     if not np.isfinite(values).all():
         return None
-    return "[" + ",".join(map(float.hex, values.tolist())) + "]"
+    return struct.pack(">HH", len(values), 0) + values.astype(">f4").tobytes()
 
 
 def index_name(dim: int, table: str = "embeddings") -> str:
