@@ -1,8 +1,8 @@
 """The vector leg of a PostgreSQL store: nearest neighbours from pgvector, in the server.
 
 Each embedding row carries its vector twice: the float32 bytes every backend stores (what `kenning
-migrate` copies) and ``vec``, a pgvector column the schema derives from them bit for bit
-(schema.py). A search is one query, so every process sees another's committed vector at its next
+migrate` copies) and ``vec``, a pgvector column holding them bit for bit: sent ready made by a
+bulk COPY (``column_binary``), else derived from them by the schema's trigger (schema.py). A search is one query, so every process sees another's committed vector at its next
 search; nothing is cached here. Filters are part of that query: the memories a search may return
 (scopes, category, updated-after, what the caller's view hides, worked out once for all legs by
 store/search.py) go in as a key array. How it searches follows the SQLite leg (retrieval/vector.py):
