@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from kenning.store.postgres.database import PostgresDatabase
-from kenning.store.postgres.schema import SCHEMA_VERSION
 from kenning.store.postgres.vectors import PgVectors, index_name
 
 DIM = 16
