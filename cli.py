@@ -487,7 +487,8 @@ def index(
         _print_embedding(report)
 
 
-@app.command(epilog="Example: kenning models --convert   (convert the configured model to ONNX once, with progress)")
+@app.command(epilog="Example: kenning models --convert   (convert the configured model to ONNX once, with progress; "
+                    "with KENNING_ENCODER=onnx-q8 also its 8-bit variant)")
 @handle_errors
 def models(
     ctx: typer.Context,
@@ -501,12 +502,13 @@ def models(
     configured = store.config.model or embeddings.DEFAULT_MODEL
     backend = embeddings.backend()
     if convert:
-        _convert(embeddings.resolve_model(store.config.model), as_json)
+        _convert(embeddings.resolve_model(store.config.model), "onnx" if backend == "torch" else backend, as_json)
     info = store.semantic.model_info()
     rows = [{"name": spec.name, "model_id": spec.model_id, "source": spec.source, "path": str(spec.path),
              "configured": spec.name == configured,
              "store_indexed_with": embeddings.encoder_id(spec, backend) == info["model_id"],
-             "onnx": str(onnx_export.onnx_file(spec)) if onnx_export.problem(spec) is None else None}
+             "onnx": str(onnx_export.onnx_file(spec)) if onnx_export.problem(spec) is None else None,
+             "onnx_q8": str(onnx_export.onnx_file(spec, "onnx-q8")) if onnx_export.problem(spec, "onnx-q8") is None else None}
             for spec in embeddings.list_models()]
     payload = {"configured": configured, "backend": backend, "store": info, "models": rows}
     if as_json:
@@ -523,14 +525,14 @@ def models(
                f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}")
 
 
-def _convert(spec, as_json: bool) -> None:
-    """Export spec to ONNX, showing each step."""
+def _convert(spec, variant: str, as_json: bool) -> None:
+    """Export spec to ONNX (and quantise it, for the onnx-q8 encoder), showing each step."""
     import time
 
     from kenning.retrieval import onnx_export
 
-    if not onnx_export.can_convert():
-        raise InvalidInput(f"converting needs sentence-transformers and torch: {INSTALL_EMBEDDINGS}")
+    if not onnx_export.can_convert(None if variant == "onnx" else spec, variant):
+        raise InvalidInput(f"converting needs {onnx_export.needed_packages(variant)} and torch: {INSTALL_EMBEDDINGS}")
     started = time.monotonic()
     with ui.err.status(f"converting {spec.name} to ONNX", spinner="dots") as status:
         def step(message: str) -> None:
@@ -538,7 +540,7 @@ def _convert(spec, as_json: bool) -> None:
             if not as_json:
                 ui.err.print(f"  {message}")
 
-        onnx_export.ensure(spec, step=step, force=True)
+        onnx_export.ensure(spec, variant, step=step, force=True)
     if not as_json:
         ui.out.print(f"converted {spec.name} in {time.monotonic() - started:.0f} s: {onnx_export.converted_dir(spec)}")
 

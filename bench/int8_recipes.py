@@ -8,7 +8,7 @@ float; for each one this measures, with torch computed in the same run:
 1. cosine to torch over the same 1,000 texts ``encoder_parity.py`` uses;
 2. nDCG@10 per collection and mode through the eval harness (``Store.rank``, as `kenning eval run`).
 
-The recipe's encoder is put in the encoder registry under the onnx-int8 backend with a model id of
+The recipe's encoder is put in the encoder registry under the onnx-q8 backend with a model id of
 its own, so its vectors never mix with another recipe's in the embedding cache (--work/cache).
 torch vectors come from, and go to, the shared cache ($KENNING_CACHE_DIR).
 
@@ -119,17 +119,19 @@ def torch_vectors(spec, texts, shared_cache: Path) -> np.ndarray:
 
 
 def ndcg(name: str, target: str, encoder, cache_dir: Path, modes: str) -> dict:
-    """nDCG@10 per mode with ``encoder`` serving the onnx-int8 backend (or torch when None)."""
+    """nDCG@10 per mode with ``encoder`` serving the onnx-q8 backend (or torch when None)."""
     from kenning.eval.harness import run_eval
     from kenning.retrieval import embeddings
 
     spec = embeddings.resolve_model()
-    backend = "torch" if encoder is None else "onnx-int8"
+    backend = "torch" if encoder is None else "onnx-q8"
     os.environ["KENNING_ENCODER"] = backend
     os.environ["KENNING_CACHE_DIR"] = str(cache_dir)
     if encoder is not None:
         embeddings._encoders[embeddings.encoder_id(spec, backend)] = encoder
     report = run_eval(target, modes=modes, group_sep=GROUP_SEP.get(name), progress=False)
+    # a backend that did not load answers lexically: its figures would be the lexical leg's, not the recipe's
+    assert embeddings.probe().working, f"the {backend} encoder did not run: {embeddings.probe().cause}"
     return {mode: row["nDCG@10"] for mode, row in report["modes"].items()}
 
 

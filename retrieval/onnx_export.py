@@ -19,8 +19,13 @@ residual + layer norm ``SkipLayerNormalization``, bias + GELU ``BiasGelu``. The 
 same (exact GELU, no approximation; cosine to the unfused graph 1.000000 on long abstracts), and
 batches run about a third faster per CPU-second.
 
-There is no int8 variant: every dynamic quantisation recipe measured moved nDCG@10 by more than the
-0.01 the issue allows on some development collection (``bench/int8_recipes.py``).
+One quantised variant is offered, ``onnx-q8``: the fused graph's matrix weights stored as 8-bit
+blocks of 32 with a scale each (onnxruntime's ``MatMulNBits``), the products run on int8 with the
+activations quantised per block too. It is made from the float file (no torch), checked against
+the float file's answers and kept beside it as ``model-q8.onnx``; the manifest records its recipe,
+and a changed recipe (``QUANT_VERSION``) makes it again. The per-tensor dynamic int8 recipes were
+measured and dropped: each moved nDCG@10 by more than 0.01 on some development collection
+(``bench/int8_recipes.py``, bench/results-encoder-int8.json).
 """
 
 from __future__ import annotations
@@ -41,10 +46,14 @@ import numpy as np
 EXPORT_VERSION = 3
 OPSET = 17
 MANIFEST = "manifest.json"
-VARIANTS = {"onnx": "model.onnx"}
+VARIANTS = {"onnx": "model.onnx", "onnx-q8": "model-q8.onnx"}
+# How each quantised variant is made from the float file (MatMulNBits: bits, block size, int8 compute).
+# Bump QUANT_VERSION when a recipe changes: the manifest entry of the old file then no longer matches.
+QUANT_VERSION = 1
+QUANTISED = {"onnx-q8": {"bits": 8, "block_size": 32, "is_symmetric": True, "accuracy_level": 4}}
 PROBE_TEXT = "kenning checks that the converted model still answers like the original"
 # A converted file must reproduce the reference probe vector this closely, else it is corrupt.
-PROBE_MIN_COSINE = {"onnx": 0.9999}
+PROBE_MIN_COSINE = {"onnx": 0.9999, "onnx-q8": 0.999}
 # Texts the export is checked on before it is kept: short, long (truncated), padded together.
 _CHECK_TEXTS = [
     "hi",
@@ -96,6 +105,8 @@ def problem(spec, variant: str = "onnx") -> str | None:
         return f"the ONNX conversion of {spec.name} is missing ({converted_dir(spec)})"
     entry = (manifest.get("files") or {}).get(variant, {})
     expected = entry.get("bytes")
+    if variant in QUANTISED and entry.get("recipe") != _recipe(variant):
+        return f"the {variant} file of {spec.name} is missing or was made by another recipe ({path})"
     if expected is None or not path.is_file():
         return f"the ONNX file {path} is missing"
     if path.stat().st_size != expected:
@@ -103,19 +114,84 @@ def problem(spec, variant: str = "onnx") -> str | None:
     return None
 
 
-def can_convert() -> bool:
-    """True when sentence-transformers (and with it torch) is installed to do a conversion."""
+def can_convert(spec=None, variant: str = "onnx") -> bool:
+    """True when what making ``variant`` needs is installed: sentence-transformers and torch for the
+    float export (for a quantised variant only when ``spec``'s float file is not there), the onnx
+    package for a quantised file."""
     import importlib.util
 
-    return importlib.util.find_spec("sentence_transformers") is not None and importlib.util.find_spec("torch") is not None
+    def has(*names: str) -> bool:
+        return all(importlib.util.find_spec(name) is not None for name in names)
+
+    needs_float = variant not in QUANTISED or spec is None or problem(spec, "onnx") is not None
+    if needs_float and not has("sentence_transformers", "torch"):
+        return False
+    return variant not in QUANTISED or has("onnx", "onnx_ir")
+
+
+def needed_packages(variant: str = "onnx") -> str:
+    """What to pip install so ``variant`` can be made."""
+    return "sentence-transformers onnx onnx-ir" if variant in QUANTISED else "sentence-transformers"
 
 
 def ensure(spec, variant: str = "onnx", step: Step | None = None, force: bool = False) -> Path:
-    """The converted file of ``spec``, converting first when it is missing or damaged."""
+    """The file of ``variant`` for ``spec``, converting (and quantising) first when it is missing or damaged.
+
+    ``force`` makes the variant again; for a quantised one that is the quantisation, from the float
+    file as it is (itself made first only when it is missing or damaged).
+    """
     with _locked(converted_dir(spec)):  # another process may be converting the same model
-        if force or problem(spec, variant) is not None:
+        if (force and variant == "onnx") or problem(spec, "onnx") is not None:
             convert(spec, step)
+        if variant in QUANTISED and (force or problem(spec, variant) is not None):
+            quantise(spec, variant, step)
     return onnx_file(spec, variant)
+
+
+def _recipe(variant: str) -> dict:
+    return {**QUANTISED[variant], "quant_version": QUANT_VERSION}
+
+
+def quantise(spec, variant: str, step: Step | None = None) -> dict:
+    """Make the quantised ``variant`` from the float file (no torch), check it, record it in the manifest.
+
+    The check: the probe and the export's check texts (short, long and truncated, non-Latin) must
+    keep cosine >= PROBE_MIN_COSINE[variant] to the float file's vectors.
+    """
+    step = step or (lambda message: None)
+    started = time.monotonic()
+    folder = converted_dir(spec)
+    source = onnx_file(spec, "onnx")
+    recipe = QUANTISED[variant]
+    step(f"quantising the weights to {recipe['bits']}-bit blocks of {recipe['block_size']} ({variant})")
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    tmp = _temp_path(folder, ".onnx")
+    try:
+        with _quiet_logs("onnxruntime.quantization"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantizer = MatMulNBitsQuantizer(onnx.load(str(source)), bits=recipe["bits"], block_size=recipe["block_size"],
+                                             is_symmetric=recipe["is_symmetric"], accuracy_level=recipe["accuracy_level"])
+            quantizer.process()
+            quantizer.model.save_model_to_file(str(tmp), False)
+        step(f"checking the {variant} model against the float one")
+        texts = [PROBE_TEXT, *_CHECK_TEXTS]
+        reference = _encode_with(spec, source, texts)
+        worst = float(np.min(np.sum(reference * _encode_with(spec, tmp, texts), axis=1)))
+        if worst < PROBE_MIN_COSINE[variant]:
+            raise RuntimeError(f"the {variant} model disagrees with the float one (cosine {worst:.5f})")
+        os.replace(tmp, folder / VARIANTS[variant])
+    finally:
+        tmp.unlink(missing_ok=True)
+    manifest = read_manifest(spec)
+    if manifest is None:  # the float file's manifest went away meanwhile: nothing to record against
+        raise RuntimeError(f"the ONNX conversion of {spec.name} disappeared while quantising")
+    manifest.setdefault("files", {})[variant] = {
+        "name": VARIANTS[variant], "bytes": (folder / VARIANTS[variant]).stat().st_size, "recipe": _recipe(variant),
+        "check_min_cosine": worst, "seconds": round(time.monotonic() - started, 1)}
+    _write_manifest(folder, manifest)
+    return manifest
 
 
 def convert(spec, step: Step | None = None) -> dict:

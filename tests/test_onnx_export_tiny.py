@@ -290,3 +290,54 @@ def test_a_graph_the_optimizer_cannot_read_is_not_fused_and_names_the_error(tmp_
     assert error.isidentifier() and error not in ("NoneType", "Exception")  # the exception's own type
     long = onnx_export.fuse(tmp_path / ("x" * 250 + ".onnx"), tmp_path / "fused.onnx", _BERT)
     assert long["fused"] is False and len(long["why"]) == 300  # cut, the path in it is longer
+
+
+def test_the_q8_variant_is_made_from_the_float_file_once_checked_and_keyed_by_its_recipe(tiny, torch_model,
+                                                                                          monkeypatch, tmp_path):
+    """onnx-q8: the float conversion first, then its 8-bit weights; a changed recipe makes it again, not the float file."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    steps: list[str] = []
+    path = onnx_export.ensure(tiny, "onnx-q8", step=steps.append)
+    folder = onnx_export.converted_dir(tiny)
+    quant_steps = ["quantising the weights to 8-bit blocks of 32 (onnx-q8)", "checking the onnx-q8 model against the float one"]
+    assert path == folder / "model-q8.onnx" and steps == _STEPS + quant_steps
+    assert sorted(p.name for p in folder.iterdir()) == [".lock", "manifest.json", "model-q8.onnx", "model.onnx"]
+    manifest = onnx_export.read_manifest(tiny)
+    entry = manifest["files"]["onnx-q8"]
+    assert entry["name"] == "model-q8.onnx" and entry["bytes"] == path.stat().st_size
+    assert entry["recipe"] == {"bits": 8, "block_size": 32, "is_symmetric": True, "accuracy_level": 4,
+                               "quant_version": onnx_export.QUANT_VERSION}
+    assert 0.999 <= entry["check_min_cosine"] <= 1.0001
+    assert onnx_export.problem(tiny, "onnx-q8") is None and onnx_export.problem(tiny) is None
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    assert ops.count("MatMulNBits") == 6 and "MatMul" not in ops  # per layer: attention output, FFN in and out
+    again: list[str] = []
+    assert onnx_export.ensure(tiny, "onnx-q8", step=again.append) == path and again == []
+    from kenning.retrieval.onnx_encoder import OnnxEncoder
+
+    texts = ["hi", "a much longer sentence about the gateway port and the nightly backups of the database"]
+    vectors = OnnxEncoder(tiny, path, model_id="q").encode(texts)
+    assert np.min(np.sum(vectors * torch_vectors(torch_model, texts), axis=1)) > 0.999
+    float_written = onnx_export.onnx_file(tiny).stat().st_mtime_ns
+    monkeypatch.setattr(onnx_export, "QUANT_VERSION", onnx_export.QUANT_VERSION + 1)
+    assert "made by another recipe" in onnx_export.problem(tiny, "onnx-q8")
+    redone: list[str] = []
+    onnx_export.ensure(tiny, "onnx-q8", step=redone.append)
+    assert redone == quant_steps and onnx_export.onnx_file(tiny).stat().st_mtime_ns == float_written
+    assert onnx_export.read_manifest(tiny)["files"]["onnx-q8"]["recipe"]["quant_version"] == onnx_export.QUANT_VERSION
+    forced: list[str] = []
+    onnx_export.ensure(tiny, "onnx-q8", step=forced.append, force=True)  # the quantisation again, not the export
+    assert forced == quant_steps and onnx_export.onnx_file(tiny).stat().st_mtime_ns == float_written
+    onnx_export.ensure(tiny, step=forced.append, force=True)  # a new float export drops the q8 entry: made again on use
+    assert "onnx-q8" not in onnx_export.read_manifest(tiny)["files"] and onnx_export.problem(tiny, "onnx-q8")
+
+
+def test_the_q8_encoder_has_its_own_id_so_its_vectors_never_mix_with_the_float_ones(tiny, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    q8 = embeddings.get_encoder(tiny, "onnx-q8")
+    plain = embeddings.get_encoder(tiny, "onnx")
+    assert q8.model_id == tiny.model_id + "@onnx-q8" != plain.model_id == tiny.model_id + "@onnx"
+    assert q8.onnx_file.name == "model-q8.onnx" and plain.onnx_file.name == "model.onnx"
+    monkeypatch.setenv("KENNING_ENCODER", "onnx-q8")
+    assert embeddings.encoder_id(tiny) == q8.model_id
+    embeddings._encoders.pop(q8.model_id), embeddings._encoders.pop(plain.model_id)
