@@ -64,7 +64,7 @@ def rank(
     rankings = {name: run(depth) for name, run in legs.items()}
     if evidence is not None and coverage_of is not None and VECTOR_LEG in rankings:
         keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
-        fused = fusion.evidence(rankings, coverage_of(keys), **evidence)
+        fused = fusion.evidence(rankings, coverage_of(keys), **evidence, limit=limit)
     else:
         fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]

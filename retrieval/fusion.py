@@ -6,6 +6,7 @@ by the best single-leg rank, then by document key, so the order is deterministic
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 RRF_K = 60.0
@@ -50,6 +51,7 @@ def evidence(
     cos_floor: float = 0.1,
     power: float = 3.0,
     bm25_share: float = BM25_SHARE,
+    limit: int | None = None,
 ) -> list[Fused]:
     """Fuse on absolute evidence instead of ranks: ``alpha * lexical + (1 - alpha) * cos'``.
 
@@ -62,6 +64,7 @@ def evidence(
     contributes little, where RRF would hand its rank 1 the same credit as a perfect match. That is
     what makes the hybrid at least as good as its better leg on every development set (see the
     eval baselines). Candidates are the union of the legs' lists; ties break as in ``rrf``.
+    ``limit`` keeps only the best ``limit`` (the same head the full sort gives, without sorting the rest).
     """
     fused: dict[int, Fused] = {}
     for leg, ranking in rankings.items():
@@ -77,4 +80,10 @@ def evidence(
         vector = item.legs.get("vector")
         semantic = max(0.0, vector[1] - cos_floor) / span if vector else 0.0
         item.score = alpha * lexical + (1.0 - alpha) * semantic
-    return sorted(fused.values(), key=lambda f: (-f.score, min(r for r, _ in f.legs.values()), f.key))
+
+    def order(f: Fused) -> tuple[float, int, int]:
+        return -f.score, min(r for r, _ in f.legs.values()), f.key
+
+    if limit is not None and limit < len(fused):
+        return heapq.nsmallest(limit, fused.values(), key=order)  # == sorted(...)[:limit]
+    return sorted(fused.values(), key=order)

@@ -81,7 +81,9 @@ def run(
     gives the semantic leg when the mode asks for vectors (made on first use: a lexical search
     never loads the vector code).
     """
-    vector = store_vector_leg(semantic()) if mode in ("semantic", "hybrid") else None
+    vector = None
+    if mode in ("semantic", "hybrid"):  # a hybrid search encodes its query while its lexical legs run
+        vector = store_vector_leg(semantic(), query if mode == "hybrid" else None)
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
     terms = list(dict.fromkeys(tokens))
@@ -150,11 +152,15 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]) -> tuple[dict[
     return {key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage
 
 
-def store_vector_leg(semantic: Semantic):
-    """The vector leg for this store, or None while the embeddings extra cannot run."""
+def store_vector_leg(semantic: Semantic, ahead: str | None = None):
+    """The vector leg for this store, or None while the embeddings extra cannot run. With ``ahead``
+    (a hybrid search's query) the query's encoding starts now, while the lexical legs run."""
     if not semantic.availability().working:
         return None
-    return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys)
+    if ahead is None:
+        return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys)
+    vector = semantic.query_vector_ahead(ahead)
+    return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys, vector)
 
 
 def _degraded_note(semantic: Semantic) -> Degraded:

@@ -86,11 +86,12 @@ _ahead_pool_lock = threading.Lock()
 
 
 def _encode_ahead_pool() -> ThreadPoolExecutor:
-    """One worker for the process: a write encodes one text, and writes of one store queue anyway."""
+    """The workers that encode a write's text or a query's while the caller does other work (two: a
+    server may search and write at once; more would only queue on two cores)."""
     global _ahead_pool
     with _ahead_pool_lock:
         if _ahead_pool is None:
-            _ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="kenning-encode-ahead")
+            _ahead_pool = ThreadPoolExecutor(2, thread_name_prefix="kenning-encode-ahead")
         return _ahead_pool
 
 
@@ -365,13 +366,15 @@ class Semantic:
         self.save()
 
     # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int, allowed_mems: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def search(self, query: str, k: int, allowed_mems: np.ndarray | None = None,
+               vector: Callable[[], np.ndarray] | None = None) -> list[tuple[int, float]]:
         """(memory key, cosine) best first, only above the floor, over the vectors that exist now.
 
+        ``vector`` gives the query's vector when its encoding was started earlier (``query_vector_ahead``).
         It never embeds the queue (``pending_count`` says how many memories it could not see).
         """
         encoder = self.encoder()
-        query_vector = self.query_vector(query)
+        query_vector = self.query_vector(query) if vector is None else vector()
         with self._lock:
             found = self.vectors.search(encoder, query_vector, k, allowed_mems, self.floor())
         self.save(force=False)
@@ -387,6 +390,35 @@ class Semantic:
         if key not in shared:
             shared[key] = encoder.encode_query(query)
         return shared[key]
+
+    def query_vector_ahead(self, query: str) -> Callable[[], np.ndarray]:
+        """Start encoding the query on a worker thread now and return what gives its vector: a hybrid
+        search runs its lexical legs meanwhile (onnxruntime releases the GIL), so it costs about the
+        longer of the two, not their sum. The vector is the one ``query_vector`` gives; a query this
+        thread already encoded (``one_encoding_per_query``), an encoder not loaded yet, an encoder
+        switched meanwhile or a failed encoding fall back to ``query_vector`` on the call.
+        """
+        encoder = self._encoder
+        shared = getattr(self._shared_queries, "vectors", None)
+        if encoder is None or (shared is not None and (encoder.model_id, query) in shared):
+            return lambda: self.query_vector(query)
+        try:
+            future = _encode_ahead_pool().submit(encoder.encode_query, query)
+        except RuntimeError:  # the interpreter is shutting down
+            return lambda: self.query_vector(query)
+
+        def vector() -> np.ndarray:
+            try:
+                found = future.result()
+            except Exception:
+                return self.query_vector(query)  # again on this thread: its error is the one to report
+            if self._encoder is not encoder:
+                return self.query_vector(query)
+            if shared is not None:
+                shared.setdefault((encoder.model_id, query), found)
+            return found
+
+        return vector
 
     @contextmanager
     def one_encoding_per_query(self) -> Iterator[None]:

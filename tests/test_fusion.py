@@ -115,3 +115,21 @@ def test_evidence_scales_by_a_best_bm25_below_one_and_counts_a_text_outside_bm25
     scores = {f.key: f.score for f in fused}
     assert scores == pytest.approx({1: 1.0, 2: 0.6 + 0.4 * 0.5, 3: 0.6})
     assert [f.key for f in fused] == [1, 2, 3]
+
+
+def test_evidence_with_a_limit_is_the_head_of_the_full_order():
+    """Random legs with many exact ties (few distinct scores): the limited answer is the full sort's head."""
+    import random
+
+    from kenning.retrieval.fusion import evidence
+
+    rng = random.Random(5)
+    for _ in range(200):
+        keys = rng.sample(range(60), rng.randint(0, 40))
+        legs = {leg: [(k, rng.choice([0.2, 0.5, 0.9])) for k in rng.sample(keys, rng.randint(0, len(keys)))]
+                for leg in ("keyword", "bm25", "vector")}
+        coverage = {k: rng.choice([0.0, 0.5, 1.0]) for k in keys}
+        full = evidence(legs, coverage)
+        for limit in (0, 1, 5, len(full), len(full) + 3):
+            head = evidence(legs, coverage, limit=limit)
+            assert [(f.key, f.score, f.legs) for f in head] == [(f.key, f.score, f.legs) for f in full[:limit]]

@@ -1,6 +1,7 @@
-"""A write encodes its text on a worker thread while its gates run (Semantic.encode_ahead), with the
-real packaged model: the vector is the one encoding after the commit would give, and a failure of
-either encoding never loses the write."""
+"""Encoding on a worker thread while other work runs, with the real packaged model: a write's text
+while its gates run (Semantic.encode_ahead), a hybrid query's while its lexical legs run
+(Semantic.query_vector_ahead). The vectors are the ones encoding inline gives, and a failed encoding
+never loses a write or a search."""
 
 import threading
 
@@ -105,3 +106,51 @@ def test_an_ahead_vector_is_used_only_for_its_own_text_and_encoder(store):
     assert _ready_vector(ahead, encoder, [(1, TEXT + " (edited)", "h")]) is None  # the committed text differs
     assert _ready_vector(ahead, object(), rows) is None  # the store switched encoder meanwhile
     assert _ready_vector(None, encoder, rows) is None
+
+
+def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loaded):
+    store, encoder, threads, _ = loaded
+    store.write(TEXT, scopes=["x"])
+    original = encoder.encode_query
+    query_threads: list[str] = []
+    encoder.encode_query = lambda text: (query_threads.append(threading.current_thread().name), original(text))[1]
+    try:
+        ahead = store.search("which port does authentication use", mode="hybrid")
+        assert len(query_threads) == 1 and query_threads[0].startswith("kenning-encode-ahead")
+        store.semantic.query_vector_ahead = lambda query: (lambda: store.semantic.query_vector(query))
+        inline = store.search("which port does authentication use", mode="hybrid")
+        assert query_threads[1] == threading.current_thread().name
+        assert [(h.id, h.score, h.legs) for h in ahead.hits] == [(h.id, h.score, h.legs) for h in inline.hits]
+        del store.semantic.query_vector_ahead
+        store.search("which port does authentication use", mode="semantic")  # one leg: nothing to overlap
+        assert query_threads[2] == threading.current_thread().name
+    finally:
+        del encoder.encode_query
+
+
+def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(loaded):
+    store, encoder, _, _ = loaded
+    written = store.write(TEXT, scopes=["x"]).id
+    original = encoder.encode_query
+
+    def encode_query(text):
+        if threading.current_thread().name.startswith("kenning-encode-ahead"):
+            raise RuntimeError("encoding failed on the worker")
+        return original(text)
+
+    encoder.encode_query = encode_query
+    try:
+        result = store.search("which port does authentication use", mode="hybrid")
+        assert result.hits[0].id == written and "vector" in result.hits[0].legs
+    finally:
+        del encoder.encode_query
+
+
+def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded):
+    store, encoder, _, _ = loaded
+    sem = store.semantic
+    with sem.one_encoding_per_query():
+        first = sem.query_vector_ahead("backups")()
+        assert sem.query_vector("backups") is first  # kept for the recall's other tiers
+        assert sem.query_vector_ahead("backups")() is first  # not encoded again
+    assert np.array_equal(first, encoder.encode_query("backups"))
