@@ -522,7 +522,8 @@ def models(
     for row in rows:
         marks = ", ".join(m for m, on in (("configured", row["configured"]), ("indexed", row["store_indexed_with"])) if on)
         _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""),
-               f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}")
+               f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}"
+               + (f"  ·  8-bit: {row['onnx_q8'] or 'not made yet (kenning models --convert)'}" if backend == "onnx-q8" else ""))
 
 
 def _convert(spec, variant: str, as_json: bool) -> None:

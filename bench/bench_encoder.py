@@ -79,15 +79,6 @@ spec = embeddings.resolve_model()
 out = {{}}
 
 
-def int8_encoder(spec):  # not offered (it fails the nDCG@10 bar): timed only, built by int8_recipes.py
-    from pathlib import Path
-    from int8_recipes import build
-    from kenning.retrieval import onnx_export
-    from kenning.retrieval.onnx_encoder import OnnxEncoder
-    folder = Path({int8_dir!r}); folder.mkdir(parents=True, exist_ok=True)
-    return OnnxEncoder(spec, build({int8_recipe!r}, onnx_export.ensure(spec), folder), "int8-timing")
-
-
 def one_thread_encoder(spec):  # the shipped graph on one intra-op thread, the default before 2
     from kenning.retrieval import onnx_export
     from kenning.retrieval.onnx_encoder import OnnxEncoder
@@ -96,7 +87,7 @@ def one_thread_encoder(spec):  # the shipped graph on one intra-op thread, the d
 
 backends = [("onnx", lambda: embeddings.get_encoder(spec, "onnx")),
             ("onnx-1thread", lambda: one_thread_encoder(spec)),
-            ("onnx-int8", lambda: int8_encoder(spec)),
+            ("onnx-q8", lambda: embeddings.get_encoder(spec, "onnx-q8")),
             ("torch", lambda: TorchEncoder(spec))]
 for name, load in backends:
     t0 = time.perf_counter(); encoder = load(); load_s = time.perf_counter() - t0
@@ -311,8 +302,10 @@ def main() -> None:
     parser.add_argument("--real-vectors", type=int, default=10**9,
                         help="above this size, encode only this many memories and give the rest those vectors "
                              "plus noise (encoding 100k texts takes an hour on a busy 2-core machine)")
-    parser.add_argument("--int8-recipe", default="reduce-range", help="the int8_recipes.py recipe timed in the "
-                        "int8 rows (int8 is not offered: every recipe failed the nDCG@10 bar)")
+    parser.add_argument("--backend", default="onnx", choices=["onnx", "onnx-q8"],
+                        help="the encoder of the stores, warm searches, writes, cold CLI and MCP rows "
+                             "(KENNING_ENCODER); the encoder rows time onnx, onnx-q8 and torch in any case")
+    parser.add_argument("--skip-cold", action="store_true", help="no cold CLI and MCP rows")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -325,32 +318,31 @@ def main() -> None:
 
     print("encoders ...", file=sys.stderr, flush=True)
     report["encoders"] = child(ENCODERS.format(here=str(HERE), queries=args.queries, batch=args.batch,
-                                               batch_corpus=str(args.batch_corpus or ""),
-                                               repeats=args.repeats, int8_dir=str(args.workdir / "int8"),
-                                               int8_recipe=args.int8_recipe))
+                                               batch_corpus=str(args.batch_corpus or ""), repeats=args.repeats))
     report["sizes"] = {}
+    backend, backend_env = args.backend, {"KENNING_ENCODER": args.backend}
     for n in sizes:
-        path = args.workdir / f"onnx-{n}"
+        path = args.workdir / f"{backend}-{n}"
         print(f"{n}: building ...", file=sys.stderr, flush=True)
         real = args.real_vectors if n > args.real_vectors else 0
-        row = {"build": build_store(path, n, "onnx", real), "vectors": "real" if not real else
+        row = {"build": build_store(path, n, backend, real), "vectors": "real" if not real else
                f"{real} encoded, the rest those vectors + N(0, 0.02) noise, renormalised"}
         print(f"{n}: warm search ...", file=sys.stderr, flush=True)
         row["warm"] = child(WARM.format(here=str(HERE), path=str(path), n=n, queries=args.queries,
-                                        repeats=args.repeats))
-        row["rss_hybrid"] = child(RSS.format(here=str(HERE), path=str(path), n=n, mode="hybrid"))
-        row["rss_bm25"] = child(RSS.format(here=str(HERE), path=str(path), n=n, mode="bm25"))
-        if n <= 10_000:
+                                        repeats=args.repeats), backend_env)
+        row["rss_hybrid"] = child(RSS.format(here=str(HERE), path=str(path), n=n, mode="hybrid"), backend_env)
+        row["rss_bm25"] = child(RSS.format(here=str(HERE), path=str(path), n=n, mode="bm25"), backend_env)
+        if n <= 10_000 and not args.skip_cold:
             queries = corpus.queries(args.runs, corpus_size=n)
             print(f"{n}: cold CLI and MCP ...", file=sys.stderr, flush=True)
-            row["cold_cli_hybrid_s"] = cold_cli(path, queries, args.runs, "onnx")
-            row["mcp"] = mcp_first_search(path, queries[0], args.runs, "onnx")
+            row["cold_cli_hybrid_s"] = cold_cli(path, queries, args.runs, backend)
+            row["mcp"] = mcp_first_search(path, queries[0], args.runs, backend)
         report["sizes"][n] = row
     smallest = min(sizes)
-    copy = args.workdir / f"writes-{smallest}"
+    copy = args.workdir / f"writes-{backend}-{smallest}"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(args.workdir / f"onnx-{smallest}", copy)
-    report["writes"] = {"onnx": child(WRITES.format(here=str(HERE), path=str(copy), writes=args.writes))}
+    shutil.copytree(args.workdir / f"{backend}-{smallest}", copy)
+    report["writes"] = {"onnx": child(WRITES.format(here=str(HERE), path=str(copy), writes=args.writes), backend_env)}
     if not args.skip_torch_stores:
         print("torch reference store ...", file=sys.stderr, flush=True)
         torch_path = args.workdir / f"torch-{smallest}"
@@ -370,13 +362,13 @@ def main() -> None:
         shutil.copytree(torch_path, copy)
         report["writes"]["torch"] = child(WRITES.format(here=str(HERE), path=str(copy), writes=args.writes // 2), env)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
-    report["table"] = table(report, sizes)
+    report["table"] = table(report, sizes, backend)
     print_table(report["table"])
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 
 
-def table(report: dict, sizes: list[int]) -> list[dict]:
+def table(report: dict, sizes: list[int], backend: str = "onnx") -> list[dict]:
     enc, at, torch_ref = report["encoders"], report["sizes"], report.get("torch_reference", {})
 
     def size_row(n, *keys):
@@ -393,7 +385,7 @@ def table(report: dict, sizes: list[int]) -> list[dict]:
             d = None if d is None else d.get(key)
         return d
 
-    onnx, one, int8, torch = enc["onnx"], enc["onnx-1thread"], enc["onnx-int8"], enc["torch"]
+    onnx, one, q8, torch = enc["onnx"], enc["onnx-1thread"], enc["onnx-q8"], enc["torch"]
     cold10 = size_row(10_000, "cold_cli_hybrid_s") or {}
     mcp = size_row(10_000, "mcp") or size_row(min(sizes), "mcp") or {}
     tw = report["writes"].get("torch", {})
@@ -402,15 +394,15 @@ def table(report: dict, sizes: list[int]) -> list[dict]:
          pair(torch["query_ms_p50"], torch["query_cpu_ms_p50"]), TARGETS["query_encode_ms"]),
         ("query encode, 1 intra-op thread, p50 ms", pair(one["query_ms_p50"], one["query_cpu_ms_p50"]),
          pair(torch["query_ms_p50"], torch["query_cpu_ms_p50"]), "(the default before: same run)"),
-        ("query encode int8 (withdrawn recipe), p50 ms", pair(int8["query_ms_p50"], int8["query_cpu_ms_p50"]),
-         pair(torch["query_ms_p50"], torch["query_cpu_ms_p50"]), "(int8: not offered, fails the nDCG bar)"),
+        ("query encode onnx-q8 (8-bit weights), p50 ms", pair(q8["query_ms_p50"], q8["query_cpu_ms_p50"]),
+         pair(torch["query_ms_p50"], torch["query_cpu_ms_p50"]), TARGETS["query_encode_ms"]),
         ("batch throughput, texts/s", pair(onnx["batch_per_s"], onnx["batch_per_cpu_s"]),
          pair(torch["batch_per_s"], torch["batch_per_cpu_s"]),
          f"{TARGETS['batch_speedup']}: x{onnx['batch_per_s'] / torch['batch_per_s']:.1f} "
          f"(cpu x{onnx['batch_per_cpu_s'] / torch['batch_per_cpu_s']:.1f})"),
-        ("batch throughput int8 (withdrawn recipe), texts/s", pair(int8["batch_per_s"], int8["batch_per_cpu_s"]),
+        ("batch throughput onnx-q8, texts/s", pair(q8["batch_per_s"], q8["batch_per_cpu_s"]),
          pair(torch["batch_per_s"], torch["batch_per_cpu_s"]),
-         f"x{int8['batch_per_s'] / torch['batch_per_s']:.1f} (cpu x{int8['batch_per_cpu_s'] / torch['batch_per_cpu_s']:.1f})"),
+         f"x{q8['batch_per_s'] / torch['batch_per_s']:.1f} (cpu x{q8['batch_per_cpu_s'] / torch['batch_per_cpu_s']:.1f})"),
         ("cold `kenning search --mode hybrid` at 10k, s", pair(cold10.get("wall_s"), cold10.get("cpu_s")),
          pair(get(torch_ref, "cold_cli_hybrid_s", "wall_s"), get(torch_ref, "cold_cli_hybrid_s", "cpu_s")),
          TARGETS["cold_cli_hybrid_10k_s"] + " (torch column: at 1k)"),
@@ -431,6 +423,8 @@ def table(report: dict, sizes: list[int]) -> list[dict]:
          TARGETS["rss_1k_mb"] + f" (bm25-only peer {size_row(1000, 'rss_bm25', 'rss_mb') or 0:.0f} MB)"),
         ("peak RSS, hybrid at 100k, MB", pair(size_row(100_000, "rss_hybrid", "rss_mb"), None), None, TARGETS["rss_100k_mb"]),
     ]
+    rows = [(m.replace("warm hybrid", f"warm hybrid ({backend})").replace("memory_write", f"memory_write ({backend})"),
+             o, t, g) for m, o, t, g in rows]
     return [{"measure": m, "onnx": o, "torch": t, "target": g} for m, o, t, g in rows]
 
 

@@ -14,9 +14,10 @@ Two measures, both with the reference computed in the same run:
     KENNING_CACHE_DIR=/work/wt/cache python bench/encoder_parity.py ../shared/eval-data --out parity.json
 
 The issue's bar: cosine >= 0.999 on every text; nDCG@10 within 0.003 of torch for onnx on every
-collection; int8 is offered only if it stays within 0.01 everywhere. No int8 recipe did, so
-int8 is no longer a backend: ``int8_recipes.py`` measures the recipes the same way (its figures in
-results-encoder-int8.json; results-encoder-parity.json keeps the int8 column of the withdrawn backend).
+collection; a quantised model is offered only if it stays within 0.01 everywhere.
+``int8_recipes.py`` measures the quantisation recipes the same way (figures in
+results-encoder-int8.json): the weight-only 8-bit one is the onnx-q8 backend; no per-tensor int8
+recipe passed (results-encoder-parity.json keeps the int8 column of that withdrawn backend).
 """
 
 from __future__ import annotations

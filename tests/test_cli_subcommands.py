@@ -138,3 +138,37 @@ def test_index_and_models_say_why_the_encoder_cannot_run(tmp_path):
     models = kenning(tmp_path, "models", **broken)
     assert models.returncode == 2 and models.stderr.startswith("error: KENNING_ENCODER='bogus' is not a backend")
     assert len(models.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow  # quantises the packaged model once (a few CPU seconds)
+def test_models_convert_makes_the_8bit_variant_the_store_then_uses(tmp_path):
+    """With KENNING_ENCODER=onnx-q8, `kenning models --convert` quantises the float conversion (linked
+    here, not exported again), and writes and searches run on the 8-bit file under its own id."""
+    from kenning.retrieval import embeddings, onnx_export
+
+    spec = embeddings.resolve_model()
+    source = onnx_export.ensure(spec)
+    folder = tmp_path / "cache" / "onnx" / source.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(source)
+    manifest = json.loads((source.parent / onnx_export.MANIFEST).read_text())
+    manifest["files"] = {"onnx": manifest["files"]["onnx"]}
+    (folder / onnx_export.MANIFEST).write_text(json.dumps(manifest))
+    env = {"KENNING_ENCODER": "onnx-q8", "KENNING_CACHE_DIR": str(tmp_path / "cache")}
+    store = ["--store", str(tmp_path / "store")]
+    written = kenning(tmp_path, *store, "write", "kiwi orchard watering schedule", "--scope", "x", **env)
+    assert written.returncode == 0, written.stderr
+    assert "kenning:   quantising the weights to 8-bit blocks of 32 (onnx-q8)" in written.stderr  # on first use
+    made = (folder / "model-q8.onnx").stat().st_mtime_ns
+    converted = kenning(tmp_path, *store, "models", "--convert", "--json", **env)  # made again on request
+    assert converted.returncode == 0, converted.stderr
+    assert (folder / "model-q8.onnx").stat().st_mtime_ns != made
+    report = json.loads(converted.stdout)
+    row = next(m for m in report["models"] if m["configured"])
+    assert report["backend"] == "onnx-q8" and row["onnx_q8"] == str(folder / "model-q8.onnx")
+    assert report["store"]["model_id"] == spec.model_id + "@onnx-q8" and report["store"]["pending"] == 0
+    assert (folder / "model.onnx").is_symlink()  # the float file was not exported again
+    found = json.loads(kenning(tmp_path, *store, "search", "fruit trees need water", "--mode", "semantic",
+                               "--json", **env).stdout)
+    assert found["hits"] and found["hits"][0]["matched_leg"] == "semantic"
