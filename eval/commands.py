@@ -93,7 +93,8 @@ def _what_ran(report: Mapping) -> str:
         f"bm25: k1 {c.get('bm25_k1')}, b {c.get('bm25_b')}, k3 {c.get('bm25_k3')}, idf {c.get('bm25_idf')}",
         f"hybrid fusion: {c.get('fusion')}"
         + (f" (alpha {c.get('evidence_alpha')}, cos floor {c.get('evidence_cos_floor')}, power {c.get('evidence_power')}, "
-           f"bm25 share {c.get('evidence_bm25_share')})"
+           f"bm25 share {c.get('evidence_bm25_share')}"
+           + (f", bm25 leg with feedback {c['hybrid_bm25_feedback']}" if "hybrid_bm25_feedback" in c else "") + ")"
            if c.get("fusion") == "evidence" else ""),
         f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
         f"weights keyword {w.get('keyword')} / bm25 {w.get('bm25')} / vector {w.get('vector')}",

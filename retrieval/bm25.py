@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -49,14 +50,16 @@ def search(
     allowed: np.ndarray | None = None,
     k1: float = K1,
     b: float = B,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float]]:
     """Best ``k`` documents sharing at least one term, as (doc key, BM25 score).
 
     ``terms`` are the query tokens with repeats: a term the query says n times weighs
-    ``query_weight(n)``, which long, verbose queries need.
+    ``query_weight(n)``, which long, verbose queries need. ``weights`` (term -> query weight)
+    replaces them when given: a query expanded by feedback (``feedback.expanded_query``).
     """
     counts = Counter(terms)
-    distinct = list(counts)
+    distinct = list(weights) if weights is not None else list(counts)
     if not distinct or index.n_docs == 0:
         return []
     postings = index.postings(distinct)
@@ -66,11 +69,13 @@ def search(
         lexids, tfs = postings[term]
         if lexids.size == 0:
             continue
-        weight = query_weight(counts[term]) * idf(index.n_docs, lexids.size)  # df over the whole live store, not the filter
+        said = query_weight(counts[term]) if weights is None else weights[term]
+        weight = said * idf(index.n_docs, lexids.size)  # df over the whole live store, not the filter
         saturated = _saturated(index, term, lexids, tfs, k1, b, avg_len)
         if allowed is None:
             all_ids.append(lexids)
-            all_scores.append(_weighted(index, term, counts[term], weight, saturated))
+            all_scores.append(_weighted(index, term, counts[term], weight, saturated) if weights is None
+                              else weight * saturated)
             continue
         lexids, saturated = restrict(lexids, saturated, allowed)
         all_ids.append(lexids)

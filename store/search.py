@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kenning.retrieval import bm25, engine, keyword
+from kenning.retrieval import bm25, engine, feedback, keyword
 from kenning.retrieval.lexical import contains
 from kenning.retrieval.text import query_tokens, surface_forms
 
@@ -97,6 +97,8 @@ def run(
             lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)
     if "bm25" in leg_names:
         runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+        if "vector" in leg_names and config.fusion == "evidence":
+            runs["bm25"] = _with_feedback(db, lexicon, tokens, allowed, config)
     if "vector" in leg_names:
         runs["vector"] = lambda n: vector(query, n, None if allowed is None else np.unique(lexicon.doc_key[allowed]))
 
@@ -190,6 +192,17 @@ def _allowed_mask(db: Database, lexicon, filters: Filters) -> np.ndarray | None:
         visible = ~np.isin(lexicon.doc_key, np.array(hidden, dtype=np.int64))
         allowed = (lexicon.live if allowed is None else allowed) & visible
     return allowed
+
+
+def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: StoreConfig) -> engine.LegRun:
+    """Evidence-fused hybrid's BM25 leg: a first pass, its best texts' words mixed into the query
+    (``retrieval.feedback``, RM3), a second pass with those weights."""
+    def run(n: int) -> list[tuple[int, float]]:
+        first = bm25.search(lexicon, tokens, feedback.FEEDBACK_DOCS, allowed, k1=config.bm25_k1, b=config.bm25_b)
+        texts = _texts(db, [k for k, _ in first])
+        weights = feedback.expanded_query(tokens, [(s, query_tokens(texts[k])) for k, s in first if k in texts])
+        return bm25.search(lexicon, [], n, allowed, k1=config.bm25_k1, b=config.bm25_b, weights=weights) if weights else []
+    return run
 
 
 def _texts(db: Database, keys: list[int]) -> dict[int, str]:

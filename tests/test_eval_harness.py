@@ -90,6 +90,7 @@ def test_the_report_names_the_label_rule_in_what_ran(grouped):
     report = run_eval(grouped, modes="bm25", progress=False)
     assert report["config"]["label_rule"] == labels.describe()
     assert f"label_rule {labels.describe()}" in _what_ran(report)
+    assert "bm25 leg with feedback rm3: 10 texts, 20 terms, query keeps 0.6" in _what_ran(report)
 
 
 def test_builtin_lexical_run_matches_the_rank_bm25_reference():

@@ -1,0 +1,87 @@
+"""Pseudo-relevance feedback (retrieval/feedback.py) and BM25 with explicit query weights."""
+
+import pytest
+
+from kenning.retrieval import bm25
+from kenning.retrieval.feedback import KEEP_QUERY, expanded_query
+from kenning.retrieval.text import query_tokens
+
+CORPUS = [
+    "Kidney failure after heart surgery is treated with dialysis",
+    "Dialysis of renal patients: catheter infections and their treatment",
+    "Renal replacement therapy for acute kidney injury, a dialysis trial",
+    "Heart surgery outcomes in elderly patients",
+    "Garden soil drains poorly after heavy rain",
+]
+
+
+def test_the_expanded_query_keeps_its_share_on_the_query_and_adds_the_feedback_words():
+    q = query_tokens("kidney dialysis")
+    fb = [(2.0, query_tokens(CORPUS[0])), (1.0, query_tokens(CORPUS[2]))]
+    w = expanded_query(q, fb, terms=5, keep=0.6)
+    assert sum(w.values()) == pytest.approx(1.0)
+    own = {t: w[t] for t in set(q)}
+    assert all(v > 0.6 / len(own) for v in own.values())  # query share plus the model's weight on them
+    added = [t for t in w if t not in own]
+    assert added and len(added) <= 5
+    # the better-scored text's words weigh more: "heart" (text 0 only) over "renal" (text 2 only)
+    assert w.get("heart", 0.0) > w.get("renal", 0.0)
+
+
+def test_without_feedback_the_query_comes_back_normalised_with_saturated_repeats():
+    q = query_tokens("dialysis dialysis kidney")
+    w = expanded_query(q, [])
+    assert w == pytest.approx({"dialysi": bm25.query_weight(2) / (bm25.query_weight(2) + 1),
+                               "kidney": 1 / (bm25.query_weight(2) + 1)})
+    assert sum(w.values()) == pytest.approx(1.0)
+    assert expanded_query([], [(1.0, ["x"])]) == {}
+    assert expanded_query(q, [(0.0, ["renal"]), (1.0, [])]) == pytest.approx(expanded_query(q, []))
+
+
+def test_keep_one_is_the_query_alone_and_ties_break_by_term():
+    q = query_tokens("kidney")
+    assert expanded_query(q, [(1.0, ["b", "a"])], keep=1.0) == pytest.approx({q[0]: 1.0, "a": 0.0, "b": 0.0})
+    w = expanded_query(q, [(1.0, ["b", "a", "c"])], terms=2, keep=0.5)
+    assert set(w) == {q[0], "a", "b"}  # equal weights: the first two terms in order
+    assert KEEP_QUERY < 1
+
+
+def test_weighted_bm25_equals_the_plain_leg_at_the_query_own_weights(store):
+    for text in CORPUS:
+        store.write(text, scopes=["fb"])
+    lex = store.lexicon.refresh()
+    for query in ("kidney dialysis", "heart heart surgery", "garden"):
+        tokens = query_tokens(query)
+        plain = bm25.search(lex, tokens, k=len(CORPUS))
+        counts = {t: bm25.query_weight(tokens.count(t)) for t in tokens}
+        weighted = bm25.search(lex, [], k=len(CORPUS), weights=counts)
+        assert [k for k, _ in weighted] == [k for k, _ in plain]
+        assert [s for _, s in weighted] == pytest.approx([s for _, s in plain])
+    # a feedback word finds a text the query's words do not hold, ranked under those that do
+    expanded = dict(bm25.search(lex, [], k=len(CORPUS), weights={"kidney": 0.7, "renal": 0.3}))
+    assert set(expanded) == {1, 3, 2} and expanded[2] < min(expanded[1], expanded[3])
+
+
+@pytest.mark.embeddings
+def test_evidence_hybrid_runs_its_bm25_leg_on_the_expanded_query_and_bm25_mode_does_not(store):
+    for text in CORPUS:
+        store.write(text, scopes=["fb"])
+    lex = store.lexicon.refresh()
+    query = "kidney dialysis"
+    tokens = query_tokens(query)
+    first = bm25.search(lex, tokens, k=10)
+    weights = expanded_query(tokens, [(s, query_tokens(CORPUS[k - 1])) for k, s in first])
+    expanded = bm25.search(lex, [], k=100, weights=weights)
+    assert len(weights) > len(set(tokens))  # the feedback added words
+    hybrid = store.search(query, mode="hybrid", auto_scope=False).hits
+    by_key = {CORPUS.index(h.snippet) + 1 if h.snippet in CORPUS else None: h for h in hybrid}
+    scored = {k: round(s, 6) for k, s in expanded}
+    legs = {k: h.legs["bm25"] for k, h in by_key.items() if k is not None and "bm25" in h.legs}
+    assert legs and all(leg.score == pytest.approx(scored[k], abs=1e-6) for k, leg in legs.items())
+    plain = {k: round(s, 6) for k, s in bm25.search(lex, tokens, k=100)}
+    for hit in store.search(query, mode="bm25", auto_scope=False).hits:
+        assert hit.score == pytest.approx(plain[CORPUS.index(hit.snippet) + 1], abs=1e-6)
+    store.configure(fusion="rrf")  # RRF's hybrid keeps the plain leg
+    for hit in store.search(query, mode="hybrid", auto_scope=False).hits:
+        if "bm25" in hit.legs:
+            assert hit.legs["bm25"].score == pytest.approx(plain[CORPUS.index(hit.snippet) + 1], abs=1e-6)
