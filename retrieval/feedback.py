@@ -5,7 +5,7 @@ The BM25 leg's best ``FEEDBACK_DOCS`` texts say which words the answers to this 
 text's word distribution, weighted by its share of those texts' BM25 scores, summed; the
 ``FEEDBACK_TERMS`` heaviest words become a second query, mixed with the original (``KEEP_QUERY``
 of the weight stays on the query's own terms), and BM25 runs again with those weights. Long
-technical questions gain most (med's BM25 leg .714 -> .756 nDCG@10): their answers share a
+technical questions gain most (med's BM25 leg alone .714 -> .753 nDCG@10): their answers share a
 vocabulary the question only half states. It runs inside evidence-fused hybrid only, whose
 lexical evidence still counts the query's own terms (coverage), so an expansion word can reorder
 texts that hold the query but never make one that lacks it look like a match; bm25 mode stays
