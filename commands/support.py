@@ -86,16 +86,28 @@ def _no_plugin_scan() -> None:
 
     stand_in = types.ModuleType(_PLUGIN_LOADER, "kenning's stand-in while PYDANTIC_DISABLE_PLUGINS is set")
 
-    def get_plugins() -> Any:
-        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in _PLUGINS_OFF:
-            return ()
+    def real_loader() -> Any:
         if sys.modules.get(_PLUGIN_LOADER) is stand_in:
             del sys.modules[_PLUGIN_LOADER]
         import importlib
 
-        return importlib.import_module(_PLUGIN_LOADER).get_plugins()
+        return importlib.import_module(_PLUGIN_LOADER)
+
+    def get_plugins() -> Any:
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in _PLUGINS_OFF:
+            return ()
+        return real_loader().get_plugins()
+
+    def hand_over(name: str) -> Any:
+        """Any other name (one a later pydantic may import from its loader) comes from the real
+        loader (PEP 562). Dunder names stay missing: the import system probes ``__path__`` on every
+        ``from ... import``, and that probe must not load the real loader."""
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(real_loader(), name)
 
     stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = hand_over  # type: ignore[attr-defined]
     sys.modules[_PLUGIN_LOADER] = stand_in
 
 

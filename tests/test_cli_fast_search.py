@@ -197,3 +197,39 @@ def test_plain_out_on_a_closed_pipe_exits_1_quietly(monkeypatch):
     with pytest.raises(SystemExit) as exit_:
         fast.PlainOut().print("kites")
     assert exit_.value.code == 1
+
+
+PLUGIN_STAND_IN = """
+import os, sys
+os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+from kenning.commands import support
+support.quick_process_defaults(["search", "x"])
+name = "pydantic.plugin._loader"
+stand_in = sys.modules[name]
+from pydantic.plugin._loader import get_plugins   # what pydantic imports today: the import probes __path__
+assert sys.modules[name] is stand_in and tuple(get_plugins()) == ()
+from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP   # any other name: the real loader's
+assert PYDANTIC_ENTRY_POINT_GROUP == "pydantic"
+real = sys.modules[name]
+assert real is not stand_in and real.PYDANTIC_ENTRY_POINT_GROUP == "pydantic"
+assert stand_in._loading_plugins is real._loading_plugins is False
+try:
+    from pydantic.plugin._loader import no_such_name
+except ImportError:
+    pass
+else:
+    raise AssertionError("a name the real loader lacks must stay an ImportError")
+import pydantic
+class M(pydantic.BaseModel):
+    a: int
+assert M(a=1).a == 1
+print("ok")
+"""
+
+
+def test_the_plugin_loader_stand_in_hands_any_other_name_to_the_real_loader():
+    """A later pydantic that imports another name from its private loader must still work: the
+    stand-in answers get_plugins itself (loading nothing) and hands every other name over."""
+    done = subprocess.run([sys.executable, "-c", PLUGIN_STAND_IN], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
