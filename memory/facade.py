@@ -13,8 +13,8 @@ from typing import Any
 from kenning.store import records, search as ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
-from . import boundary, events, health, maintenance, reads
-from .lifecycle import conflicts as conflict_ops, curation, overview, scoping, writes  # each imported on first use
+from . import boundary, events, reads
+from .lifecycle import conflicts as conflict_ops, curation, maintenance, overview, scoping, writes  # each on first use
 from .origin import Origin
 from .reads import MAX_LIMIT
 from .session import Session, SessionState
@@ -240,8 +240,8 @@ class Store(SessionState):
         """A cheap session-start picture without memory content: counts per scope, curation backlog, pending writes."""
         return overview.scope_overview(self._s, auto_scope)
 
-    def health(self, auto_scope: bool = True, limit: int = health.LISTED) -> dict[str, Any]:
-        """The curation report: counts per bucket and ``limit`` members of each, plus store totals."""
+    def health(self, auto_scope: bool = True, limit: int | None = None) -> dict[str, Any]:
+        """The curation report: counts per bucket and ``limit`` (default 10) members of each, plus store totals."""
         return overview.health_report(self._s, auto_scope, limit)
 
     def conflicts(self, auto_scope: bool = True, limit: int = MAX_LIMIT) -> list[dict[str, Any]]:
@@ -256,8 +256,6 @@ class Store(SessionState):
     def stats(self) -> dict[str, Any]:
         """What `kenning info` reports: schema version, counts and size, without memory text or an event."""
         return overview.stats(self._s)
-
-    REBUILDABLE = maintenance.REBUILDABLE
 
     def check(self) -> dict[str, Any]:
         """Verify the database and all derived data without changing anything: {ok, store, problems}."""

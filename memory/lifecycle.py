@@ -13,7 +13,7 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["conflicts", "curation", "overview", "scoping", "writes"]
+__all__ = ["conflicts", "curation", "maintenance", "overview", "scoping", "writes"]
 
 
 class LazyModule:
@@ -34,6 +34,6 @@ class LazyModule:
 
 
 if TYPE_CHECKING:
-    from . import conflicts, curation, overview, scoping, writes
+    from . import conflicts, curation, maintenance, overview, scoping, writes
 else:
-    conflicts, curation, overview, scoping, writes = (LazyModule(f"{__package__}.{name}") for name in __all__)
+    conflicts, curation, maintenance, overview, scoping, writes = (LazyModule(f"{__package__}.{name}") for name in __all__)

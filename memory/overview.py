@@ -44,9 +44,10 @@ def scope_overview(s: Session, auto_scope: bool) -> dict[str, Any]:
     }
 
 
-def health_report(s: Session, auto_scope: bool, limit: int) -> dict[str, Any]:
-    """The curation report (memory/health.py, ``limit`` of each bucket) plus store totals."""
-    limit = check_count(limit)
+def health_report(s: Session, auto_scope: bool, limit: int | None) -> dict[str, Any]:
+    """The curation report (memory/health.py, ``limit`` of each bucket, health.LISTED by default) plus
+    store totals."""
+    limit = health.LISTED if limit is None else check_count(limit)
     view = s.view(auto_scope)
     now = s.clock()
     _, total = scopes.scope_counts(s.db, view)
