@@ -130,9 +130,11 @@ def test_each_search_logs_one_event_on_either_path(home):
 
 
 def test_the_fast_path_loads_no_typer_click_or_rich(home):
+    """Nor the Store modules a search never calls (writes with its gates, health, maintenance)."""
     probe = ("import atexit, sys\n"
              "atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(sorted(m for m in sys.modules "
-             "if m.split('.')[0] in ('typer', 'click', 'rich', 'email')) or ['nothing']) + '\\n'))\n"
+             "if m.split('.')[0] in ('typer', 'click', 'rich', 'email') or m in ('kenning.memory.writes', "
+             "'kenning.memory.health', 'kenning.memory.maintenance')) or ['nothing']) + '\\n'))\n"
              "sys.argv = ['kenning', *sys.argv[1:]]\n"
              "from kenning.__main__ import main\n"
              "main()\n")
