@@ -317,14 +317,14 @@ class Lexicon:
         self.damaged |= damaged
 
     def _count(self, conn: sqlite3.Connection, added: dict[str, int], damaged: set[str]) -> None:
-        """Keep each merged term's posting count: the old count plus what was appended (a damaged
-        segment was overwritten, so those terms are counted afresh from their segments)."""
-        terms = [t for t in added if t not in damaged]
-        known: dict[str, int] = {}
-        for chunk in _chunks(terms):
-            marks = ",".join("?" * len(chunk))
-            known.update(conn.execute(f"SELECT term, n FROM {self.t.counts} WHERE term IN ({marks})", chunk).fetchall())
-        rows = [(t, known.get(t, 0) + added[t]) for t in terms]
+        """Keep each merged term's posting count: one upsert adds what was appended to the stored
+        count (no read first); a damaged segment was overwritten, so those terms are counted afresh."""
+        conn.executemany(
+            f"INSERT INTO {self.t.counts}(term, n) VALUES (?, ?) "
+            f"ON CONFLICT(term) DO UPDATE SET n = {self.t.counts}.n + excluded.n",
+            [(t, n) for t, n in added.items() if t not in damaged],
+        )
+        rows = []
         for term in damaged:
             total = conn.execute(f"SELECT COALESCE(SUM(length(postings)), 0) / 8 FROM {self.t.segments} WHERE term = ?",
                                  (term,)).fetchone()[0]

@@ -46,6 +46,8 @@ _JSON_EACH = re.compile(r"json_each\(\s*([\w.]+)\s*(?:,\s*" + _JSON_PATH + r")?\
                         re.IGNORECASE)
 _JSON_LENGTH = re.compile(r"json_array_length\(\s*([\w.]+)\s*,\s*" + _JSON_PATH + r"\s*\)")
 _INSERT = re.compile(r"^\s*INSERT\s+OR\s+(IGNORE|REPLACE)\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+_UPSERT_KEY = re.compile(r"(?<=^INSERT INTO )(\w+)(\(.*?\)\s+VALUES\s+\(.*?\)\s+)ON\s+CONFLICT\s*\(([^)]*)\)",
+                         re.IGNORECASE | re.DOTALL)
 _BLOB = re.compile(r"(?<![\w'])[xX]'([0-9a-fA-F]*)'")
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
 _KEYWORD_COLUMNS = re.compile(r"\b(offset)\b")  # columns whose names PostgreSQL reserves (lower case only)
@@ -111,7 +113,16 @@ def translate(sql: str) -> str:
                 sets.append("id = DEFAULT")
             target = CONFLICT_TARGETS.get(table, ", ".join(key))
             text += f" ON CONFLICT ({target}) DO UPDATE SET {', '.join(sets)}"
+    else:
+        text = _UPSERT_KEY.sub(_upsert_key, text)
     return _outside_literals(text, _plain)
+
+
+def _upsert_key(m: re.Match) -> str:
+    """``ON CONFLICT(key)`` of an upsert, with the key as PostgreSQL's unique index writes it."""
+    table, key = m.group(1), tuple(c.strip() for c in m.group(3).split(","))
+    target = CONFLICT_TARGETS.get(table) if REPLACE_KEYS.get(table) == key else None
+    return m.group(0) if target is None else f"{m.group(1)}{m.group(2)}ON CONFLICT ({target})"
 
 
 _BULK_INSERT = re.compile(r"^INSERT INTO (\w+)\(([^)]*)\) VALUES \((?:%s\s*,\s*)*%s\)\s*(ON CONFLICT .*)?$",
