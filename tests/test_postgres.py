@@ -38,6 +38,10 @@ def test_the_dialect_says_sqlite_idioms_in_postgresql():
     assert t("SELECT 'a?b%' || ? FROM meta WHERE value LIKE '50%'") == "SELECT 'a?b%%' || %s FROM meta WHERE value LIKE '50%%'"
     assert t("UPDATE transcript_ledgers SET offset = ? WHERE id = ?") == (
         'UPDATE transcript_ledgers SET "offset" = %s WHERE id = %s')
+    assert t("INSERT INTO lex_counts(term, n) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET n = lex_counts.n + excluded.n") == (
+        "INSERT INTO lex_counts(term, n) VALUES (%s, %s) ON CONFLICT ((md5(term))) DO UPDATE SET n = lex_counts.n + excluded.n")
+    assert t("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value") == (
+        "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
     with pytest.raises(ValueError, match="REPLACE_KEYS"):
         t("INSERT OR REPLACE INTO memories(id) VALUES (?)")
 
@@ -183,6 +187,7 @@ def test_a_long_executemany_goes_through_copy_and_ends_as_the_row_by_row_stateme
                 c.execute("DELETE FROM lex_segments")
                 c.execute("DELETE FROM embed_queue")
                 c.execute("DELETE FROM events")
+                c.execute("DELETE FROM lex_counts")
                 rows = [(f"bulk{i}", f"v{i}\t'quote'\\n") for i in range(n)]
                 chunks = [rows] if bulk else [[r] for r in rows]  # one long call, or calls too short for COPY
                 for chunk in chunks:
@@ -196,14 +201,20 @@ def test_a_long_executemany_goes_through_copy_and_ends_as_the_row_by_row_stateme
                 events = [(f"2026-01-01T00:00:{i % 60:02d}", "s", "write", f"m{i}") for i in range(n)]
                 for chunk in ([events] if bulk else [[e] for e in events]):
                     c.executemany("INSERT INTO events(at, session, kind, memory_id) VALUES (?, ?, ?, ?)", chunk)
+                counts = [(f"term{i}", i) for i in range(n)]  # added twice: the second call's rows all conflict
+                for chunk in ([counts, counts] if bulk else [[r] for r in counts + counts]):
+                    c.executemany("INSERT INTO lex_counts(term, n) VALUES (?, ?) "
+                                  "ON CONFLICT(term) DO UPDATE SET n = lex_counts.n + excluded.n", chunk)
             results[bulk] = db.read(lambda c: (
+                c.execute("SELECT term, n FROM lex_counts ORDER BY term").fetchall(),
                 c.execute("SELECT key, value FROM meta WHERE key LIKE 'bulk%' ORDER BY key").fetchall(),
                 c.execute("SELECT mem FROM embed_queue ORDER BY mem").fetchall(),
                 c.execute("SELECT term, seg, postings FROM lex_segments ORDER BY term, seg").fetchall(),
                 [r[1:] for r in c.execute("SELECT rowid, memory_id FROM events ORDER BY rowid").fetchall()]))
         finally:
             db.close()
-    meta, queue, segments, events = results[True]
+    counted, meta, queue, segments, events = results[True]
+    assert sorted((term, int(n)) for term, n in counted) == sorted((f"term{i}", 2 * i) for i in range(n))
     assert len(meta) == n and ("bulk1", "v1\t'quote'\\n") in [tuple(r) for r in meta]
     assert [r[0] for r in queue] == list(range(50))
     last = max(i for i in range(n) if i % 40 == 0 and i % 3 == 0)
