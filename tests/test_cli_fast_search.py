@@ -115,6 +115,7 @@ def test_a_missing_store_is_the_same_error_and_creates_nothing(home):
     assert not Path(missing).exists()
 
 
+@pytest.mark.sqlite_only  # counts the event rows in the SQLite file
 def test_each_search_logs_one_event_on_either_path(home):
     store = ["--store", str(home / "store")]
 
@@ -129,6 +130,7 @@ def test_each_search_logs_one_event_on_either_path(home):
     assert searches() == before + 2
 
 
+@pytest.mark.sqlite_only  # psycopg, which a PostgreSQL store needs, imports the email package itself
 def test_the_fast_path_loads_no_typer_click_or_rich(home):
     """Nor the Store modules a search never calls (writes with its gates, health, maintenance)."""
     probe = ("import atexit, sys\n"
