@@ -31,7 +31,7 @@ from .scopes import View
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from kenning.store.semantic import Ahead, Semantic
+    from kenning.store.semantic import Semantic
 
 
 class Session:
@@ -125,15 +125,14 @@ class Session:
         with self.db.transaction() as c:
             yield c
 
-    def embed_if_loaded(self, ids: list[str] | None = None, ahead: Ahead | None = None) -> None:
-        """Embed a written text now (milliseconds once the encoder is loaded, no torch; ``ahead`` is
-        its encoding started before the gates, Semantic.encode_ahead); without a working extra it
-        stays queued. Bulk writes (no ids) stay queued for `kenning index` or a server's background
-        embedder, which is woken: no write or search waits for a backlog."""
+    def embed_if_loaded(self, ids: list[str] | None = None) -> None:
+        """Embed a written text now (milliseconds once the encoder is loaded, no torch); without a
+        working extra it stays queued. Bulk writes (no ids) stay queued for `kenning index` or a
+        server's background embedder, which is woken: no write or search waits for a backlog."""
         if ids is None:
             self.semantic.wake_background()
         elif self.semantic.availability().working:
-            self.semantic.embed_memories(ids, ahead)
+            self.semantic.embed_memories(ids)
 
     def close(self) -> None:
         try:

@@ -19,7 +19,7 @@ from kenning.retrieval.text import tokens_and_terms
 from kenning.store import records
 from kenning.store.ids import new_ulid
 from kenning.store.models import ImportLine, ImportReport, Link, Memory, WriteResult, iso
-from kenning.store.semantic import Ahead, enqueue, forget
+from kenning.store.semantic import enqueue, forget
 
 from . import events, health, pending as pending_mod, requests
 from .claims import parse_claims
@@ -72,7 +72,7 @@ def write(
         "acknowledge_ungrounded": bool(acknowledge_ungrounded),
         "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
     }
-    memory, gated, ahead = _gated(s, request, source_transcript if groundedness_check else None)
+    memory, gated = _gated(s, request, source_transcript if groundedness_check else None)
     if isinstance(gated, WriteResult):
         return _credit_duplicate(s, gated)
     if memory.category == "user-inference" or s.config.require_write_confirmation:
@@ -88,7 +88,7 @@ def write(
                            removed_matches=gated.removed_matches, warnings=requests.warnings(memory))
     with s.transaction() as c:
         result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
-    s.embed_if_loaded([memory.id], ahead)
+    s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result)
 
 
@@ -101,7 +101,7 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
     refusal = write_enabled.check(s.config)
     if refusal is not None:
         return pipeline.refused(refusal).model_copy(update={"pending_id": staged.id, "pending_retained": True})
-    memory, gated, ahead = _gated(s, staged.request)
+    memory, gated = _gated(s, staged.request)
     if isinstance(gated, WriteResult):
         return _credit_duplicate(s, gated).model_copy(update={"pending_id": staged.id, "pending_retained": True})
     with s.transaction() as c:
@@ -110,7 +110,7 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
             return _gone(pending_id, state, staged)
         pending_mod.drop(c, staged.id)
         result = _commit(s, c, memory, gated, events.CONFIRM, {"pending_id": staged.id})
-    s.embed_if_loaded([memory.id], ahead)
+    s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result.model_copy(update={"pending_id": staged.id}))
 
 
@@ -485,9 +485,8 @@ def _credit_duplicate(s: Session, result: WriteResult) -> WriteResult:
 
 
 def _gated(s: Session, request: dict[str, Any],
-           source_transcript: str | None = None) -> tuple[Memory, WriteResult | pipeline.Passed, Ahead | None]:
-    """Validate a write request into a Memory and run the gates: (memory, refusal or what passed, its
-    text's encoding, started before the gates so the two overlap; see Semantic.encode_ahead)."""
+           source_transcript: str | None = None) -> tuple[Memory, WriteResult | pipeline.Passed]:
+    """Validate a write request into a Memory and run the gates: (memory, refusal or what passed)."""
     origin = request.get("origin")
     memory = requests.new_memory({
         "content": request["content"], "scopes": request["scopes"], "category": request["category"],
@@ -495,14 +494,13 @@ def _gated(s: Session, request: dict[str, Any],
         "links": request["links"], "claims": [{"spec": c} for c in request["claims"]], "origin": origin,
     }, s.clock())
     s.db.read(lambda c: records.check_link_targets(c, memory.links))
-    ahead = s.semantic.encode_ahead(memory.content)
     with s.db.lock:  # the lexicon's in-memory caches must not change under the gates' probe search
         gated = pipeline.run(
             s.db, s.lexicon, s.config, memory.content, memory.category, parse_claims(request["claims"]),
             origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
             scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
         )
-    return memory, gated, ahead
+    return memory, gated
 
 
 def _commit(s: Session, c: sqlite3.Connection, memory: Memory, passed: pipeline.Passed, kind: str,

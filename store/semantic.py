@@ -25,9 +25,8 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,22 +71,13 @@ def enqueue(conn: sqlite3.Connection, mems: list[int]) -> None:
     conn.executemany("INSERT OR IGNORE INTO embed_queue(mem) VALUES (?)", [(m,) for m in mems])
 
 
-@dataclass(frozen=True)
-class Ahead:
-    """A write's text being encoded on a worker thread while the write's gates and rows run."""
-
-    encoder: object
-    text: str
-    future: Future
-
-
 _ahead_pool: ThreadPoolExecutor | None = None
 _ahead_pool_lock = threading.Lock()
 
 
 def _encode_ahead_pool() -> ThreadPoolExecutor:
-    """The workers that encode a write's text or a query's while the caller does other work (two: a
-    server may search and write at once; more would only queue on two cores)."""
+    """The workers that encode a hybrid query while its lexical legs run (two: a server may run two
+    searches at once; more would only queue on two cores)."""
     global _ahead_pool
     with _ahead_pool_lock:
         if _ahead_pool is None:
@@ -226,26 +216,9 @@ class Semantic:
                 done += added
         return done
 
-    def encode_ahead(self, text: str) -> Ahead | None:
-        """Start encoding a write's text on a worker thread, so it runs while the write's gates and
-        rows do (onnxruntime releases the GIL): the write then costs about the longer of the two,
-        not their sum. Only with the encoder already loaded (a write does not load the model before
-        its gates pass) and without an embedding cache; otherwise None and the write encodes after
-        its commit as before. The vector is used only if the committed text is this text.
-        """
-        encoder = self._encoder
-        if encoder is None or self.cache is not None or self.db.read_only:
-            return None
-        try:
-            return Ahead(encoder, text, _encode_ahead_pool().submit(encoder.encode, [text]))
-        except RuntimeError:  # the interpreter is shutting down: encode after the commit instead
-            return None
-
-    def embed_memories(self, ids: list[str], ahead: Ahead | None = None) -> int:
+    def embed_memories(self, ids: list[str]) -> int:
         """Embed just these memories if they are queued (a write's own text); never raises.
 
-        ``ahead`` is the write's text encoded while it was gated (``encode_ahead``); a text it does
-        not match, or an encoding that failed, is encoded here instead.
         It does not wait for a running drain: should both embed one memory, the second commit
         finds it no longer queued and drops its vector.
         """
@@ -259,8 +232,7 @@ class Semantic:
                 f"AND m.removed_at IS NULL WHERE m.id IN ({marks})", ids).fetchall())
             if not rows:
                 return 0
-            ready = _ready_vector(ahead, encoder, rows)
-            return self._embed_rows(encoder, rows, None, ready)
+            return self._embed_rows(encoder, rows, None)
         except Exception as exc:  # the memory is committed either way; it stays queued
             log.warning("embedding %d new memor%s failed, left queued: %s", len(ids),
                         "y" if len(ids) == 1 else "ies", exc)
@@ -269,11 +241,9 @@ class Semantic:
     def _still_queued(self, mem: int) -> bool:
         return self.db.read(lambda c: c.execute("SELECT 1 FROM embed_queue WHERE mem = ?", (mem,)).fetchone()) is not None
 
-    def _embed_rows(self, encoder, rows: list[tuple[int, str, str]], progress,
-                    ready: dict[str, np.ndarray] | None = None) -> int:
-        """Encode rows (outside the lock; ``ready`` holds texts already encoded), then commit them and
-        update the index in one step."""
-        vectors = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress, ready)
+    def _embed_rows(self, encoder, rows: list[tuple[int, str, str]], progress) -> int:
+        """Encode rows (outside the lock), then commit them and update the index in one step."""
+        vectors = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress)
         with self._lock:
             if self._encoder is not encoder:
                 return 0  # the store switched model meanwhile; these vectors belong to no one
@@ -301,11 +271,8 @@ class Semantic:
                 self.vectors.committed(before, after, added, dropped)
         return len(added)
 
-    def _vectors_for(self, encoder, texts: list[str], digests: list[str], progress,
-                     ready: dict[str, np.ndarray] | None = None) -> np.ndarray:
-        """Vectors for texts: ``ready`` ones (by text), reuse rows with the same text hash, encode only the rest."""
-        if ready and all(t in ready for t in texts):
-            return np.stack([ready[t] for t in texts])
+    def _vectors_for(self, encoder, texts: list[str], digests: list[str], progress) -> np.ndarray:
+        """Vectors for texts: reuse rows with the same text hash, encode only the rest."""
         known: dict[str, bytes] = {}
         marks = ",".join("?" * len(digests))
         known.update(self.db.read(lambda c: c.execute(
@@ -468,19 +435,6 @@ class Semantic:
         encoder = self.encoder()
         with self._lock:
             self.vectors.rebuild(encoder)
-
-
-def _ready_vector(ahead: Ahead | None, encoder, rows: list[tuple[int, str, str]]) -> dict[str, np.ndarray] | None:
-    """The vector encoded ahead, keyed by its text, if it is this encoder's and of a text in rows."""
-    if ahead is None or ahead.encoder is not encoder or all(r[1] != ahead.text for r in rows):
-        if ahead is not None:
-            ahead.future.cancel()
-        return None
-    try:
-        return {ahead.text: ahead.future.result()[0]}
-    except Exception as exc:  # encoded again below; if that fails too, the memory stays queued
-        log.warning("encoding a write ahead failed, encoding it again: %s", exc)
-        return None
 
 
 class _BackgroundEmbedder:
