@@ -57,18 +57,19 @@ def high(M, near, c_alone, c, v, c2, m, v2):
                                        | ((cos >= c2) & (M[:, C["nmatch"]] >= m) & (cov >= v2)))
 
 
-def table():
-    """Per rule: per collection (top-high share, high hits, judged-relevant high hits, high share) and
-    per unanswerable set its top-high share."""
+def table(grid=GRID, rule_high=high, needed=lambda rule: rule[4] != 2.0 or rule[5:] == (3, 0.3)):
+    """Per rule of `grid` that `needed` keeps: per collection (top-high share, high hits,
+    judged-relevant high hits, high share) and per unanswerable set its top-high share.
+    labelrule3.py calls it with its own grid and rule."""
     out = {}
-    for rule in GRID:
-        if rule[4] == 2.0 and rule[5:] != (3, 0.3):
-            continue  # branch (c) off: its other settings do not matter
+    for rule in grid:
+        if not needed(rule):
+            continue  # a branch that is off: its other settings do not matter
         col = {}
         for n in names:
-            h = high(A[n], *rule)
+            h = rule_high(A[n], *rule)
             col[n] = (h[TOP[n]].mean(), int(h.sum()), int(A[n][h, C["y"]].sum()), h.mean())
-        out[rule] = (col, {k: high(M, *rule).mean() for k, (_, M) in SETS.items()})
+        out[rule] = (col, {k: rule_high(M, *rule).mean() for k, (_, M) in SETS.items()})
     return out
 
 
@@ -95,17 +96,16 @@ def strictness(rule):
 def line(T, n, rule):
     col, uns = T[rule]
     top, nh, nrel, share = col[n]
-    hosted = {k: round(u, 3) for k, u in uns.items() if SETS[k][0] == n}
+    hosted = {k: round(float(u), 3) for k, u in uns.items() if SETS[k][0] == n}
     return "%-14s top-high %.3f | high share %.3f precision %s | unanswerable top-high %s" % (
         n, top, share, "%.3f" % (nrel / nh) if nh else "-", hosted)
 
 
-if __name__ == "__main__":
-    T = table()
-    print("P@1:", {n: round(P1[n], 2) for n in names}, "dense:", DENSE)
-    shipped = (0.9, 0.8, 0.45, 0.8, 2.0, 3, 0.3)
+def report(T, choose, shipped, shipped_title):
+    """The shipped rule and the one chosen on all collections, each collection's line, then each
+    collection scored by the rule chosen without it (labelrule3.py prints the same report)."""
     chosen = choose(T, names)
-    for title, rule in (("before (shipped)", shipped), ("chosen on all six", chosen)):
+    for title, rule in ((shipped_title, shipped), ("chosen on all six", chosen)):
         print(title, rule)
         for n in names:
             print("  " + line(T, n, rule))
@@ -113,3 +113,9 @@ if __name__ == "__main__":
     for n in names:
         rule = choose(T, [m for m in names if m != n])
         print("  %s\n    %s" % (rule, line(T, n, rule)))
+
+
+if __name__ == "__main__":
+    T = table()
+    print("P@1:", {n: round(float(P1[n]), 2) for n in names}, "dense:", DENSE)
+    report(T, choose, (0.9, 0.8, 0.45, 0.8, 2.0, 3, 0.3), "before (shipped)")

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import labelrule2 as L2
 
-C, A, TOP, SETS, DENSE, names = L2.C, L2.A, L2.TOP, L2.SETS, L2.DENSE, L2.names
+C, SETS, DENSE = L2.C, L2.SETS, L2.DENSE
 OBJECTIVE = os.environ.get("LABELRULE_OBJECTIVE", "maximin")
 GRID = list(itertools.product(
     (0.95,), (0.75, 0.78, 0.8, 0.85), (0.4, 0.45, 0.5), (0.7, 0.8),
@@ -30,19 +30,9 @@ def high(M, near, c_alone, c, v, c2, m, v2, c3, v3):
                                        | ((cos >= c3) & (M[:, C["rare"]] > 0) & (cov >= v3)))
 
 
-def table():
-    out = {}
-    for rule in GRID:
-        if rule[4] == 2.0 and rule[5] != 3:
-            continue
-        if rule[7] == 2.0 and rule[8] != 0.5:
-            continue
-        col = {}
-        for n in names:
-            h = high(A[n], *rule)
-            col[n] = (h[TOP[n]].mean(), int(h.sum()), int(A[n][h, C["y"]].sum()), h.mean())
-        out[rule] = (col, {k: high(M, *rule).mean() for k, (_, M) in SETS.items()})
-    return out
+def needed(rule):
+    """A branch that is off (c2 or c3 at 2.0) needs only one setting of its other thresholds."""
+    return (rule[4] != 2.0 or rule[5] == 3) and (rule[7] != 2.0 or rule[8] == 0.5)
 
 
 def strictness(rule):
@@ -65,24 +55,7 @@ def choose(T, train):
     return best[1]
 
 
-def line(T, n, rule):
-    col, uns = T[rule]
-    top, nh, nrel, share = col[n]
-    hosted = {k: round(float(u), 3) for k, u in uns.items() if SETS[k][0] == n}
-    return "%-14s top-high %.3f | high share %.3f precision %s | unanswerable top-high %s" % (
-        n, top, share, "%.3f" % (nrel / nh) if nh else "-", hosted)
-
-
 if __name__ == "__main__":
-    T = table()
+    T = L2.table(GRID, high, needed)
     print(len(T), "rules, objective", OBJECTIVE)
-    shipped = (0.95, 0.85, 0.45, 0.8, 0.55, 3, 0.3, 2.0, 0.5)
-    chosen = choose(T, names)
-    for title, rule in (("shipped", shipped), ("chosen on all six", chosen)):
-        print(title, rule)
-        for n in names:
-            print("  " + line(T, n, rule))
-    print("leave-one-collection-out (chosen on five, scored on the sixth)")
-    for n in names:
-        rule = choose(T, [m for m in names if m != n])
-        print("  %s\n    %s" % (rule, line(T, n, rule)))
+    L2.report(T, choose, (0.95, 0.85, 0.45, 0.8, 0.55, 3, 0.3, 2.0, 0.5), "shipped")
