@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx_graphs import write_plain_graph
 
 from kenning.retrieval import embeddings, onnx_export
 
@@ -106,15 +107,7 @@ def test_the_float_graph_is_fused_by_the_transformer_optimizer(onnx_encoder):
 
 def test_a_graph_the_optimizer_cannot_fuse_is_left_as_exported(tmp_path):
     """No recipe for the model type, or no attention in the graph: nothing is written, the plain export stays."""
-    import onnx
-    from onnx import TensorProto, helper
-
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.5] * 16)
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "plain",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
-    source, target = tmp_path / "plain.onnx", tmp_path / "fused.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    source, target = write_plain_graph(tmp_path / "plain.onnx"), tmp_path / "fused.onnx"
 
     class Config:
         model_type, num_attention_heads, hidden_size = "bert", 1, 4

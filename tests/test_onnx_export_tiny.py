@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx_graphs import write_plain_graph
 
 from kenning.retrieval import embeddings, onnx_export
 
@@ -268,14 +269,7 @@ _BERT = type("Bert", (), {"model_type": "bert", "num_attention_heads": 1, "hidde
 
 
 def test_a_graph_without_attention_is_not_fused_and_says_what_was_found(tmp_path):
-    from onnx import TensorProto, helper
-
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.5] * 16)
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "plain",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
-    source, target = tmp_path / "plain.onnx", tmp_path / "fused.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    source, target = write_plain_graph(tmp_path / "plain.onnx"), tmp_path / "fused.onnx"
     result = onnx_export.fuse(source, target, _BERT)
     assert result == {"fused": False, "why": "the optimizer found no attention to fuse", "operators": {}}
     assert not target.exists()

@@ -170,18 +170,26 @@ def _schema_up_to(conn, version: int) -> None:
     conn.execute("INSERT INTO kenning_schema(version) VALUES (%s)", (version,))
 
 
-def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_vectors(postgres_url):
-    """Schema 3 derives ``transcript_embeddings.vec`` for the vectors a store already holds."""
+def _old_store(url: str, version: int, table: str, vectors: np.ndarray) -> None:
+    """A store as an older kenning made it (schema steps 1..``version``), holding ``vectors`` for
+    memories 1, 2, ... in ``table`` (embeddings rows get the text hash 'h')."""
     import psycopg
 
+    hashed = table == "embeddings"
+    insert = (f"INSERT INTO {table}(mem, model_id, content_hash, vector) VALUES (%s, %s, 'h', %s)" if hashed
+              else f"INSERT INTO {table}(mem, model_id, vector) VALUES (%s, %s, %s)")
+    with psycopg.connect(url, autocommit=True) as conn:
+        _schema_up_to(conn, version)
+        for i, v in enumerate(vectors):
+            conn.execute(insert, (i + 1, MODEL.model_id, v.tobytes()))
+
+
+def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_vectors(postgres_url):
+    """Schema 3 derives ``transcript_embeddings.vec`` for the vectors a store already holds."""
     from kenning.store.postgres.schema import MIGRATIONS
 
     vectors = _unit(np.random.default_rng(5).standard_normal((3, DIM)))
-    with psycopg.connect(postgres_url, autocommit=True) as conn:  # a store made by schema 2, with vectors in it
-        _schema_up_to(conn, 2)
-        for i, v in enumerate(vectors):
-            conn.execute("INSERT INTO transcript_embeddings(mem, model_id, vector) VALUES (%s, %s, %s)",
-                         (i + 1, MODEL.model_id, v.tobytes()))
+    _old_store(postgres_url, 2, "transcript_embeddings", vectors)
     db = PostgresDatabase(postgres_url)
     try:
         assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == len(MIGRATIONS)
@@ -194,17 +202,11 @@ def test_a_version_2_store_gains_the_transcript_vector_column_from_its_stored_ve
 def test_a_version_3_store_keeps_its_vector_column_and_derives_new_ones(postgres_url):
     """Schema 5 turns the generated column into a trigger-filled one: the values already there stay,
     and a row inserted afterwards, one by one or in bulk, gets its own."""
-    import psycopg
-
     from kenning.store.postgres.schema import MIGRATIONS
 
     rng = np.random.default_rng(6)
     old, new = _unit(rng.standard_normal((3, DIM))), _unit(rng.standard_normal((70, DIM)))
-    with psycopg.connect(postgres_url, autocommit=True) as conn:  # a store made by schema 3
-        _schema_up_to(conn, 3)
-        for i, v in enumerate(old):
-            conn.execute("INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (%s, %s, 'h', %s)",
-                         (i + 1, MODEL.model_id, v.tobytes()))
+    _old_store(postgres_url, 3, "embeddings", old)
     db = PostgresDatabase(postgres_url)
     try:
         assert db.read(lambda c: c.raw.execute("SELECT version FROM kenning_schema").fetchone()[0]) == len(MIGRATIONS)
