@@ -19,6 +19,8 @@ from kenning.errors import InvalidInput
 from kenning.store.db import Database
 from kenning.store.models import iso
 
+from .gates.secret_marks import may_hold_secret
+
 # kinds the store itself logs; other modules add their own (audit: turn_audited, search_miss)
 SEARCH, SHOW, LIST = "search", "show", "list"
 WRITE, PENDING, CONFIRM, CANCEL = "write", "pending", "confirm", "cancel"
@@ -79,12 +81,14 @@ def _mask_short(text: str) -> str:
 def _masked(value: Any) -> Any:
     """The payload with secret-looking spans masked in every string: what a caller typed (a search
     query, an audited user turn) is logged, but a secret in it is not."""
-    from kenning.memory.gates.credentials import mask
-
     if isinstance(value, str):
-        if len(value) < 8:
+        if len(value) < 8 or not may_hold_secret(value):  # most strings: no pattern can match
             return value
-        return _mask_short(value) if len(value) <= 64 else mask(value)
+        if len(value) <= 64:
+            return _mask_short(value)
+        from kenning.memory.gates.credentials import mask
+
+        return mask(value)
     if isinstance(value, dict):
         return {k: _masked(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
