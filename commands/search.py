@@ -6,6 +6,10 @@ the plain forms of the command line, ``[--store DIR] search QUERY [options]``, i
 through ``PlainOut``; any other form (help, ``--``, an unknown or malformed option, a value that
 starts with a dash, a second word) returns None and the typer app answers it, so every message about
 a bad command line stays click's. Both paths print with ``show_search``: the output is the same bytes.
+
+A keyword or bm25 search is answered as plain data (memory/reads.py ``search_plain``), so it loads no
+pydantic either; a semantic or hybrid one, ``--expand-top``, or a store whose settings or hits only
+the models read as they are, is answered by ``Store.search``.
 """
 
 from __future__ import annotations
@@ -136,11 +140,16 @@ def run_fast(args: list[str]) -> int | None:
     store, code = None, 0
     try:
         try:
-            store = support.open_located(options["store"], create=False)
-            result = store.search(options["query"], mode=options["mode"], scopes=options["scope"],
-                                  limit=options["limit"], category=options["category"],
-                                  expand_top=options["expand_top"], auto_scope=not options["no_auto_scope"],
-                                  since_prior_session=options["since_prior_session"])
+            directory = support.located(options["store"], create=False)
+            result, store = _plain_search(directory, options)
+            if result is None:
+                from kenning.memory.facade import Store
+
+                store = Store(directory)
+                result = store.search(options["query"], mode=options["mode"], scopes=options["scope"],
+                                      limit=options["limit"], category=options["category"],
+                                      expand_top=options["expand_top"], auto_scope=not options["no_auto_scope"],
+                                      since_prior_session=options["since_prior_session"])
             show_search(result, options["as_json"])
         except KenningError as exc:
             support.say_error(str(exc))
@@ -159,6 +168,27 @@ def run_fast(args: list[str]) -> int | None:
         _quiet_stdout()  # as click does on a closed pipe: no second error at exit, exit 1
         return 1
     return code
+
+
+def _plain_search(directory: Any, options: dict[str, Any]) -> tuple[Any, Any]:
+    """(the plain answer, its open session), or (None, None) when the models must answer."""
+    if options["expand_top"]:
+        return None, None
+    from kenning.memory.reads import search_plain
+    from kenning.memory.session import Session
+    from kenning.store.plain import utcnow
+
+    session = Session(directory, utcnow, None, None)
+    try:
+        result = search_plain(session, options["query"], options["mode"], options["scope"], options["limit"],
+                              options["category"], not options["no_auto_scope"], options["since_prior_session"])
+    except BaseException:
+        session.close()
+        raise
+    if result is None:
+        session.close()
+        return None, None
+    return result, session
 
 
 def _quiet_stdout() -> None:

@@ -41,9 +41,17 @@ def cli_store(ctx: typer.Context) -> Any:
 
 
 def open_located(store_dir: str | None, create: bool) -> Any:
-    """The store ``--store`` (or $KENNING_URL / $KENNING_HOME, ...) names. Unless ``create``, a store
-    that does not exist is an error that names the path and why it was chosen, and nothing is
-    created: a typo in --store or $KENNING_HOME must not make a new empty store."""
+    """The store ``--store`` (or $KENNING_URL / $KENNING_HOME, ...) names, opened."""
+    directory = located(store_dir, create)
+    from kenning.memory.facade import Store
+
+    return Store(directory)
+
+
+def located(store_dir: str | None, create: bool) -> Any:
+    """The directory or URL of the store ``--store`` (or $KENNING_URL / $KENNING_HOME, ...) names.
+    Unless ``create``, a store that does not exist is an error that names the path and why it was
+    chosen, and nothing is created: a typo in --store or $KENNING_HOME must not make a new empty store."""
     from kenning.store.backend import exists
     from kenning.store.location import locate_store
 
@@ -51,9 +59,7 @@ def open_located(store_dir: str | None, create: bool) -> Any:
     if not create and not exists(directory):
         raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
                            "or write a memory to create it")
-    from kenning.memory.facade import Store
-
-    return Store(directory)
+    return directory
 
 
 # commands that run long or do bulk numeric work, where OpenBLAS's threads may pay for themselves
@@ -68,47 +74,6 @@ def quick_process_defaults(args: list[str]) -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if LONG_RUNNING.isdisjoint(args) and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    _no_plugin_scan()
-
-
-_PLUGIN_LOADER = "pydantic.plugin._loader"
-_PLUGINS_OFF = ("__all__", "1", "true")  # the values pydantic reads as "no plugins"
-
-
-def _no_plugin_scan() -> None:
-    """pydantic imports its plugin loader when it builds its first validator, and the loader imports
-    importlib.metadata (with email, zipfile, csv, tempfile: ~15-25 ms of CPU) before it reads
-    PYDANTIC_DISABLE_PLUGINS. While plugins are off, a stand-in answers ``get_plugins`` with none,
-    as the loader would; the moment the variable says otherwise it hands over to the real loader."""
-    if _PLUGIN_LOADER in sys.modules or os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in _PLUGINS_OFF:
-        return
-    import types
-
-    stand_in = types.ModuleType(_PLUGIN_LOADER, "kenning's stand-in while PYDANTIC_DISABLE_PLUGINS is set")
-
-    def real_loader() -> Any:
-        if sys.modules.get(_PLUGIN_LOADER) is stand_in:
-            del sys.modules[_PLUGIN_LOADER]
-        import importlib
-
-        return importlib.import_module(_PLUGIN_LOADER)
-
-    def get_plugins() -> Any:
-        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in _PLUGINS_OFF:
-            return ()
-        return real_loader().get_plugins()
-
-    def hand_over(name: str) -> Any:
-        """Any other name (one a later pydantic may import from its loader) comes from the real
-        loader (PEP 562). Dunder names stay missing: the import system probes ``__path__`` on every
-        ``from ... import``, and that probe must not load the real loader."""
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return getattr(real_loader(), name)
-
-    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
-    stand_in.__getattr__ = hand_over  # type: ignore[attr-defined]
-    sys.modules[_PLUGIN_LOADER] = stand_in
 
 
 def __getattr__(name: str) -> Any:

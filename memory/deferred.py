@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from kenning.store.models import iso
+from kenning.store.plain import iso
 
 from . import events, outcomes
 

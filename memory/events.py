@@ -17,7 +17,7 @@ from typing import Any
 
 from kenning.errors import InvalidInput
 from kenning.store.db import Database
-from kenning.store.models import iso
+from kenning.store.plain import iso
 
 from .gates.secret_marks import may_hold_secret
 

@@ -29,6 +29,7 @@ class Store(SessionState):
     def __init__(self, directory: str | os.PathLike | None = None, clock: Callable[[], datetime] = utcnow,
                  session_id: str | None = None, cwd: str | os.PathLike | None = None):
         self._s = Session(directory, clock, session_id, cwd)
+        self._s.settings.current()  # a stored setting StoreConfig refuses fails the open, not a later call
 
     @property
     def config(self) -> StoreConfig:

@@ -16,7 +16,7 @@ import sqlite3
 from datetime import datetime
 
 from kenning.store.ids import new_ulid
-from kenning.store.models import iso
+from kenning.store.plain import iso
 
 from . import events
 

@@ -2,23 +2,27 @@
 
 Reads see what the caller may see (the session's view: auto_scope, disabled scopes); ``search``
 validates the request here, ranks through store/search.py, then annotates every hit with trust
-(memory/trust.py). ``rank`` is the bare ranking the evaluation measures.
+(memory/trust.py). ``rank`` is the bare ranking the evaluation measures. ``search_plain`` is the
+same search answered as plain data (store/plain.py) for the CLI, so this module loads the pydantic
+models (store/models.py) only where it builds them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.store import integrity, records, search as ranking
-from kenning.store.models import MODES, Degraded, Memory, SearchResult, StoreConfig, Tombstone
+from kenning.store.plain import MODES, Fields, NotPlain, PlainResult
 
 from . import events, outcomes, trust
 from .gates.limits import check_count, check_scopes
 from .scopes import View
 from .session import Session
-from .staleness import DriftCache
+
+if TYPE_CHECKING:
+    from kenning.store.models import Memory, SearchResult, StoreConfig, Tombstone
 
 MAX_LIMIT = 50
 QUERY_CHARS_LOGGED = 200
@@ -32,11 +36,15 @@ def get(s: Session, id: str) -> Memory:
         raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
     if row[1] is not None:
         raise NotFound(f"memory {id} was removed at {row[1]} ({row[2]}); `kenning restore {id}` brings it back")
+    from kenning.store.models import Memory
+
     return Memory.model_validate_json(row[0])
 
 
 def show(s: Session, id: str) -> dict[str, Any]:
     """One memory in full with its trust report, links (with their targets' summaries) and reverse links."""
+    from .staleness import DriftCache
+
     memory = get(s, id)
     now = s.clock()
     assessed = trust.staleness(memory, now, s.config.verification_stale_days, DriftCache())
@@ -66,6 +74,8 @@ def list_memories(
     rows = s.db.read(lambda c: c.execute(
         f"SELECT record FROM memories m WHERE removed_at IS NULL {where}{view_where} "
         "ORDER BY updated DESC, id DESC LIMIT ?", (*params, *view_params, limit)).fetchall())
+    from kenning.store.models import Memory
+
     memories = [Memory.model_validate_json(r[0]) for r in rows]
     if record:
         s.log_read(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
@@ -79,6 +89,8 @@ def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tom
     rows = s.db.read(lambda c: c.execute(
         f"SELECT record, removed_reason, removed_at FROM memories m WHERE removed_at IS NOT NULL {where} "
         "ORDER BY removed_at DESC, id DESC LIMIT ?", (*params, limit)).fetchall())
+    from kenning.store.models import Memory, Tombstone
+
     removers = _removers(s, [Memory.model_validate_json(r).id for r, _, _ in rows])
     return [Tombstone(memory=(m := Memory.model_validate_json(r)), reason=why, removed_at=at,
                       removed_by_session=removers.get(m.id)) for r, why, at in rows]
@@ -112,14 +124,36 @@ def search(
     ``since_prior_session`` keeps memories updated after the latest event of another session
     (empty, with a note, when no other session has logged anything).
     """
-    config = s.config  # read once: each look asks SQLite whether another process changed the settings
+    # read once: each look asks SQLite whether another process changed the settings
+    return _search(s, s.config, query, mode, scopes, limit, category, expand_top, auto_scope, since_prior_session,
+                   record)
+
+
+def search_plain(s: Session, query: str, mode: str | None, scopes: Iterable[str] | None, limit: int,
+                 category: str | None, auto_scope: bool, since_prior_session: bool) -> PlainResult | None:
+    """``search`` (logged, not expanded) answered as plain data without pydantic, or None when only
+    the models answer it the same way: a semantic or hybrid mode, settings or a hit's stored record
+    that only they read as they are. None is decided before anything is logged."""
+    config = s.settings.plain()
+    if config is None or (mode or config.default_mode) not in ("keyword", "bm25") or not config.search_enabled:
+        return None
+    try:
+        return _search(s, config, query, mode, scopes, limit, category, False, auto_scope, since_prior_session,
+                       True, plain=True)
+    except NotPlain:
+        return None
+
+
+def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Iterable[str] | None, limit: int,
+            category: str | None, expand_top: bool, auto_scope: bool, since_prior_session: bool, record: bool,
+            plain: bool = False) -> Any:
     if not config.search_enabled:
         raise SearchDisabled()
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
     boundary = events.prior_session_boundary(s.db, s.session_id) if since_prior_session else None
     view = s.view(auto_scope, updated_after=boundary)
-    result, memories = _rank(s, query, mode, limit, scopes, category, view, config=config)
+    result, memories = _rank(s, query, mode, limit, scopes, category, view, config=config, plain=plain)
     if since_prior_session and boundary is None:
         result.hits = []
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
@@ -144,8 +178,9 @@ def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[
 
 def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
           category: str | None, view: View | None, explain: bool = True,
-          config: StoreConfig | None = None) -> tuple[SearchResult, dict[str, Memory]]:
-    """Validate the request, then rank over the store with what the view hides left out."""
+          config: StoreConfig | None = None, plain: bool = False) -> tuple[SearchResult, dict[str, Memory]]:
+    """Validate the request, then rank over the store with what the view hides left out
+    (``plain``: a lexical search answered as store/plain.py's data, ``ranking.run_plain``)."""
     config = config or s.config
     mode = mode or config.default_mode
     if not isinstance(query, str) or not query.strip():
@@ -163,17 +198,28 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
                               view.hidden_keys(s.db) if view else ())
     # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
     # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
+    def run() -> tuple[Any, dict[str, Any]]:
+        if plain:
+            return ranking.run_plain(s.db, s.lexicon, config, s.clock(), query, mode, depth, filters)
+        return ranking.run(s.db, s.lexicon, lambda: s.semantic, config, s.clock(), query, mode, depth, filters,
+                           explain)
+
     with s.db.lock:
-        ranked = ranking.run(s.db, s.lexicon, lambda: s.semantic, config, s.clock(), query, mode, depth, filters,
-                             explain)
+        ranked = run()
         if s.lexicon.damaged and not s.db.read_only:
             # damaged postings were skipped, never raised; rebuild from the text and rank again
             damaged = len(s.lexicon.damaged)
             integrity.repair_lexicon(s.db, s.lexicon)
-            ranked = ranking.run(s.db, s.lexicon, lambda: s.semantic, config, s.clock(), query, mode, depth, filters,
-                             explain)
-            ranked[0].degraded = ranked[0].degraded or Degraded(
-                reason="lexical_index_repaired", install="",
-                message=f"the lexical index had damaged postings ({damaged} terms); it was rebuilt from the "
-                        "memories' text before this answer")
+            ranked = run()
+            if ranked[0].degraded is None:
+                note = {"reason": "lexical_index_repaired", "message": f"the lexical index had damaged postings "
+                        f"({damaged} terms); it was rebuilt from the memories' text before this answer",
+                        "install": "", "fix": None}
+                ranked[0].degraded = Fields(**note) if plain else _degraded(note)
     return ranked
+
+
+def _degraded(note: dict[str, Any]) -> Any:
+    from kenning.store.models import Degraded
+
+    return Degraded.model_validate(note)

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from kenning.errors import InvalidInput
 from kenning.store.db import Database
-from kenning.store.models import Memory
-
 from .gates.limits import check_scopes
 from .origin import Origin
 
@@ -87,6 +85,8 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
     A relabel, not an edit: ``updated`` and verification stay as they were. A memory that already
     carries ``new`` simply loses ``old``.
     """
+    from kenning.store.models import Memory  # here: a plain search uses this module without pydantic
+
     old, new = check_scopes([old])[0], check_scopes([new])[0]
     if old == new:
         raise InvalidInput(f"the old and new scope are both {old!r}")

@@ -22,7 +22,6 @@ from kenning.store.db import Database
 from kenning.store.ids import new_ulid
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
-from kenning.store.models import StoreConfig
 
 from . import events
 from .deferred import DeferredEvents
@@ -31,6 +30,7 @@ from .scopes import View
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from kenning.store.models import StoreConfig
     from kenning.store.semantic import Semantic
 
 

@@ -4,20 +4,22 @@ PRAGMA data_version tells, without a query, whether any other connection committ
 last look; only then is the stored JSON read again (and parsed only if it changed). So a setting
 flipped by the CLI or the HTTP page reaches a running server at its next call. Changes made with
 ``persist=False`` stay in this process, on top of whatever is stored (evaluation sweeps).
+
+The JSON is validated (StoreConfig, pydantic) on first use; ``plain`` gives a plain search its
+values without pydantic when the stored JSON is what ``change`` writes.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from kenning.errors import InvalidInput
 from kenning.store.db import Database
-from kenning.store.models import StoreConfig
+from kenning.store.plain import CONFIG_DEFAULTS, MODES, Fields
 
-from .requests import invalid
+if TYPE_CHECKING:
+    from kenning.store.models import StoreConfig
 
 
 class Settings:
@@ -28,21 +30,37 @@ class Settings:
         self._local: dict[str, Any] = {}
         self._seen = db.data_version()
         self._raw = db.get_meta("config") or "{}"
-        self._config = config_from(json.loads(self._raw), self._local)
+        self._config: StoreConfig | None = None  # validated on first use
 
-    def current(self) -> StoreConfig:
+    def _reread(self) -> None:
         version = self.db.data_version()
         if version != self._seen:
             self._seen = version
             raw = self.db.get_meta("config") or "{}"
             if raw != self._raw:
                 self._raw = raw
-                self._config = config_from(json.loads(raw), self._local)
+                self._config = None
+
+    def current(self) -> StoreConfig:
+        self._reread()
+        if self._config is None:
+            self._config = config_from(json.loads(self._raw), self._local)
         return self._config
+
+    def plain(self) -> Fields | None:
+        """The settings as plain values, or None when only StoreConfig reads them the same way: a
+        stored name or value other than the defaults or what ``change`` stores, or a local change."""
+        self._reread()
+        stored = json.loads(self._raw)
+        if self._local or not isinstance(stored, dict) or not all(_plain_setting(k, v) for k, v in stored.items()):
+            return None
+        return Fields(**{**CONFIG_DEFAULTS, **stored})
 
     def change(self, persist: bool, changes: dict[str, Any]) -> StoreConfig:
         """Merge ``changes`` (stored in one transaction, or kept local); unknown names and bad values
         raise InvalidInput and change nothing."""
+        from kenning.store.models import StoreConfig
+
         unknown = sorted(set(changes) - set(StoreConfig.model_fields))
         if unknown:
             raise InvalidInput(f"unknown setting {unknown[0]!r}; settings are: {', '.join(StoreConfig.model_fields)}")
@@ -63,8 +81,31 @@ class Settings:
         return self._config
 
 
+def _plain_setting(name: str, value: Any) -> bool:
+    """A stored setting a plain search may use as it is: the default, a known mode, or a number or
+    flag of the default's own type within what StoreConfig allows for it."""
+    if name not in CONFIG_DEFAULTS:
+        return False
+    default = CONFIG_DEFAULTS[name]
+    if value == default and type(value) is type(default):
+        return True
+    if name == "default_mode":
+        return value in MODES
+    if name in ("bm25_k1", "bm25_b", "rrf_k"):
+        return type(value) is float
+    if name in ("leg_depth", "verification_stale_days"):
+        return type(value) is int
+    return name in ("require_write_confirmation", "write_enabled") and type(value) is bool
+
+
 def config_from(stored: dict[str, Any], changes: dict[str, Any]) -> StoreConfig:
     """Settings from stored JSON with changes on top; a bad value is a one-line InvalidInput."""
+    from pydantic import ValidationError
+
+    from kenning.store.models import StoreConfig
+
+    from .requests import invalid
+
     try:
         return StoreConfig.model_validate({**StoreConfig.model_validate(stored).model_dump(), **changes})
     except ValidationError as exc:

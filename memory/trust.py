@@ -10,7 +10,10 @@ Every search hit and every ``show`` carries the staleness verdict (memory/stalen
   30 days (at most one of each) that came after the memory was last verified or edited — an edit
   or a verification answers the complaint.
 
-Only the returned hits are annotated, with one git cache per call, so a search stays fast.
+Only the returned hits are annotated, with one git cache per call, so a search stays fast. A hit
+whose memory cites nothing checkable is annotated from its verification calendar alone
+(memory/citations.py): no git, and no pydantic model, so a plain search (store/plain.py) can use
+this module with plain memories and hits; the full assessment loads memory/staleness.py.
 """
 
 from __future__ import annotations
@@ -19,15 +22,20 @@ import functools
 import json
 import weakref
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kenning.store.db import Database
 from kenning.store.memo import memo
-from kenning.store.models import Hit, Memory, iso
+from kenning.store.plain import iso
 from kenning.store.search import version_of
 
 from . import events
-from .staleness import DriftCache, Staleness, assess_staleness, extract_paths, verification_state
+from .citations import extract_paths, uncited_hit_fields
+
+if TYPE_CHECKING:
+    from kenning.store.models import Hit, Memory
+
+    from .staleness import DriftCache, Staleness
 
 RECENT_OUTCOMES = timedelta(days=30)
 NEGATIVE_OUTCOMES = ("ignored", "contradicted")
@@ -39,6 +47,8 @@ DECISIVE_LEAD = 0.3
 
 
 def staleness(memory: Memory, now: datetime, stale_days: int, cache: DriftCache) -> Staleness:
+    from .staleness import assess_staleness
+
     return assess_staleness(
         body=memory.content, now=now, origin=memory.origin, claims=[c.spec for c in memory.claims],
         last_verified_at=memory.last_verified_at, verified_paths=memory.verified_paths,
@@ -159,6 +169,8 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
     marks = ",".join("?" * len(targets))
     rows = db.read(lambda c: c.execute(
         f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", targets).fetchall())
+    from kenning.store.models import Memory
+
     found = {mid: (Memory.model_validate_json(record), removed) for mid, record, removed in rows}
     out: dict[str, list[dict[str, Any]]] = {}
     for source, link in wanted:
@@ -192,7 +204,7 @@ def annotate(
     expand_top: bool = False,
 ) -> None:
     """Fill in each hit's trust fields in place (and the top hit's body when asked and deserved)."""
-    cache = DriftCache()
+    cache = None  # one git cache for the call, made when a hit needs the full assessment
     ordered = [memories[h.id] for h in hits]
     replaced = superseded_by(db, [h.id for h in hits])
     negatives = negative_outcomes(db, ordered, now)
@@ -202,10 +214,13 @@ def annotate(
         memory = memories[hit.id]
         hit.version = version_of(memory)
         expanded = expand and position == 0
-        plain = None if expanded else _plain_fields(memory, hit.version, now, stale_days, cache)
+        plain = None if expanded else _plain_fields(memory, now, stale_days)
         if plain is not None:
             hit.staleness_verdict, trust = plain
         else:
+            from .staleness import DriftCache
+
+            cache = cache or DriftCache()
             assessed = staleness(memory, now, stale_days, cache)
             hit.staleness_verdict = assessed.verdict
             trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
@@ -218,28 +233,12 @@ def annotate(
             hit.content = memories[hit.id].content
 
 
-# (version, stale_days, verification status, overdue) -> (verdict, hit fields) of a plain memory
-_PLAIN: dict[tuple[str, int, str, bool], tuple[str, dict[str, Any]]] = {}
-PLAIN_REMEMBERED = 8192
-
-
-def _plain_fields(memory: Memory, version: str, now: datetime, stale_days: int,
-                  cache: DriftCache) -> tuple[str, dict[str, Any]] | None:
+def _plain_fields(memory: Memory, now: datetime, stale_days: int) -> tuple[str, dict[str, Any]] | None:
     """The verdict and hit fields of a memory that cites nothing checkable (no origin, claims or
-    paths), or None for any other. Such a memory's trust depends only on its verification state,
-    so the report is built once per state and reused: annotating it costs a date comparison."""
+    paths), or None for any other: such a memory's trust depends only on its verification state."""
     if memory.origin is not None or memory.claims or memory.verified_paths or _cites_paths(memory.content):
         return None
-    status, overdue = verification_state(memory.last_verified_at, now, stale_days, memory.created)
-    key = (version, stale_days, status, overdue)
-    known = _PLAIN.get(key)
-    if known is None:
-        assessed = staleness(memory, now, stale_days, cache)
-        if len(_PLAIN) >= PLAIN_REMEMBERED:
-            _PLAIN.clear()
-        known = _PLAIN[key] = (assessed.verdict, assessed.to_hit_fields())
-    verdict, fields = known
-    return verdict, {**fields, "verification": dict(fields["verification"])}  # the caller adds keys
+    return uncited_hit_fields(memory.last_verified_at, now, stale_days, memory.created)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-import functools
-
 import hashlib
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
+
+# the pydantic-free names (timestamps, modes, summary lines) live in plain.py; imported from here too
+from .plain import MODES, SUMMARY_CHARS, iso, summary_line, utcnow  # noqa: F401
 
 Category = Literal["fact", "user-inference", "ambient"]
 Confidence = Literal["low", "medium", "high"]
 Source = Literal["explicit-statement", "inferred"]
 LinkKind = Literal["supersedes", "contradicts", "extends", "depends_on"]
 Mode = Literal["keyword", "bm25", "semantic", "hybrid"]
-MODES: tuple[str, ...] = ("keyword", "bm25", "semantic", "hybrid")
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def iso(ts: datetime | None) -> str | None:
-    """UTC timestamps as fixed-width ISO-8601 with a Z, so they also sort as text."""
-    if ts is None:
-        return None
-    return _iso(ts)
-
-
-@functools.lru_cache(maxsize=4096)
-def _iso(ts: datetime) -> str:
-    # remembered: an import stamps thousands of records with one time, each serialised several times
-    return ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 # A timestamp field: JSON carries it as ``iso`` text. Declared on the datetime fields alone, so a
@@ -115,14 +98,6 @@ class Memory(_Record):
         if with_body:
             row["content"] = self.content
         return row
-
-
-SUMMARY_CHARS = 120
-
-
-def summary_line(text: str, width: int = SUMMARY_CHARS) -> str:
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return first if len(first) <= width else first[: width - 1].rstrip() + "…"
 
 
 class Tombstone(_Record):

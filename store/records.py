@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kenning.errors import InvalidInput, NotFound
 from kenning.retrieval.text import content_terms, query_terms
 
 from .db import Database
-from .models import Link, Memory, iso
+from .plain import iso
+
+if TYPE_CHECKING:
+    from .models import Link, Memory
 
 ID_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 
@@ -119,6 +122,8 @@ def live_row(c: sqlite3.Connection, id: str) -> tuple[int, Memory]:
         raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
     if row[2] is not None:
         raise NotFound(f"memory {id} is removed; `kenning restore {id}` first")
+    from .models import Memory  # here: a plain search imports this module without pydantic
+
     return row[0], Memory.model_validate_json(row[1])
 
 
@@ -149,6 +154,8 @@ def summaries(db: Database, ids: list[str]) -> dict[str, dict[str, Any]]:
     marks = ",".join("?" * len(ids))
     rows = db.read(lambda c: c.execute(
         f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", ids).fetchall())
+    from .models import Memory
+
     out = {}
     for mid, record, removed in rows:
         memory = Memory.model_validate_json(record)
@@ -161,6 +168,8 @@ def reverse_links(db: Database, id: str) -> list[dict[str, Any]]:
     rows = db.read(lambda c: c.execute(
         "SELECT l.kind, m.id, l.note, m.record FROM memory_links l JOIN memories m ON m.rowid = l.source "
         "WHERE l.target = ? AND m.removed_at IS NULL ORDER BY l.kind, m.id", (id,)).fetchall())
+    from .models import Memory
+
     return [{"kind": kind, "source": source, "note": note, "summary": Memory.model_validate_json(record).summary}
             for kind, source, note, record in rows]
 

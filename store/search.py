@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,10 +21,11 @@ from kenning.retrieval.text import query_tokens, surface_forms
 from .db import Database
 from .lexicon import Lexicon
 from .memo import memo
-from .models import Degraded, Memory, SearchResult, StoreConfig
+from .plain import PlainMemory, PlainResult, plain_memory
 from .records import filter_sql
 
 if TYPE_CHECKING:
+    from .models import Degraded, Memory, SearchResult, StoreConfig
     from .semantic import Semantic
 
 
@@ -81,6 +82,43 @@ def run(
     gives the semantic leg when the mode asks for vectors (made on first use: a lexical search
     never loads the vector code).
     """
+    answer = _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filters, explain, parsed)
+    if not explain:
+        return answer
+    from .models import SearchResult
+
+    fields, by_id = answer
+    # one validation of the whole answer (hits and their leg scores built inside pydantic-core)
+    # instead of a model __init__ per Hit and LegScore: the same models, a third less time
+    return SearchResult.model_validate(fields), by_id
+
+
+def run_plain(
+    db: Database,
+    lexicon_store: Lexicon,
+    config: StoreConfig,
+    now: datetime,
+    query: str,
+    mode: str,
+    depth: int,
+    filters: Filters,
+) -> tuple[PlainResult, dict[str, PlainMemory]]:
+    """``run`` for a keyword or bm25 search answered as plain data (store/plain.py), without
+    pydantic; NotPlain when a hit's stored record is one only the model reads the same way."""
+    if mode not in ("keyword", "bm25"):
+        raise ValueError(f"a plain search ranks lexically, not in mode {mode!r}")
+    fields, by_id = _answer(db, lexicon_store, _no_semantic, config, now, query, mode, depth, filters, True,
+                            plain_memory)
+    return PlainResult(fields), by_id
+
+
+def _no_semantic() -> Semantic:
+    raise AssertionError("a lexical search never asks for the semantic leg")
+
+
+def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filters, explain, parse):
+    """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
+    else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     vector = None
     if mode in ("semantic", "hybrid"):  # a hybrid search encodes its query while its lexical legs run
         vector = store_vector_leg(semantic(), query if mode == "hybrid" else None)
@@ -119,7 +157,7 @@ def run(
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key]).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
-    memories = _memories(db, [c.key for c in candidates])
+    memories = _memories(db, [c.key for c in candidates], parse)
     shown = surface_forms(query)
     matched, coverage = _matches(lexicon, terms, [c.key for c in candidates])
     hits, by_id = [], {}
@@ -135,13 +173,11 @@ def run(
             "scopes": memory.scopes, "category": memory.category, "confidence": memory.confidence,
             "created": memory.created, "updated": memory.updated,
         })
-    # one validation of the whole answer (hits and their leg scores built inside pydantic-core)
-    # instead of a model __init__ per Hit and LegScore: the same models, a third less time
-    return SearchResult.model_validate({
+    return {
         "query": query, "mode": mode, "legs_run": list(runs),
-        "degraded": _degraded_note(semantic()) if degraded else None,
+        "degraded": _degraded_note(semantic()).model_dump() if degraded else None,
         "pending_embeddings": semantic().pending_count() if vector is not None else None, "hits": hits,
-    }), by_id
+    }, by_id
 
 
 def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]) -> tuple[dict[int, list[str]], dict[int, float]]:
@@ -167,6 +203,8 @@ def store_vector_leg(semantic: Semantic, ahead: str | None = None):
 
 def _degraded_note(semantic: Semantic) -> Degraded:
     from kenning.retrieval.embeddings import degraded_note
+
+    from .models import Degraded
 
     return Degraded.model_validate(degraded_note(semantic.availability()))
 
@@ -224,9 +262,10 @@ def _texts(db: Database, keys: list[int]) -> dict[int, str]:
     return out
 
 
-def _memories(db: Database, keys: list[int]) -> dict[int, Memory]:
-    """The memories of rowids; those read since the store last changed come from the memo."""
-    held = memo(db, "records")
+def _memories(db: Database, keys: list[int], parse: Callable[[str], Any]) -> dict[int, Any]:
+    """The memories of rowids as ``parse`` reads a record (``parsed``, ``plain_memory``); those read
+    since the store last changed come from the memo."""
+    held = memo(db, "records" if parse is parsed else "plain_records")
     out = {k: held[k] for k in keys if k in held}
     missing = [k for k in keys if k not in out]
     for i in range(0, len(missing), 500):
@@ -235,7 +274,7 @@ def _memories(db: Database, keys: list[int]) -> dict[int, Memory]:
         rows = db.read(lambda c: c.execute(
             f"SELECT rowid, record FROM memories WHERE rowid IN ({marks})", chunk).fetchall())
         for r, rec in rows:
-            out[r] = held[r] = parsed(rec)
+            out[r] = held[r] = parse(rec)
     return out
 
 
@@ -255,6 +294,8 @@ _VERSIONS: dict[int, tuple[Memory, str]] = {}  # id(memory) -> (memory, its vers
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(record: str) -> tuple[Memory, str]:
+    from .models import Memory
+
     memory = Memory.model_validate_json(record)
     if len(_VERSIONS) > 8192:
         _VERSIONS.clear()

@@ -1,5 +1,6 @@
 """The fast ``kenning search`` (commands/search.py): the same bytes, exit codes and event rows as the
-typer command, without importing typer, click or rich; any other command line goes to typer."""
+typer command, without importing typer, click, rich or (keyword and bm25: a plain answer) pydantic;
+any other command line goes to typer."""
 
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ def _env(home: Path) -> dict[str, str]:
 FIXED_CLOCK = """
 import sys
 from datetime import datetime, timezone
-import kenning.store.models as models
-models.utcnow = lambda: datetime(2026, 12, 2, 1, 0, 0, tzinfo=timezone.utc)
+import kenning.store.plain as plain  # before store/models.py imports it from there
+plain.utcnow = lambda: datetime(2026, 12, 2, 1, 0, 0, tzinfo=timezone.utc)
 module, sys.argv = sys.argv[1], ["kenning", *sys.argv[2:]]
 if module == "kenning":
     from kenning.__main__ import main
@@ -131,11 +132,12 @@ def test_each_search_logs_one_event_on_either_path(home):
 
 
 @pytest.mark.sqlite_only  # psycopg, which a PostgreSQL store needs, imports the email package itself
-def test_the_fast_path_loads_no_typer_click_or_rich(home):
+def test_the_fast_path_loads_no_typer_click_rich_or_pydantic(home):
     """Nor the Store modules a search never calls (writes with its gates, health, maintenance)."""
     probe = ("import atexit, sys\n"
              "atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(sorted(m for m in sys.modules "
-             "if m.split('.')[0] in ('typer', 'click', 'rich', 'email') or m in ('kenning.memory.writes', "
+             "if m.split('.')[0] in ('typer', 'click', 'rich', 'email', 'pydantic', 'pydantic_core') "
+             "or m in ('kenning.memory.writes', 'kenning.store.models', 'kenning.memory.facade', "
              "'kenning.memory.health', 'kenning.memory.maintenance')) or ['nothing']) + '\\n'))\n"
              "sys.argv = ['kenning', *sys.argv[1:]]\n"
              "from kenning.__main__ import main\n"
@@ -201,39 +203,3 @@ def test_plain_out_on_a_closed_pipe_exits_1_quietly(monkeypatch):
     with pytest.raises(SystemExit) as exit_:
         fast.PlainOut().print("kites")
     assert exit_.value.code == 1
-
-
-PLUGIN_STAND_IN = """
-import os, sys
-os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
-from kenning.commands import support
-support.quick_process_defaults(["search", "x"])
-name = "pydantic.plugin._loader"
-stand_in = sys.modules[name]
-from pydantic.plugin._loader import get_plugins   # what pydantic imports today: the import probes __path__
-assert sys.modules[name] is stand_in and tuple(get_plugins()) == ()
-from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP   # any other name: the real loader's
-assert PYDANTIC_ENTRY_POINT_GROUP == "pydantic"
-real = sys.modules[name]
-assert real is not stand_in and real.PYDANTIC_ENTRY_POINT_GROUP == "pydantic"
-assert stand_in._loading_plugins is real._loading_plugins is False
-try:
-    from pydantic.plugin._loader import no_such_name
-except ImportError:
-    pass
-else:
-    raise AssertionError("a name the real loader lacks must stay an ImportError")
-import pydantic
-class M(pydantic.BaseModel):
-    a: int
-assert M(a=1).a == 1
-print("ok")
-"""
-
-
-def test_the_plugin_loader_stand_in_hands_any_other_name_to_the_real_loader():
-    """A later pydantic that imports another name from its private loader must still work: the
-    stand-in answers get_plugins itself (loading nothing) and hands every other name over."""
-    done = subprocess.run([sys.executable, "-c", PLUGIN_STAND_IN], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"

@@ -1,27 +1,25 @@
-"""Write gates: each module checks one way a write can be wrong and says why it refuses."""
+"""Write gates: each module checks one way a write can be wrong and says why it refuses.
+
+``GateRefusal`` (refusal.py, a pydantic model) loads on first use: a search imports this package
+for the scope limits (limits.py) and the logged-string screen (secret_marks.py), and builds none.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any
 
 from kenning.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from .refusal import GateRefusal
 
-class GateRefusal(BaseModel):
-    """Why a gate refused a write, phrased so the caller (often a model) can fix it and retry.
 
-    ``matched`` never holds a secret: the credentials gate masks what it found.
-    ``override`` names the write argument that accepts the risk, or is None when nothing may.
-    """
+def __getattr__(name: str) -> Any:
+    if name == "GateRefusal":
+        from .refusal import GateRefusal
 
-    model_config = ConfigDict(frozen=True, defer_build=True)  # built on the first refusal, not at import
-
-    gate: str
-    status: str
-    reason: str
-    hint: str
-    matched: list[str] = []
-    override: str | None = None
+        return GateRefusal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class GateRefused(InvalidInput):

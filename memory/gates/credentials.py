@@ -14,8 +14,12 @@ import json
 import re
 from dataclasses import dataclass
 from itertools import repeat
+from typing import TYPE_CHECKING
 
-from kenning.memory.gates import GateRefusal, prefilter
+from kenning.memory.gates import prefilter
+
+if TYPE_CHECKING:
+    from kenning.memory.gates.refusal import GateRefusal
 
 GATE = "credentials"
 STATUS = "credential_warning"
@@ -318,6 +322,8 @@ def check(content: str) -> GateRefusal | None:
     if not findings:
         return None
     kinds = sorted({f.kind for f in findings})
+    from kenning.memory.gates.refusal import GateRefusal  # here: masking a logged query builds none
+
     return GateRefusal(
         gate=GATE,
         status=STATUS,

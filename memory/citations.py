@@ -1,0 +1,127 @@
+"""What a memory cites and when it was checked: the half of staleness that needs no git and no models.
+
+memory/staleness.py builds the full report from these; a search annotates a memory that cites
+nothing checkable (no origin, claims or paths) with ``uncited_hit_fields`` alone, so a plain
+search (store/plain.py) never loads pydantic for it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+DEFAULT_STALE_DAYS = 30
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths cited in prose
+
+_FILE_EXTENSIONS = frozenset(
+    """
+    py pyi pyx ipynb md rst txt adoc toml yaml yml json jsonl json5 ini cfg conf env lock sh bash zsh
+    fish ps1 bat js mjs cjs ts tsx jsx vue svelte astro go rs java kt kts scala groovy gradle rb php
+    c h cc cpp cxx hpp hh cs fs swift m mm sql html htm css scss sass less xml csv tsv proto graphql
+    tf hcl nix lua pl ex exs erl hs ml clj dart zig vim el r jl svg png jpg jpeg gif ico pdf
+    """.split()
+)
+_EXTENSIONLESS_FILES = frozenset(
+    """
+    Makefile Dockerfile Containerfile Justfile Procfile Gemfile Rakefile Vagrantfile LICENSE COPYING
+    NOTICE README CHANGELOG CODEOWNERS .gitignore .gitattributes .dockerignore .env .editorconfig
+    """.split()
+)
+_TLDS = frozenset("com org net io dev ai co app gov edu info biz me us uk de eu sh so gg".split())
+# URLs and e-mail addresses are blanked before scanning: their paths are not the worktree's.
+_NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.I)
+_CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|]+")
+_SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
+
+
+def _as_path(token: str) -> str | None:
+    """token as a worktree-relative path if it reads as one, else None."""
+    c = token.rstrip(".,:;!?*").lstrip("*").partition("::")[0]  # punctuation, **emphasis**, ::symbol
+    c = re.sub(r"(?::\d+){1,2}$|#.*$", "", c)  # src/app.py:42:7, docs/x.md#usage
+    explicit = c.startswith("./")
+    c = c[2:] if explicit else c
+    if not c or c.startswith(("/", "~", "-", "../")) or "/../" in c or any(ch in c for ch in "*?$%=\\"):
+        return None
+    if "/" not in c and not explicit:
+        return None  # a bare name could live anywhere in the tree; there is no place to check it
+    directory = c.endswith("/")
+    segments = c.rstrip("/").split("/")
+    if not all(_SEGMENT.fullmatch(s) for s in segments) or all(s.isdigit() for s in segments):
+        return None  # a//b, 24/7, 1/2
+    first = segments[0]
+    if "." in first.lstrip(".") and first.rsplit(".", 1)[1].lower() in _TLDS:
+        return None  # github.com/org/repo/blob/main/x.py
+    last = segments[-1]
+    ext = last.rsplit(".", 1)[1].lower() if "." in last.lstrip(".") else ""
+    if explicit or directory or ext in _FILE_EXTENSIONS or last in _EXTENSIONLESS_FILES:
+        return "/".join(segments)
+    return None  # and/or, TCP/IP, origin/main, application/json
+
+
+def extract_paths(text: str) -> list[str]:
+    """Worktree-relative paths cited in prose, in order of first mention.
+
+    A path needs a slash or a leading ``./`` and must end in a known file extension or a known
+    extension-less file name (``Makefile``), or end with ``/`` (a directory), or start with
+    ``./``. So ``src/app.py``, ``./scripts/run.sh``, ``docs/README.md`` and ``store/gates/`` count;
+    URLs, e-mail addresses, versions (``3.12.1``), ``and/or``, ``origin/main``, globs, absolute
+    and ``../`` paths, and bare names like ``config.py`` (no place to check them) do not.
+    """
+    if "/" not in text:  # every path form needs a slash: most bodies stop here
+        return []
+    scrubbed = _NOT_PATHS.sub(" ", text)
+    found = (_as_path(token) for m in _CANDIDATE.finditer(scrubbed) if "/" in (token := m.group()))
+    return list(dict.fromkeys(p for p in found if p))
+
+
+# ---------------------------------------------------------------------------------------------
+# The verification calendar
+
+
+def _utc(value: datetime | str | None) -> datetime | None:
+    """Accept the store's ISO strings too; a naive time is taken as UTC."""
+    if value is None:
+        return None
+    ts = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    """The store's timestamp text (fixed-width UTC with a Z), since hit fields go out as JSON as-is."""
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts else None
+
+
+def verification_state(
+    last_verified_at: datetime | str | None,
+    now: datetime,
+    stale_days: int = DEFAULT_STALE_DAYS,
+    written_at: datetime | str | None = None,
+) -> tuple[str, bool]:
+    """(status, overdue) of ``assess_verification`` without building its report."""
+    verified = _utc(last_verified_at)
+    if verified is None:
+        written = _utc(written_at)
+        age = None if written is None else max(0.0, (_utc(now) - written) / timedelta(days=1))
+        return "never", age is None or age > stale_days
+    age = (_utc(now) - verified) / timedelta(days=1)
+    return ("stale", True) if age > stale_days else ("fresh", False)
+
+
+def uncited_hit_fields(
+    last_verified_at: datetime | str | None,
+    now: datetime,
+    stale_days: int = DEFAULT_STALE_DAYS,
+    written_at: datetime | str | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The verdict and hit fields ``assess_staleness(...).to_hit_fields()`` gives a memory that
+    cites nothing checkable: only its verification calendar speaks, and no path can be missing
+    (tests/test_trust_plain.py compares them in every verification state)."""
+    status, overdue = verification_state(last_verified_at, now, stale_days, written_at)
+    verdict = "spot_check_recommended" if overdue else "fresh"
+    verified = None if status == "never" else _iso(_utc(last_verified_at))
+    return verdict, {"staleness_verdict": verdict, "verification": {"status": status, "last_verified_at": verified},
+                     "path_drift_missing": 0}
