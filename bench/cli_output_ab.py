@@ -39,12 +39,19 @@ EXTRA_FORMS = [
 ]
 
 
-# `python -m kenning` with the library's clock fixed (patched before the facade imports it)
+# `python -m kenning` with the library's clock fixed (patched before the facade or the plain search
+# imports it; a tree older than store/plain.py has it in store/models.py only)
 FIXED_CLOCK = """
 import sys
 from datetime import datetime, timezone
+fixed = lambda: datetime(2026, 12, 2, 1, 0, 0, tzinfo=timezone.utc)
+try:
+    import kenning.store.plain as plain
+    plain.utcnow = fixed
+except ImportError:
+    pass
 import kenning.store.models as models
-models.utcnow = lambda: datetime(2026, 12, 2, 1, 0, 0, tzinfo=timezone.utc)
+models.utcnow = fixed
 sys.argv = ["kenning", *sys.argv[1:]]
 from kenning.__main__ import main
 main()

@@ -2,30 +2,82 @@
 
 Every search logs its query, hit ids and use token with secret-looking spans masked
 (memory/events.py). Compiling the credentials gate's ~40 patterns costs a short CLI search more
-than the masking it does, and an ordinary query ("billing helios migration") or id cannot match
-any of them: every pattern needs one of these marks or words in its match (an ``_`` or ``-`` of a
-vendor prefix, a ``.`` of a JWT, the ``=`` or ``:`` of an assignment, a label such as "password"
-or "token", an AWS prefix...). ``tests/test_secret_marks.py`` checks that against the literals
-memory/gates/prefilter.py derives from each pattern, and against the credential corpora. The test
-is necessary, never sufficient: a string that passes it goes through the real patterns.
+than the masking does, and an ordinary query ("billing helios migration"), id or token cannot
+match any of them. ``SHAPES`` holds, for each pattern of the gate's screen in its order, the fewest
+characters a match has and the literal requirements memory/gates/prefilter.py derives from it
+(every clause needs one of its strings in the lower-cased text). They are precomputed here, since
+deriving them parses every pattern again, which costs what compiling does;
+tests/test_secret_marks.py holds them equal to what the patterns give now. The test is necessary,
+never sufficient: a string that passes it goes through the real patterns.
 """
 
 from __future__ import annotations
 
-# characters at least one of which every credential pattern's match holds, or ...
-MARKS = "_-.:/=&?"
-# ... a word (lower-cased) it holds: AWS and other vendor prefixes, labels, licence words
-WORDS = ("akia", "asia", "abia", "acca", "aiza", "sk", "dapi", "atatt3", "bearer", "pw", "pass", "key",
-         "token", "secret", "licen", "serial", "activation", "product", "registration")
+# (fewest characters of a match, clauses) per pattern of credentials._SCREEN, in its order
+SHAPES: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...] = (
+    (67, (('private key',), ('-----begin ',), ('-----',))),
+    (20, (('bia', 'cca', 'kia', 'sia'), ('abia', 'acca', 'akia', 'asia'))),
+    (40, (('gho_', 'ghp_', 'ghr_', 'ghs_', 'ghu_'),)),
+    (41, (('github_pat_',),)),
+    (25, (('dt', 'ft', 'pat', 'ptt', 'rt', 'soat'), ('gldt-', 'glft-', 'glpat-', 'glptt-', 'glrt-', 'glsoat-'))),
+    (15, (('xoxa-', 'xoxb-', 'xoxo-', 'xoxp-', 'xoxr-', 'xoxs-'),)),
+    (52, (
+        ('services', 'triggers', 'workflows'),
+        ('https://hooks.slack.com/services/t', 'https://hooks.slack.com/triggers/t',
+         'https://hooks.slack.com/workflows/t'),
+        ('/',),
+    )),
+    (65, (('https://',), ('discord',), ('.com/api/webhooks/',), ('/',))),
+    (24, (('rk', 'sk'), ('live', 'test'), ('rk_live_', 'rk_test_', 'sk_live_', 'sk_test_'))),
+    (30, (('whsec_',),)),
+    (27, (('sk-ant-',),)),
+    (23, (('sk-',),)),
+    (39, (('aiza',),)),
+    (51, (('accountkey', 'sharedaccesskey'), ('=',))),
+    (35, (('&sig=', '?sig='),)),
+    (50, (('sg.',), ('.',))),
+    (33, (('hf_',),)),
+    (40, (('npm_',),)),
+    (60, (('pypi-ageichlwas5vcmc',),)),
+    (34, (('sk',),)),
+    (36, (('key-',),)),
+    (36, (('-us',),)),
+    (38, (('at', 'ca', 'pa', 'ss'), ('shpat_', 'shpca_', 'shppa_', 'shpss_'))),
+    (71, (('doo_v1_', 'dop_v1_', 'dor_v1_'),)),
+    (29, (('atp', 'csp'), ('sq0atp-', 'sq0csp-'))),
+    (36, (('dapi',),)),
+    (106, (('atatt3',),)),
+    (44, ((':aa',),)),
+    (29, (('dckr_pat_',),)),
+    (28, (('hvb.', 'hvs.'),)),
+    (46, (
+        ('audit', 'ct', 'pt', 'sa', 'scim', 'st'),
+        ('dp.audit.', 'dp.ct.', 'dp.pt.', 'dp.sa.', 'dp.scim.', 'dp.st.'),
+    )),
+    (32, (('nrak-',),)),
+    (48, (('lin_api_',),)),
+    (83, (('.atlasv1.',),)),
+    (22, (('.',),)),
+    (8, (('://',), (':',), ('@',))),
+    (5, (
+        ('access', 'api', 'apikey', 'licence', 'license', 'pass', 'passcode', 'passphrase', 'passwd', 'password',
+         'private', 'pwd', 'secret', 'token'),
+        (':', ':=', '='),
+    )),
+    (23, (('bearer',),)),
+    (25, (('activation', 'licence', 'license', 'product', 'registration', 'serial'),)),
+    (7, (('key', 'passcode', 'passphrase', 'passwd', 'password', 'pw', 'pwd', 'secret', 'token'),)),
+    (13, (('account', 'credentials', 'creds', 'login', 'logins', 'user'), ('/', ':'))),
+    (11, (('admin', 'administrator', 'root', 'sa'), ('/',))),
+)
 
 
 def may_hold_secret(text: str) -> bool:
     """False when no credential pattern can match ``text``. Text that is not ASCII is always
     checked: case-insensitive patterns match some non-ASCII letters (the Kelvin sign matches "k")
-    that plain lower-casing does not map."""
+    that plain lower-casing does not map (the prefilter skips such text too)."""
     if not text.isascii():
         return True
-    if any(mark in text for mark in MARKS):
-        return True
     low = text.lower()
-    return any(word in low for word in WORDS)
+    return any(len(text) >= fewest and all(any(s in low for s in clause) for clause in clauses)
+               for fewest, clauses in SHAPES)
