@@ -54,7 +54,8 @@ class Settings:
         stored = json.loads(self._raw)
         if self._local or not isinstance(stored, dict) or not all(_plain_setting(k, v) for k, v in stored.items()):
             return None
-        return Fields(**{**CONFIG_DEFAULTS, **stored})
+        values = {**CONFIG_DEFAULTS, **stored}
+        return Fields(**{**values, "weights": dict(values["weights"])})  # never the defaults' own dict
 
     def change(self, persist: bool, changes: dict[str, Any]) -> StoreConfig:
         """Merge ``changes`` (stored in one transaction, or kept local); unknown names and bad values
