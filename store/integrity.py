@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -54,6 +53,8 @@ def store_id(db: Database) -> str:
         row = c.execute("SELECT value FROM meta WHERE key = ?", (STORE_ID_KEY,)).fetchone()
         if row:
             return row[0]
+        import uuid  # here: uuid loads platform, and only a new store needs an identity
+
         made = str(uuid.uuid4())
         Database.set_meta(c, STORE_ID_KEY, made)
         return made
