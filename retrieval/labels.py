@@ -6,7 +6,12 @@
   - cosine >= ``HIGH_COSINE`` with at least ``HIGH_COVERAGE`` of the query's IDF-weighted terms;
   - cosine >= ``SEVERAL_COSINE`` with at least ``SEVERAL_TERMS`` distinct query terms and at
     least ``SEVERAL_COVERAGE`` of the IDF weight: a long question (5-10 terms in med, npl,
-    SciFact) whose answer holds many of its words but rarely 80 % of their weight.
+    SciFact) whose answer holds many of its words but rarely 80 % of their weight;
+  - cosine >= ``MANY_COSINE`` with at least ``MANY_TERMS`` distinct query terms and at least
+    ``MANY_COVERAGE`` of the IDF weight: a conversational question ("When did Caroline go to the
+    LGBTQ support group?") whose answer repeats most of its words, at the modest cosine a chat
+    turn gets. A short question - most of an agent's, and every one of builtin's unanswerable
+    ones - never matches four terms, so this branch cannot make its near miss look like an answer.
   Without the vector leg (keyword, bm25, a hybrid without the extra): every distinct query term (at
   least two), that near the top. Coverage and the count of matched terms matter because a question
   about something the store lacks is close in meaning to what is there: "the budget for the Heron
@@ -42,6 +47,9 @@ HIGH_COVERAGE = 0.8
 SEVERAL_COSINE = 0.55
 SEVERAL_TERMS = 3
 SEVERAL_COVERAGE = 0.3
+MANY_COSINE = 0.35
+MANY_TERMS = 4
+MANY_COVERAGE = 0.6
 MEDIUM_COSINE = 0.4
 MEDIUM_TERM_SHARE = 0.5
 
@@ -67,7 +75,8 @@ def label(
 def vector_high(cosine: float, coverage: float, matched_terms: int) -> bool:
     return (cosine >= HIGH_COSINE_ALONE
             or (cosine >= HIGH_COSINE and coverage >= HIGH_COVERAGE)
-            or (cosine >= SEVERAL_COSINE and matched_terms >= SEVERAL_TERMS and coverage >= SEVERAL_COVERAGE))
+            or (cosine >= SEVERAL_COSINE and matched_terms >= SEVERAL_TERMS and coverage >= SEVERAL_COVERAGE)
+            or (cosine >= MANY_COSINE and matched_terms >= MANY_TERMS and coverage >= MANY_COVERAGE))
 
 
 def vectorless_high(term_share: float, distinct_terms: int) -> bool:
@@ -78,5 +87,5 @@ def describe() -> str:
     """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
     return (f"high: score >= {NEAR_TOP} x best and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
             f"coverage >= {HIGH_COVERAGE}, or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
-            f"{SEVERAL_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
+            f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms and coverage >= {MANY_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
             f">= {MEDIUM_TERM_SHARE} of the terms")

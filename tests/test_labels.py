@@ -4,6 +4,9 @@ from kenning.retrieval.labels import (
     HIGH_COSINE,
     HIGH_COSINE_ALONE,
     HIGH_COVERAGE,
+    MANY_COSINE,
+    MANY_COVERAGE,
+    MANY_TERMS,
     MEDIUM_COSINE,
     MEDIUM_TERM_SHARE,
     NEAR_TOP,
@@ -35,6 +38,18 @@ def test_a_long_question_is_high_with_several_of_its_words_and_close_meaning():
     # one term fewer: the near miss "the budget for the Heron redesign" (two of three terms, cos .77)
     assert label(0.77, (SEVERAL_TERMS - 1) / 3, 3, score=1.0, top_score=1.0, coverage=0.64) == "medium"
     assert label(0.9, share, 10, score=NEAR_TOP - 0.05, top_score=1.0, coverage=0.5) == "medium"  # not near the top
+
+
+def test_a_conversational_question_is_high_with_most_of_its_words_at_a_modest_cosine():
+    """Five query terms, four in the hit with most of their IDF weight, cosine below what a
+    paraphrase needs: a LoCoMo answer. Each bound is inclusive and each is needed."""
+    share = MANY_TERMS / 5
+    assert label(MANY_COSINE, share, 5, score=1.0, top_score=1.0, coverage=MANY_COVERAGE) == "high"
+    assert label(MANY_COSINE - 0.01, share, 5, score=1.0, top_score=1.0, coverage=MANY_COVERAGE) == "medium"
+    assert label(MANY_COSINE, share, 5, score=1.0, top_score=1.0, coverage=MANY_COVERAGE - 0.01) == "medium"
+    # one term fewer (and below the three-term branch's cosine): not enough of the question's words
+    assert label(0.5, (MANY_TERMS - 1) / 5, 5, score=1.0, top_score=1.0, coverage=0.7) == "medium"
+    assert label(0.5, share, 5, score=NEAR_TOP - 0.05, top_score=1.0, coverage=0.7) == "medium"  # not near the top
 
 
 def test_medium_is_related_evidence_on_either_leg():
@@ -69,7 +84,7 @@ def test_coverage_defaults_to_none_of_the_rare_words():
 def test_describe_names_every_threshold_the_rule_uses():
     line = describe()
     for value in (NEAR_TOP, HIGH_COSINE_ALONE, HIGH_COSINE, HIGH_COVERAGE, SEVERAL_COSINE, SEVERAL_TERMS,
-                  SEVERAL_COVERAGE, MEDIUM_COSINE, MEDIUM_TERM_SHARE):
+                  SEVERAL_COVERAGE, MANY_COSINE, MANY_TERMS, MANY_COVERAGE, MEDIUM_COSINE, MEDIUM_TERM_SHARE):
         assert str(value) in line
 
 
@@ -81,3 +96,13 @@ def test_measured_hits_of_builtin_label_as_the_rule_was_chosen():
     assert label(0.41, 1.0, 3, score=1.0, top_score=1.0, coverage=1.0) == "high"  # every word, loose meaning
     assert label(0.77, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.64) == "medium"
     assert label(0.66, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.69) == "medium"
+
+
+def test_measured_top_hits_of_locomo_and_an_off_topic_question():
+    """Top hits read from hybrid as shipped (bench/relevance/labelfeat4.py): LoCoMo's "When did
+    Caroline meet up with her friends, family, and mentors?" finds its judged answer at cosine .53
+    with four of five terms and 75 % coverage; the same collection's "What kind of counseling and
+    mental health services is Caroline interested in pursuing?" posed to SciFact finds an abstract
+    on mental health in primary care (cosine .41, four of eight terms, 33 %) - related, no answer."""
+    assert label(0.529, 4 / 5, 5, score=1.0, top_score=1.0, coverage=0.751) == "high"
+    assert label(0.408, 4 / 8, 8, score=1.0, top_score=1.0, coverage=0.334) == "medium"
