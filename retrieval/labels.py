@@ -7,10 +7,11 @@
   - cosine >= ``SEVERAL_COSINE`` with at least ``SEVERAL_TERMS`` distinct query terms and at
     least ``SEVERAL_COVERAGE`` of the IDF weight: a long question (5-10 terms in med, npl,
     SciFact) whose answer holds many of its words but rarely 80 % of their weight;
-  - cosine >= ``MANY_COSINE`` with at least ``MANY_TERMS`` distinct query terms and at least
-    ``MANY_COVERAGE`` of the IDF weight: a conversational question ("When did Caroline go to the
-    LGBTQ support group?") whose answer repeats most of its words, at the modest cosine a chat
-    turn gets. A short question - most of an agent's, and every one of builtin's unanswerable
+  - cosine >= ``MANY_COSINE`` with at least ``MANY_TERMS`` distinct query terms, at least
+    ``MEDIUM_TERM_SHARE`` of them (so the hit is also ``medium`` on its words, though its cosine
+    may sit below ``MEDIUM_COSINE``) and at least ``MANY_COVERAGE`` of the IDF weight: a
+    conversational question ("When did Caroline go to the LGBTQ support group?") whose answer
+    repeats most of its words, at the modest cosine a chat turn gets. A short question - most of an agent's, and every one of builtin's unanswerable
     ones - never matches four terms, so this branch cannot make its near miss look like an answer.
   Without the vector leg (keyword, bm25, a hybrid without the extra): every distinct query term (at
   least two), that near the top. Coverage and the count of matched terms matter because a question
@@ -63,7 +64,7 @@ def label(
     their IDF-weighted share."""
     near_top = top_score <= 0 or score >= NEAR_TOP * top_score
     if cosine is not None:
-        if near_top and vector_high(cosine, coverage, round(term_share * distinct_terms)):
+        if near_top and vector_high(cosine, coverage, round(term_share * distinct_terms), term_share):
             return "high"
     elif vectorless_high(term_share, distinct_terms) and near_top:
         return "high"
@@ -72,11 +73,12 @@ def label(
     return "low"
 
 
-def vector_high(cosine: float, coverage: float, matched_terms: int) -> bool:
+def vector_high(cosine: float, coverage: float, matched_terms: int, term_share: float = 0.0) -> bool:
     return (cosine >= HIGH_COSINE_ALONE
             or (cosine >= HIGH_COSINE and coverage >= HIGH_COVERAGE)
             or (cosine >= SEVERAL_COSINE and matched_terms >= SEVERAL_TERMS and coverage >= SEVERAL_COVERAGE)
-            or (cosine >= MANY_COSINE and matched_terms >= MANY_TERMS and coverage >= MANY_COVERAGE))
+            or (cosine >= MANY_COSINE and matched_terms >= MANY_TERMS and term_share >= MEDIUM_TERM_SHARE
+                and coverage >= MANY_COVERAGE))
 
 
 def vectorless_high(term_share: float, distinct_terms: int) -> bool:
@@ -87,5 +89,5 @@ def describe() -> str:
     """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
     return (f"high: score >= {NEAR_TOP} x best and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
             f"coverage >= {HIGH_COVERAGE}, or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
-            f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms and coverage >= {MANY_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
+            f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms, >= {MEDIUM_TERM_SHARE} of them, and coverage >= {MANY_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
             f">= {MEDIUM_TERM_SHARE} of the terms")

@@ -49,6 +49,10 @@ def test_a_conversational_question_is_high_with_most_of_its_words_at_a_modest_co
     assert label(MANY_COSINE, share, 5, score=1.0, top_score=1.0, coverage=MANY_COVERAGE - 0.01) == "medium"
     # one term fewer (and below the three-term branch's cosine): not enough of the question's words
     assert label(0.5, (MANY_TERMS - 1) / 5, 5, score=1.0, top_score=1.0, coverage=0.7) == "medium"
+    # four terms of a ten-term question: under half its words, so not even `medium` on them - a
+    # `high` there would promise more than the hit's words and cosine each say
+    assert label(MANY_COSINE, MANY_TERMS / 10, 10, score=1.0, top_score=1.0, coverage=0.9) == "low"
+    assert label(MANY_COSINE, MEDIUM_TERM_SHARE, 2 * MANY_TERMS, score=1.0, top_score=1.0, coverage=MANY_COVERAGE) == "high"
     assert label(0.5, share, 5, score=NEAR_TOP - 0.05, top_score=1.0, coverage=0.7) == "medium"  # not near the top
 
 
