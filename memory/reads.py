@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.store import integrity, records, search as ranking
-from kenning.store.plain import MODES, Fields, NotPlain, PlainResult
+from kenning.store.plain import MODES, NotPlain, PlainResult
 
 from . import events, outcomes, trust
 from .gates.limits import check_count, check_scopes
@@ -207,6 +207,8 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     with s.db.lock:
         ranked = run()
         if s.lexicon.damaged and not s.db.read_only:
+            if plain:  # the models' search repairs and says so; a fall-back after a repair would not
+                raise NotPlain()
             # damaged postings were skipped, never raised; rebuild from the text and rank again
             damaged = len(s.lexicon.damaged)
             integrity.repair_lexicon(s.db, s.lexicon)
@@ -215,7 +217,7 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
                 note = {"reason": "lexical_index_repaired", "message": f"the lexical index had damaged postings "
                         f"({damaged} terms); it was rebuilt from the memories' text before this answer",
                         "install": "", "fix": None}
-                ranked[0].degraded = Fields(**note) if plain else _degraded(note)
+                ranked[0].degraded = _degraded(note)
     return ranked
 
 

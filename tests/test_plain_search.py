@@ -225,3 +225,21 @@ def test_a_plain_search_imports_no_pydantic(seeded):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=home)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_damaged_index_is_repaired_and_noted_even_when_a_hit_needs_the_models(seeded):
+    """The plain path leaves a damaged lexical index to the models' search, which repairs it and says
+    so; repairing first and then falling back for another reason used to lose the note."""
+    home, clock, ids = seeded
+    with kenning.open_store(home, clock=clock) as store:
+        with store.db.transaction() as c:
+            record = json.loads(c.execute("SELECT record FROM memories WHERE id = ?", (ids[0],)).fetchone()[0])
+            del record["metadata"]  # a record only the models read the same way, found only through
+            # the damaged term, so the plain path meets it after the repair
+            c.execute("UPDATE memories SET record = ? WHERE id = ?", (json.dumps(record), ids[0]))
+            c.execute("UPDATE lex_segments SET postings = ? WHERE term = 'bill'", (b"garbage!",))
+    out = subprocess.run([sys.executable, "-m", "kenning", "--store", str(home), "search", "billing",
+                          "--mode", "bm25", "--json"], capture_output=True, text=True, check=True)
+    answer = json.loads(out.stdout)
+    assert answer["degraded"]["reason"] == "lexical_index_repaired"
+    assert ids[0] in [h["id"] for h in answer["hits"]]
