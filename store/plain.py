@@ -47,6 +47,8 @@ def iso(ts: datetime | None) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def _iso(ts: datetime) -> str:
     # remembered: an import stamps thousands of records with one time, each serialised several times
+    if ts.tzinfo is timezone.utc:  # the usual case (utcnow): only the "+00:00" to swap, a third cheaper
+        return ts.isoformat(timespec="microseconds")[:-6] + "Z"
     return ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 

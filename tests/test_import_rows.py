@@ -17,7 +17,7 @@ import kenning
 from kenning.errors import InvalidInput
 from kenning.memory import requests, writes
 from kenning.retrieval.text import query_terms, tokenize, tokens_and_terms
-from kenning.store import records
+from kenning.store import plain, records
 
 WORDS = ("deploy staging the a of cache warms nightly jenkins runs is not for Über naïve 東京都 "
          "c++ x86 v1.2 api_key zephyr pipeline rotates permission days and or it by").split()
@@ -63,6 +63,7 @@ def test_shaped_records_are_the_memories_full_validation_gives(tmp_path):
             x = x.model_copy(update={"id": y.id})
         assert x.model_dump_json() == y.model_dump_json()
         assert x.model_fields_set == y.model_fields_set
+        assert x == y and x.__pydantic_extra__ is None and x.__pydantic_private__ is None
     assert len({id(m.scopes) for m in fast}) == len(fast)  # no list shared between two memories
 
 
@@ -110,3 +111,13 @@ def test_one_pass_gives_the_token_stream_and_the_query_terms():
     texts += ["the of and", "THE Of", "", "...", "c++ and C# on x86", "naïve café", "don't stop"]
     for text in texts:
         assert tokens_and_terms(text) == (tokenize(text), query_terms(text)), text
+
+
+@pytest.mark.parametrize("ts", [datetime(2026, 3, 1, 12, 0, 0, 5, timezone.utc), datetime(1, 1, 1, tzinfo=timezone.utc),
+                                datetime(9999, 12, 31, 23, 59, 59, 999999, timezone.utc),
+                                datetime(2026, 3, 1, 1, 0, 0, 7, timezone(timedelta(hours=2))),
+                                datetime(2026, 3, 1, 12, 0, 0, 0, timezone(timedelta(0)))])
+def test_a_stamp_is_written_the_same_whatever_its_zone(ts):
+    """The UTC shortcut in ``iso`` writes what converting to naive UTC writes."""
+    assert plain._iso.__wrapped__(ts) == ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(
+        timespec="microseconds") + "Z"
