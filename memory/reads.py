@@ -9,6 +9,7 @@ models (store/models.py) only where it builds them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,18 @@ def _removers(s: Session, ids: list[str]) -> dict[str, str]:
     return dict(rows)
 
 
+def _one_generation(read):
+    """Run ``read`` (a search, a ranking) with one look at the store's state for the whole answer:
+    its settings, lexicon, vector count and trust memo ask alike (PostgreSQL: one round trip, not
+    one an ask; see Database.one_generation)."""
+    @functools.wraps(read)
+    def looked(s: Session, *args, **kwargs):
+        with s.db.one_generation():
+            return read(s, *args, **kwargs)
+    return looked
+
+
+@_one_generation
 def search(
     s: Session,
     query: str,
@@ -167,6 +180,7 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
     return result
 
 
+@_one_generation
 def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[str] | None,
          category: str | None, explain: bool = True) -> SearchResult | ranking.Ranking:
     """Pure ranking for evaluation: no result cap, no auto_scope, no trust annotation, no event.

@@ -45,10 +45,7 @@ class TranscriptVectors:
         """Messages without a vector for the store's model (without loading the model when it is not loaded).
 
         A count difference, not a join: vectors of dropped messages are deleted with them (``forget``)."""
-        model = model or self.model_id()
-        return self.db.read(lambda c: c.execute(
-            "SELECT (SELECT COUNT(*) FROM transcript_messages) - "
-            "(SELECT COUNT(*) FROM transcript_embeddings WHERE model_id = ?)", (model,)).fetchone()[0])
+        return self.db.rows_without_vectors("transcript_messages", "transcript_embeddings", model or self.model_id())
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None,
                       stop: threading.Event | None = None, batch: int = EMBED_BATCH) -> int:

@@ -362,9 +362,10 @@ class TranscriptIndex:
             raise InvalidInput(f"unknown mode {mode!r}; choose keyword, bm25, semantic or hybrid")
         exclude = exclude_session if exclude_session is not None else os.environ.get(ENV_CURRENT_SESSION) or None
         scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
-        self.sync()
-        with self._lock:
-            result = self._rank(query, limit, scope, exclude, mode)
+        with self.db.one_generation():  # the sync and the ranking share one look at the store's state
+            self.sync()
+            with self._lock:
+                result = self._rank(query, limit, scope, exclude, mode)
         if self.db.read_only:
             result.note = ("the store is read-only for this user, so ledgers were not read again: "
                            "messages added since its last search are not in this answer")

@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 DB_FILENAME = "kenning.sqlite3"
@@ -358,6 +358,19 @@ class Database:
         from .vector_rows import RowVectors
 
         return RowVectors(self, table)
+
+    def rows_without_vectors(self, rows: str, vectors: str, model: str) -> int:
+        """How many rows of table ``rows`` have no vector of ``model`` in table ``vectors`` (one a
+        row at most, deleted with it): a count difference, not a join. Table names are the
+        caller's constants."""
+        return self.read(lambda c: c.execute(
+            f"SELECT (SELECT COUNT(*) FROM {rows}) - (SELECT COUNT(*) FROM {vectors} WHERE model_id = ?)",
+            (model,)).fetchone()[0])
+
+    def one_generation(self):
+        """A block of reads that shares one look at the store's state: nothing to share here, as
+        PRAGMA data_version is answered in the process (PostgreSQL's is a round trip)."""
+        return nullcontext()
 
     def data_version(self) -> int:
         """Changes when another connection commits; our own commits leave it unchanged."""

@@ -274,10 +274,14 @@ class PostgresDatabase:
                 yield wrapped
             except BaseException:
                 raw.execute("ROLLBACK")
+                if getattr(self._local, "looking", False):
+                    self._local.seen = None  # it may have been read inside the transaction: look again
                 raise
             else:
                 raw.execute("COMMIT")
                 self._committed(generation)
+                if getattr(self._local, "looking", False):
+                    self._local.seen = generation  # our own commit, in the block: no need to look again
             finally:
                 self._local.conn = None
 
@@ -316,15 +320,52 @@ class PostgresDatabase:
 
         return PgVectors(self, table=table)
 
+    def rows_without_vectors(self, rows: str, vectors: str, model: str) -> int:
+        """How many rows of table ``rows`` have no vector of ``model`` in table ``vectors``: from
+        the counts the schema's triggers keep (schema.COUNTED), where counting scans both tables."""
+        if rows not in schema.COUNTED or vectors not in schema.COUNTED:
+            raise ValueError(f"{rows} and {vectors} must be counted tables (schema.COUNTED)")
+        return self.read(lambda c: c.raw.execute(
+            "SELECT COALESCE(SUM(CASE WHEN tbl = %s THEN n ELSE -n END), 0) FROM kenning_row_counts "
+            "WHERE tbl = %s OR (tbl = %s AND model_id = %s)", (rows, rows, vectors, model)).fetchone()[0])
+
     def _committed(self, generation: int) -> None:
         """Our own commit: unseen by data_version unless someone else committed since we last looked."""
         with self._state:
             if self._generation is not None and generation == self._generation + 1:
                 self._generation = generation
 
+    @contextmanager
+    def one_generation(self) -> Iterator[None]:
+        """In the block this thread reads ``kenning_generation`` once, at the first ask, instead of at
+        every one: a search asks for its settings, its lexicon, its vector count and its trust memo
+        (3 to 7 round trips for one answer). A commit made meanwhile by another process is seen at
+        the next block, as if it had landed just after this one began; this thread's own commits in
+        the block are taken in as they happen. Nested blocks are the outer one."""
+        if getattr(self._local, "looking", False):
+            yield
+            return
+        self._local.looking, self._local.seen = True, None
+        try:
+            yield
+        finally:
+            self._local.looking, self._local.seen = False, None
+
+    def generation(self) -> int:
+        """The commit counter (moved by every commit, ours included): read now, or once per
+        ``one_generation`` block. What a value cached per store state is keyed by: read it before
+        the value, so a commit landing in between makes the next look miss, never hit stale."""
+        seen = getattr(self._local, "seen", None)
+        if seen is not None:
+            return seen
+        generation = self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
+        if getattr(self._local, "looking", False):
+            self._local.seen = generation
+        return generation
+
     def data_version(self) -> int:
         """Changes when another process (or Store object) committed; our own commits leave it unchanged."""
-        generation = self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
+        generation = self.generation()
         with self._state:
             if generation != self._generation:
                 self._generation = generation

@@ -15,7 +15,7 @@ checks that both reach the same tables and columns.
 
 from __future__ import annotations
 
-SQLITE_VERSION_OF = {1: 6, 2: 6, 3: 6, 4: 8, 5: 8}  # what each PostgreSQL version holds, in SQLite schema versions
+SQLITE_VERSION_OF = {1: 6, 2: 6, 3: 6, 4: 8, 5: 8, 6: 8}  # what each PostgreSQL version holds, in SQLite schema versions
 SEQUENCE_KEYED = ("embeddings", "transcript_embeddings")  # AUTOINCREMENT in SQLite: a key is never reused
 # Columns only PostgreSQL has, derived from others (never copied by `kenning migrate`): column -> its source.
 DERIVED_COLUMNS = {"embeddings": ("vec",), "transcript_embeddings": ("vec",)}
@@ -55,6 +55,47 @@ BEGIN
     RETURN NEW;
 END $$
 """
+
+# Since version 6 the rows of the transcript tables are counted as they change (statement triggers
+# over the changed rows), so the transcript search's ``pending_embeddings`` and the background
+# embedder's poll read two numbers where each scanned both tables (100k messages: about 13 ms of
+# server CPU a count). The counts are backend state, like kenning_generation: never copied by
+# `kenning migrate`, which fills a new store's through the same triggers.
+COUNTED = ("transcript_messages", "transcript_embeddings")  # rows counted in kenning_row_counts (by model_id)
+_COUNT_ROWS = """
+CREATE FUNCTION kenning_count_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- vectors are counted by model; PL/pgSQL plans each statement when it first runs, for one table
+    IF TG_TABLE_NAME = 'transcript_embeddings' THEN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE kenning_row_counts k SET n = k.n - gone.n
+            FROM (SELECT model_id, count(*) AS n FROM old_rows GROUP BY model_id) AS gone
+            WHERE k.tbl = TG_TABLE_NAME AND k.model_id = gone.model_id;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO kenning_row_counts(tbl, model_id, n)
+            SELECT TG_TABLE_NAME, model_id, count(*) FROM new_rows GROUP BY model_id
+            ON CONFLICT (tbl, model_id) DO UPDATE SET n = kenning_row_counts.n + EXCLUDED.n;
+        END IF;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE kenning_row_counts SET n = n - (SELECT count(*) FROM old_rows) WHERE tbl = TG_TABLE_NAME;
+    ELSIF TG_OP = 'INSERT' THEN
+        UPDATE kenning_row_counts SET n = n + (SELECT count(*) FROM new_rows) WHERE tbl = TG_TABLE_NAME;
+    END IF;
+    RETURN NULL;
+END $$
+"""
+
+
+_TRANSITION = {"INSERT": "NEW TABLE AS new_rows", "DELETE": "OLD TABLE AS old_rows",
+               "UPDATE": "OLD TABLE AS old_rows NEW TABLE AS new_rows"}
+
+
+def _counted(table: str, events: tuple[str, ...]) -> list[str]:
+    """The triggers that keep ``table``'s row count (one an event: transition tables allow no more)."""
+    return [f"CREATE TRIGGER {table}_counted_{event.lower()} AFTER {event} ON {table} REFERENCING "
+            f"{_TRANSITION[event]} FOR EACH STATEMENT EXECUTE FUNCTION kenning_count_rows()" for event in events]
+
 
 _NEXT_KEY = """
 CREATE FUNCTION kenning_next_key() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -262,6 +303,18 @@ MIGRATIONS: list[list[str]] = [
         "FOR EACH ROW EXECUTE FUNCTION kenning_derive_vec()",
         "CREATE TRIGGER transcript_embeddings_vec BEFORE INSERT OR UPDATE OF vector ON transcript_embeddings "
         "FOR EACH ROW EXECUTE FUNCTION kenning_derive_vec()",
+    ],
+    [
+        # the transcript tables' rows counted as they change (COUNTED, above)
+        "CREATE TABLE kenning_row_counts (tbl TEXT NOT NULL, model_id TEXT NOT NULL, n BIGINT NOT NULL, "
+        "PRIMARY KEY (tbl, model_id))",
+        "INSERT INTO kenning_row_counts(tbl, model_id, n) SELECT 'transcript_messages', '', count(*) FROM transcript_messages",
+        "INSERT INTO kenning_row_counts(tbl, model_id, n) SELECT 'transcript_embeddings', model_id, count(*) "
+        "FROM transcript_embeddings GROUP BY model_id",
+        _COUNT_ROWS,
+        *_counted("transcript_messages", ("INSERT", "DELETE")),
+        # vectors by model: an UPDATE that changed a row's model would move it between counts
+        *_counted("transcript_embeddings", ("INSERT", "DELETE", "UPDATE")),
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
