@@ -221,3 +221,29 @@ def test_a_version_3_store_keeps_its_vector_column_and_derives_new_ones(postgres
         assert [m for m, _ in hits] == _brute(everything, everything[40], 3)
     finally:
         db.close()
+
+
+def test_the_row_count_that_chooses_exact_search_is_kept_per_generation(postgres_url):
+    """Counted once per store generation: in one ``one_generation`` block (a search) another
+    connection's new vectors are not counted again, at the next block they are, and this
+    connection's own commit in a block is counted at once."""
+    writer, reader = PostgresDatabase(postgres_url), PostgresDatabase(postgres_url)
+    try:
+        leg = PgVectors(reader, exact_threshold=5)
+        rng = np.random.default_rng(8)
+        _insert(writer, _unit(rng.standard_normal((3, DIM))))
+        with reader.one_generation():
+            assert leg._count(MODEL.model_id, 6) == 3
+            _insert(writer, _unit(rng.standard_normal((4, DIM))), first_mem=4)
+            assert leg._count(MODEL.model_id, 6) == 3  # the block's one look at the store
+        assert leg._count(MODEL.model_id, 6) == 6  # the next look: counted again, up to the cap
+        with reader.one_generation():
+            with reader.transaction() as c:
+                c.execute("DELETE FROM embeddings WHERE mem > 2")
+            assert leg._count(MODEL.model_id, 6) == 2
+        with writer.one_generation():  # nothing changed since: the writer's leg counts once, then keeps it
+            other = PgVectors(writer)
+            assert other._count(MODEL.model_id, 6) == 2 and other._counted[(MODEL.model_id, 6)][1] == 2
+    finally:
+        writer.close()
+        reader.close()

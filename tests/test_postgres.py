@@ -222,3 +222,94 @@ def test_a_long_executemany_goes_through_copy_and_ends_as_the_row_by_row_stateme
     assert [tuple(r) for r in segments if r[0] == "term0" and r[1] == 0] == [("term0", 0, bytes([last % 256, 7]))]
     assert [r[0] for r in events] == [f"m{i}" for i in range(n)]  # keys assigned in the rows' order
     assert results[True] == results[False]
+
+
+def _generation_reads(monkeypatch) -> list[str]:
+    """Every statement that reads kenning_generation from now on, as it is sent."""
+    import psycopg
+
+    seen: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def spied(self, query, *args, **kwargs):
+        if "FROM kenning_generation" in str(query):
+            seen.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", spied)
+    return seen
+
+
+def test_a_search_reads_the_generation_once_and_sees_another_process_commit_at_the_next(
+        postgres_url, tmp_path, monkeypatch):
+    """The settings, the lexicon and the trust memo of one search share one look at
+    kenning_generation; a memory another process writes (and a setting it changes) is still found
+    by the next search of a Store that has already loaded its lexicon."""
+    with kenning.open_store(postgres_url) as s:
+        s.write("The auth service listens on port 8443", scopes=["projects:auth"])
+        s.search("auth port", mode="bm25")  # lexicon and settings loaded
+        reads = _generation_reads(monkeypatch)
+        first = s.search("auth port", mode="bm25")
+        assert len(first.hits) == 1 and len(reads) == 1
+        done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "write",
+                               "The auth port moved to 9443 behind the gateway", "--scope", "projects:auth", "--json"],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "config", "set",
+                               "bm25_k1", "1.7"], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        del reads[:]
+        second = s.search("auth port", mode="bm25")
+        assert len(second.hits) == 2 and len(reads) == 1
+        assert s.config.bm25_k1 == 1.7
+
+
+def test_the_transcript_tables_row_counts_follow_every_change_and_show_in_other_connections(postgres_url):
+    """schema 6's kenning_row_counts against count(*) after inserts row by row and through COPY,
+    an upsert that replaces vectors, and deletes; read through another connection each time."""
+    import psycopg
+
+    from kenning.store.postgres.database import COPY_FROM_ROWS
+
+    writer, reader = PostgresDatabase(postgres_url), PostgresDatabase(postgres_url)
+
+    def counted(model: str) -> tuple[int, int]:
+        with psycopg.connect(postgres_url) as conn:
+            truth = conn.execute("SELECT (SELECT count(*) FROM transcript_messages) - "
+                                 "(SELECT count(*) FROM transcript_embeddings WHERE model_id = %s)", (model,)).fetchone()[0]
+        return reader.rows_without_vectors("transcript_messages", "transcript_embeddings", model), truth
+
+    def messages(c, keys):
+        c.executemany("INSERT INTO transcript_messages(rowid, ledger, line, at, speaker, text) VALUES (?, 1, ?, ?, 'user', 'hi')",
+                      [(k, k, float(k)) for k in keys])
+
+    def vectors(c, keys, model, statement="INSERT"):
+        c.executemany(f"{statement} INTO transcript_embeddings(mem, model_id, vector) VALUES (?, ?, ?)",
+                      [(k, model, bytes(8)) for k in keys])
+
+    try:
+        assert counted("a") == (0, 0)
+        with writer.transaction() as c:
+            c.execute("INSERT INTO transcript_sources(id, path, project, added) VALUES (1, '/t', 'p', 'now')")
+            c.execute("INSERT INTO transcript_ledgers(id, source, path, size, mtime_ns, offset, head, tail) "
+                      "VALUES (1, 1, '/t/a.jsonl', 0, 0, 0, '', '')")
+            messages(c, range(1, 11))  # row by row
+            messages(c, range(11, 11 + COPY_FROM_ROWS * 2))  # through COPY
+        total = 10 + COPY_FROM_ROWS * 2
+        assert counted("a") == (total, total)
+        with writer.transaction() as c:
+            vectors(c, range(1, 1 + COPY_FROM_ROWS), "a")  # COPY
+            vectors(c, range(1, 4), "b")  # row by row
+        assert counted("a") == (total - COPY_FROM_ROWS,) * 2 and counted("b") == (total - 3,) * 2
+        with writer.transaction() as c:  # replaces five vectors of model a, adds two: a conflict is an update
+            vectors(c, range(COPY_FROM_ROWS - 4, COPY_FROM_ROWS + 3), "a", "INSERT OR REPLACE")
+            vectors(c, range(1, 1 + COPY_FROM_ROWS + 2), "a", "INSERT OR REPLACE")  # every one again, via COPY
+        assert counted("a") == (total - COPY_FROM_ROWS - 2,) * 2
+        with writer.transaction() as c:
+            c.execute("DELETE FROM transcript_embeddings WHERE model_id != ?", ("a",))
+            c.execute("DELETE FROM transcript_embeddings WHERE mem <= 5")
+            c.execute("DELETE FROM transcript_messages WHERE rowid <= 20")
+        assert counted("a") == (total - 20 - (COPY_FROM_ROWS + 2 - 5),) * 2 and counted("b") == (total - 20,) * 2
+    finally:
+        writer.close()
+        reader.close()
