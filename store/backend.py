@@ -5,7 +5,8 @@ returns the ``Database`` the rest of kenning works through, with the local direc
 files (the vector index) live in. Both databases offer the same surface: ``transaction()`` and
 ``read(fn)`` hand out a connection that speaks kenning's SQL dialect (SQLite's, restricted to what
 ``store/postgres/dialect.py`` translates), ``data_version()`` changes when another process
-committed, ``get_meta``/``set_meta`` and ``close``. Nothing above this module asks which one it has.
+committed (asked once for a whole search inside ``one_generation()``), ``get_meta``/``set_meta``
+and ``close``. Nothing above this module asks which one it has.
 """
 
 from __future__ import annotations
