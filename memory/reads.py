@@ -142,6 +142,7 @@ def search(
                    record)
 
 
+@_one_generation
 def search_plain(s: Session, query: str, mode: str | None, scopes: Iterable[str] | None, limit: int,
                  category: str | None, auto_scope: bool, since_prior_session: bool) -> PlainResult | None:
     """``search`` (logged, not expanded) answered as plain data without pydantic, or None when only
