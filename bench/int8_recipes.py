@@ -15,7 +15,10 @@ torch vectors come from, and go to, the shared cache ($KENNING_CACHE_DIR).
     KENNING_CACHE_DIR=/work/wt/cache nice python bench/int8_recipes.py ../shared/eval-data \\
         --recipes all,no-ffn-out --collections builtin,med --out bench/results-encoder-int8.json
 
-Results accumulate in --work/results.json (a re-run only measures what is missing).
+Results accumulate in --work/results.json (a re-run only measures what is missing). Each recipe also
+gets its encode rate over the texts (per CPU-second) and how far a text encoded alone is from the same
+text encoded in its batch; ``--recipes fp32,...`` adds the float file as the same-run reference and
+``--collections none`` skips the nDCG runs.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(HERE))
 from encoder_parity import GROUP_SEP, collections, sample_texts  # noqa: E402
 
 LAYERS = 6
+ALONE = 100  # texts also encoded one at a time, to measure how much a vector depends on its batch
 
 
 def _attention(layers):
@@ -59,6 +63,7 @@ RECIPES: dict[str, tuple[dict, list[str]]] = {
     "no-first": ({"op_types_to_quantize": ["MatMul", "Attention"]},
                  _attention([0]) + _mm("attn-out", [0]) + _mm("ffn-in", [0]) + _mm("ffn-out", [0])),
     "ffn-in-only": ({"op_types_to_quantize": ["MatMul"]}, _mm("attn-out", ALL) + _mm("ffn-out", ALL)),
+    "attn-only": ({"op_types_to_quantize": ["Attention"]}, []),
     "ffn-only": ({"op_types_to_quantize": ["MatMul"]}, _mm("attn-out", ALL)),
     "reduce-range": ({"op_types_to_quantize": ["MatMul", "Attention"], "reduce_range": True}, []),
     "no-ffn-out-reduce": ({"op_types_to_quantize": ["MatMul", "Attention"], "reduce_range": True},
@@ -68,13 +73,16 @@ RECIPES: dict[str, tuple[dict, list[str]]] = {
 
 # Weight-only 8-bit blocks (MatMulNBits, 32 weights a scale) with int8 compute (accuracy_level 4):
 # activations are quantised per block of 32 along K, not per tensor. Needs the onnx_ir package.
-NBITS = {"nbits8-b32": 32}
+NBITS = {"nbits8-b32": 32, "nbits8-b128": 128}
 
 
 def build(recipe: str, source: Path, folder: Path) -> Path:
-    """The recipe's quantised file (built once; per-channel int8 weights, uint8 activations)."""
+    """The recipe's quantised file (built once; per-channel int8 weights, uint8 activations);
+    ``fp32`` is the float file itself, the same-run reference for speed and batch dependence."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    if recipe == "fp32":
+        return source
     target = folder / f"{recipe}.onnx"
     if recipe in NBITS and not target.is_file():
         import onnx
@@ -172,21 +180,30 @@ def main() -> None:
             row.clear()
             row["file"] = digest
         encoder = OnnxEncoder(spec, path, model_id=f"{spec.model_id}@int8-trial.{recipe}.{digest}")
-        if "cosine" not in row:
-            cos = np.sum(reference * encoder.encode(texts), axis=1)
+        if "cosine" not in row or "alone_vs_batch" not in row:
+            started = time.process_time()
+            vectors = encoder.encode(texts)
+            row["per_cpu_s"] = len(texts) / (time.process_time() - started)
+            cos = np.sum(reference * vectors, axis=1)
             row["cosine"] = {"min": float(cos.min()), "p01": float(np.quantile(cos, 0.01)),
                              "median": float(np.median(cos)), "below_0.99": int((cos < 0.99).sum())}
             row["bytes"] = path.stat().st_size
+            # per-tensor activation scales span the whole batch: a text's vector then depends on its
+            # batch-mates. Cosine between a text encoded alone and the same text in its batch of 32:
+            alone = np.stack([encoder.encode_query(t) for t in texts[:ALONE]])
+            same = np.sum(alone * vectors[:ALONE], axis=1)
+            row["alone_vs_batch"] = {"min": float(same.min()), "median": float(np.median(same))}
         for name, target in wanted:
             if name not in row.setdefault("ndcg", {}):
                 started = time.monotonic()
                 row["ndcg"][name] = ndcg(name, target, encoder, own_cache, args.modes)
                 print(f"{recipe} {name} {row['ndcg'][name]} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
         results_file.write_text(json.dumps(results, indent=1))
-        torch_rows = results["torch"]["ndcg"]
-        worst = max((abs(row["ndcg"][c][m] - torch_rows[c][m]) for c in row["ndcg"] if c in torch_rows
+        torch_rows = results.get("torch", {}).get("ndcg", {})
+        worst = max((abs(row["ndcg"][c][m] - torch_rows[c][m]) for c in row.get("ndcg", {}) if c in torch_rows
                      for m in row["ndcg"][c]), default=None)
         print(f"{recipe:18} cos min {row['cosine']['min']:.4f} median {row['cosine']['median']:.4f} "
+              f"alone vs batch min {row['alone_vs_batch']['min']:.4f} {row['per_cpu_s']:.1f} texts/CPU-s "
               f"worst |Δ nDCG@10| {worst}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
