@@ -264,6 +264,28 @@ def test_a_search_reads_the_generation_once_and_sees_another_process_commit_at_t
         assert s.config.bm25_k1 == 1.7
 
 
+def test_a_search_holding_an_older_generation_does_not_make_another_threads_commit_look_foreign(postgres_url):
+    """Threads share one Store (a server). A search's one_generation block holds the count it read
+    first; another thread's commit meanwhile is the Store's own, so data_version must not change,
+    neither in the block nor after it. Going back to the held count made the caches reload an older
+    state (test_store_threads on PostgreSQL: a lexicon whose doc arrays missed a posting's document)."""
+    import threading
+
+    with kenning.open_store(postgres_url) as s:
+        s.write("The auth service listens on port 8443", scopes=["projects:auth"])
+        db = s.db
+        version = db.data_version()
+        with db.one_generation():
+            assert db.data_version() == version  # the block's count is read here and held
+            writer = threading.Thread(target=lambda: s.write("The billing job runs nightly at two",
+                                                             scopes=["projects:billing"]))
+            writer.start()
+            writer.join()
+            assert db.data_version() == version
+        assert db.data_version() == version
+        assert [h.snippet for h in s.search("billing nightly", mode="bm25").hits] == ["The billing job runs nightly at two"]
+
+
 def test_the_transcript_tables_row_counts_follow_every_change_and_show_in_other_connections(postgres_url):
     """schema 6's kenning_row_counts against count(*) after inserts row by row and through COPY,
     an upsert that replaces vectors, and deletes; read through another connection each time."""

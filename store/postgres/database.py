@@ -365,9 +365,14 @@ class PostgresDatabase:
 
     def data_version(self) -> int:
         """Changes when another process (or Store object) committed; our own commits leave it unchanged."""
+        held = getattr(self._local, "seen", None)
         generation = self.generation()
         with self._state:
-            if generation != self._generation:
+            # a count this thread's one_generation block holds may predate another thread's commit:
+            # going back to it would make the caches reload an older state (a lexicon whose doc
+            # arrays miss a posting's document). A count read now is taken as it is.
+            if generation != self._generation and (held is None or self._generation is None
+                                                   or generation > self._generation):
                 self._generation = generation
                 self._version += 1
             return self._version
