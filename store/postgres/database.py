@@ -214,7 +214,7 @@ class PostgresDatabase:
                                        configure=_configure, open=False)
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self._local = threading.local()
-        self.lock = threading.RLock()  # for in-process state kept beside the database (the vector index)
+        self.lock = threading.RLock()  # in-process state kept beside the database (lexicon, vector index)
         self._state = threading.Lock()
         self._generation: int | None = None  # the last generation known, our own commits included
         self._version = 0  # what data_version() reports: bumped when another process's commit is seen
@@ -262,7 +262,10 @@ class PostgresDatabase:
                                 "tables): reads work, but nothing can be written there")
         if getattr(self._local, "conn", None) is not None:
             raise RuntimeError("a transaction is already open in this thread")
-        with pg_errors(self.path), self.pool.connection() as raw:
+        # self.lock as SQLite's transaction holds it: a write patches in-process state (the lexicon's
+        # doc arrays) that a ranking in another thread reads under the same lock. Writers queue on the
+        # generation row anyway; taken before a pool connection, so a waiting thread holds none.
+        with self.lock, pg_errors(self.path), self.pool.connection() as raw:
             raw.execute("BEGIN")
             wrapped = Connection(raw)
             self._local.conn = wrapped
