@@ -9,21 +9,14 @@ import pytest
 import kenning
 from kenning.errors import InvalidInput
 from kenning.memory.audit import audit_turn
+from clocks import Clock
 
 QUESTION = "which port does the auth service listen on"
 
 
-class Clock:
-    def __init__(self):
-        self.now = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc))
 
 
 @pytest.fixture

@@ -16,19 +16,9 @@ import kenning
 from kenning.errors import InvalidInput, NotFound
 from kenning.memory.episodes import EPISODE_TTL, MAX_TAKEAWAY_BYTES, Episodes
 from kenning.memory.gates.limits import MAX_CONTENT_BYTES, MAX_SCOPES
+from clocks import ticking
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-
-
-class Clock:
-    """A settable clock; each reading advances one millisecond so rows keep a strict order."""
-
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -49,7 +39,7 @@ def no_enclosing_repo(tmp_path, monkeypatch):
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture
@@ -311,7 +301,7 @@ def test_cli_list_search_and_prune(tmp_path, repo, monkeypatch):
 
     from kenning.commands.episodes import episodes_app
 
-    store, journal = session(tmp_path, Clock(datetime.now(timezone.utc)), repo)  # the CLI reads the real clock
+    store, journal = session(tmp_path, ticking(datetime.now(timezone.utc)), repo)  # the CLI reads the real clock
     journal.write("body one", takeaway="first takeaway", scopes=["projects:cli"], swarm_id="team")
     journal.write("body two", takeaway="second takeaway")
     store.close()

@@ -11,17 +11,9 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput
+from clocks import ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
-
-
-class Clock:
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
 
 
 def make_repo(path: Path) -> Path:
@@ -37,7 +29,7 @@ def no_enclosing_repo(tmp_path, monkeypatch):
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture

@@ -12,18 +12,10 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
+from clocks import ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 BODY = "The server entry point is src/app.py and its docs are docs/README.md"
-
-
-class Clock:
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
 
 
 def git(cwd: Path, *args: str, when: datetime | None = None) -> str:
@@ -62,7 +54,7 @@ def repo(tmp_path) -> Path:
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture

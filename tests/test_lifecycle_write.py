@@ -13,20 +13,10 @@ import pytest
 import kenning
 from kenning.errors import InvalidInput, NotFound
 from kenning.memory.gates import GateRefused
+from clocks import ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 TABLES = ("memories", "memory_scopes", "memory_links", "lex_docs", "lex_delta", "embed_queue", "pending_writes", "events")
-
-
-class Clock:
-    """A settable clock that moves one millisecond per reading, so events keep a strict order."""
-
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -52,7 +42,7 @@ def repo(tmp_path) -> Path:
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture

@@ -15,22 +15,14 @@ import kenning
 from kenning.errors import InvalidInput, Stale
 from kenning.memory.audit import audit_turn
 from kenning.memory.health import COLD_ENDORSEMENT_RETRIEVALS, CURATION_HINT_THRESHOLD
+from clocks import ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
 
-class Clock:
-    def __init__(self):
-        self.now = START
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture

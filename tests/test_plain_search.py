@@ -16,16 +16,9 @@ from kenning.memory import reads
 from kenning.memory.session import Session
 from kenning.store.models import Memory, StoreConfig
 from kenning.store.plain import CONFIG_DEFAULTS, MEMORY_FIELDS, NotPlain, plain_memory
+from clocks import Clock
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-
-
-class Clock:
-    def __init__(self):
-        self.now = START
-
-    def __call__(self):
-        return self.now
 
 
 def test_the_plain_field_lists_are_the_models():
@@ -50,7 +43,7 @@ def seeded(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x", "--allow-empty"],
                    cwd=repo, check=True)
-    clock = Clock()
+    clock = Clock(START)
     home = tmp_path / "s"
     with kenning.open_store(home, clock=clock) as store:
         plain_ids = store.import_records([

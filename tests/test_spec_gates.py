@@ -14,17 +14,9 @@ import kenning
 from kenning.errors import InvalidInput, NotFound, Stale
 from kenning.memory.episodes import Episodes
 from kenning.memory.gates import GateRefused, groundedness, scope_match, truncation
+from clocks import ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
-
-
-class Clock:
-    def __init__(self):
-        self.now = START
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
 
 
 def git(cwd: Path, *args: str, when: datetime | None = None) -> str:
@@ -60,7 +52,7 @@ def no_enclosing_repo(tmp_path, monkeypatch):
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ticking(START)
 
 
 @pytest.fixture

@@ -8,20 +8,13 @@ from datetime import datetime, timedelta, timezone
 import kenning
 from kenning.memory import trust
 from kenning.memory.staleness import DriftCache
+from clocks import Clock
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
-class Clock:
-    def __init__(self):
-        self.now = START
-
-    def __call__(self):
-        return self.now
-
-
 def test_plain_hits_carry_exactly_the_full_assessment(tmp_path):
-    clock = Clock()
+    clock = Clock(START)
     with kenning.open_store(tmp_path / "s", clock=clock) as store:
         ids = store.import_records([
             {"content": "the billing service bills monthly", "scopes": ["t"]},
@@ -47,7 +40,7 @@ def test_plain_hits_carry_exactly_the_full_assessment(tmp_path):
 
 
 def test_remembered_negative_outcomes_follow_every_new_outcome(tmp_path):
-    clock = Clock()
+    clock = Clock(START)
     home = tmp_path / "s"
     with kenning.open_store(home, clock=clock) as a, kenning.open_store(home, clock=clock) as b:
         [first, second] = a.import_records([{"content": "the billing service bills monthly", "scopes": ["t"]},
