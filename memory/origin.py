@@ -10,6 +10,7 @@ directory forked two git processes for nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -91,28 +92,37 @@ def detect_origin(cwd: str | os.PathLike[str] | None = None) -> Origin | None:
 
 
 def _read_head(git_dir: str, common_dir: str) -> str | None:
-    """HEAD's commit from the ref files, or None when that cannot be read without git."""
+    """HEAD's commit from the ref files, or None when that cannot be read without git.
+
+    Plain ``os`` calls on path strings: a write reads HEAD every time, and pathlib's objects cost
+    several times the few system calls this needs."""
     try:
-        if (Path(common_dir) / "reftable").exists():
+        if os.path.exists(os.path.join(common_dir, "reftable")):
             return None
-        head = (Path(git_dir) / "HEAD").read_text().strip()
+        head = _read_text(os.path.join(git_dir, "HEAD"))
         if not head.startswith("ref: "):
             return head if len(head) == 40 and set(head) <= _SHA_CHARS else None
         ref = head[5:]
         for root in (git_dir, common_dir):
-            loose = Path(root) / ref
-            if loose.is_file():
-                sha = loose.read_text().strip()
-                return sha if len(sha) == 40 and set(sha) <= _SHA_CHARS else None
-        packed = Path(common_dir) / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text().splitlines():
+            try:
+                sha = _read_text(os.path.join(root, ref))
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                continue  # not a loose ref here (a directory is not one either)
+            return sha if len(sha) == 40 and set(sha) <= _SHA_CHARS else None
+        packed = os.path.join(common_dir, "packed-refs")
+        if os.path.isfile(packed):
+            for line in _read_text(packed).splitlines():
                 sha, _, name = line.partition(" ")
                 if name == ref and len(sha) == 40:
                     return sha
-    except OSError:
+    except (OSError, ValueError):  # unreadable, or not UTF-8: git answers instead
         return None
     return None
+
+
+def _read_text(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode().strip()
 
 
 def _may_be_in_repository(base: Path) -> bool:
@@ -149,6 +159,7 @@ def _detect_with_git(base: Path) -> tuple[Origin, tuple[str, str, str]] | None:
     return origin, (worktree, git_dir, common_dir)
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of the layout, asked on every write
 def _repo_root(worktree: str, git_dir: str, common_dir: str) -> str:
     """The main checkout of a linked worktree; the worktree itself otherwise.
 
