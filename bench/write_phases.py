@@ -13,6 +13,7 @@ commit). Run it from each tree's root with that tree on PYTHONPATH to compare tw
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import shutil
 import statistics
@@ -24,7 +25,7 @@ from pathlib import Path
 sys.modules["sentence_transformers"] = sys.modules["onnxruntime"] = None  # type: ignore[assignment]  # a base install
 
 import kenning  # noqa: E402
-from kenning.memory import writes  # noqa: E402
+from kenning.memory import requests, session, writes  # noqa: E402
 from kenning.memory.gates import duplicates, pipeline  # noqa: E402
 from kenning.retrieval import bm25  # noqa: E402
 from kenning.store import lexicon  # noqa: E402
@@ -50,6 +51,24 @@ def timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def timed_block(owner, name: str, label: str) -> None:
+    """Wrap the context manager ``owner.name`` so the CPU time from entering to leaving its block
+    is collected under ``label``."""
+    real = getattr(owner, name)
+
+    @functools.wraps(real)
+    @contextlib.contextmanager
+    def wrapper(*args, **kwargs):
+        c0 = time.process_time()
+        try:
+            with real(*args, **kwargs) as value:
+                yield value
+        finally:
+            PHASES.setdefault(label, []).append(time.process_time() - c0)
+
+    setattr(owner, name, wrapper)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path)
@@ -59,11 +78,21 @@ def main() -> None:
     for owner, name, label in ((pipeline, "run_content_gates", "content gates"),
                                (lexicon.Lexicon, "doc_freqs", "probe: term frequencies"),
                                (lexicon.Lexicon, "postings", "probe: postings"),
-                               (bm25, "search", "probe: BM25 (postings included)"),
+                               (lexicon.Lexicon, "_fetch", "probe: postings read from SQLite"),
+                               
+                               (bm25, "top_k", "probe: top 20 of the summed scores"),
+                               (lexicon.Lexicon, "_patch_add", "commit: cached postings patched"),
+                               (lexicon.Lexicon, "add", "commit: index entry (delta rows)"),
+                               (bm25, "search_once", "probe: BM25 (postings included)"),
                                (pipeline, "_neighbours", "probe: whole"),
                                (duplicates, "check_duplicate", "overlap check"),
-                               (writes, "_commit", "commit")):
+                               (writes, "_commit", "commit: the rows (inside the transaction)"),
+                               (session.Session, "locate", "origin detection"),
+                               (requests, "new_memory", "request: validated Memory"),
+                               (pipeline, "run", "gates: all (probe included)"),
+                               (writes, "_with_curation_hint", "curation hint check")):
         timed(owner, name, label)
+    timed_block(session.Session, "transaction", "commit: whole transaction (rows + COMMIT)")
     texts = list(Corpus().memories(args.writes, offset=args.offset))
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "store"

@@ -508,7 +508,7 @@ def _commit(s: Session, c: sqlite3.Connection, memory: Memory, passed: pipeline.
     """Insert a gated memory inside the caller's transaction: row, index entry, embedding queue, event."""
     records.check_link_targets(c, memory.links)
     rowid = records.insert(c, memory, passed.terms)
-    s.lexicon.add(c, rowid, memory.content, memory.updated.timestamp())
+    s.lexicon.add(c, rowid, memory.content, memory.updated.timestamp(), passed.tokens)
     enqueue(c, [rowid])
     events.log(c, memory.created, s.session_id, kind, memory.id, payload)
     return WriteResult(status="committed", id=memory.id, related=passed.related,

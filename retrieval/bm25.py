@@ -88,6 +88,35 @@ def search(
                  shortest=shortest, top=top)
 
 
+def search_once(index: LexicalIndex, terms: list[str], k: int, k1: float = K1, b: float = B) -> list[tuple[int, float]]:
+    """``search(index, terms, k, k1=k1, b=b)`` (no filter, no feedback weights), the same documents
+    and scores, computed in one pass over all the terms' postings and remembering nothing.
+
+    For a caller that changes the index between calls (a write's duplicate probe): each write
+    moves the document count and the average length, so the per-term memos ``search`` keeps would
+    be stale by the next call anyway, and the per-term array operations cost more than the
+    arithmetic on a few thousand postings."""
+    counts = Counter(terms)
+    distinct = list(counts)
+    if not distinct or index.n_docs == 0:
+        return []
+    postings = index.postings(distinct)
+    held = [(term, postings[term]) for term in distinct if postings[term][0].size]
+    if not held:
+        return []
+    avg_len = index.avg_len or 1.0
+    weights = np.array([query_weight(counts[term]) * idf(index.n_docs, ids.size) for term, (ids, _) in held])
+    sizes = [ids.size for _, (ids, _) in held]
+    lexids = np.concatenate([ids for _, (ids, _) in held])
+    tf = np.concatenate([tfs for _, (_, tfs) in held]).astype(np.float64)
+    # element by element the arithmetic of _saturated and _weighted, so every score is the same float
+    norm = k1 * (1.0 - b + b * index.doc_len[lexids] / avg_len)
+    scores = np.repeat(weights, sizes) * (tf * (k1 + 1.0) / (tf + norm))
+    shortest = min((ids for _, (ids, _) in held if ids.size >= k), key=len, default=None)
+    top = max(int(ids[-1]) for _, (ids, _) in held)
+    return top_k(index, lexids, scores, k, lists=len(held), shortest=shortest, top=top)
+
+
 _WEIGHTED: "weakref.WeakKeyDictionary[Any, dict[tuple[str, int], tuple]]" = weakref.WeakKeyDictionary()
 
 

@@ -104,13 +104,6 @@ def _bounded(blob: object, seg: int) -> bool:
     return seg * SEGMENT_DOCS <= first <= last < (seg + 1) * SEGMENT_DOCS
 
 
-def _join(blobs: list[bytes]) -> bytes:
-    """One postings blob from a term's segments (in segment order)."""
-    if len(blobs) == 1:
-        return blobs[0]
-    return b"".join(b[: len(b) // 2] for b in blobs) + b"".join(b[len(b) // 2 :] for b in blobs)
-
-
 def _chunks(items: list, size: int = _CHUNK) -> Iterable[list]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -156,6 +149,9 @@ class Lexicon:
         # array objects come back until something changes, so rankers may key derived data on them
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._filtered: dict[str, int] = {}  # term -> the retirement epoch its cached arrays were filtered at
+        # term -> (lexid buffer, tf buffer, the cached lexids viewing its start): room for this
+        # view's own writes to append to a cached posting list without copying it each time
+        self._room: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
         # term -> stored posting count (segments + delta, retired texts included), as doc_freqs read it;
         # this view's own single writes add to it, anything else that changes postings empties it
         self._stored_df: dict[str, int] = {}
@@ -193,9 +189,10 @@ class Lexicon:
         self._edited(conn)
         self._dirty = True
 
-    def add(self, conn: sqlite3.Connection, key: int, text: str, ts: float) -> None:
-        """Index one text through the delta table (cheap), compacting when the delta grows large."""
-        counts = Counter(tokenize(text))
+    def add(self, conn: sqlite3.Connection, key: int, text: str, ts: float, stream: list[str] | None = None) -> None:
+        """Index one text through the delta table (cheap), compacting when the delta grows large.
+        ``stream``: the text's ``tokenize`` when the caller has it already."""
+        counts = Counter(tokenize(text) if stream is None else stream)
         length = sum(counts.values())
         lexid = conn.execute(
             f"INSERT INTO {self.t.docs}(mem, length, live, ts) VALUES (?, ?, 1, ?)", (key, length, ts)
@@ -312,6 +309,7 @@ class Lexicon:
                 ids, tfs = old[:half] + ids, old[half:] + tfs
             rows.append((term, seg, ids + tfs))
             self._cache.pop(term, None)
+            self._room.pop(term, None)
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.segments}(term, seg, postings) VALUES (?, ?, ?)", rows)
         self._count(conn, added, damaged)
         self.damaged |= damaged
@@ -358,6 +356,7 @@ class Lexicon:
             self._place(lexid, key, length, ts)
         self._top = top
         self._cache.clear()  # cached postings lack the new documents' terms
+        self._room.clear()
         self._stored_df.clear()
 
     def _load(self, edits: str, top: int) -> None:
@@ -382,6 +381,7 @@ class Lexicon:
         self.n_docs = int(lexids.size)
         self._total_len = float(arr[:, 2].sum())
         self._cache.clear()
+        self._room.clear()
         self._stored_df.clear()
         self._lexid_of = None
         self._edits, self._top = edits, since
@@ -414,12 +414,27 @@ class Lexicon:
         if self._dirty:
             return  # the next refresh reloads everything anyway
         self._place(lexid, key, length, ts)
+        cache, room = self._cache, self._room
         for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them
-            cached = self._cache.get(term)
-            if cached is not None and (not cached[0].size or cached[0][-1] < lexid):  # kept ascending
-                self._cache[term] = (np.append(cached[0], lexid), np.append(cached[1], np.int32(tf)))
-            elif cached is not None:
-                del self._cache[term]
+            cached = cache.get(term)
+            if cached is None:
+                continue
+            ids, tfs = cached
+            n = ids.size
+            if n and ids[-1] >= lexid:  # kept ascending
+                del cache[term]
+                room.pop(term, None)
+                continue
+            spare = room.get(term)
+            if spare is None or spare[2] is not ids or n == spare[0].size:
+                # a buffer with room to grow (copied once per doubling, not at every write)
+                spare = (np.empty(max(2 * n, 16), np.int64), np.empty(max(2 * n, 16), np.int32), None)
+                spare[0][:n], spare[1][:n] = ids, tfs
+            spare[0][n], spare[1][n] = lexid, tf
+            # views of the first n + 1 slots: arrays handed out earlier end before slot n and never change
+            ids, tfs = spare[0][: n + 1], spare[1][: n + 1]
+            cache[term] = (ids, tfs)
+            room[term] = (spare[0], spare[1], ids)
 
     def _place(self, lexid: int, key: int, length: int, ts: float) -> None:
         """One live document into the arrays, growing them when its lexid is beyond their end."""
@@ -502,57 +517,103 @@ class Lexicon:
     def _fetch(self, terms: list[str]) -> None:
         found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for chunk in _chunks(terms):
-            blobs, delta, damaged = self.db.read(lambda c: _read_terms(c, self.t, chunk))
+            arrays, delta, damaged = self.db.read(lambda c: _read_terms(c, self.t, chunk))
             self.damaged |= damaged
             extra: dict[str, tuple[list, list]] = {}
             for term, lexid, tf in delta:
                 extra.setdefault(term, ([], []))
                 extra[term][0].append(lexid)
                 extra[term][1].append(tf)
+            size = self.live.size
             for term in chunk:
-                ids, tfs = _decode(blobs[term]) if term in blobs else _EMPTY
+                ids, tfs = arrays.get(term, _EMPTY)
                 if term in extra:
                     ids = np.concatenate([ids, np.array(extra[term][0], np.int64)])
                     tfs = np.concatenate([tfs, np.array(extra[term][1], np.int32)])
-                # a posting newer than our doc table belongs to another connection's write
-                if ids.size and (ids.max() >= self.live.size or ids.min() < 0):
-                    keep = (ids >= 0) & (ids < self.live.size)
+                    # a posting newer than our doc table belongs to another connection's write
+                    if ids.size and (ids.max() >= size or ids.min() < 0):
+                        keep = (ids >= 0) & (ids < size)
+                        ids, tfs = ids[keep], tfs[keep]
+                    if ids.size > 1 and bool(np.any(ids[1:] < ids[:-1])):  # delta rows older than an import's
+                        order = np.argsort(ids, kind="stable")
+                        ids, tfs = ids[order], tfs[order]
+                elif ids.size and (ids[-1] >= size or ids[0] < 0):  # ascending (checked): its ends bound it
+                    keep = (ids >= 0) & (ids < size)
                     ids, tfs = ids[keep], tfs[keep]
-                if ids.size > 1 and bool(np.any(ids[1:] < ids[:-1])):  # delta rows older than an import's
-                    order = np.argsort(ids, kind="stable")
-                    ids, tfs = ids[order], tfs[order]
                 found[term] = (ids, tfs)
         self._cache.update(found)
         for term in found:
             self._filtered.pop(term, None)
+            self._room.pop(term, None)
 
 
 def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
+    """The terms' segment postings as checked (lexids, tfs) arrays, their delta rows, and the terms
+    with a damaged row. A segment row of the wrong shape, or whose first or last lexid lies outside
+    its segment, is skipped (the term's other segments still count); a term whose joined lexids do
+    not strictly ascend, or with a term frequency below 1, is skipped whole. The checks run over
+    all the terms' postings at once, not segment by segment: a probe reads ~100 small rows."""
     marks = ",".join("?" * len(terms))
-    segments: dict[str, list[bytes]] = {}
     damaged: set[str] = set()
+    names, segs, blobs = [], [], []
     for term, seg, blob in c.execute(
         f"SELECT term, seg, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms
     ):
-        if isinstance(seg, int) and _bounded(blob, seg):
-            segments.setdefault(term, []).append(blob)
+        if isinstance(seg, int) and isinstance(blob, bytes) and blob and not len(blob) % 8:
+            names.append(term)
+            segs.append(seg)
+            blobs.append(blob)
         else:
             damaged.add(term)
-    blobs = {}
-    for term, parts in segments.items():  # order and tfs checked once over the joined list, not per segment
-        blob = _join(parts)
-        ids, tfs = _decode(blob)
-        if bool((ids[1:] > ids[:-1]).all()) and bool((tfs > 0).all()):
-            blobs[term] = blob
-        else:
-            damaged.add(term)
+    arrays = _checked_postings(names, segs, blobs, damaged)
     delta = []
     for term, lexid, tf in c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms):
         if isinstance(lexid, int) and isinstance(tf, int) and tf > 0:
             delta.append((term, lexid, tf))
         else:
             damaged.add(term)
-    return blobs, delta, damaged
+    return arrays, delta, damaged
+
+
+def _checked_postings(names: list[str], segs: list[int], blobs: list[bytes],
+                      damaged: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Segment rows (ordered by term, then segment) joined per term, as ``_read_terms`` checks
+    them; the terms found damaged are added to ``damaged``."""
+    if not blobs:
+        return {}
+    halves = [len(b) // 2 for b in blobs]
+    ids = np.frombuffer(b"".join([b[:h] for b, h in zip(blobs, halves)]), np.int32).astype(np.int64)
+    tfs = np.frombuffer(b"".join([b[h:] for b, h in zip(blobs, halves)]), np.int32)
+    counts = np.array(halves, np.int64) // 4
+    ends = np.cumsum(counts)
+    firsts, lasts = ids[ends - counts], ids[ends - 1]
+    low = np.array(segs, np.int64) * SEGMENT_DOCS
+    inside = (low <= firsts) & (firsts <= lasts) & (lasts < low + SEGMENT_DOCS)
+    if not inside.all():  # rows outside their segment are skipped; their terms are damaged
+        damaged.update(n for n, ok in zip(names, inside.tolist()) if not ok)
+        keep = np.repeat(inside, counts)
+        ids, tfs = ids[keep], tfs[keep]
+        names = [n for n, ok in zip(names, inside.tolist()) if ok]
+        counts = counts[inside]
+        if not names:
+            return {}
+    # each term's run of rows: where the name changes
+    starts = [0] + [i for i in range(1, len(names)) if names[i] != names[i - 1]]
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    term_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(names))))  # each row's term
+    owner = np.repeat(term_of, counts)  # each posting's term
+    bad = set(owner[1:][(ids[1:] <= ids[:-1]) & (owner[1:] == owner[:-1])].tolist())
+    bad.update(owner[tfs <= 0].tolist())
+    out = {}
+    ends_at = starts[1:] + [len(names)]
+    for number, (first, last) in enumerate(zip(starts, ends_at)):
+        term = names[first]
+        if number in bad:
+            damaged.add(term)
+        else:
+            a, b = int(bounds[first]), int(bounds[last])
+            out[term] = (ids[a:b], tfs[a:b])
+    return out
 
 
 def _snapshot_rows(blob: object, edits: str, top: int) -> tuple[np.ndarray | None, int]:

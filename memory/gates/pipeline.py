@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from kenning.memory.claims import ParsedClaim
 from kenning.retrieval import bm25
-from kenning.retrieval.text import query_terms
+from kenning.retrieval.text import query_terms, tokens_and_terms
 from kenning.store.db import Database
 from kenning.store.lexicon import Lexicon
 from kenning.store.models import StoreConfig, WriteResult
@@ -58,6 +58,7 @@ class Passed:
     related: list[str] = field(default_factory=list)
     removed_matches: list[dict] = field(default_factory=list)
     terms: list[str] | None = None  # the body's query_terms, as the probe found them (stored with the row)
+    tokens: list[str] | None = None  # the body's token stream (what the lexical index counts)
 
 
 def refused(refusal: GateRefusal) -> WriteResult:
@@ -88,7 +89,8 @@ def run(
     )
     if refusal is not None:
         return refused(refusal)
-    terms = query_terms(content)  # tokenized once: the probe, the overlap and the stored row share it
+    # tokenized once: the probe, the overlap, the stored row and the index entry share it
+    tokens, terms = tokens_and_terms(content)
     check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms), _tombstones(db),
                                        new_terms=frozenset(terms))
     match = check.match
@@ -111,7 +113,7 @@ def run(
             override="force",
         )
     related = ([match.id] if check.status == "duplicate" else []) + check.related_ids
-    return Passed(related=related, removed_matches=removed, terms=terms)
+    return Passed(related=related, removed_matches=removed, terms=terms, tokens=tokens)
 
 
 def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str,
@@ -125,8 +127,8 @@ def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, conte
         df = lexicon.doc_freqs(terms)
         known = [t for t in terms if df[t]]  # a word no memory has finds nothing
         terms = sorted(known, key=lambda t: (df[t], t))[:RAREST_PROBE_TERMS]
-    keys = [key for key, _ in bm25.search(lexicon, terms, DUPLICATE_CANDIDATES, None,
-                                          k1=config.bm25_k1, b=config.bm25_b)]
+    keys = [key for key, _ in bm25.search_once(lexicon, terms, DUPLICATE_CANDIDATES, k1=config.bm25_k1,
+                                               b=config.bm25_b)]
     if not keys:
         return []
     marks = ",".join("?" * len(keys))
