@@ -83,7 +83,7 @@ def main() -> None:
                                (bm25, "top_k", "probe: top 20 of the summed scores"),
                                (lexicon.Lexicon, "_patch_add", "commit: cached postings patched"),
                                (lexicon.Lexicon, "add", "commit: index entry (delta rows)"),
-                               (bm25, "search_once", "probe: BM25 (postings included)"),
+                               (bm25, "search_once" if hasattr(bm25, "search_once") else "search", "probe: BM25 (postings included)"),
                                (pipeline, "_neighbours", "probe: whole"),
                                (duplicates, "check_duplicate", "overlap check"),
                                (writes, "_commit", "commit: the rows (inside the transaction)"),
