@@ -79,6 +79,7 @@ def main() -> None:
                                (lexicon.Lexicon, "doc_freqs", "probe: term frequencies"),
                                (lexicon.Lexicon, "postings", "probe: postings"),
                                (lexicon.Lexicon, "_fetch", "probe: postings read from SQLite"),
+                               (lexicon, "_read_terms", "probe: postings read: the two queries"),
                                
                                (bm25, "top_k", "probe: top 20 of the summed scores"),
                                (lexicon.Lexicon, "_patch_add", "commit: cached postings patched"),
