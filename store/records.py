@@ -49,10 +49,24 @@ def terms_text(terms: list[str]) -> str:
     return " ".join(terms)
 
 
+TERM_SETS_KEPT = 2048  # stored term strings whose sets are remembered (a write compares up to 1,020)
+_term_sets: dict[str, frozenset[str]] = {}
+
+
 def stored_terms(stored: str | None, content: str) -> frozenset[str]:
     """The content terms of a memory from its ``terms`` column, or from its text when the column is
-    empty (a row written before schema 8, or after a tokenizer change cleared it)."""
-    return content_terms(content) if stored is None else frozenset(stored.split())
+    empty (a row written before schema 8, or after a tokenizer change cleared it).
+
+    A column's set is remembered by its text: every write compares its body with the 1,000 most
+    recent tombstones, and splitting their strings into sets again cost more than reading them."""
+    if stored is None:
+        return content_terms(content)
+    known = _term_sets.get(stored)
+    if known is None:
+        if len(_term_sets) >= TERM_SETS_KEPT:
+            _term_sets.clear()
+        known = _term_sets[stored] = frozenset(stored.split())
+    return known
 
 
 def forget_terms(c: sqlite3.Connection) -> None:

@@ -219,3 +219,24 @@ def test_reading_all_segments_at_once_equals_reading_them_one_by_one(seed):
         for term, (ids, tfs) in arrays.items():
             assert ids.dtype == np.int64 and tfs.dtype == np.int32
             assert np.array_equal(ids, old_arrays[term][0]) and np.array_equal(tfs, old_arrays[term][1])
+
+
+def test_overlap_counts_the_union_without_building_it():
+    rng = random.Random(8)
+    for _ in range(3000):
+        a = frozenset(rng.sample(WORDS, rng.randint(0, 12)))
+        b = frozenset(rng.sample(WORDS, rng.randint(0, 12)))
+        union = len(a | b)
+        assert duplicates.overlap(a, b) == (len(a & b) / union if union else 0.0)
+
+
+def test_remembered_term_sets_are_the_split_strings_also_past_the_bound(monkeypatch):
+    from kenning.store import records
+
+    monkeypatch.setattr(records, "TERM_SETS_KEPT", 5)
+    rng = random.Random(9)
+    strings = [" ".join(rng.sample(WORDS, rng.randint(1, 8))) for _ in range(40)]
+    for s in strings * 3:  # the memo fills, is emptied, fills again
+        assert records.stored_terms(s, "ignored") == frozenset(s.split())
+        assert len(records._term_sets) <= 5
+    assert records.stored_terms(None, "The zeppelin caches") == duplicates.token_set("The zeppelin caches")

@@ -66,8 +66,9 @@ def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
     """Jaccard index of two texts' token sets; 0.0 when both are empty."""
     sa = a if isinstance(a, frozenset) else token_set(a)
     sb = b if isinstance(b, frozenset) else token_set(b)
-    union = len(sa | sb)
-    return len(sa & sb) / union if union else 0.0
+    shared = len(sa & sb)
+    union = len(sa) + len(sb) - shared  # |A ∪ B| without building it
+    return shared / union if union else 0.0
 
 
 def _best_first(matches: Iterable[Match]) -> list[Match]:
