@@ -74,6 +74,11 @@ def load_tokenizer(model_dir: Path):
     return tokenizer
 
 
+def intra_op_threads(threads: int | None = None) -> int:
+    """The intra-op threads a session gets: ``threads``, else KENNING_ONNX_THREADS, else DEFAULT_THREADS."""
+    return threads if threads is not None else max(1, int(os.environ.get("KENNING_ONNX_THREADS", DEFAULT_THREADS)))
+
+
 def session(onnx_file: Path, threads: int | None = None, cache_optimized: bool = False):
     """An onnxruntime CPU session: DEFAULT_THREADS intra-op threads unless KENNING_ONNX_THREADS says otherwise.
 
@@ -83,10 +88,8 @@ def session(onnx_file: Path, threads: int | None = None, cache_optimized: bool =
     """
     import onnxruntime as ort
 
-    if threads is None:
-        threads = max(1, int(os.environ.get("KENNING_ONNX_THREADS", DEFAULT_THREADS)))
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = intra_op_threads(threads)
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -173,7 +176,8 @@ class OnnxEncoder:
         self.onnx_file = onnx_file
         self._tokenizer = load_tokenizer(spec.path)
         self._lower = bool(_json(spec.path / "sentence_bert_config.json").get("do_lower_case"))
-        self._session = session(onnx_file, threads, cache_optimized)
+        self.threads = intra_op_threads(threads)  # cores one encode keeps busy (Semantic.query_vector_ahead asks)
+        self._session = session(onnx_file, self.threads, cache_optimized)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = dim if dim is not None else int(self._encode_batch(["probe"]).shape[1])
 

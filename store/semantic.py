@@ -22,6 +22,7 @@ long embedding batch does not stall searches. Lock order: ``_drain_lock`` before
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -69,6 +70,14 @@ def forget(conn: sqlite3.Connection, mem: int) -> None:
 
 def enqueue(conn: sqlite3.Connection, mems: list[int]) -> None:
     conn.executemany("INSERT OR IGNORE INTO embed_queue(mem) VALUES (?)", [(m,) for m in mems])
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 _ahead_pool: ThreadPoolExecutor | None = None
@@ -364,10 +373,17 @@ class Semantic:
         longer of the two, not their sum. The vector is the one ``query_vector`` gives; a query this
         thread already encoded (``one_encoding_per_query``), an encoder not loaded yet, an encoder
         switched meanwhile or a failed encoding fall back to ``query_vector`` on the call.
+
+        Only when a core is left for this thread beside the encoder's intra-op threads: on two cores
+        the search thread and an encode on two threads take turns on a core, each of the encoder's
+        parallel steps waits for its descheduled half, and both get slower than one after the other
+        (bench/README.md, "Hybrid query encode: inline on two cores"). Then the encoding is done on
+        the call, on this thread.
         """
         encoder = self._encoder
         shared = getattr(self._shared_queries, "vectors", None)
-        if encoder is None or (shared is not None and (encoder.model_id, query) in shared):
+        if (encoder is None or (shared is not None and (encoder.model_id, query) in shared)
+                or available_cores() <= getattr(encoder, "threads", 1)):
             return lambda: self.query_vector(query)
         try:
             future = _encode_ahead_pool().submit(encoder.encode_query, query)

@@ -1,6 +1,7 @@
-"""A hybrid query encoded on a worker thread while its lexical legs run (Semantic.query_vector_ahead),
-and a write's text encoded after its commit, with the real packaged model: the vectors are the ones
-encoding inline gives, and a failed encoding never loses a write or a search."""
+"""A hybrid query encoded on a worker thread while its lexical legs run (Semantic.query_vector_ahead)
+when a core is free for it, and a write's text encoded after its commit, with the real packaged
+model: the vectors are the ones encoding inline gives, and a failed encoding never loses a write or
+a search."""
 
 import threading
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import kenning
+from kenning.store import semantic
 
 pytestmark = [pytest.mark.embeddings]
 if not kenning.embeddings_available():
@@ -71,7 +73,13 @@ def test_a_refused_write_encodes_and_stores_nothing(loaded):
     assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]) == before
 
 
-def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loaded):
+@pytest.fixture
+def spare_core(monkeypatch):
+    """A machine with a core beside the encoder's intra-op threads (where the overlap pays)."""
+    monkeypatch.setattr(semantic, "available_cores", lambda: 64)
+
+
+def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loaded, spare_core):
     store, encoder, threads, _ = loaded
     store.write(TEXT, scopes=["x"])
     original = encoder.encode_query
@@ -91,7 +99,25 @@ def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loa
         del encoder.encode_query
 
 
-def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(loaded):
+def test_with_no_core_beside_the_encoders_threads_a_hybrid_query_is_encoded_on_the_search_thread(loaded, monkeypatch):
+    store, encoder, _, _ = loaded
+    store.write(TEXT, scopes=["x"])
+    original = encoder.encode_query
+    query_threads: list[str] = []
+    encoder.encode_query = lambda text: (query_threads.append(threading.current_thread().name), original(text))[1]
+    try:
+        monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads)
+        inline = store.search("which port does authentication use", mode="hybrid")
+        assert query_threads == [threading.current_thread().name]
+        monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads + 1)
+        ahead = store.search("which port does authentication use", mode="hybrid")
+        assert query_threads[1].startswith("kenning-encode-ahead")
+        assert [(h.id, h.score, h.legs) for h in ahead.hits] == [(h.id, h.score, h.legs) for h in inline.hits]
+    finally:
+        del encoder.encode_query
+
+
+def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(loaded, spare_core):
     store, encoder, _, _ = loaded
     written = store.write(TEXT, scopes=["x"]).id
     original = encoder.encode_query
@@ -109,7 +135,7 @@ def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(lo
         del encoder.encode_query
 
 
-def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded):
+def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded, spare_core):
     store, encoder, _, _ = loaded
     sem = store.semantic
     with sem.one_encoding_per_query():
