@@ -28,6 +28,8 @@ OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
 
 def remove(s: Session, id: str, reason: str) -> Tombstone:
     """Move a memory to the tombstones with a reason; it leaves search but is never deleted."""
+    from .gates.pipeline import tombstones_changed  # the write path's module: loaded here, not with curation
+
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
     if has_control_chars(reason):
@@ -38,6 +40,7 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
     with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
         c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
+        tombstones_changed(s.db)
         s.lexicon.remove(c, rowid)
         forget(c, rowid)
         events.log(c, now, s.session_id, events.REMOVE, memory.id, {"reason": reason.strip()})
@@ -46,6 +49,8 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
 
 def restore(s: Session, id: str) -> Memory:
     """Bring a tombstoned memory back into search, as it was when removed."""
+    from .gates.pipeline import tombstones_changed
+
     write_enabled.require(s.config)
     with s.transaction() as c:
         row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
@@ -55,6 +60,7 @@ def restore(s: Session, id: str) -> Memory:
             raise InvalidInput(f"memory {id} is not removed; nothing to restore")
         memory = Memory.model_validate_json(row[1])
         c.execute("UPDATE memories SET removed_at = NULL, removed_reason = NULL WHERE rowid = ?", (row[0],))
+        tombstones_changed(s.db)
         s.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())
         enqueue(c, [row[0]])
         events.log(c, s.clock(), s.session_id, events.RESTORE, memory.id)

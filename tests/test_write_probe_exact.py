@@ -240,3 +240,31 @@ def test_remembered_term_sets_are_the_split_strings_also_past_the_bound(monkeypa
         assert records.stored_terms(s, "ignored") == frozenset(s.split())
         assert len(records._term_sets) <= 5
     assert records.stored_terms(None, "The zeppelin caches") == duplicates.token_set("The zeppelin caches")
+
+
+def test_remembered_tombstones_follow_removals_restores_and_other_writers(tmp_path):
+    import os
+    import subprocess
+
+    path = tmp_path / "s"
+    text = "The nightly jenkins job deploys the staging cache at two"
+    with kenning.open_store(path) as store, kenning.open_store(path) as other:
+        first = store.write(text, scopes=["t"])
+        store.write("an unrelated fact about w1 w2 w3", scopes=["t"])  # the tombstones are read (none)
+        store.remove(first.id, reason="moved to the wiki")
+        again = store.write(text, scopes=["t"])
+        assert again.status == "previously_removed" and "moved to the wiki" in again.reason
+        store.restore(first.id)
+        assert store.write(text, scopes=["t"]).status == "duplicate"
+        other.remove(first.id, reason="removed through another Store object")  # another connection
+        again = store.write(text, scopes=["t"])
+        assert again.status == "previously_removed" and "another Store object" in again.reason
+        other.restore(first.id)
+        assert store.write(text, scopes=["t"]).status == "duplicate"
+        child = (f"import kenning\nwith kenning.open_store({str(path)!r}) as o:\n"
+                 f"    o.remove({first.id!r}, reason='removed by another process')\n")
+        subprocess.run([sys.executable, "-c", child], check=True, env=os.environ.copy())
+        again = store.write(text, scopes=["t"])
+        assert again.status == "previously_removed" and "another process" in again.reason
+        s = store._s
+        assert pipeline._tombstones(s.db) is pipeline._tombstones(s.db)  # remembered while nothing changed

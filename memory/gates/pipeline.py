@@ -16,6 +16,7 @@ claims, which each have their own acknowledgement or none.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from kenning.memory.claims import ParsedClaim
@@ -138,9 +139,30 @@ def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, conte
     return [(id_, stored_terms(terms, content)) for id_, content, terms in rows]
 
 
+# Database -> ((another connection's last commit, this process's removals and restores), tombstones)
+_read_tombstones: "weakref.WeakKeyDictionary[Database, tuple[tuple[int, int], list]]" = weakref.WeakKeyDictionary()
+_tombstone_edits: "weakref.WeakKeyDictionary[Database, int]" = weakref.WeakKeyDictionary()
+
+
+def tombstones_changed(db: Database) -> None:
+    """Say that this connection removed or restored a memory (curation's remove and restore, the
+    only statements that change a tombstone): the next write reads the tombstones again."""
+    _tombstone_edits[db] = _tombstone_edits.get(db, 0) + 1
+
+
 def _tombstones(db: Database) -> list[tuple[str, frozenset[str], str]]:
-    """The most recently removed memories as (id, content terms, removal reason)."""
+    """The most recently removed memories as (id, content terms, removal reason).
+
+    Read again only when they may have changed: after a removal or restore through this
+    connection (``tombstones_changed``), or any commit by another connection (``data_version``);
+    reading a thousand rows at every write was most of a write on a store with many removals."""
+    stamp = (db.data_version(), _tombstone_edits.get(db, 0))
+    known = _read_tombstones.get(db)
+    if known is not None and known[0] == stamp:
+        return known[1]
     rows = db.read(lambda c: c.execute(
         "SELECT id, content, removed_reason, terms FROM memories WHERE removed_at IS NOT NULL "
         "ORDER BY removed_at DESC LIMIT ?", (TOMBSTONES_COMPARED,)).fetchall())
-    return [(id_, stored_terms(terms, content), reason) for id_, content, reason, terms in rows]
+    found = [(id_, stored_terms(terms, content), reason) for id_, content, reason, terms in rows]
+    _read_tombstones[db] = (stamp, found)
+    return found
