@@ -19,7 +19,7 @@ from kenning.retrieval.text import tokens_and_terms
 from kenning.store import records
 from kenning.store.ids import new_ulid
 from kenning.store.models import ImportLine, ImportReport, Link, Memory, WriteResult, iso
-from kenning.store.semantic import enqueue, forget
+from kenning.store.semantic import enqueue, enqueue_range, forget
 
 from . import events, health, pending as pending_mod, requests
 from .claims import parse_claims
@@ -341,7 +341,7 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
             keys = records.insert_many(c, batch, list(terms))
             s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)],
                                list(streams))
-            enqueue(c, keys)
+            enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
         done += len(batch)
         if progress:
             progress(done)

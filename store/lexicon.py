@@ -42,14 +42,15 @@ def _decode(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _group(terms: list[str], lexids: list[int], tfs: list[int]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
-    """Postings grouped by (term, segment) as (int32 lexids, int32 tfs) bytes, in one numpy sort.
+    """Postings grouped by (term, segment) as (int32 lexids, int32 tfs) bytes, in one numpy sort,
+    in (term, segment) order (``_merge`` reads and writes the rows in key order).
 
     ``lexids`` must ascend within each term. A Python loop with numpy calls per term costs more
     than the whole sort once a batch holds thousands of distinct terms; bytes slices do not.
     """
     if not terms:
         return {}
-    codes = {term: code for code, term in enumerate(dict.fromkeys(terms))}
+    codes = _sorted_codes(terms)
     term_code = np.fromiter(map(codes.__getitem__, terms), np.int64, len(terms))
     order = np.argsort(term_code, kind="stable")  # lexids keep their ascending order within a term
     return _by_segment(list(codes), term_code[order], np.asarray(lexids, np.int64)[order], np.asarray(tfs)[order])
@@ -60,12 +61,20 @@ def _group_tokens(tokens: list[str], owners: np.ndarray) -> dict[tuple[str, int]
     term frequencies are counted by one numpy sort instead of a Counter per document."""
     if not tokens:
         return {}
-    codes = {term: code for code, term in enumerate(dict.fromkeys(tokens))}  # first seen, as _group numbers them
+    codes = _sorted_codes(tokens)
     term_code = np.fromiter(map(codes.__getitem__, tokens), np.int64, len(tokens))
     low = int(owners[0])
     span = int(owners[-1]) - low + 1
     pairs, tfs = np.unique(term_code * span + (owners - low), return_counts=True)  # by term, then lexid
     return _by_segment(list(codes), pairs // span, pairs % span + low, tfs)
+
+
+def _sorted_codes(terms: list[str]) -> dict[str, int]:
+    """Each distinct term's code, in sorted term order: str order is SQLite's BINARY order (UTF-8
+    bytes sort as code points do), so the grouped rows reach the segments' B-tree in key order;
+    unsorted, a batch's thousands of rows each land on another page (measured: the segment
+    writes of a 2,000-record import batch cost twice as much CPU)."""
+    return {term: code for code, term in enumerate(sorted(set(terms)))}
 
 
 def _by_segment(names: list[str], term_code: np.ndarray, ids: np.ndarray,

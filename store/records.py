@@ -96,14 +96,31 @@ def insert_many(c: sqlite3.Connection, memories: list[Memory],
     start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
     known = terms or [None] * len(memories)
     c.executemany(_INSERT, [_row(start + i, m, t) for i, (m, t) in enumerate(zip(memories, known))])
-    c.executemany(
-        "INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)",
-        [(s, start + i) for i, m in enumerate(memories) for s in m.scopes],
-    )
+    _insert_scopes(c, start, memories)
     links = [(start + i, link.kind, link.target, link.note) for i, m in enumerate(memories) for link in m.links]
     if links:  # one statement for the batch, as store_links would insert them one memory at a time
         c.executemany("INSERT INTO memory_links(source, kind, target, note) VALUES (?, ?, ?, ?)", links)
     return [start + i for i in range(len(memories))]
+
+
+SCOPE_RUN = 16  # consecutive memories with the same scopes written by one INSERT ... SELECT from this many
+
+
+def _insert_scopes(c: sqlite3.Connection, start: int, memories: list[Memory]) -> None:
+    """The scope rows of a batch inserted under rowids ``start``...: a run of memories with the same
+    scopes (an import usually is one run) as one INSERT ... SELECT a scope, not a row a memory."""
+    rows, run_start = [], 0
+    for i in range(1, len(memories) + 1):
+        if i < len(memories) and memories[i].scopes == memories[run_start].scopes:
+            continue
+        if i - run_start >= SCOPE_RUN:
+            for scope in memories[run_start].scopes:
+                c.execute("INSERT INTO memory_scopes(scope, mem) SELECT ?, rowid FROM memories "
+                          "WHERE rowid BETWEEN ? AND ?", (scope, start + run_start, start + i - 1))
+        else:
+            rows.extend((scope, start + k) for k in range(run_start, i) for scope in memories[k].scopes)
+        run_start = i
+    c.executemany("INSERT INTO memory_scopes(scope, mem) VALUES (?, ?)", rows)
 
 
 def replace(c: sqlite3.Connection, rowid: int, memory: Memory, scopes: bool, links: bool) -> None:

@@ -72,6 +72,12 @@ def enqueue(conn: sqlite3.Connection, mems: list[int]) -> None:
     conn.executemany("INSERT OR IGNORE INTO embed_queue(mem) VALUES (?)", [(m,) for m in mems])
 
 
+def enqueue_range(conn: sqlite3.Connection, first: int, last: int) -> None:
+    """Queue the memories of rowids ``first``..``last`` (an import batch): one statement, not a row each."""
+    conn.execute("INSERT OR IGNORE INTO embed_queue(mem) SELECT rowid FROM memories WHERE rowid BETWEEN ? AND ?",
+                 (first, last))
+
+
 def available_cores() -> int:
     """CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
     try:

@@ -121,3 +121,33 @@ def test_a_stamp_is_written_the_same_whatever_its_zone(ts):
     """The UTC shortcut in ``iso`` writes what converting to naive UTC writes."""
     assert plain._iso.__wrapped__(ts) == ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(
         timespec="microseconds") + "Z"
+
+
+def test_an_import_writes_the_rows_of_single_writes(tmp_path):
+    """The batch statements (scopes and the embedding queue by INSERT ... SELECT over a run of rowids,
+    postings appended to segments in key order) leave the rows one-memory-at-a-time inserts leave:
+    ``records.insert``, the index's delta rows compacted, one queue row a memory."""
+    rng = random.Random(5)
+    items, scopes = [], ["a"]
+    for i, record in enumerate(_records(700, seed=9)):
+        if rng.random() < 0.06:  # runs of one scope list, long and short, around records.SCOPE_RUN
+            scopes = rng.choice([["a"], ["b", "a"], ["c"], ["a", "c", "d"]])
+        items.append({**record, "id": f"r{i}", "scopes": record.get("scopes", scopes)})
+    with kenning.open_store(tmp_path / "batch", clock=_clock()) as batch:
+        batch.import_records(items, batch_size=97)
+    with kenning.open_store(tmp_path / "single", clock=_clock()) as single:
+        s = single._s
+        for record in items:
+            memory = requests.new_memory(writes._fields(record, ["imported"]), s.clock())
+            with s.transaction() as c:
+                key = records.insert(c, memory)
+                s.lexicon.add(c, key, memory.content, memory.updated.timestamp())
+                writes.enqueue(c, [key])
+        with s.transaction() as c:
+            s.lexicon.compact(c)
+    with kenning.open_store(tmp_path / "batch") as a, kenning.open_store(tmp_path / "single") as b:
+        assert len(_rows(a, "memory_scopes", "mem, scope")) > len(items)
+        for table, order in (("memories", "rowid"), ("memory_scopes", "mem, scope"), ("memory_links", "source"),
+                             ("lex_docs", "lexid"), ("lex_segments", "term, seg"), ("lex_counts", "term"),
+                             ("embed_queue", "mem")):
+            assert _rows(a, table, order) == _rows(b, table, order), table

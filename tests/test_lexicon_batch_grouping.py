@@ -33,4 +33,13 @@ def test_batch_counting_equals_counting_per_document():
         want = _per_document(docs, start)
         assert list(got) == list(want)  # the same groups in the same order
         assert got == want
+        assert list(got) == sorted(got)  # (term, segment) order: the rows reach the segments' B-tree in key order
     assert _group_tokens([], np.empty(0, np.int64)) == {}
+
+
+def test_groups_come_in_the_byte_order_sqlite_keeps_terms_in():
+    """Python's str order is the UTF-8 byte order SQLite's BINARY collation sorts the segments by."""
+    terms = ["zeta", "Über", "über", "東京都", "a", "ab", "a_b", "x86", "c++", "naïve", "nai"]
+    lexids = list(range(1, len(terms) + 1))
+    got = [term for term, _ in _group(terms, lexids, [1] * len(terms))]
+    assert got == sorted(terms, key=lambda t: t.encode("utf-8"))
