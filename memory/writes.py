@@ -18,6 +18,7 @@ from kenning.errors import InvalidInput, Stale
 from kenning.retrieval.text import tokens_and_terms
 from kenning.store import records
 from kenning.store.ids import new_ulid
+from kenning.store.lexicon import ImportTail
 from kenning.store.models import ImportLine, ImportReport, Link, Memory, WriteResult, iso
 from kenning.store.semantic import enqueue, enqueue_range, forget
 
@@ -334,17 +335,21 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
                     progress: Callable[[int], None] | None, embed: bool) -> None:
     """Commit validated memories in batches of one transaction each (row, index, embedding queue)."""
     done = 0
-    for start in range(0, len(memories), batch_size):
-        batch = memories[start : start + batch_size]
-        streams, terms = zip(*map(tokens_and_terms, [m.content for m in batch]))  # each text tokenized once
-        with s.transaction() as c:
-            keys = records.insert_many(c, batch, list(terms))
-            s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)],
-                               list(streams))
-            enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
-        done += len(batch)
-        if progress:
-            progress(done)
+    tail = ImportTail()
+    with s.db.bulk_writes():
+        for start in range(0, len(memories), batch_size):
+            batch = memories[start : start + batch_size]
+            streams, terms = zip(*map(tokens_and_terms, [m.content for m in batch]))  # each text tokenized once
+            with s.transaction() as c:
+                tail.check(s.db)
+                keys = records.insert_many(c, batch, list(terms))
+                s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)],
+                                   list(streams), tail)
+                enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
+            tail.sealed(s.db)
+            done += len(batch)
+            if progress:
+                progress(done)
     if embed and s.semantic.availability().working:
         s.semantic.embed_pending()
     elif memories:

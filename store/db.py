@@ -236,6 +236,7 @@ LOCAL_TABLES = frozenset({"lex_docs_checked"})
 
 
 BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the one before it
+BULK_CACHE_KIB = 64 * 1024  # page cache of a bulk import (Database.bulk_writes); SQLite's default is 2 MB
 
 
 class Database:
@@ -335,6 +336,22 @@ class Database:
     # triggers clear a flag when the live memories or index rows change (migration 7), so the
     # lexicon's check at open runs only after a change
     flags_lexicon_changes = True
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """Around a bulk import: a page cache that holds the pages its batches rewrite (each batch
+        appends to thousands of postings rows of the newest segment, and SQLite's default 2 MB
+        cache re-reads them from the file system batch after batch). Memory is taken only as
+        pages are read, and given back at the end; other threads' transactions may run between
+        the batches, as before."""
+        with self.lock:
+            before = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+            self.conn.execute(f"PRAGMA cache_size={-BULK_CACHE_KIB}")
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.conn.execute(f"PRAGMA cache_size={int(before)}")
 
     @contextmanager
     def waiting_at_most(self, ms: int) -> Iterator[None]:

@@ -139,6 +139,43 @@ class LexTables:
 MEMORY_TABLES = LexTables()
 
 
+class ImportTail:
+    """The postings rows an import's batches wrote to the newest segment, so the next batch
+    appends to them without reading them back (each batch of 2,000 re-read its terms' rows of a
+    segment of 8,192 documents that the batches before it had just written).
+
+    Trusted only while it is what the store holds: the import calls ``sealed`` after each commit
+    and ``check`` first in the next transaction, and the tail empties when anyone else committed
+    or this connection changed a row in between (``Database.stamp``; PostgreSQL has none, so
+    there it never holds anything). A segment whose first lexid is the import's or later is
+    "owned": every row of it was written by this tail, so a term it lacks has no row to read.
+    """
+
+    def __init__(self) -> None:
+        self.blobs: dict[tuple[str, int], bytes] = {}
+        self.first: int | None = None  # the first lexid indexed since the tail was last emptied
+        self._stamp: object = None
+
+    def owns(self, seg: int) -> bool:
+        return self.first is not None and seg * SEGMENT_DOCS >= self.first
+
+    def wrote(self, rows: list[tuple[str, int, bytes]], top: int) -> None:
+        """Keep the rows of the newest segment (the next batch's lexids are beyond the others')."""
+        if any(seg < top for _, seg in self.blobs):
+            self.blobs = {key: blob for key, blob in self.blobs.items() if key[1] >= top}
+        self.blobs.update(((term, seg), blob) for term, seg, blob in rows if seg >= top)
+
+    def sealed(self, db: Database) -> None:
+        """After a commit: the store now holds what the tail holds."""
+        self._stamp = db.stamp()
+
+    def check(self, db: Database) -> None:
+        """First in a transaction: forget everything when the store may have changed since ``sealed``."""
+        stamp = db.stamp()
+        if stamp is None or stamp != self._stamp:
+            self.blobs, self.first = {}, None
+
+
 class Lexicon:
     """Write side (called inside the store's transactions) and read side (a LexicalIndex)."""
 
@@ -221,12 +258,15 @@ class Lexicon:
         self._patch_add(lexid, key, length, ts, counts)
 
     def add_many(self, conn: sqlite3.Connection, items: list[tuple[int, str, float]],
-                 streams: list[list[str]] | None = None) -> None:
+                 streams: list[list[str]] | None = None, tail: ImportTail | None = None) -> None:
         """Index a batch straight into the compacted blobs (the import path). ``streams``: each
-        text's ``tokenize`` when the caller has it already."""
+        text's ``tokenize`` when the caller has it already; ``tail``: what the import's earlier
+        batches wrote, when it is still what the store holds (``ImportTail``)."""
         if not items:
             return
         start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
+        if tail is not None and tail.first is None:
+            tail.first = start
         docs, tokens = [], []
         for offset, (key, text, ts) in enumerate(items):
             stream = tokenize(text) if streams is None else streams[offset]
@@ -235,7 +275,7 @@ class Lexicon:
         owners = np.repeat(np.arange(start, start + len(items), dtype=np.int64), [d[2] for d in docs])
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
         self._stored_df.clear()
-        self._merge(conn, _group_tokens(tokens, owners))
+        self._merge(conn, _group_tokens(tokens, owners), tail)
         self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:
@@ -291,14 +331,20 @@ class Lexicon:
         conn.execute(f"DELETE FROM {self.t.delta}")
         Database.set_meta(conn, self.t.delta_rows_key, "0")
 
-    def _merge(self, conn: sqlite3.Connection, groups: dict[tuple[str, int], tuple[bytes, bytes]]) -> None:
-        """Append grouped postings to their segments; lexids only grow, so appending keeps them sorted."""
+    def _merge(self, conn: sqlite3.Connection, groups: dict[tuple[str, int], tuple[bytes, bytes]],
+               tail: ImportTail | None = None) -> None:
+        """Append grouped postings to their segments; lexids only grow, so appending keeps them sorted.
+        A row ``tail`` holds is not read back; neither is a missing one of a segment it owns."""
         by_seg: dict[int, list[str]] = {}
         for term, seg in groups:
             by_seg.setdefault(seg, []).append(term)
         existing: dict[tuple[str, int], bytes] = {}
         damaged: set[str] = set()
         for seg, terms in by_seg.items():
+            if tail is not None:
+                held = tail.blobs
+                existing.update(((t, seg), held[(t, seg)]) for t in terms if (t, seg) in held)
+                terms = [] if tail.owns(seg) else [t for t in terms if (t, seg) not in held]
             for chunk in _chunks(terms):
                 marks = ",".join("?" * len(chunk))
                 for term, blob in conn.execute(
@@ -313,13 +359,17 @@ class Lexicon:
         for (term, seg), (ids, tfs) in groups.items():
             added[term] = added.get(term, 0) + len(ids) // 4
             old = existing.get((term, seg))
-            if old is not None:
+            if old is None:
+                rows.append((term, seg, ids + tfs))
+            else:  # one copy: the old blob's halves are joined as views, not sliced into new bytes
                 half = len(old) // 2
-                ids, tfs = old[:half] + ids, old[half:] + tfs
-            rows.append((term, seg, ids + tfs))
+                view = memoryview(old)
+                rows.append((term, seg, b"".join((view[:half], ids, view[half:], tfs))))
             self._cache.pop(term, None)
             self._room.pop(term, None)
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.segments}(term, seg, postings) VALUES (?, ?, ?)", rows)
+        if tail is not None:
+            tail.wrote(rows, max(by_seg))
         self._count(conn, added, damaged)
         self.damaged |= damaged
 

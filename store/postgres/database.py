@@ -301,6 +301,11 @@ class PostgresDatabase:
     flags_lexicon_changes = False  # no change flag: the lexicon's check at open always runs
 
     @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """Around a bulk import: nothing to set here (the server keeps its own buffers)."""
+        yield
+
+    @contextmanager
     def waiting_at_most(self, ms: int) -> Iterator[None]:
         """Transactions begun in this thread in the block wait at most ``ms`` for the write lock."""
         before = getattr(self._local, "lock_timeout", None)
