@@ -488,7 +488,7 @@ def index(
 
 
 @app.command(epilog="Example: kenning models --convert   (convert the configured model to ONNX once, with progress; "
-                    "with KENNING_ENCODER=onnx-q8 also its 8-bit variant)")
+                    "with KENNING_ENCODER=onnx-q8 or onnx-rows8 also that 8-bit variant)")
 @handle_errors
 def models(
     ctx: typer.Context,
@@ -508,7 +508,9 @@ def models(
              "configured": spec.name == configured,
              "store_indexed_with": embeddings.encoder_id(spec, backend) == info["model_id"],
              "onnx": str(onnx_export.onnx_file(spec)) if onnx_export.problem(spec) is None else None,
-             "onnx_q8": str(onnx_export.onnx_file(spec, "onnx-q8")) if onnx_export.problem(spec, "onnx-q8") is None else None}
+             "onnx_q8": str(onnx_export.onnx_file(spec, "onnx-q8")) if onnx_export.problem(spec, "onnx-q8") is None else None,
+             "onnx_rows8": (str(onnx_export.onnx_file(spec, "onnx-rows8"))
+                            if onnx_export.problem(spec, "onnx-rows8") is None else None)}
             for spec in embeddings.list_models()]
     payload = {"configured": configured, "backend": backend, "store": info, "models": rows}
     if as_json:
@@ -523,11 +525,13 @@ def models(
         marks = ", ".join(m for m, on in (("configured", row["configured"]), ("indexed", row["store_indexed_with"])) if on)
         _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""),
                f"{row['path']}  ·  ONNX: {row['onnx'] or 'not converted yet (kenning models --convert)'}"
-               + (f"  ·  8-bit: {row['onnx_q8'] or 'not made yet (kenning models --convert)'}" if backend == "onnx-q8" else ""))
+               + (f"  ·  8-bit: {row['onnx_q8'] or 'not made yet (kenning models --convert)'}" if backend == "onnx-q8" else "")
+               + (f"  ·  int8 rows: {row['onnx_rows8'] or 'not made yet (kenning models --convert)'}"
+                  if backend == "onnx-rows8" else ""))
 
 
 def _convert(spec, variant: str, as_json: bool) -> None:
-    """Export spec to ONNX (and quantise it, for the onnx-q8 encoder), showing each step."""
+    """Export spec to ONNX (and quantise it, for the onnx-q8 and onnx-rows8 encoders), showing each step."""
     import time
 
     from kenning.retrieval import onnx_export

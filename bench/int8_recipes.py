@@ -75,6 +75,10 @@ RECIPES: dict[str, tuple[dict, list[str]]] = {
 # activations are quantised per block of 32 along K, not per tensor. Needs the onnx_ir package.
 NBITS = {"nbits8-b32": 32, "nbits8-b128": 128}
 
+# Activations quantised per row x weights per column through MatMulInteger (retrieval/onnx_rowwise.py,
+# the onnx-rows8 encoder): name -> regex of the MatMul names left float.
+ROWWISE = {"rowwise": None, "rowwise-no-ffn-out": r"layer\.\d+/output/dense"}
+
 
 def build(recipe: str, source: Path, folder: Path) -> Path:
     """The recipe's quantised file (built once; per-channel int8 weights, uint8 activations);
@@ -84,6 +88,12 @@ def build(recipe: str, source: Path, folder: Path) -> Path:
     if recipe == "fp32":
         return source
     target = folder / f"{recipe}.onnx"
+    if recipe in ROWWISE and not target.is_file():
+        partial = folder / f".{recipe}.partial.onnx"
+        from kenning.retrieval.onnx_rowwise import rewrite
+
+        rewrite(source, partial, ROWWISE[recipe])
+        os.replace(partial, target)
     if recipe in NBITS and not target.is_file():
         import onnx
         from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
@@ -146,7 +156,7 @@ def ndcg(name: str, target: str, encoder, cache_dir: Path, modes: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--recipes", default=",".join([*RECIPES, *NBITS]))
+    parser.add_argument("--recipes", default=",".join([*RECIPES, *NBITS, *ROWWISE]))
     parser.add_argument("--collections", default="builtin")
     parser.add_argument("--modes", default="semantic,hybrid")
     parser.add_argument("--texts", type=int, default=1000)

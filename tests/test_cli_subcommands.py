@@ -134,7 +134,7 @@ def test_index_and_models_say_why_the_encoder_cannot_run(tmp_path):
     assert index.returncode == 2 and "Traceback" not in index.stderr
     assert index.stderr.strip().splitlines() == [
         "error: 1 memories wait for embeddings, but KENNING_ENCODER='bogus' is not a backend; choose one of "
-        "onnx, onnx-q8, torch; fix: unset KENNING_ENCODER"]
+        "onnx, onnx-q8, onnx-rows8, torch; fix: unset KENNING_ENCODER"]
     models = kenning(tmp_path, "models", **broken)
     assert models.returncode == 2 and models.stderr.startswith("error: KENNING_ENCODER='bogus' is not a backend")
     assert len(models.stderr.strip().splitlines()) == 1

@@ -174,7 +174,7 @@ def test_the_withdrawn_int8_backend_degrades_with_why_and_the_fix():
     """int8 failed the issue's 0.01 nDCG@10 bar (bench/int8_recipes.py); a user who still sets it
     gets lexical answers with a note saying why and how to fix it, not a quantised model."""
     report = run_python(PROBE_REPORT.format(setup="import os; os.environ['KENNING_ENCODER'] = 'onnx-int8'"))
-    assert report["state"] == "broken" and "withdrawn" in report["cause"] and "onnx, onnx-q8, torch" in report["cause"]
+    assert report["state"] == "broken" and "withdrawn" in report["cause"] and "onnx, onnx-q8, onnx-rows8, torch" in report["cause"]
     assert report["note"]["reason"] == "embeddings_broken" and report["note"]["fix"] == "unset KENNING_ENCODER"
     assert report["raised"].startswith("EmbeddingsUnavailable") and report["heavy"] == []
 

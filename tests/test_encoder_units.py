@@ -201,7 +201,7 @@ def test_the_backend_is_the_setting_stripped_else_onnx(monkeypatch):
     monkeypatch.delenv("KENNING_ENCODER", raising=False)
     assert embeddings.backend() == "onnx"
     for value, chosen in {"": "onnx", "  ": "onnx", "torch": "torch", " torch\n": "torch", "onnx": "onnx",
-                          "onnx-q8": "onnx-q8"}.items():
+                          "onnx-q8": "onnx-q8", " onnx-rows8 ": "onnx-rows8"}.items():
         monkeypatch.setenv("KENNING_ENCODER", value)
         assert embeddings.backend() == chosen
 
@@ -212,11 +212,11 @@ def test_an_unknown_or_withdrawn_backend_is_refused_with_why_and_the_choices(mon
         embeddings.backend()
     assert str(withdrawn.value) == ("KENNING_ENCODER='onnx-int8' was withdrawn (per-tensor int8 moved nDCG@10 by more "
                                     "than 0.01 on development collections; onnx-q8 is the 8-bit encoder); "
-                                    "choose one of onnx, onnx-q8, torch")
+                                    "choose one of onnx, onnx-q8, onnx-rows8, torch")
     monkeypatch.setenv("KENNING_ENCODER", "cuda")
     with pytest.raises(InvalidInput) as unknown:
         embeddings.backend()
-    assert str(unknown.value) == "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, torch"
+    assert str(unknown.value) == "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, onnx-rows8, torch"
 
 
 def test_the_encoder_id_is_the_model_id_for_torch_and_tagged_for_onnx(spec, monkeypatch):
@@ -327,7 +327,7 @@ def test_a_bad_backend_setting_probes_broken_with_the_fix(fresh_caches, monkeypa
     monkeypatch.setenv("KENNING_ENCODER", "cuda")
     availability = embeddings.probe()
     assert availability == embeddings.Availability(
-        "broken", "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, torch", None, "unset KENNING_ENCODER")
+        "broken", "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, onnx-rows8, torch", None, "unset KENNING_ENCODER")
     assert embeddings._availability == {}  # not cached: fixing the setting takes effect at once
     assert embeddings.loaded(embeddings.ModelSpec("x", Path("."), "local", "x:0")) is False
     with pytest.raises(EmbeddingsUnavailable) as refused:

@@ -335,3 +335,29 @@ def test_the_q8_encoder_has_its_own_id_so_its_vectors_never_mix_with_the_float_o
     monkeypatch.setenv("KENNING_ENCODER", "onnx-q8")
     assert embeddings.encoder_id(tiny) == q8.model_id
     embeddings._encoders.pop(q8.model_id), embeddings._encoders.pop(plain.model_id)
+
+
+def test_the_rows8_variant_runs_every_weight_matmul_on_int8_and_a_vector_never_depends_on_its_batch(
+        tiny, torch_model, monkeypatch, tmp_path):
+    """onnx-rows8: made from the float file (no torch), each weight MatMul on MatMulInteger with one
+    activation scale per token, so a text alone and in a padded batch gets the same vector."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    steps: list[str] = []
+    path = onnx_export.ensure(tiny, "onnx-rows8", step=steps.append)
+    assert path == onnx_export.converted_dir(tiny) / "model-rows8.onnx"
+    assert steps == _STEPS + ["rewriting the matrix products as int8 with activations quantised per row (onnx-rows8)",
+                              "checking the onnx-rows8 model against the float one"]
+    entry = onnx_export.read_manifest(tiny)["files"]["onnx-rows8"]
+    assert entry["recipe"]["activations"] == "int8 per row" and 0.995 <= entry["check_min_cosine"] <= 1.0001
+    assert onnx_export.problem(tiny, "onnx-rows8") is None
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    assert ops.count("MatMulInteger") == 6 and "MatMul" not in ops  # per layer: attention output, FFN in and out
+    encoder = embeddings.get_encoder(tiny, "onnx-rows8")
+    assert encoder.model_id == tiny.model_id + "@onnx-rows8" and encoder.onnx_file == path
+    texts = ["hi", "a much longer sentence about the gateway port and the nightly backups of the database",
+             "the port", "nightly backups"]
+    batch = encoder.encode(texts, batch_size=4)
+    alone = np.stack([encoder.encode_query(t) for t in texts])
+    assert np.allclose(batch, alone, atol=1e-5)  # padding and batch-mates change nothing
+    assert np.min(np.sum(batch * torch_vectors(torch_model, texts), axis=1)) > 0.995
+    embeddings._encoders.pop(encoder.model_id)
