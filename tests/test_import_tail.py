@@ -64,8 +64,9 @@ def test_an_import_across_many_segments_writes_the_rows_reading_back_writes(tmp_
     with kenning.open_store(tmp_path / "tail") as a, kenning.open_store(tmp_path / "read") as b:
         segments = a._s.db.read(lambda c: c.execute("SELECT COUNT(DISTINCT seg) FROM lex_segments").fetchone()[0])
         assert segments > 10
-        rows = "SELECT term, seg, hex(postings) FROM lex_segments ORDER BY term, seg"
-        assert a._s.db.read(lambda c: c.execute(rows).fetchall()) == b._s.db.read(lambda c: c.execute(rows).fetchall())
+        rows = lambda c: [(t, seg, bytes(blob)) for t, seg, blob in c.execute(  # noqa: E731
+            "SELECT term, seg, postings FROM lex_segments ORDER BY term, seg").fetchall()]
+        assert a._s.db.read(rows) == b._s.db.read(rows)
         assert _postings(a) == _expected(a)
 
 
