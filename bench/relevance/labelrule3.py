@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import labelrule2 as L2
 
-C, SETS, DENSE = L2.C, L2.SETS, L2.DENSE
+F = L2.load("labelfeat2.pkl", L2.COMPLETE)
+C, SETS, DENSE = L2.C, F.SETS, F.DENSE
 OBJECTIVE = os.environ.get("LABELRULE_OBJECTIVE", "maximin")
 GRID = list(itertools.product(
     (0.95,), (0.75, 0.78, 0.8, 0.85), (0.4, 0.45, 0.5), (0.7, 0.8),
@@ -56,6 +57,6 @@ def choose(T, train):
 
 
 if __name__ == "__main__":
-    T = L2.table(GRID, high, needed)
+    T = L2.table(F, GRID, high, needed)
     print(len(T), "rules, objective", OBJECTIVE)
-    L2.report(T, choose, (0.95, 0.85, 0.45, 0.8, 0.55, 3, 0.3, 2.0, 0.5), "shipped")
+    L2.report(F, T, choose, (0.95, 0.85, 0.45, 0.8, 0.55, 3, 0.3, 2.0, 0.5), "shipped")

@@ -17,17 +17,13 @@ Apache Airflow 2.8.1." once the judged one is gone). Objective: the smallest per
 of answerable top hits `high` (maximin), then the mean.
     python bench/relevance/labelrule4.py
 """
-import itertools, os, pickle
+import itertools, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
+import labelrule2 as L2
 
-OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
-D = pickle.load(open(OUT + "/labelfeat4.pkl", "rb"))
-C = {c: i for i, c in enumerate(D["cols"])}
-names = list(D["ans"])
-A = {n: np.vstack(list(D["ans"][n].values())) for n in names}
-TOP = {n: A[n][:, C["rank"]] == 0 for n in names}
-P1 = {n: A[n][TOP[n], C["y"]].mean() for n in names}
-DENSE = [n for n in names if P1[n] >= 0.7]
+F = L2.load("labelfeat4.pkl")
+C, D, names, A, TOP, P1, DENSE, SETS = L2.C, F.D, F.names, F.A, F.TOP, F.P1, F.DENSE, F.SETS
 # the promise where judgments are sparse: `high` is judged relevant more often than a top hit is
 # (P@1) - LABELRULE4_FAMILY=multi keeps rules to the shipped one and one multi-term branch
 FAMILY = os.environ.get("LABELRULE4_FAMILY", "all")
@@ -36,7 +32,6 @@ FAMILY = os.environ.get("LABELRULE4_FAMILY", "all")
 OBJECTIVE = os.environ.get("LABELRULE4_OBJECTIVE", "maximin")
 CAP = 0.55
 COHERENT = os.environ.get("LABELRULE4_COHERENT", "") == "1"
-SETS = {k: (k.split("-q-")[0], np.vstack([m[:1] for m in qs.values()])) for k, qs in D["unans"].items() if qs}
 REMOVED = {n: np.vstack([m[:1] for m in D["removed"][n].values()]) for n in names}
 SHIPPED = ("none", 0.95, 0.8, 0.4, 0.8, 0, 0, 0)
 SINGLE = [SHIPPED] + [
@@ -111,7 +106,7 @@ def choose(T, train):
     return best[1]
 
 
-def line(T, n, rule):
+def line(F, T, n, rule):
     col, uns = T[rule]
     top, nh, nrel, share = col[n]
     hosted = {k: round(float(u), 3) for k, u in uns.items() if k.split("-q-")[0] == n or k == n + "-removed"}
@@ -122,14 +117,7 @@ def line(T, n, rule):
 if __name__ == "__main__":
     T = table()
     print(len(T), "rules; dense:", DENSE)
-    for title, rule in (("shipped", SHIPPED), ("chosen on all six", choose(T, names))):
-        print(title, rule)
-        for n in names:
-            print("  " + line(T, n, rule))
-    print("leave-one-collection-out (chosen on five, scored on the sixth)")
-    for n in names:
-        rule = choose(T, [m for m in names if m != n])
-        print("  %s\n    %s" % (rule, line(T, n, rule)))
+    L2.report(F, T, choose, SHIPPED, "shipped", line=line)
 
 
 def families(T):
