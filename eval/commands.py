@@ -91,6 +91,7 @@ def _what_ran(report: Mapping) -> str:
         f"tokenizer: {c['tokenizer']['name']} (v{c['tokenizer']['version']}, {c['tokenizer']['fingerprint']})"
         if "tokenizer" in c else "",
         f"bm25: k1 {c.get('bm25_k1')}, b {c.get('bm25_b')}, k3 {c.get('bm25_k3')}, idf {c.get('bm25_idf')}",
+        f"query spelling: {c['query_spelling']}" if "query_spelling" in c else "",
         f"hybrid fusion: {c.get('fusion')}"
         + (f" (alpha {c.get('evidence_alpha')}, cos floor {c.get('evidence_cos_floor')}, power {c.get('evidence_power')}, "
            f"bm25 share {c.get('evidence_bm25_share')}"

@@ -341,12 +341,13 @@ def _round(value: float | None) -> float | None:
 def what_ran(store: Store, semantic: bool = True) -> dict:
     """Every setting that shaped the figures: the store's config, the token stream, BM25's fixed
     constants, the vector leg's floor and model, and the rule behind the relevance labels."""
-    from kenning.retrieval import bm25, feedback, fusion, labels, text
+    from kenning.retrieval import bm25, feedback, fusion, labels, spelling, text
 
     out = store.config.model_dump(mode="json", exclude={"verification_stale_days", "require_write_confirmation"})
     out["tokenizer"] = {"name": text.TOKENIZER_NAME, "version": text.TOKENIZER_VERSION, "fingerprint": text.fingerprint()}
     out["bm25_k3"] = bm25.K3
     out["bm25_idf"] = bm25.IDF_NAME
+    out["query_spelling"] = spelling.describe()
     out["evidence_bm25_share"] = fusion.BM25_SHARE
     out["hybrid_bm25_feedback"] = (f"rm3: {feedback.FEEDBACK_DOCS} texts, {feedback.FEEDBACK_TERMS} terms, "
                                    f"query keeps {feedback.KEEP_QUERY}")

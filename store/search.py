@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.retrieval import bm25, engine, feedback, keyword
+from kenning.retrieval import bm25, engine, feedback, keyword, spelling
 from kenning.retrieval.lexical import contains
 from kenning.retrieval.text import query_tokens, surface_forms
 
@@ -112,6 +112,14 @@ def run_plain(
     return PlainResult(fields), by_id
 
 
+def _shown(query: str, fixed: dict[str, str]) -> dict[str, str]:
+    """What ``match_terms`` shows for each query term: the query's word, respelt where it was corrected."""
+    shown = surface_forms(query)
+    for token, right in fixed.items():
+        shown.setdefault(right, spelling.respelt(shown.get(token, token), token, right))
+    return shown
+
+
 def _no_semantic() -> Semantic:
     raise AssertionError("a lexical search never asks for the semantic leg")
 
@@ -123,9 +131,11 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     if mode in ("semantic", "hybrid"):  # a hybrid search encodes its query while its lexical legs run
         vector = store_vector_leg(semantic(), query if mode == "hybrid" else None)
     leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
-    tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
-    terms = list(dict.fromkeys(tokens))
     lexicon = lexicon_store.refresh()
+    tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
+    fixed = spelling.corrections(tokens, lexicon.doc_freqs)
+    tokens = [fixed.get(t, t) for t in tokens]
+    terms = list(dict.fromkeys(tokens))
     allowed = _allowed_mask(db, lexicon, filters)
     at = now.timestamp()
 
@@ -158,7 +168,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key]).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
-    shown = surface_forms(query)
+    shown = _shown(query, fixed)
     matched, coverage = _matches(lexicon, terms, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:

@@ -1,0 +1,64 @@
+"""Query words the index has never seen, respelt by a slip of the finger into words it holds.
+
+A misspelt query word ("terrafrom", "bastoin", "pasword") matches nothing, so BM25 and coverage
+lose it and the hit that answers looks like a near miss. Only two slips are undone: two adjacent
+letters swapped (terrafrom -> terraform, prot -> port) and one letter left out of a word of at
+least ``MIN_INSERT_LENGTH`` letters (pasword -> password, lisen -> listen). A substitution is not
+tried: it turns one real word into another (find/mind, interval/internal, home/come), and in a
+small store a correctly spelt word the store lacks would be "corrected" into a wrong one. Among
+candidates the one most documents hold wins. Only a token no document holds is touched, so a
+store that has the word as written is never second-guessed.
+
+Measured on the development collections (bench/relevance/spelling.py, eval/baselines/README.md):
+12 of builtin's 80 queries change (its misspelt ones, plus "many" -> "main", whose stem "mani"
+is no word), at most 17 of the other collections' hundreds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+MIN_LENGTH = 4  # shorter tokens are left alone: too many real words are one swap apart
+MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def slips(token: str) -> list[str]:
+    """Every word ``token`` could be a slip of: adjacent letters swapped back, or a letter put back."""
+    out = {token[:i] + token[i + 1] + token[i] + token[i + 2:] for i in range(len(token) - 1) if token[i] != token[i + 1]}
+    if len(token) >= MIN_INSERT_LENGTH:
+        out |= {token[:i] + c + token[i:] for i in range(1, len(token) + 1) for c in _LETTERS}
+    out.discard(token)
+    return sorted(out)
+
+
+def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]]) -> dict[str, str]:
+    """Token -> the word it was meant to be, for each token no document holds that has a slip some
+    document does; ``doc_freqs`` counts the documents holding each term (one call for the query's
+    terms, one for the candidates of those it lacks)."""
+    terms = [t for t in dict.fromkeys(tokens) if len(t) >= MIN_LENGTH and t.isascii() and t.isalpha()]
+    if not terms:
+        return {}
+    unseen = [t for t, n in doc_freqs(terms).items() if n == 0]
+    if not unseen:
+        return {}
+    candidates = {t: slips(t) for t in unseen}
+    df = doc_freqs(sorted({c for cs in candidates.values() for c in cs}))
+    out = {}
+    for token, cs in candidates.items():  # the most common; among equals the first in order
+        best = max((c for c in cs if df.get(c, 0) > 0), key=lambda c: df[c], default=None)
+        if best is not None:
+            out[token] = best
+    return out
+
+
+def respelt(word: str, token: str, fixed: str) -> str:
+    """The written form of a corrected token, to show in ``match_terms``: the query's word with its
+    stem's slip undone when the word starts with its stem ("relase" -> "release"), else the stem."""
+    return fixed + word[len(token):] if word.startswith(token) else fixed
+
+
+def describe() -> str:
+    """The rule in one line, for the eval report's "what ran"."""
+    return (f"an unindexed query token of >= {MIN_LENGTH} letters becomes the most common indexed word one adjacent "
+            f"swap away, or (>= {MIN_INSERT_LENGTH} letters) one left-out letter away")

@@ -1,0 +1,63 @@
+"""Query words the index lacks, respelt by a slip of the finger (retrieval/spelling.py), and what that
+does to a search through a real store: the misspelt query finds its memory in the lexical legs, shows
+the respelt word in ``match_terms``, and a word the store holds as written is never touched."""
+
+from __future__ import annotations
+
+import kenning
+from kenning.retrieval import spelling
+
+TERRAFORM = "Terraform 1.7.4 manages the AWS accounts; state sits in S3 with DynamoDB locking."
+BASTION = "The SSH bastion is bastion.fernbrook.internal on port 2222."
+MIND = "Keep in mind that the office closes at six."
+
+
+def counts(words):
+    return lambda terms: {t: words.get(t, 0) for t in terms}
+
+
+def test_slips_are_swaps_and_left_out_letters_only():
+    assert "port" in spelling.slips("prot") and "terraform" in spelling.slips("terrafrom")
+    assert "password" in spelling.slips("pasword") and "listen" in spelling.slips("lisen")
+    assert "mind" not in spelling.slips("find")  # a substitution: one real word into another
+    assert "always" not in spelling.slips("away")  # too short for a left-out letter
+    assert "prot" not in spelling.slips("prot")
+
+
+def test_only_an_unindexed_token_is_corrected_to_the_most_common_slip():
+    df = counts({"port": 5, "terraform": 2, "state": 3, "interval": 1, "internal": 4, "trap": 1, "tarp": 3})
+    assert spelling.corrections(["terrafrom", "state", "prot"], df) == {"terrafrom": "terraform", "prot": "port"}
+    assert spelling.corrections(["interval"], df) == {}  # indexed as written: never second-guessed
+    assert spelling.corrections(["tapr"], df) == {"tapr": "tarp"}  # tarp (3) over trap (1)
+    assert spelling.corrections(["abc", "3.12", "zzzz"], df) == {}  # short, not a word, no indexed slip
+
+
+def test_the_doc_freqs_it_asks_are_the_query_terms_then_the_candidates_of_the_unseen():
+    asked = []
+
+    def df(terms):
+        asked.append(list(terms))
+        return {t: {"port": 1}.get(t, 0) for t in terms}
+
+    assert spelling.corrections(["prot", "prot", "host"], df) == {"prot": "port"}
+    assert asked[0] == ["prot", "host"] and "port" in asked[1] and len(asked) == 2
+    asked.clear()
+    assert spelling.corrections(["port"], df) == {} and asked == [["port"]]
+
+
+def test_respelt_keeps_the_written_ending():
+    assert spelling.respelt("relase", "relas", "releas") == "release"
+    assert spelling.respelt("many", "mani", "main") == "main"
+
+
+def test_a_misspelt_query_finds_its_memory_with_the_respelt_words(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        ids = {"tf": s.write(TERRAFORM, scopes=["ops"]).id, "bastion": s.write(BASTION, scopes=["ops"]).id,
+               "mind": s.write(MIND, scopes=["ops"]).id}
+        result = s.search("terrafrom state locking", mode="bm25", auto_scope=False)
+        assert [h.id for h in result.hits] == [ids["tf"]]
+        assert result.hits[0].match_terms == ["terraform", "state", "locking"]
+        assert result.hits[0].relevance == "high"  # every term found: the lexical `high`
+        hit = s.search("bastoin host ssh prot", mode="keyword", auto_scope=False).hits[0]
+        assert hit.id == ids["bastion"] and set(hit.match_terms) == {"bastion", "ssh", "port"}
+        assert s.search("find the office", mode="bm25", auto_scope=False).hits[0].match_terms == ["office"]
