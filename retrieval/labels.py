@@ -3,7 +3,10 @@
 - ``high``: the answer is very likely here. With the vector leg: a score within ``NEAR_TOP`` of the
   best hit of this result, and one of
   - cosine >= ``HIGH_COSINE_ALONE``: a paraphrase, close in meaning whatever the words;
-  - cosine >= ``HIGH_COSINE`` with at least ``HIGH_COVERAGE`` of the query's IDF-weighted terms;
+  - cosine >= ``HIGH_COSINE`` with at least ``HIGH_COVERAGE`` of the query's IDF-weighted terms,
+    or of the terms the store knows when the hit holds at least ``KNOWN_TERMS`` of them: a query
+    word no stored text holds ("interval" in "scraping interval of Prometheus") can be matched by
+    no hit, so it counts neither way - as in the lexical `high`, two matched words at least;
   - cosine >= ``SEVERAL_COSINE`` with at least ``SEVERAL_TERMS`` distinct query terms and at
     least ``SEVERAL_COVERAGE`` of the IDF weight: a long question (5-10 terms in med, npl,
     SciFact) whose answer holds many of its words but rarely 80 % of their weight;
@@ -44,6 +47,7 @@ The thresholds are per model; only MiniLM's are measured.
 from __future__ import annotations
 
 NEAR_TOP = 0.95
+KNOWN_TERMS = 2
 HIGH_COSINE_ALONE = 0.8
 HIGH_COSINE = 0.4
 HIGH_COVERAGE = 0.8
@@ -58,15 +62,17 @@ MEDIUM_TERM_SHARE = 0.5
 
 
 def label(
-    cosine: float | None, term_share: float, distinct_terms: int, score: float, top_score: float, coverage: float = 0.0
+    cosine: float | None, term_share: float, distinct_terms: int, score: float, top_score: float, coverage: float = 0.0,
+    known_coverage: float | None = None,
 ) -> str:
     """``high`` / ``medium`` / ``low`` for one hit (``cosine`` None when the vector leg did not run).
 
     ``term_share`` is the share of the ``distinct_terms`` query terms the hit contains, ``coverage``
-    their IDF-weighted share."""
+    their IDF-weighted share, ``known_coverage`` that share of the terms some stored text holds
+    (None: every term is known)."""
     near_top = top_score <= 0 or score >= NEAR_TOP * top_score
     if cosine is not None:
-        if near_top and vector_high(cosine, coverage, round(term_share * distinct_terms), term_share):
+        if near_top and vector_high(cosine, coverage, round(term_share * distinct_terms), term_share, known_coverage):
             return "high"
     elif vectorless_high(term_share, distinct_terms) and near_top:
         return "high"
@@ -75,9 +81,11 @@ def label(
     return "low"
 
 
-def vector_high(cosine: float, coverage: float, matched_terms: int, term_share: float = 0.0) -> bool:
+def vector_high(cosine: float, coverage: float, matched_terms: int, term_share: float = 0.0,
+                known_coverage: float | None = None) -> bool:
+    known = coverage if known_coverage is None or matched_terms < KNOWN_TERMS else known_coverage
     return (cosine >= HIGH_COSINE_ALONE
-            or (cosine >= HIGH_COSINE and coverage >= HIGH_COVERAGE)
+            or (cosine >= HIGH_COSINE and max(coverage, known) >= HIGH_COVERAGE)
             or (cosine >= SEVERAL_COSINE and matched_terms >= SEVERAL_TERMS and coverage >= SEVERAL_COVERAGE)
             or (cosine >= MANY_COSINE and matched_terms >= MANY_TERMS and term_share >= MEDIUM_TERM_SHARE
                 and coverage >= MANY_COVERAGE))
@@ -90,6 +98,6 @@ def vectorless_high(term_share: float, distinct_terms: int) -> bool:
 def describe() -> str:
     """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
     return (f"high: score >= {NEAR_TOP} x best and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
-            f"coverage >= {HIGH_COVERAGE}, or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
+            f"coverage >= {HIGH_COVERAGE} (of the known terms when >= {KNOWN_TERMS} match), or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
             f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms, >= {MEDIUM_TERM_SHARE} of them, and coverage >= {MANY_COVERAGE}); without vectors every term (>= 2); medium: cosine >= {MEDIUM_COSINE} or "
             f">= {MEDIUM_TERM_SHARE} of the terms")

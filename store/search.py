@@ -162,20 +162,22 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
-        matched, coverage = _matches(lexicon, terms, [c.key for c in head])
+        matched, coverage, known = _matches(lexicon, terms, [c.key for c in head])
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
-                                            coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key]).relevance
+                                            coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
+                                            known_coverage=known.get(cand.key)).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = _shown(query, fixed)
-    matched, coverage = _matches(lexicon, terms, [c.key for c in candidates])
+    matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
-                       vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key])
+                       vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
+                       known_coverage=known.get(cand.key))
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,
@@ -190,14 +192,20 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     }, by_id
 
 
-def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]) -> tuple[dict[int, list[str]], dict[int, float]]:
-    """For the returned hits only: the query terms each contains and its IDF-weighted coverage,
-    both from one look at the postings (no text is tokenized)."""
+def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]):
+    """For the returned hits only: the query terms each contains, its IDF-weighted coverage, and that
+    coverage of the terms some live text holds (empty when it holds them all), from one look at the
+    postings (no text is tokenized)."""
     if not keys:
-        return {}, {}
+        return {}, {}, {}
     present = contains(lexicon, terms, keys)
     coverage = bm25.idf_coverage(lexicon, terms, keys, matched=present)
-    return {key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage
+    postings = lexicon.postings(terms)
+    known = [i for i, t in enumerate(terms) if postings[t][0].size]
+    known_coverage = {} if len(known) == len(terms) else bm25.idf_coverage(
+        lexicon, [terms[i] for i in known], keys, matched=present[:, known])
+    return ({key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage,
+            known_coverage)
 
 
 def store_vector_leg(semantic: Semantic, ahead: str | None = None):

@@ -4,6 +4,7 @@ from kenning.retrieval.labels import (
     HIGH_COSINE,
     HIGH_COSINE_ALONE,
     HIGH_COVERAGE,
+    KNOWN_TERMS,
     MANY_COSINE,
     MANY_COVERAGE,
     MANY_TERMS,
@@ -110,3 +111,20 @@ def test_measured_top_hits_of_locomo_and_an_off_topic_question():
     on mental health in primary care (cosine .41, four of eight terms, 33 %) - related, no answer."""
     assert label(0.529, 4 / 5, 5, score=1.0, top_score=1.0, coverage=0.751) == "high"
     assert label(0.408, 4 / 8, 8, score=1.0, top_score=1.0, coverage=0.334) == "medium"
+
+
+def test_coverage_of_the_known_terms_counts_when_two_of_them_match():
+    """"scraping interval of Prometheus" -> "Prometheus scrapes every 15 seconds ...": "interval" is
+    in no stored text, so no hit can hold it; the answer holds every other word (62 % of the IDF
+    weight, all of the known terms')."""
+    assert label(0.71, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.62) == "medium"
+    assert label(0.71, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.62, known_coverage=1.0) == "high"
+    assert label(HIGH_COSINE, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.5, known_coverage=HIGH_COVERAGE) == "high"
+    assert label(HIGH_COSINE - 0.01, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.5, known_coverage=1.0) == "medium"
+    assert label(0.71, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.5, known_coverage=HIGH_COVERAGE - 0.01) == "medium"
+    # one known word matched proves little: "Kafka topic retention period" (only "retention" is
+    # stored) -> "Kestrel drops events older than 400 days to meet the retention policy."
+    assert KNOWN_TERMS == 2
+    assert label(0.41, 1 / 4, 4, score=1.0, top_score=1.0, coverage=0.2, known_coverage=1.0) == "medium"
+    # the Heron near miss: "budget" is a stored word, so its coverage stays .64
+    assert label(0.77, 2 / 3, 3, score=1.0, top_score=1.0, coverage=0.64, known_coverage=0.64) == "medium"

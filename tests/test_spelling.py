@@ -4,6 +4,8 @@ the respelt word in ``match_terms``, and a word the store holds as written is ne
 
 from __future__ import annotations
 
+import pytest
+
 import kenning
 from kenning.retrieval import spelling
 
@@ -61,3 +63,17 @@ def test_a_misspelt_query_finds_its_memory_with_the_respelt_words(tmp_path):
         hit = s.search("bastoin host ssh prot", mode="keyword", auto_scope=False).hits[0]
         assert hit.id == ids["bastion"] and set(hit.match_terms) == {"bastion", "ssh", "port"}
         assert s.search("find the office", mode="bm25", auto_scope=False).hits[0].match_terms == ["office"]
+
+
+@pytest.mark.embeddings  # the label's cosine comes from the vector leg
+def test_a_query_word_no_memory_holds_does_not_count_against_the_answer(tmp_path):
+    """"interval" is in no memory, so the answer holding every other query word is `high`; asked
+    with "budget", a word another memory holds, the same answer misses part of the question."""
+    with kenning.open_store(tmp_path / "s") as s:
+        answer = s.write("Prometheus scrapes every 15 seconds and keeps 30 days of metrics.", scopes=["ops"]).id
+        s.write("Grafana dashboards read their metrics from Prometheus.", scopes=["ops"])
+        s.write("The observability budget for next year is 40,000 euros.", scopes=["ops"])
+        top = s.search("scraping interval of Prometheus", mode="hybrid", auto_scope=False).hits[0]
+        assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "high")
+        top = s.search("scraping budget of Prometheus", mode="hybrid", auto_scope=False).hits[0]
+        assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "medium")
