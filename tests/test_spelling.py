@@ -77,3 +77,13 @@ def test_a_query_word_no_memory_holds_does_not_count_against_the_answer(tmp_path
         assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "high")
         top = s.search("scraping budget of Prometheus", mode="hybrid", auto_scope=False).hits[0]
         assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "medium")
+
+
+def test_a_correction_remembered_for_a_store_is_asked_again_after_a_write(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        s.write("Terraform state sits in S3.", scopes=["ops"])
+        assert [h.match_terms for h in s.search("terrafrom", mode="bm25", auto_scope=False).hits] == [["terraform"]]
+        shorthand = s.write("Terrafrom is the team's shorthand for the Terraform monorepo.", scopes=["ops"]).id
+        # a stored word now: searched as written, no longer respelt (the remembered answer is gone)
+        hits = s.search("terrafrom", mode="bm25", auto_scope=False).hits
+        assert [(h.id, h.match_terms) for h in hits] == [(shorthand, ["terrafrom"])]
