@@ -346,7 +346,9 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
                 s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)],
                                    list(streams), tail)
                 enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
-            tail.sealed(s.db)
+                # sealed before COMMIT, while the write lock keeps everyone else out: a stamp taken
+                # after it could already include another writer's commit and trust a stale tail
+                tail.sealed(s.db)
             done += len(batch)
             if progress:
                 progress(done)

@@ -144,8 +144,8 @@ class ImportTail:
     appends to them without reading them back (each batch of 2,000 re-read its terms' rows of a
     segment of 8,192 documents that the batches before it had just written).
 
-    Trusted only while it is what the store holds: the import calls ``sealed`` after each commit
-    and ``check`` first in the next transaction, and the tail empties when anyone else committed
+    Trusted only while it is what the store holds: the import calls ``sealed`` last in each batch's
+    transaction and ``check`` first in the next one, and the tail empties when anyone else committed
     or this connection changed a row in between (``Database.stamp``; PostgreSQL has none, so
     there it never holds anything). A segment whose first lexid is the import's or later is
     "owned": every row of it was written by this tail, so a term it lacks has no row to read.
@@ -166,7 +166,8 @@ class ImportTail:
         self.blobs.update(((term, seg), blob) for term, seg, blob in rows if seg >= top)
 
     def sealed(self, db: Database) -> None:
-        """After a commit: the store now holds what the tail holds."""
+        """Last in the batch's transaction (its own commit leaves the stamp as it is): the store
+        holds what the tail holds."""
         self._stamp = db.stamp()
 
     def check(self, db: Database) -> None:

@@ -5,6 +5,7 @@ two batches: another connection's commit, or another write through the same conn
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import pytest
@@ -87,3 +88,36 @@ def test_a_write_between_two_batches_is_kept(tmp_path, monkeypatch, writer):
     with kenning.open_store(tmp_path / "s") as store:
         assert _postings(store) == _expected(store)
         assert store.search("interleaved", mode="bm25", limit=50, scopes=["between"]).hits
+
+
+def test_a_commit_right_after_a_batchs_commit_is_kept(tmp_path, monkeypatch):
+    """Another writer may commit the moment a batch's COMMIT releases the write lock, before the
+    import's next line runs: the tail must not count that commit as its own."""
+    monkeypatch.setattr(lexicon, "COMPACT_AFTER_DELTA_ROWS", 1)  # the other write compacts into the segment at once
+    with kenning.open_store(tmp_path / "s") as store, kenning.open_store(tmp_path / "s") as other:
+        db = store._s.db
+        original = db.transaction
+        batches = iter(range(1000))
+        in_batch, written = [], []
+        add_many = lexicon.Lexicon.add_many
+
+        def marked_add_many(self, *args, **kwargs):
+            in_batch.append(True)
+            return add_many(self, *args, **kwargs)
+
+        @contextlib.contextmanager
+        def then_another_writer():
+            with original() as c:
+                yield c
+            if in_batch:  # this was an import batch, now committed
+                in_batch.clear()
+                n = next(batches)
+                written.append(other.write(f"zephyr pipeline alpha after{n} k{n}x q{n}y m{n}z", scopes=["between"]))
+
+        monkeypatch.setattr(lexicon.Lexicon, "add_many", marked_add_many)
+        monkeypatch.setattr(db, "transaction", then_another_writer)
+        store.import_records(_records(400), batch_size=17)
+    assert len(written) > 20 and {w.status for w in written} == {"committed"}
+    with kenning.open_store(tmp_path / "s") as store:
+        assert _postings(store) == _expected(store)
+        assert len(store.search("zephyr pipeline", mode="bm25", limit=50, scopes=["between"]).hits) == len(written)
