@@ -155,6 +155,35 @@ def _saturated(index: LexicalIndex, term: str, lexids: np.ndarray, tfs: np.ndarr
     return saturated
 
 
+def coverages(index: LexicalIndex, terms: list[str], keys: list[int],
+              matched: np.ndarray) -> tuple[dict[int, float], dict[int, float]]:
+    """``idf_coverage`` of the distinct ``terms``, and of those some live text holds (empty when it
+    holds them all), from one look at the postings and one pass over ``matched`` (``lexical.contains``
+    of these terms and keys): the same floats as two ``idf_coverage`` calls, as a term no text holds
+    is matched by none and adds nothing to a sum."""
+    postings = index.postings(terms)
+    sizes = [postings[t][0].size for t in terms]
+    known = [i for i, size in enumerate(sizes) if size]
+    if len(keys) > FEW_KEYS or not terms or not keys or index.n_docs == 0:
+        coverage = idf_coverage(index, terms, keys, matched=matched)
+        return coverage, {} if len(known) == len(terms) else idf_coverage(
+            index, [terms[i] for i in known], keys, matched=matched[:, known])
+    weights = [float(idf(index.n_docs, size)) for size in sizes]
+    total = sum(weights)
+    every = len(known) == len(terms)
+    known_total = total if every else sum([weights[i] for i in known])
+    coverage: dict[int, float] = {}
+    known_coverage: dict[int, float] = {}
+    for key, row in zip(keys, matched.tolist()):
+        got = 0.0
+        for weight, hit in zip(weights, row):  # term by term, in query order: idf_coverage's sums
+            got += weight * hit
+        coverage[int(key)] = got / total if total else 0.0
+        if not every:
+            known_coverage[int(key)] = got / known_total if known_total else 0.0
+    return coverage, known_coverage
+
+
 def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
                  matched: np.ndarray | None = None) -> dict[int, float]:
     """Each document's IDF-weighted share of the distinct query terms it contains (0-1).

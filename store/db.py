@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 DB_FILENAME = "kenning.sqlite3"
@@ -249,6 +249,7 @@ class Database:
         self.read_only = False
         self.lock = threading.RLock()
         self._log_changes = 0  # rows this connection changed in the event log alone (``log_only``)
+        self._local = threading.local()  # per thread: inside ``one_generation``, and the data_version it read
         if path.is_file() and not _may_write(path):
             self._open_read_only()
             return
@@ -384,23 +385,44 @@ class Database:
             f"SELECT (SELECT COUNT(*) FROM {rows}) - (SELECT COUNT(*) FROM {vectors} WHERE model_id = ?)",
             (model,)).fetchone()[0])
 
-    def one_generation(self):
-        """A block of reads that shares one look at the store's state: nothing to share here, as
-        PRAGMA data_version is answered in the process (PostgreSQL's is a round trip)."""
-        return nullcontext()
+    @contextmanager
+    def one_generation(self) -> Iterator[None]:
+        """A block of reads (a search) that shares one look at the store's state: this thread reads
+        PRAGMA data_version once, at the first ask, instead of at each of the settings', lexicon's,
+        trust memo's and row memos' checks (six statements a search). A commit another connection
+        makes meanwhile is seen at the next block, as if it had landed just after this one began;
+        this connection's own commits never move data_version, and ``stamp`` counts them as they
+        happen. Nested blocks are the outer one."""
+        local = self._local
+        if getattr(local, "looking", False):
+            yield
+            return
+        local.looking, local.seen = True, None
+        try:
+            yield
+        finally:
+            local.looking, local.seen = False, None
 
     def data_version(self) -> int:
-        """Changes when another connection commits; our own commits leave it unchanged."""
+        """Changes when another connection commits; our own commits leave it unchanged. Read once
+        per ``one_generation`` block."""
+        local = self._local
+        seen = getattr(local, "seen", None)
+        if seen is not None:
+            return seen
         with self.lock:
-            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+            version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if getattr(local, "looking", False):
+            local.seen = version
+        return version
 
     def stamp(self) -> tuple[int, int]:
         """Changes whenever anything was committed by anyone else or this connection changed a row
         outside the event log (``log_only``): what in-process memos of stored rows compare
-        (store/memo.py). One statement, no table read."""
+        (store/memo.py). One statement, no table read (none inside a ``one_generation`` block that read it)."""
+        version = self.data_version()
         with self.lock:
-            return (self.conn.execute("PRAGMA data_version").fetchone()[0],
-                    self.conn.total_changes - self._log_changes)
+            return version, self.conn.total_changes - self._log_changes
 
     @contextmanager
     def log_only(self) -> Iterator[None]:

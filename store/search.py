@@ -210,11 +210,7 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]):
     if not keys:
         return {}, {}, {}
     present = contains(lexicon, terms, keys)
-    coverage = bm25.idf_coverage(lexicon, terms, keys, matched=present)
-    postings = lexicon.postings(terms)
-    known = [i for i, t in enumerate(terms) if postings[t][0].size]
-    known_coverage = {} if len(known) == len(terms) else bm25.idf_coverage(
-        lexicon, [terms[i] for i in known], keys, matched=present[:, known])
+    coverage, known_coverage = bm25.coverages(lexicon, terms, keys, present)
     return ({key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage,
             known_coverage)
 

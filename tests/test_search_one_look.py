@@ -1,0 +1,108 @@
+"""A warm search looks at the store's state once and reads each term's postings once for its labels.
+
+``Database.one_generation`` makes a search ask SQLite for PRAGMA data_version once instead of at
+each memo's, the lexicon's, the settings' and the trust memo's check; a commit by another
+connection must still be seen by the next search. ``bm25.coverages`` gives a page of hits both
+coverages the labels read (all terms, and the terms some text holds) in one pass: the same floats
+as the two ``idf_coverage`` calls it replaces.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import kenning
+from kenning.retrieval import bm25
+from kenning.retrieval.lexical import contains
+
+WORDS = ["billing", "gateway", "staging", "cluster", "postgres", "backup", "deploy", "auth", "token", "index",
+         "queue", "cache", "stripe", "nightly", "tls", "pipeline", "python", "node", "alice", "bob"]
+
+
+def _statements(db):
+    """Count the statements SQLite runs on this connection from now on."""
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    return seen
+
+
+@pytest.mark.sqlite_only  # PRAGMA data_version is SQLite's (PostgreSQL has its own generation block)
+def test_a_search_reads_data_version_once(tmp_path):
+    with kenning.open_store(tmp_path / "s") as store:
+        store.import_records([{"content": f"the {a} {b} note", "scopes": ["x"]} for a in WORDS for b in WORDS[:5]])
+        for _ in range(2):
+            store.search("billing gateway", mode="bm25", limit=10)  # warm: records, memos, settings
+        seen = _statements(store._s.db)
+        store.search("billing gateway", mode="bm25", limit=10)
+        store._s.db.conn.set_trace_callback(None)
+        assert sum("data_version" in s for s in seen) == 1, seen
+        # outside a search block every ask is a fresh look
+        seen = _statements(store._s.db)
+        store._s.db.data_version()
+        store._s.db.data_version()
+        store._s.db.conn.set_trace_callback(None)
+        assert sum("data_version" in s for s in seen) == 2
+
+
+def test_another_connections_commit_is_seen_by_the_next_search(tmp_path):
+    home = tmp_path / "s"
+    with kenning.open_store(home) as a, kenning.open_store(home) as b:
+        a.import_records([{"content": "the billing service bills monthly", "scopes": ["billing"]}])
+        for _ in range(2):
+            assert [h.confidence for h in a.search("billing monthly", mode="bm25").hits] == ["medium"]
+        [hit] = a.search("billing monthly", mode="bm25").hits
+        b.update(hit.id, confidence="high")
+        b.write("the billing service bills monthly in euros since march", scopes=["billing"])
+        result = a.search("billing monthly", mode="bm25")
+        assert {h.confidence for h in result.hits} == {"high", "medium"} and len(result.hits) == 2
+        assert a.search("euros", mode="bm25").hits  # the lexicon saw the other connection's write
+
+
+def test_nested_blocks_are_the_outer_one_and_end_with_it(tmp_path):
+    with kenning.open_store(tmp_path / "s") as a, kenning.open_store(tmp_path / "s") as b:
+        db = a._s.db
+        with db.one_generation():
+            first = db.data_version()
+            b.write("a note another connection commits", scopes=["x"])
+            with db.one_generation():
+                assert db.data_version() == first
+            assert db.data_version() == first  # still the outer block's look
+        assert db.data_version() != first  # after it, the commit shows
+
+
+def _random_store(tmp_path, seed):
+    rng = random.Random(seed)
+    store = kenning.open_store(tmp_path / f"s{seed}")
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9))) for _ in range(120)]
+    store.import_records([{"content": t, "scopes": ["x"]} for t in texts])
+    return store, rng
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_coverages_equal_two_idf_coverage_calls(tmp_path, seed):
+    store, rng = _random_store(tmp_path, seed)
+    with store:
+        lexicon = store._s.lexicon.refresh()
+        vocabulary = WORDS + ["unheard", "neverseen", "zzz"]
+        for _ in range(200):
+            terms = list(dict.fromkeys(rng.choice(vocabulary) for _ in range(rng.randint(1, 6))))
+            keys = rng.sample(range(1, 130), rng.randint(1, 70))  # some past the store's keys, some over FEW_KEYS
+            present = contains(lexicon, terms, keys)
+            coverage, known = bm25.coverages(lexicon, terms, keys, present)
+            assert coverage == bm25.idf_coverage(lexicon, terms, keys, matched=present)
+            held = [i for i, t in enumerate(terms) if lexicon.postings([t])[t][0].size]
+            expected = {} if len(held) == len(terms) else bm25.idf_coverage(
+                lexicon, [terms[i] for i in held], keys, matched=present[:, held])
+            assert known == expected  # exactly: the same floats
+            assert all(isinstance(v, float) for v in (*coverage.values(), *known.values()))
+
+
+def test_coverages_of_an_empty_store(tmp_path):
+    with kenning.open_store(tmp_path / "s") as store:
+        lexicon = store._s.lexicon.refresh()
+        present = contains(lexicon, ["nothing"], [1, 2])
+        assert bm25.coverages(lexicon, ["nothing"], [1, 2], present) == ({1: 0.0, 2: 0.0}, {1: 0.0, 2: 0.0})
+        assert np.array_equal(present, np.zeros((2, 1), bool))
