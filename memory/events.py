@@ -71,8 +71,11 @@ def payload_json(payload: dict[str, Any] | None) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _mask_short(text: str) -> str:
-    """``mask`` remembered for short strings: a search logs the same hit ids and use_token again and
-    again (its own event, then one outcome row per hit), and each scan runs every secret pattern."""
+    """The masked form of a short string, remembered: a search logs the same hit ids and use_token
+    again and again (its own event, then one outcome row per hit and the settlement), and even the
+    screen costs more than the look-up."""
+    if not may_hold_secret(text):
+        return text
     from kenning.memory.gates.credentials import mask
 
     return mask(text)
@@ -82,10 +85,12 @@ def _masked(value: Any) -> Any:
     """The payload with secret-looking spans masked in every string: what a caller typed (a search
     query, an audited user turn) is logged, but a secret in it is not."""
     if isinstance(value, str):
-        if len(value) < 8 or not may_hold_secret(value):  # most strings: no pattern can match
+        if len(value) < 8:
             return value
         if len(value) <= 64:
             return _mask_short(value)
+        if not may_hold_secret(value):  # most strings: no pattern can match
+            return value
         from kenning.memory.gates.credentials import mask
 
         return mask(value)

@@ -64,17 +64,25 @@ def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: i
         return applied, cursor
     # the session's outcomes since its oldest open search, read once (its own index), not once a token
     # through the kind index (every session's outcomes since then)
-    outcomes_since = conn.execute(
-        "SELECT memory_id, at FROM events WHERE session = ? AND at >= ? AND +kind = ?",
-        (session, min(s[1] for s in open_), events.OUTCOME)).fetchall()
+    # each memory's newest outcome then: a hit was answered after its search when that is at or after
+    # the search (one dict, not a pass over every outcome a token: a batch of 256 searches settling
+    # at once made that quadratic)
+    latest: dict[str | None, str] = {}
+    for mid, logged in conn.execute(
+            "SELECT memory_id, at FROM events WHERE session = ? AND at >= ? AND +kind = ?",
+            (session, min(s[1] for s in open_), events.OUTCOME)):
+        if logged > latest.get(mid, ""):
+            latest[mid] = logged
     stamp = iso(now)
     for _, at, token, hit_ids in open_:
         ids = json.loads(hit_ids or "[]")
-        answered = {mid for mid, logged in outcomes_since if logged >= at}
-        rows = [(mid, {"outcome": "applied", "auto": True, "use_token": token}) for mid in ids if mid not in answered]
+        rows = [(mid, {"outcome": "applied", "auto": True, "use_token": token}) for mid in ids
+                if latest.get(mid, "") < at]
         if rows:
             events.log_many(conn, now, session, events.OUTCOME, rows)
-            outcomes_since += [(mid, stamp) for mid, _ in rows]  # as the next token's query would see them
+            for mid, _ in rows:  # as the next token's query would see them
+                if stamp > latest.get(mid, ""):
+                    latest[mid] = stamp
             applied += len(rows)
         events.log(conn, now, session, SETTLED, None, {"use_token": token, "auto_applied": len(rows)})
     return applied, cursor

@@ -72,10 +72,61 @@ SHAPES: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...] = (
 )
 
 
+def _restricted(alphabet: str) -> tuple[tuple[int, tuple[tuple[str, ...], ...]], ...]:
+    """SHAPES for a text made of ``alphabet`` alone: a literal holding any other character cannot be
+    in it, so it is dropped, and a pattern one of whose clauses then has none left cannot match;
+    ordered by fewest characters, so a scan stops at the first shape longer than the text."""
+    allowed = set(alphabet)
+    out = []
+    for fewest, clauses in SHAPES:
+        kept = tuple(tuple(s for s in clause if set(s) <= allowed) for clause in clauses)
+        if all(kept):
+            out.append((fewest, kept))
+    return tuple(sorted(out, key=lambda shape: shape[0]))
+
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+# the shapes a text can match given which characters it holds: letters and digits (an id), plus "_"
+# (a use_token), plus " " (most queries), anything else
+_BY_ALPHABET = (_restricted(_ALNUM), _restricted(_ALNUM + "_"), _restricted(_ALNUM + "_ "),
+                tuple(sorted(SHAPES, key=lambda shape: shape[0])))
+
+
 def may_hold_secret(text: str) -> bool:
     """False when no credential pattern can match ``text``. Text that is not ASCII is always
     checked: case-insensitive patterns match some non-ASCII letters (the Kelvin sign matches "k")
-    that plain lower-casing does not map (the prefilter skips such text too)."""
+    that plain lower-casing does not map (the prefilter skips such text too).
+
+    The answer of ``_screen`` over SHAPES; only the shapes the text's characters allow are tried
+    (an id, a token or a plain query rules out most patterns by their punctuation alone)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    if low.isalnum():
+        shapes = _BY_ALPHABET[0]
+    elif (word := low.replace("_", "a")).isalnum():
+        shapes = _BY_ALPHABET[1]
+    elif word.replace(" ", "a").isalnum():
+        shapes = _BY_ALPHABET[2]
+    else:
+        shapes = _BY_ALPHABET[3]
+    size = len(text)
+    for fewest, clauses in shapes:
+        if size < fewest:
+            return False
+        for clause in clauses:
+            for literal in clause:
+                if literal in low:
+                    break
+            else:
+                break  # a clause none of whose literals is in the text: this pattern cannot match
+        else:
+            return True
+    return False
+
+
+def _screen(text: str) -> bool:
+    """The screen as first written, every shape tried: what ``may_hold_secret`` must answer."""
     if not text.isascii():
         return True
     low = text.lower()
