@@ -393,8 +393,11 @@ class TranscriptIndex:
         if config.fusion == "evidence":
             evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                         "power": config.evidence_power}
-        candidates = engine.rank(runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights,
-                                 evidence=evidence, coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+        candidates = engine.rank(runs, max(limit, config.leg_depth), max(limit, 2), rrf_k=config.rrf_k,
+                                 weights=config.weights, evidence=evidence,
+                                 coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+        runner_up = candidates[1].score if len(candidates) > 1 else None  # the label's lead, whatever the limit
+        candidates = candidates[:limit]
         rows = self._rows([c.key for c in candidates])
         hits = []
         shown = surface_forms(query)
@@ -402,7 +405,7 @@ class TranscriptIndex:
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
-                           vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0))
+                           vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), runner_up=runner_up)
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -80,6 +80,7 @@ def explain(
     coverage: float = 0.0,
     matched: list[str] | None = None,
     known_coverage: float | None = None,
+    runner_up: float | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -87,7 +88,8 @@ def explain(
     what ``match_terms`` reports. ``top_score`` is the best score of this result and
     ``vector_ran`` whether the vector leg took part and ``coverage`` the hit's IDF-weighted share of
     the query terms (see ``labels`` for what a label promises), ``known_coverage`` its share of the
-    terms some stored text holds (None: all of them). ``matched``: the terms the text
+    terms some stored text holds (None: all of them), ``runner_up`` the score of this result's second
+    hit (None: it has none; the label asks how far the best stands ahead). ``matched``: the terms the text
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
     them; ``text=None`` labels without a snippet (the rank-only path).
     """
@@ -101,6 +103,7 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
-    candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage)
+    candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
+                                       labels.lead_of(top, runner_up))
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

@@ -167,8 +167,11 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                     "power": config.evidence_power}
     candidates = engine.rank(
-        runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
+        runs, depth_per_leg, max(depth, 2), rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
         coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+    # the label asks how far the best hit leads the second, whatever the limit: rank one more when it is 1
+    runner_up = candidates[1].score if len(candidates) > 1 else None
+    candidates = candidates[:depth]
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
@@ -177,7 +180,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                                            known_coverage=known.get(cand.key)).relevance
+                                            known_coverage=known.get(cand.key), runner_up=runner_up).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = _shown(query, fixed)
@@ -188,7 +191,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                       known_coverage=known.get(cand.key))
+                       known_coverage=known.get(cand.key), runner_up=runner_up)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,
