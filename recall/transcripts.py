@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
-from kenning.retrieval import bm25, engine, keyword
-from kenning.retrieval.text import fingerprint, query_tokens, surface_forms
+from kenning.retrieval import bm25, engine, keyword, spelling
+from kenning.retrieval.text import fingerprint, query_tokens
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
@@ -373,9 +373,12 @@ class TranscriptIndex:
 
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()
-        tokens = query_tokens(query)  # with repeats, for BM25
-        terms = list(dict.fromkeys(tokens))
         lexicon = self.lexicon.refresh()
+        # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
+        tokens = query_tokens(query)
+        fixed = spelling.corrections(tokens, lexicon.doc_freqs)
+        tokens = [fixed.get(t, t) for t in tokens]
+        terms = list(dict.fromkeys(tokens))
         allowed = self._allowed(lexicon, scope, exclude)
         vector_ok = mode in ("semantic", "hybrid") and self.vectors is not None and self.vectors.available()
         legs, degraded = engine.legs_for_mode(mode, vector_ok)
@@ -400,7 +403,7 @@ class TranscriptIndex:
         candidates = candidates[:limit]
         rows = self._rows([c.key for c in candidates])
         hits = []
-        shown = surface_forms(query)
+        shown = spelling.shown(query, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         for cand in candidates:
             row = rows[cand.key]

@@ -44,7 +44,7 @@ one collection posed to another at most 0.13 %), and with a question's judged an
 of the store its top hit is ``high`` at most 5 % of the time (LoCoMo; med 0 %, was 23 %). An
 answerable question's top hit is ``high`` 51 % of the time on builtin (short agent memories, the
 shape this label is for), and rarely on the document collections: med 7 %, SciFact 9 %, LoCoMo
-13 %, npl 1 %, cranfield 0 %. Their questions are long or their right answers do not stand out,
+13 %, npl 1 %, cranfield 0.4 %. Their questions are long or their right answers do not stand out,
 and ``medium`` - worth reading, not proof - is what the evidence supports there.
 What it does not promise: a question with two good answers in the store gets ``medium`` on both;
 and builtin's 51 % rests on one question (33 of 65): chosen without builtin, the rule is stricter

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from .text import surface_forms
+
 MIN_LENGTH = 4  # shorter tokens are left alone: too many real words are one swap apart
 MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -62,3 +64,12 @@ def describe() -> str:
     """The rule in one line, for the eval report's "what ran"."""
     return (f"an unindexed query token of >= {MIN_LENGTH} letters becomes the most common indexed word one adjacent "
             f"swap away, or (>= {MIN_INSERT_LENGTH} letters) one left-out letter away")
+
+
+def shown(query: str, fixed: dict[str, str]) -> dict[str, str]:
+    """What ``match_terms`` shows for each query term: the query's word, respelt where ``fixed``
+    (``corrections``' answer) corrected its token."""
+    out = surface_forms(query)
+    for token, right in fixed.items():
+        out.setdefault(right, respelt(out.get(token, token), token, right))
+    return out

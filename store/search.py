@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.retrieval import bm25, engine, feedback, keyword, spelling
 from kenning.retrieval.lexical import contains
-from kenning.retrieval.text import query_tokens, surface_forms
+from kenning.retrieval.text import query_tokens
 
 from .db import Database
 from .lexicon import Lexicon
@@ -123,14 +123,6 @@ def _corrections(db: Database, lexicon: Lexicon, tokens: list[str]) -> dict[str,
     return {t: held[t] for t in dict.fromkeys(tokens) if held[t]}
 
 
-def _shown(query: str, fixed: dict[str, str]) -> dict[str, str]:
-    """What ``match_terms`` shows for each query term: the query's word, respelt where it was corrected."""
-    shown = surface_forms(query)
-    for token, right in fixed.items():
-        shown.setdefault(right, spelling.respelt(shown.get(token, token), token, right))
-    return shown
-
-
 def _no_semantic() -> Semantic:
     raise AssertionError("a lexical search never asks for the semantic leg")
 
@@ -183,7 +175,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             known_coverage=known.get(cand.key), runner_up=runner_up).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
-    shown = _shown(query, fixed)
+    shown = spelling.shown(query, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates])
     hits, by_id = [], {}
     for cand in candidates:

@@ -209,15 +209,19 @@ def test_hybrid_with_the_vector_leg_fuses_on_evidence_unless_rrf_is_configured(s
 @pytest.mark.embeddings
 def test_a_label_with_the_vector_leg_turns_on_coverage_and_on_being_found_by_it(store):
     """With the vector leg, a hit below the paraphrase cosine is ``high`` only with most of the query's
-    IDF weight (coverage); one the vector leg did not score (its memory not embedded yet) counts
+    IDF weight (coverage) and, below ``LEAD_COSINE``, well ahead of the next hit; one the vector leg did not score (its memory not embedded yet) counts
     cosine 0 and is at most ``medium``, however well it matches the words."""
     s, ids = store
     for hits in (s.search(QUERY, mode="hybrid", auto_scope=False).hits,
                  s.rank(QUERY, mode="hybrid", depth=10, explain=False).hits):
         assert hits[0].id == ids["auth"] and hits[0].relevance == "high"
-    top = s.search("auth port", mode="hybrid", auto_scope=False).hits[0]  # both words, a looser paraphrase
+    top = s.search("port 8443", mode="hybrid", auto_scope=False).hits[0]  # both words, a looser paraphrase
     assert top.id == ids["auth"] and top.relevance == "high"
-    assert labels.HIGH_COSINE <= top.legs["vector"].score < labels.HIGH_COSINE_ALONE  # high through coverage, not by cosine alone
+    assert labels.HIGH_COSINE <= top.legs["vector"].score < labels.LEAD_COSINE  # high through coverage, and far ahead
+    # "auth port": the billing memory holds both words too, close behind - two candidates, neither promised
+    both = s.search("auth port", mode="hybrid", auto_scope=False).hits
+    assert both[0].id == ids["auth"] and both[0].legs["vector"].score < labels.LEAD_COSINE
+    assert [h.relevance for h in both[:2]] == ["medium", "medium"]
     s.import_records([{"id": "queued", "content": "The zebra crossing sensor reports every minute"}])
     explained = s.search("zebra crossing sensor", mode="hybrid", auto_scope=False)
     assert explained.pending_embeddings == 1 and explained.legs_run == ["keyword", "bm25", "vector"]

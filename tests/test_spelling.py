@@ -68,10 +68,12 @@ def test_a_misspelt_query_finds_its_memory_with_the_respelt_words(tmp_path):
 @pytest.mark.embeddings  # the label's cosine comes from the vector leg
 def test_a_query_word_no_memory_holds_does_not_count_against_the_answer(tmp_path):
     """"interval" is in no memory, so the answer holding every other query word is `high`; asked
-    with "budget", a word another memory holds, the same answer misses part of the question."""
+    with "budget", a word another memory holds, the same answer misses part of the question. (No
+    other memory names Prometheus: one that did, close behind, would make two candidates, neither
+    `high` - tests/test_labels.py.)"""
     with kenning.open_store(tmp_path / "s") as s:
         answer = s.write("Prometheus scrapes every 15 seconds and keeps 30 days of metrics.", scopes=["ops"]).id
-        s.write("Grafana dashboards read their metrics from Prometheus.", scopes=["ops"])
+        s.write("Grafana dashboards read their metrics from Thanos.", scopes=["ops"])
         s.write("The observability budget for next year is 40,000 euros.", scopes=["ops"])
         top = s.search("scraping interval of Prometheus", mode="hybrid", auto_scope=False).hits[0]
         assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "high")

@@ -105,6 +105,15 @@ def test_hits_carry_the_same_explanation_as_memory_hits(index):
     assert {"session", "timestamp", "speaker", "snippet", "ledger", "line"} <= set(payload)
 
 
+def test_a_misspelt_query_word_is_respelt_as_memory_search_does(index):
+    """"pgbuoncer prot" holds two slips no message holds; each is the one indexed word an adjacent swap
+    away, so the hit is the one the right spelling finds, and match_terms shows the words respelt."""
+    right = index.search("pgbouncer port 6432", project=PAYMENTS).hits[0]
+    hit = index.search("pgbuoncer prot 6432", project=PAYMENTS).hits[0]
+    assert hit.id == right.id and hit.relevance == right.relevance == "high"
+    assert set(hit.match_terms) == {"pgbouncer", "port", "6432"}
+
+
 # ---------------------------------------------------------------------------------------- scope
 def test_project_scope_by_default_and_all_for_every_project(index):
     scoped = index.search("image optimizer libvips", project=PAYMENTS)
