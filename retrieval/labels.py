@@ -48,7 +48,9 @@ shape this label is for), and rarely on the document collections: med 7 %, SciFa
 and ``medium`` - worth reading, not proof - is what the evidence supports there.
 What it does not promise: a question with two good answers in the store gets ``medium`` on both;
 and builtin's 51 % rests on one question (33 of 65): chosen without builtin, the rule is stricter
-and builtin's share falls to 34 %.
+and builtin's share falls to 34 %. The rule was chosen in hybrid, the default; in semantic mode a
+hit's score is its cosine, so leads are small and a short question's ``high`` needs cosine
+``LEAD_COSINE`` (builtin's top hits 32 % ``high``, judged relevant 100 %).
 The thresholds are per model; only MiniLM's are measured.
 """
 
