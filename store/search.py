@@ -130,15 +130,20 @@ def _no_semantic() -> Semantic:
 def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filters, explain, parse):
     """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
-    vector = None
-    if mode in ("semantic", "hybrid"):  # a hybrid search encodes its query while its lexical legs run
-        vector = store_vector_leg(semantic(), query if mode == "hybrid" else None)
-    leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     lexicon = lexicon_store.refresh()
     tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
     fixed = _corrections(db, lexicon, tokens)
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))
+    vector = None
+    if mode in ("semantic", "hybrid"):  # a hybrid search may encode its query while its lexical legs run
+        work = 0
+        if mode == "hybrid":  # the postings are the legs' own: fetched now, they are cached for them
+            from .semantic import lexical_work
+
+            work = lexical_work(lexicon.n_docs, sum(ids.size for ids, _ in lexicon.postings(terms).values()))
+        vector = store_vector_leg(semantic(), query if mode == "hybrid" else None, work)
+    leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
     allowed = _allowed_mask(db, lexicon, filters)
     at = now.timestamp()
 
@@ -210,14 +215,15 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]):
             known_coverage)
 
 
-def store_vector_leg(semantic: Semantic, ahead: str | None = None):
+def store_vector_leg(semantic: Semantic, ahead: str | None = None, work: int = 0):
     """The vector leg for this store, or None while the embeddings extra cannot run. With ``ahead``
-    (a hybrid search's query) the query's encoding starts now, while the lexical legs run."""
+    (a hybrid search's query) the query's encoding may start now, while the lexical legs run: when
+    their ``work`` (``semantic.lexical_work``) or a free core makes that pay."""
     if not semantic.availability().working:
         return None
     if ahead is None:
         return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys)
-    vector = semantic.query_vector_ahead(ahead)
+    vector = semantic.query_vector_ahead(ahead, work)
     return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys, vector)
 
 

@@ -86,6 +86,31 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+# How long a hybrid search's lexical legs will take, in units of one live document: they walk the
+# query terms' postings (each ~3x a document's share of the arrays over the whole store that the
+# filters, scores and feedback pass touch; CPU of 150 searches at 1k-100k fitted to
+# 4.1 ms + 0.032 us a document + 0.11 us a posting, bench/README.md "Encode ahead by the legs' work").
+POSTING_WORK = 3
+# From this much work the legs outlast a query's encode (~3 ms on two threads) by enough that
+# encoding beside them pays even with no free core: at 100k memories every query is past it
+# (overlap x0.86 wall against inline), at 10k only queries of the commonest words.
+OVERLAP_MIN_WORK = 60_000
+
+
+def lexical_work(live_docs: int, postings: int) -> int:
+    """The lexical legs' expected work for a store of ``live_docs`` and a query whose terms hold
+    ``postings`` postings (what ``overlap_pays`` weighs)."""
+    return live_docs + POSTING_WORK * postings
+
+
+def overlap_pays(encoder_threads: int, work: int) -> bool:
+    """Whether to encode a hybrid query on a worker while the lexical legs run: always when a core
+    is free beside the encoder's intra-op threads; else only when the legs' ``work``
+    (``lexical_work``) is long enough to hide the encode, since on a full machine the two slow each
+    other down and a short leg gains nothing from the overlap (bench/README.md)."""
+    return available_cores() > encoder_threads or work >= OVERLAP_MIN_WORK
+
+
 _ahead_pool: ThreadPoolExecutor | None = None
 _ahead_pool_lock = threading.Lock()
 
@@ -373,23 +398,24 @@ class Semantic:
             shared[key] = encoder.encode_query(query)
         return shared[key]
 
-    def query_vector_ahead(self, query: str) -> Callable[[], np.ndarray]:
+    def query_vector_ahead(self, query: str, work: int = 0) -> Callable[[], np.ndarray]:
         """Start encoding the query on a worker thread now and return what gives its vector: a hybrid
         search runs its lexical legs meanwhile (onnxruntime releases the GIL), so it costs about the
         longer of the two, not their sum. The vector is the one ``query_vector`` gives; a query this
         thread already encoded (``one_encoding_per_query``), an encoder not loaded yet, an encoder
         switched meanwhile or a failed encoding fall back to ``query_vector`` on the call.
 
-        Only when a core is left for this thread beside the encoder's intra-op threads: on two cores
-        the search thread and an encode on two threads take turns on a core, each of the encoder's
-        parallel steps waits for its descheduled half, and both get slower than one after the other
-        (bench/README.md, "Hybrid query encode: inline on two cores"). Then the encoding is done on
-        the call, on this thread.
+        Only when ``overlap_pays`` for the lexical legs' ``work`` (``lexical_work``): with no core
+        left beside the encoder's intra-op threads the search thread and an encode on two threads
+        take turns on a core, each of the encoder's parallel steps waits for its descheduled half,
+        and both get slower than one after the other (bench/README.md, "Hybrid query encode: inline
+        on two cores"), which only legs much longer than the encode make up for. Otherwise the
+        encoding is done on the call, on this thread.
         """
         encoder = self._encoder
         shared = getattr(self._shared_queries, "vectors", None)
         if (encoder is None or (shared is not None and (encoder.model_id, query) in shared)
-                or available_cores() <= getattr(encoder, "threads", 1)):
+                or not overlap_pays(getattr(encoder, "threads", 1), work)):
             return lambda: self.query_vector(query)
         try:
             future = _encode_ahead_pool().submit(encoder.encode_query, query)

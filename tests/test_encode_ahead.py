@@ -1,7 +1,7 @@
 """A hybrid query encoded on a worker thread while its lexical legs run (Semantic.query_vector_ahead)
-when a core is free for it, and a write's text encoded after its commit, with the real packaged
-model: the vectors are the ones encoding inline gives, and a failed encoding never loses a write or
-a search."""
+when a core is free for it or the legs' work hides it, and a write's text encoded after its commit,
+with the real packaged model: the vectors are the ones encoding inline gives, and a failed encoding
+never loses a write or a search."""
 
 import threading
 
@@ -79,60 +79,126 @@ def spare_core(monkeypatch):
     monkeypatch.setattr(semantic, "available_cores", lambda: 64)
 
 
-def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loaded, spare_core):
-    store, encoder, threads, _ = loaded
-    store.write(TEXT, scopes=["x"])
+@pytest.fixture
+def no_spare_core(loaded, monkeypatch):
+    """A machine whose cores the encoder's intra-op threads fill (two cores, two threads)."""
+    monkeypatch.setattr(semantic, "available_cores", lambda: loaded[1].threads)
+
+
+@pytest.fixture
+def query_threads(loaded):
+    """The threads ``encode_query`` ran on, in order; it raises on a thread whose name starts with a
+    prefix put in the returned set."""
+    _, encoder, _, _ = loaded
     original = encoder.encode_query
-    query_threads: list[str] = []
-    encoder.encode_query = lambda text: (query_threads.append(threading.current_thread().name), original(text))[1]
-    try:
-        ahead = store.search("which port does authentication use", mode="hybrid")
-        assert len(query_threads) == 1 and query_threads[0].startswith("kenning-encode-ahead")
-        store.semantic.query_vector_ahead = lambda query: (lambda: store.semantic.query_vector(query))
-        inline = store.search("which port does authentication use", mode="hybrid")
-        assert query_threads[1] == threading.current_thread().name
-        assert [(h.id, h.score, h.legs) for h in ahead.hits] == [(h.id, h.score, h.legs) for h in inline.hits]
-        del store.semantic.query_vector_ahead
-        store.search("which port does authentication use", mode="semantic")  # one leg: nothing to overlap
-        assert query_threads[2] == threading.current_thread().name
-    finally:
-        del encoder.encode_query
-
-
-def test_with_no_core_beside_the_encoders_threads_a_hybrid_query_is_encoded_on_the_search_thread(loaded, monkeypatch):
-    store, encoder, _, _ = loaded
-    store.write(TEXT, scopes=["x"])
-    original = encoder.encode_query
-    query_threads: list[str] = []
-    encoder.encode_query = lambda text: (query_threads.append(threading.current_thread().name), original(text))[1]
-    try:
-        monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads)
-        inline = store.search("which port does authentication use", mode="hybrid")
-        assert query_threads == [threading.current_thread().name]
-        monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads + 1)
-        ahead = store.search("which port does authentication use", mode="hybrid")
-        assert query_threads[1].startswith("kenning-encode-ahead")
-        assert [(h.id, h.score, h.legs) for h in ahead.hits] == [(h.id, h.score, h.legs) for h in inline.hits]
-    finally:
-        del encoder.encode_query
-
-
-def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(loaded, spare_core):
-    store, encoder, _, _ = loaded
-    written = store.write(TEXT, scopes=["x"]).id
-    original = encoder.encode_query
+    threads: list[str] = []
+    fail_on: set[str] = set()
 
     def encode_query(text):
-        if threading.current_thread().name.startswith("kenning-encode-ahead"):
-            raise RuntimeError("encoding failed on the worker")
+        name = threading.current_thread().name
+        threads.append(name)
+        if any(name.startswith(prefix) for prefix in fail_on):
+            raise RuntimeError(f"encoding failed on {name}")
         return original(text)
 
     encoder.encode_query = encode_query
-    try:
-        result = store.search("which port does authentication use", mode="hybrid")
-        assert result.hits[0].id == written and "vector" in result.hits[0].legs
-    finally:
-        del encoder.encode_query
+    yield threads, fail_on
+    del encoder.encode_query
+
+
+def ranked(result):
+    return [(h.id, h.score, h.legs) for h in result.hits]
+
+
+def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loaded, spare_core, query_threads):
+    store, _, _, _ = loaded
+    threads, _ = query_threads
+    store.write(TEXT, scopes=["x"])
+    ahead = store.search("which port does authentication use", mode="hybrid")
+    assert len(threads) == 1 and threads[0].startswith("kenning-encode-ahead")
+    store.semantic.query_vector_ahead = lambda query, work=0: (lambda: store.semantic.query_vector(query))
+    inline = store.search("which port does authentication use", mode="hybrid")
+    assert threads[1] == threading.current_thread().name
+    assert ranked(ahead) == ranked(inline)
+    del store.semantic.query_vector_ahead
+    store.search("which port does authentication use", mode="semantic")  # one leg: nothing to overlap
+    assert threads[2] == threading.current_thread().name
+
+
+def test_with_no_core_beside_the_encoders_threads_a_hybrid_query_is_encoded_on_the_search_thread(
+        loaded, monkeypatch, query_threads):
+    store, encoder, _, _ = loaded
+    threads, _ = query_threads
+    store.write(TEXT, scopes=["x"])
+    monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads)
+    inline = store.search("which port does authentication use", mode="hybrid")
+    assert threads == [threading.current_thread().name]
+    monkeypatch.setattr(semantic, "available_cores", lambda: encoder.threads + 1)
+    ahead = store.search("which port does authentication use", mode="hybrid")
+    assert threads[1].startswith("kenning-encode-ahead")
+    assert ranked(ahead) == ranked(inline)
+
+
+SERVICES = ["billing", "search", "mail", "payments", "reports", "uploads", "login", "metrics", "chat", "exports",
+            "invoices", "profiles"]
+
+
+def test_with_no_core_free_a_query_whose_legs_walk_many_postings_is_encoded_beside_them(
+        loaded, no_spare_core, query_threads, monkeypatch):
+    """The same store, no core free: a query of a word most memories hold is encoded on the worker
+    (its legs take long enough to hide the encode), one of a rare word inline; both rank as inline."""
+    store, _, _, _ = loaded
+    threads, _ = query_threads
+    for n, service in enumerate(SERVICES):
+        store.write(f"The {service} service restarts its workers every {n + 2} hours on the cluster", scopes=["x"])
+    lexicon = store.lexicon.refresh()
+    common, rare = (sum(ids.size for ids, _ in lexicon.postings([t]).values()) for t in ("cluster", "invoic"))
+    assert common == len(SERVICES) and rare == 1  # the rare term is the stemmed "invoices"
+    # the line between them: the rare query's work is under it, the common query's reaches it
+    monkeypatch.setattr(semantic, "OVERLAP_MIN_WORK", semantic.lexical_work(lexicon.n_docs, common))
+    on_worker = store.search("cluster", mode="hybrid")
+    assert len(threads) == 1 and threads[0].startswith("kenning-encode-ahead")
+    store.search("invoices", mode="hybrid")
+    assert threads[1] == threading.current_thread().name
+    monkeypatch.setattr(semantic, "OVERLAP_MIN_WORK", semantic.lexical_work(lexicon.n_docs, common) + 1)
+    inline = store.search("cluster", mode="hybrid")
+    assert threads[2] == threading.current_thread().name
+    assert ranked(on_worker) == ranked(inline) and on_worker.hits
+
+
+def test_the_stores_size_counts_toward_the_legs_work(loaded, no_spare_core, query_threads, monkeypatch):
+    """Memories that do not hold the query's words still lengthen the legs (arrays over the store)."""
+    store, _, _, _ = loaded
+    threads, _ = query_threads
+    store.write(TEXT, scopes=["x"])
+    before = store.lexicon.refresh().n_docs
+    monkeypatch.setattr(semantic, "OVERLAP_MIN_WORK", semantic.lexical_work(before + 3, 1))
+    store.search("gateway", mode="hybrid")
+    assert threads == [threading.current_thread().name]
+    for service in SERVICES[:3]:
+        store.write(f"The {service} team reviews its alerts each morning", scopes=["x"])
+    assert store.lexicon.refresh().n_docs == before + 3
+    store.search("gateway", mode="hybrid")
+    assert threads[1].startswith("kenning-encode-ahead")
+
+
+def test_overlap_pays_with_a_free_core_or_enough_lexical_work(monkeypatch):
+    monkeypatch.setattr(semantic, "available_cores", lambda: 2)
+    assert not semantic.overlap_pays(2, semantic.OVERLAP_MIN_WORK - 1)
+    assert semantic.overlap_pays(2, semantic.OVERLAP_MIN_WORK)
+    assert semantic.overlap_pays(1, 0)  # a one-thread encoder leaves a core free
+    assert semantic.lexical_work(10_000, 0) == 10_000
+    assert semantic.lexical_work(10_000, 100) == 10_000 + semantic.POSTING_WORK * 100
+
+
+def test_a_query_encoding_that_fails_ahead_is_done_again_on_the_search_thread(loaded, spare_core, query_threads):
+    store, _, _, _ = loaded
+    threads, fail_on = query_threads
+    written = store.write(TEXT, scopes=["x"]).id
+    fail_on.add("kenning-encode-ahead")
+    result = store.search("which port does authentication use", mode="hybrid")
+    assert result.hits[0].id == written and "vector" in result.hits[0].legs
+    assert threads[0].startswith("kenning-encode-ahead") and threads[1] == threading.current_thread().name
 
 
 def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded, spare_core):
