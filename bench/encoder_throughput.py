@@ -2,7 +2,8 @@
 CPU second (process time, all threads), medians of --repeats after one warm-up pass.
 
 A configuration is ``torch[:batch[:threads]]`` (sentence-transformers, which sorts by length too)
-or ``<onnx file or fp32>:<batch>:<parallel batches>:<intra-op threads>``:
+or ``<onnx file or fp32>[@chars]:<batch>:<parallel batches>:<intra-op threads>`` (``@chars``: batches
+sorted by characters, not tokens):
 
     KENNING_CACHE_DIR=/work/wt/cache nice python bench/encoder_throughput.py short \\
         torch:32,fp32:32:1:1,fp32:32:2:1,fp32:32:1:2,torch:32:2,torch:32 --repeats 3
@@ -57,8 +58,11 @@ def runner(config: str, spec, texts: list[str]):
     from kenning.retrieval.onnx_encoder import OnnxEncoder
 
     name, batch, workers, threads = config.split(":")
+    name, _, order = name.partition("@")
     path = onnx_export.onnx_file(spec) if name == "fp32" else Path(name)
     encoder = OnnxEncoder(spec, path, model_id="throughput", threads=int(threads))
+    if order == "chars":  # batches sorted by characters, as before (and as sentence-transformers does)
+        encoder._token_counts = lambda texts: [len(t) for t in texts]
 
     def run():
         os.environ["KENNING_ONNX_BATCH_WORKERS"] = workers

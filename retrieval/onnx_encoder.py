@@ -175,6 +175,8 @@ class OnnxEncoder:
         self.model_id = model_id
         self.onnx_file = onnx_file
         self._tokenizer = load_tokenizer(spec.path)
+        self._counting = load_tokenizer(spec.path)  # the same, unpadded: it counts each text's tokens
+        self._counting.no_padding()
         self._lower = bool(_json(spec.path / "sentence_bert_config.json").get("do_lower_case"))
         self.threads = intra_op_threads(threads)  # cores one encode keeps busy (Semantic.query_vector_ahead asks)
         self._session = session(onnx_file, self.threads, cache_optimized)
@@ -189,13 +191,15 @@ class OnnxEncoder:
     ) -> np.ndarray:
         """Encode texts to an (n, dim) float32 array in input order; ``progress(n_done_now)`` per chunk.
 
-        Texts are run longest first, so each batch holds texts of similar length and pads little.
+        Texts are run most tokens first, so each batch holds texts of about the same token count and
+        pads little: sorted by characters (what sentence-transformers does), batches of 32 corpus
+        memories ran 14% padding, by tokens 0.5% (bench/README.md, "Batches sorted by tokens").
         """
         texts = [self._prepare(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        order = sorted(range(len(texts)), key=self._token_counts(texts).__getitem__, reverse=True)
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         workers = min(len(batches), batch_workers())
         pool = ThreadPoolExecutor(workers, thread_name_prefix="kenning-encode") if workers > 1 else None
@@ -213,6 +217,13 @@ class OnnxEncoder:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         return out
+
+    def _token_counts(self, texts: list[str]) -> list[int]:
+        """Each text's token count, truncation included (a few microseconds a text, against
+        milliseconds to encode it); one text needs none."""
+        if len(texts) == 1:
+            return [0]
+        return [len(e.ids) for e in self._counting.encode_batch(texts, add_special_tokens=True)]
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query as a (dim,) float32 unit vector."""

@@ -813,13 +813,22 @@ def test_batches_run_on_worker_threads_only_when_there_are_several(spec, tmp_pat
     assert threads == [here] * 3
 
 
-def test_longer_texts_run_first_so_batches_hold_similar_lengths(spec, tmp_path):
+def test_texts_with_more_tokens_run_first_so_batches_hold_similar_token_counts(spec, tmp_path):
+    """Sorted by tokens, not characters: a long word is few tokens, a row of letters many."""
     encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    texts = ["internationalization", "a b c d e f g", "hello", "x y z w"]
+    tokenizer = onnx_encoder.load_tokenizer(spec.path)
+    tokenizer.no_padding()
+    counts = [len(tokenizer.encode(t).ids) for t in texts]
+    assert counts == [4, 9, 3, 6]  # by characters the order would be 0, 1, 3, 2
     seen: list[list[str]] = []
     run = encoder._encode_batch
     encoder._encode_batch = lambda texts: seen.append(list(texts)) or run(texts)
-    encoder.encode(["a", "ccc ccc", "bb", "dddd dddd dddd"], batch_size=2)
-    assert seen == [["dddd dddd dddd", "ccc ccc"], ["bb", "a"]]
+    vectors = encoder.encode(texts, batch_size=2)
+    assert seen == [["a b c d e f g", "x y z w"], ["internationalization", "hello"]]
+    assert np.allclose(vectors, np.stack([encoder.encode_query(t) for t in texts]), atol=1e-6)
+    long = "word " * 400  # truncated: its count is the limit, not its length
+    assert encoder._token_counts([long, "hi"]) == [256, 3] and encoder._token_counts(["hi"]) == [0]
 
 
 def test_the_dimension_is_probed_unless_given(spec, reference, tmp_path):
