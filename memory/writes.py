@@ -311,13 +311,15 @@ def _shape(fields: dict) -> tuple | None:
     unknown key) or a value that is not plain text: such a record is validated in full."""
     if not fields.keys() <= _SHAPED_KEYS:
         return None
-    scopes = fields["scopes"]
-    if not isinstance(scopes, list) or not all(type(x) is str for x in scopes):
-        return None
-    rest = tuple(fields.get(k) for k in ("category", "confidence", "source"))
-    if not all(v is None or type(v) is str for v in rest):
+    scopes, get = fields["scopes"], fields.get
+    rest = (get("category"), get("confidence"), get("source"))
+    # the types counted by C loops (set displays), not a generator a value: this runs for every record
+    if not isinstance(scopes, list) or not {*map(type, scopes)} <= _STR or not {*map(type, rest)} <= _STR_OR_NONE:
         return None
     return (frozenset(fields), tuple(scopes), *rest)
+
+
+_STR, _STR_OR_NONE = frozenset({str}), frozenset({str, type(None)})
 
 
 def _like(first: Memory, fields: dict, now: datetime) -> Memory:
@@ -327,7 +329,7 @@ def _like(first: Memory, fields: dict, now: datetime) -> Memory:
     given = fields.get("id")
     if given is not None:
         requests.check_id(given)
-    return first.model_copy(update={"id": given or new_ulid(), "content": content, "created": now, "updated": now,
+    return requests.sibling(first, {"id": given or new_ulid(), "content": content, "created": now, "updated": now,
                                     "scopes": list(first.scopes)})
 
 
