@@ -22,7 +22,7 @@ from kenning.store.lexicon import ImportTail
 from kenning.store.models import ImportLine, ImportReport, Link, Memory, WriteResult, iso
 from kenning.store.semantic import enqueue, enqueue_range, forget
 
-from . import events, health, pending as pending_mod, requests
+from . import collector, events, health, pending as pending_mod, requests
 from .claims import parse_claims
 from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, write_enabled
 from .gates.limits import check_content, check_count, check_metadata, check_scopes
@@ -267,6 +267,12 @@ def _import_memories(s: Session, items: Iterable[dict], default_scopes: list[str
     confidence and source) is built from the first such record's validated Memory with its own
     id, text and time, instead of being validated field by field again: the same Memory, at a
     fraction of pydantic's cost a record. ``shapes=False`` validates every record in full."""
+    with collector.paused():  # every memory made here stays alive until written (memory/collector.py)
+        return _validated_memories(s, items, default_scopes, labels, shapes)
+
+
+def _validated_memories(s: Session, items: Iterable[dict], default_scopes: list[str] | None,
+                        labels: list[str] | None, shapes: bool) -> list[Memory]:
     memories, seen = [], set()
     where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
     validated: dict[tuple, Memory] = {}  # shape -> the first validated memory of that shape
@@ -338,7 +344,7 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
     """Commit validated memories in batches of one transaction each (row, index, embedding queue)."""
     done = 0
     tail = ImportTail()
-    with s.db.bulk_writes():
+    with s.db.bulk_writes(), collector.paused():
         for start in range(0, len(memories), batch_size):
             batch = memories[start : start + batch_size]
             streams, terms = zip(*map(tokens_and_terms, [m.content for m in batch]))  # each text tokenized once
