@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kenning.errors import InvalidInput, Stale
-from kenning.retrieval.text import tokens_and_terms
+from kenning.retrieval.batch_tokens import BatchTokenizer
 from kenning.store import records
 from kenning.store.ids import new_ulid
 from kenning.store.lexicon import ImportTail
@@ -344,15 +344,15 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
     """Commit validated memories in batches of one transaction each (row, index, embedding queue)."""
     done = 0
     tail = ImportTail()
+    tokenizer = BatchTokenizer()
     with s.db.bulk_writes(), collector.paused():
         for start in range(0, len(memories), batch_size):
             batch = memories[start : start + batch_size]
-            streams, terms = zip(*map(tokens_and_terms, [m.content for m in batch]))  # each text tokenized once
+            coded = tokenizer.encode([m.content for m in batch])  # each text tokenized once, the batch at a time
             with s.transaction() as c:
                 tail.check(s.db)
-                keys = records.insert_many(c, batch, list(terms))
-                s.lexicon.add_many(c, [(key, m.content, m.updated.timestamp()) for key, m in zip(keys, batch)],
-                                   list(streams), tail)
+                keys = records.insert_many(c, batch, coded.terms)
+                s.lexicon.add_coded(c, [(key, m.updated.timestamp()) for key, m in zip(keys, batch)], coded, tail)
                 enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
                 # sealed before COMMIT, while the write lock keeps everyone else out: a stamp taken
                 # after it could already include another writer's commit and trust a stale tail

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kenning.retrieval.batch_tokens import CodedBatch
 from kenning.retrieval.text import fingerprint, tokenize
 
 from .db import Database
@@ -67,6 +68,22 @@ def _group_tokens(tokens: list[str], owners: np.ndarray) -> dict[tuple[str, int]
     span = int(owners[-1]) - low + 1
     pairs, tfs = np.unique(term_code * span + (owners - low), return_counts=True)  # by term, then lexid
     return _by_segment(list(codes), pairs // span, pairs % span + low, tfs)
+
+
+def _group_codes(codes: np.ndarray, names: list[str], owners: np.ndarray) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+    """``_group_tokens`` of a token stream given as codes into ``names`` (retrieval/batch_tokens.py):
+    the same groups, with the codes renumbered in sorted term order (``_sorted_codes``' reason)."""
+    if not codes.size:
+        return {}
+    present = np.unique(codes)
+    spelled = list(map(names.__getitem__, present.tolist()))
+    order = sorted(range(len(spelled)), key=spelled.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[present[order]] = np.arange(len(order))
+    low = int(owners[0])
+    span = int(owners[-1]) - low + 1
+    pairs, tfs = np.unique(rank[codes] * span + (owners - low), return_counts=True)  # by term, then lexid
+    return _by_segment([spelled[i] for i in order], pairs // span, pairs % span + low, tfs)
 
 
 def _sorted_codes(terms: list[str]) -> dict[str, int]:
@@ -277,6 +294,23 @@ class Lexicon:
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
         self._stored_df.clear()
         self._merge(conn, _group_tokens(tokens, owners), tail)
+        self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
+
+    def add_coded(self, conn: sqlite3.Connection, items: list[tuple[int, float]], batch: CodedBatch,
+                  tail: ImportTail | None = None) -> None:
+        """``add_many`` of a batch tokenized as codes (``BatchTokenizer``): ``items`` are each
+        text's (key, ts), in the batch's order."""
+        if not items:
+            return
+        start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
+        if tail is not None and tail.first is None:
+            tail.first = start
+        lexids = np.arange(start, start + len(items), dtype=np.int64)
+        conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)",
+                         [(lexid, key, length, ts) for lexid, (key, ts), length
+                          in zip(lexids.tolist(), items, batch.lengths.tolist())])
+        self._stored_df.clear()
+        self._merge(conn, _group_codes(batch.codes, batch.names, np.repeat(lexids, batch.lengths)), tail)
         self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:

@@ -75,10 +75,11 @@ def forget_terms(c: sqlite3.Connection) -> None:
     c.execute("UPDATE memories SET terms = NULL WHERE terms IS NOT NULL")
 
 
-def _row(rowid: int | None, m: Memory, terms: list[str] | None = None) -> tuple:
+def _row(rowid: int | None, m: Memory, terms: list[str] | str | None = None) -> tuple:
+    """``terms``: the text's content terms, as a list or as the column's text already."""
+    column = terms if isinstance(terms, str) else terms_text(query_terms(m.content) if terms is None else terms)
     return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
-            record_json(m), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None,
-            terms_text(query_terms(m.content) if terms is None else terms))
+            record_json(m), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None, column)
 
 
 _quoted = json.encoder.encode_basestring  # a str as JSON text, escaped as pydantic escapes it (tests/test_record_json.py)
@@ -139,9 +140,10 @@ def insert(c: sqlite3.Connection, memory: Memory, terms: list[str] | None = None
 
 
 def insert_many(c: sqlite3.Connection, memories: list[Memory],
-                terms: list[list[str]] | None = None) -> list[int]:
+                terms: list[list[str]] | list[str] | None = None) -> list[int]:
     """Insert a batch under consecutive rowids; returns them in order. ``terms``: each memory's
-    content terms when the caller has them already (the import tokenizes each text once)."""
+    content terms when the caller has them already (the import tokenizes each text once), as a
+    list or as the ``terms`` column's text."""
     start = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
     known = terms or [None] * len(memories)
     c.executemany(_INSERT, [_row(start + i, m, t) for i, (m, t) in enumerate(zip(memories, known))])

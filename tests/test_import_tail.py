@@ -99,11 +99,11 @@ def test_a_commit_right_after_a_batchs_commit_is_kept(tmp_path, monkeypatch):
         original = db.transaction
         batches = iter(range(1000))
         in_batch, written = [], []
-        add_many = lexicon.Lexicon.add_many
+        add_coded = lexicon.Lexicon.add_coded  # what an import batch indexes through
 
-        def marked_add_many(self, *args, **kwargs):
+        def marked_add_coded(self, *args, **kwargs):
             in_batch.append(True)
-            return add_many(self, *args, **kwargs)
+            return add_coded(self, *args, **kwargs)
 
         @contextlib.contextmanager
         def then_another_writer():
@@ -114,7 +114,7 @@ def test_a_commit_right_after_a_batchs_commit_is_kept(tmp_path, monkeypatch):
                 n = next(batches)
                 written.append(other.write(f"zephyr pipeline alpha after{n} k{n}x q{n}y m{n}z", scopes=["between"]))
 
-        monkeypatch.setattr(lexicon.Lexicon, "add_many", marked_add_many)
+        monkeypatch.setattr(lexicon.Lexicon, "add_coded", marked_add_coded)
         monkeypatch.setattr(db, "transaction", then_another_writer)
         store.import_records(_records(400), batch_size=17)
     assert len(written) > 20 and {w.status for w in written} == {"committed"}
