@@ -15,12 +15,11 @@ def _records(n: int) -> list[dict]:
     return [{"id": f"r{i}", "content": f"nightly deploy {i} rotates the cache of zephyr {i % 7}"} for i in range(n)]
 
 
+@pytest.mark.sqlite_only  # SQLite's WAL and its checkpoints
 def test_the_import_checkpoints_less_often_and_restores_the_setting(tmp_path):
     seen: list[tuple[int, int]] = []
     with kenning.open_store(tmp_path / "s") as store:
         conn = store._s.db.conn
-        if not isinstance(store._s.db, db_mod.Database):
-            pytest.skip("SQLite's WAL setting")
         before = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
 
         def progress(done: int) -> None:  # between two batches, inside bulk_writes
@@ -39,8 +38,6 @@ def test_each_batch_is_committed_before_the_next_begins(tmp_path):
     counts: list[int] = []
     path = tmp_path / "s"
     with kenning.open_store(path) as store, kenning.open_store(path) as other:
-        if not isinstance(store._s.db, db_mod.Database):
-            pytest.skip("SQLite's WAL setting")
 
         def progress(done: int) -> None:
             counts.append(other._s.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories").fetchone()[0]))
