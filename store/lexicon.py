@@ -20,13 +20,16 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kenning.retrieval.batch_tokens import CodedBatch
 from kenning.retrieval.text import fingerprint, tokenize
 
 from .db import Database
+
+if TYPE_CHECKING:  # a search never imports the import's tokenizer
+    from kenning.retrieval.batch_tokens import CodedBatch
 
 COMPACT_AFTER_DELTA_ROWS = 20_000
 SNAPSHOT_MIN_DOCS = 5_000  # a smaller doc table loads row by row in a few milliseconds anyway
