@@ -60,23 +60,28 @@ def write(
     """
     if groundedness_check and not (isinstance(source_transcript, str) and source_transcript.strip()):
         raise InvalidInput("groundedness_check needs source_transcript: the conversation text to check against")
-    refusal = write_enabled.check(s.config)
-    if refusal is not None:
-        return pipeline.refused(refusal)
-    origin = s.locate()
-    request = {
-        "content": content, "scopes": scopes, "category": category, "confidence": confidence, "source": source,
-        "metadata": metadata, "links": [requests.link_dict(link) for link in links or []],
-        "claims": [str(c) for c in parse_claims(requests.texts(claims, "claims"))],
-        "acknowledge_transient": bool(acknowledge_transient), "acknowledge_user_claim": bool(acknowledge_user_claim),
-        "acknowledge_scope_mismatch": bool(acknowledge_scope_mismatch), "force": bool(force),
-        "acknowledge_ungrounded": bool(acknowledge_ungrounded),
-        "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree, "commit": origin.commit},
-    }
-    memory, gated = _gated(s, request, source_transcript if groundedness_check else None)
+    # the settings, the probe's lexicon and the tombstones share one look at the store (store/db.py)
+    with s.db.one_generation():
+        config = s.config
+        refusal = write_enabled.check(config)
+        if refusal is not None:
+            return pipeline.refused(refusal)
+        origin = s.locate()
+        request = {
+            "content": content, "scopes": scopes, "category": category, "confidence": confidence, "source": source,
+            "metadata": metadata, "links": [requests.link_dict(link) for link in links or []],
+            "claims": [str(c) for c in parse_claims(requests.texts(claims, "claims"))],
+            "acknowledge_transient": bool(acknowledge_transient),
+            "acknowledge_user_claim": bool(acknowledge_user_claim),
+            "acknowledge_scope_mismatch": bool(acknowledge_scope_mismatch), "force": bool(force),
+            "acknowledge_ungrounded": bool(acknowledge_ungrounded),
+            "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree,
+                                                   "commit": origin.commit},
+        }
+        memory, gated = _gated(s, request, source_transcript if groundedness_check else None)
     if isinstance(gated, WriteResult):
         return _credit_duplicate(s, gated)
-    if memory.category == "user-inference" or s.config.require_write_confirmation:
+    if memory.category == "user-inference" or config.require_write_confirmation:
         request["scopes"], request["metadata"] = memory.scopes, memory.metadata
         # groundedness is judged once, now: the staged write passed it and keeps no transcript
         request["acknowledge_ungrounded"] = request["acknowledge_ungrounded"] or groundedness_check

@@ -119,7 +119,8 @@ def test_the_settlement_logs_what_the_code_it_replaced_logged(tmp_path):
             with kenning.open_store(tmp_path / f"{name}{seed}") as store:
                 db = store._s.db
                 with db.transaction() as c:
-                    c.executemany("INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)", log)
+                    c.executemany(
+                        "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)", log)
                 answers = []
                 for keep, after in ((2, 0), (0, 0)):
                     with db.transaction() as c:

@@ -106,3 +106,26 @@ def test_coverages_of_an_empty_store(tmp_path):
         present = contains(lexicon, ["nothing"], [1, 2])
         assert bm25.coverages(lexicon, ["nothing"], [1, 2], present) == ({1: 0.0, 2: 0.0}, {1: 0.0, 2: 0.0})
         assert np.array_equal(present, np.zeros((2, 1), bool))
+
+
+@pytest.mark.sqlite_only
+def test_a_writes_gates_read_data_version_once(tmp_path):
+    with kenning.open_store(tmp_path / "s") as store:
+        store.import_records([{"content": f"the {a} {b} note", "scopes": ["x"]} for a in WORDS for b in WORDS[:5]])
+        store.write("the nightly backup of postgres runs at two", scopes=["x"])  # warm: settings, hint, lexicon
+        seen = _statements(store._s.db)
+        assert store.write("the staging cluster deploys through jenkins", scopes=["x"]).status == "committed"
+        store._s.db.conn.set_trace_callback(None)
+        gates = seen[: seen.index("BEGIN IMMEDIATE")]
+        assert sum("data_version" in s for s in gates) == 1, gates
+
+
+def test_a_write_by_another_connection_is_seen_by_the_next_writes_probe(tmp_path):
+    home = tmp_path / "s"
+    with kenning.open_store(home) as a, kenning.open_store(home) as b:
+        a.write("the billing service bills monthly in euros", scopes=["billing"])
+        text = "the auth gateway terminates tls for the staging cluster"
+        assert b.write(text, scopes=["auth"]).status == "committed"
+        assert a.write(text, scopes=["auth"]).status == "duplicate"
+        b.remove(b.search("auth gateway", mode="bm25").hits[0].id, reason="moved to the wiki")
+        assert a.write(text, scopes=["auth"]).status == "previously_removed"
