@@ -173,7 +173,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
-        matched, coverage, known = _matches(lexicon, terms, [c.key for c in head])
+        matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
@@ -181,7 +181,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = spelling.shown(query, fixed)
-    matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates])
+    matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -203,14 +203,15 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     }, by_id
 
 
-def _matches(lexicon: Lexicon, terms: list[str], keys: list[int]):
+def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bool):
     """For the returned hits only: the query terms each contains, its IDF-weighted coverage, and that
     coverage of the terms some live text holds (empty when it holds them all), from one look at the
-    postings (no text is tokenized)."""
+    postings (no text is tokenized). The coverages only when the vector leg ran: a label without a
+    cosine reads the term share alone (``labels.label``), so a lexical search does not compute them."""
     if not keys:
         return {}, {}, {}
     present = contains(lexicon, terms, keys)
-    coverage, known_coverage = bm25.coverages(lexicon, terms, keys, present)
+    coverage, known_coverage = bm25.coverages(lexicon, terms, keys, present) if vector_ran else ({}, {})
     return ({key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage,
             known_coverage)
 

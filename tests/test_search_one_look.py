@@ -13,10 +13,12 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kenning
-from kenning.retrieval import bm25
+from kenning.retrieval import bm25, labels
 from kenning.retrieval.lexical import contains
+from kenning.retrieval.text import query_tokens
 
 WORDS = ["billing", "gateway", "staging", "cluster", "postgres", "backup", "deploy", "auth", "token", "index",
          "queue", "cache", "stripe", "nightly", "tls", "pipeline", "python", "node", "alice", "bob"]
@@ -129,3 +131,37 @@ def test_a_write_by_another_connection_is_seen_by_the_next_writes_probe(tmp_path
         assert a.write(text, scopes=["auth"]).status == "duplicate"
         b.remove(b.search("auth gateway", mode="bm25").hits[0].id, reason="moved to the wiki")
         assert a.write(text, scopes=["auth"]).status == "previously_removed"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(share=st.floats(0, 1), terms=st.integers(0, 12), score=st.floats(0, 50), top=st.floats(0, 50),
+       coverage=st.floats(0, 1), known=st.one_of(st.none(), st.floats(0, 1)))
+def test_a_label_without_a_cosine_reads_no_coverage(share, terms, score, top, coverage, known):
+    """Why a lexical search skips the coverages (store/search.py ``_matches``): without the vector
+    leg a hit's label is the same whatever they are."""
+    assert labels.label(None, share, terms, score, top, coverage, known) == labels.label(None, share, terms, score, top)
+
+
+def test_lexical_labels_equal_those_computed_with_the_coverages(tmp_path):
+    store, rng = _random_store(tmp_path, 7)
+    with store:
+        for _ in range(40):
+            query = " ".join(rng.choice(WORDS + ["unheard"]) for _ in range(rng.randint(1, 5)))
+            for mode in ("bm25", "keyword"):
+                result = store.search(query, mode=mode, limit=20)
+                ranked = store.rank(query, mode=mode, depth=20)
+                assert [h.relevance for h in result.hits] == [h.relevance for h in ranked.hits][: len(result.hits)]
+                lexicon = store._s.lexicon.refresh()
+                terms = list(dict.fromkeys(query_tokens(query)))
+                hits = ranked.hits
+                if not hits:
+                    continue
+                keys = [store._s.db.read(lambda c, i=h.id: c.execute(
+                    "SELECT rowid FROM memories WHERE id = ?", (i,)).fetchone()[0]) for h in hits]
+                present = contains(lexicon, terms, keys)
+                coverage, known = bm25.coverages(lexicon, terms, keys, present)
+                top = hits[0].score
+                for hit, key, row in zip(hits, keys, present.tolist()):
+                    share = sum(row) / len(terms)
+                    assert hit.relevance == labels.label(None, share, len(terms), hit.score, top, coverage[key],
+                                                         known.get(key)), (query, mode)
