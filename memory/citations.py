@@ -7,6 +7,7 @@ search (store/plain.py) never loads pydantic for it.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -120,8 +121,23 @@ def uncited_hit_fields(
     """The verdict and hit fields ``assess_staleness(...).to_hit_fields()`` gives a memory that
     cites nothing checkable: only its verification calendar speaks, and no path can be missing
     (tests/test_trust_plain.py compares them in every verification state)."""
-    status, overdue = verification_state(last_verified_at, now, stale_days, written_at)
+    verified, written, shown = _calendar(last_verified_at, written_at)
+    # verification_state's arithmetic on the remembered parsed times
+    if verified is None:
+        age = None if written is None else max(0.0, (_utc(now) - written) / timedelta(days=1))
+        status, overdue = "never", age is None or age > stale_days
+    else:
+        age = (_utc(now) - verified) / timedelta(days=1)
+        status, overdue = ("stale", True) if age > stale_days else ("fresh", False)
     verdict = "spot_check_recommended" if overdue else "fresh"
-    verified = None if status == "never" else _iso(_utc(last_verified_at))
-    return verdict, {"staleness_verdict": verdict, "verification": {"status": status, "last_verified_at": verified},
+    return verdict, {"staleness_verdict": verdict, "verification": {"status": status, "last_verified_at": shown},
                      "path_drift_missing": 0}
+
+
+@functools.lru_cache(maxsize=8192)
+def _calendar(last_verified_at: datetime | str | None,
+              written_at: datetime | str | None) -> tuple[datetime | None, datetime | None, str | None]:
+    """A memory's verification and write times as UTC datetimes, and the verification time as the
+    hit shows it: parsed and formatted once per memory, not at every search that returns it."""
+    verified = _utc(last_verified_at)
+    return verified, _utc(written_at), None if verified is None else _iso(verified)

@@ -454,13 +454,13 @@ def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
     of a store with much dead weight would scan again."""
     if result.status != "committed":
         return result
+    now = s.clock()
+    if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
+        return result  # measured low a moment ago in this session (asked first: no statement)
     shown = s.db.read(lambda c: c.execute(
         "SELECT 1 FROM events WHERE session = ? AND kind = ? LIMIT 1", (s.session_id, CURATION_HINT)).fetchone())
     if shown:
         return result
-    now = s.clock()
-    if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
-        return result  # measured low a moment ago in this session
     view = s.view(True)
     mark = "curation_counts:" + hashlib.sha256(
         repr((view.where(), s.config.verification_stale_days)).encode()).hexdigest()[:16]

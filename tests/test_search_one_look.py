@@ -10,12 +10,14 @@ as the two ``idf_coverage`` calls it replaces.
 from __future__ import annotations
 
 import random
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import kenning
+from kenning.memory import citations
 from kenning.retrieval import bm25, labels
 from kenning.retrieval.lexical import contains
 from kenning.retrieval.text import query_tokens
@@ -165,3 +167,47 @@ def test_lexical_labels_equal_those_computed_with_the_coverages(tmp_path):
                     share = sum(row) / len(terms)
                     assert hit.relevance == labels.label(None, share, len(terms), hit.score, top, coverage[key],
                                                          known.get(key)), (query, mode)
+
+
+def _reference_uncited(last_verified_at, now, stale_days, written_at):
+    """citations.uncited_hit_fields before its times were remembered."""
+    status, overdue = citations.verification_state(last_verified_at, now, stale_days, written_at)
+    verdict = "spot_check_recommended" if overdue else "fresh"
+    verified = None if status == "never" else citations._iso(citations._utc(last_verified_at))
+    return verdict, {"staleness_verdict": verdict, "verification": {"status": status, "last_verified_at": verified},
+                     "path_drift_missing": 0}
+
+
+def test_uncited_hit_fields_with_remembered_times_equal_the_reference():
+    rng = random.Random(11)
+    base = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    zones = [timezone.utc, timezone(timedelta(hours=5, minutes=30)), None]
+    for _ in range(4000):
+        def instant():
+            at = base + timedelta(days=rng.uniform(-400, 400), microseconds=rng.randint(0, 999_999))
+            zone = rng.choice(zones)
+            at = at.replace(tzinfo=None) if zone is None else at.astimezone(zone)
+            return at.isoformat() if rng.random() < 0.4 else at
+        verified = None if rng.random() < 0.3 else instant()
+        written = None if rng.random() < 0.1 else instant()
+        stale = rng.choice([0, 1, 30, 90])
+        now = base + timedelta(days=rng.uniform(-400, 800))
+        if rng.random() < 0.1 and verified is not None:  # exactly at the boundary
+            now = citations._utc(verified) + timedelta(days=stale)
+        for _ in range(2):  # the second answer comes from the remembered times
+            got = citations.uncited_hit_fields(verified, now, stale, written)
+            assert got == _reference_uncited(verified, now, stale, written)
+    a = citations.uncited_hit_fields(None, base, 30, base)[1]
+    b = citations.uncited_hit_fields(None, base, 30, base)[1]
+    assert a == b and a is not b and a["verification"] is not b["verification"]  # callers add to them
+
+
+@pytest.mark.sqlite_only
+def test_a_write_after_a_low_curation_check_asks_the_log_nothing(tmp_path):
+    with kenning.open_store(tmp_path / "s") as store:
+        store.write("the nightly backup of postgres runs at two", scopes=["x"])  # measures the pressure: low
+        assert store._s.curation_checked_at is not None
+        seen = _statements(store._s.db)
+        assert store.write("the staging cluster deploys through jenkins", scopes=["x"]).status == "committed"
+        store._s.db.conn.set_trace_callback(None)
+        assert not [s for s in seen if "curation_hint" in s], seen
