@@ -8,7 +8,6 @@ so one write stays one transaction.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
@@ -79,55 +78,7 @@ def _row(rowid: int | None, m: Memory, terms: list[str] | str | None = None) -> 
     """``terms``: the text's content terms, as a list or as the column's text already."""
     column = terms if isinstance(terms, str) else terms_text(query_terms(m.content) if terms is None else terms)
     return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
-            record_json(m), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None, column)
-
-
-_quoted = json.encoder.encode_basestring  # a str as JSON text, escaped as pydantic escapes it (tests/test_record_json.py)
-TEMPLATES_KEPT = 256
-# every Memory field a template knows: a field added later makes record_json dump each memory again
-_TEMPLATE_FIELDS = frozenset({"id", "content", "scopes", "category", "confidence", "source", "created", "updated",
-                              "last_verified_at", "verification_note", "verified_paths", "verified_absent_paths",
-                              "origin", "claims", "links", "metadata"})
-# (scopes, category, confidence, source) -> the JSON of a plain memory of that shape, cut around its
-# id, text and times; None when the cut did not give the dump back
-_templates: dict[tuple, tuple[str, str, str] | None] = {}
-
-
-def record_json(m: Memory) -> str:
-    """``m.model_dump_json()``, the ``record`` column. A plain memory (nothing set beyond id, text,
-    scopes, category, confidence, source and its times: every record of a typical import) is
-    filled into the JSON of the first plain memory of its shape instead: the same text, at a
-    fraction of the cost a record."""
-    if (m.last_verified_at is not None or m.verification_note is not None or m.origin is not None or m.metadata
-            or m.links or m.claims or m.verified_paths or m.verified_absent_paths):
-        return m.model_dump_json()
-    key = (tuple(m.scopes), m.category, m.confidence, m.source)
-    parts = _templates.get(key, False)
-    if parts is False:
-        if len(_templates) >= TEMPLATES_KEPT:
-            _templates.clear()
-        parts = _templates[key] = _template(m)
-    return m.model_dump_json() if parts is None else _fill(parts, m)
-
-
-def _fill(parts: tuple[str, str, str], m: Memory) -> str:
-    return (f"{parts[0]}{_quoted(m.id)},\"content\":{_quoted(m.content)}{parts[1]}{_quoted(iso(m.created))}"
-            f",\"updated\":{_quoted(iso(m.updated))}{parts[2]}")
-
-
-def _template(m: Memory) -> tuple[str, str, str] | None:
-    """A plain memory's dump cut into what comes before its id, between its text and its created
-    time, and after its updated time; None unless filling the pieces gives the dump back."""
-    if set(type(m).model_fields) != _TEMPLATE_FIELDS:
-        return None
-    dump = m.model_dump_json()
-    lead = f'{{"id":{_quoted(m.id)},"content":{_quoted(m.content)}'
-    times = f',"created":{_quoted(iso(m.created))},"updated":{_quoted(iso(m.updated))}'
-    at = dump.find(times, len(lead))  # a quote inside a JSON string is escaped: only the keys match
-    if not dump.startswith(lead) or at < 0:
-        return None
-    parts = ('{"id":', dump[len(lead) : at] + ',"created":', dump[at + len(times) :])
-    return parts if _fill(parts, m) == dump else None
+            m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None, column)
 
 
 def insert(c: sqlite3.Connection, memory: Memory, terms: list[str] | None = None) -> int:
