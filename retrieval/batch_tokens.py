@@ -62,10 +62,11 @@ class BatchTokenizer:
             alone |= {i for i, t in enumerate(texts) if _SEP in t.lower()}
             joined = _joined(texts, alone)
         words = _WORD.findall(joined)
-        known = self._word
-        wcodes = list(map(known.get, words))
-        if None in wcodes:
-            wcodes = [c if c is not None else self._learn(w) for c, w in zip(wcodes, words)]
+        try:  # every word known: one C-level lookup each (a scan for None would compare every code with None)
+            wcodes = list(map(self._word.__getitem__, words))
+        except KeyError:
+            known = self._word
+            wcodes = [known.get(w) or self._learn(w) for w in words]  # code 0 is the separator, always known
         wc = np.fromiter(wcodes, np.int64, len(wcodes))
         lengths = np.diff(np.concatenate(([-1], np.flatnonzero(wc == 0), [wc.size]))) - 1
         wc = wc[wc != 0]
