@@ -78,7 +78,7 @@ def _group_codes(codes: np.ndarray, names: list[str], owners: np.ndarray) -> dic
     the same groups, with the codes renumbered in sorted term order (``_sorted_codes``' reason)."""
     if not codes.size:
         return {}
-    present = np.unique(codes)
+    present = np.flatnonzero(np.bincount(codes, minlength=len(names)))  # ascending, as np.unique, without its sort
     spelled = list(map(names.__getitem__, present.tolist()))
     order = sorted(range(len(spelled)), key=spelled.__getitem__)
     rank = np.empty(len(names), np.int64)
