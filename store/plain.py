@@ -46,10 +46,21 @@ def iso(ts: datetime | None) -> str | None:
 
 @functools.lru_cache(maxsize=4096)
 def _iso(ts: datetime) -> str:
-    # remembered: an import stamps thousands of records with one time, each serialised several times
-    if ts.tzinfo is timezone.utc:  # the usual case (utcnow): only the "+00:00" to swap, a third cheaper
-        return ts.isoformat(timespec="microseconds")[:-6] + "Z"
+    # remembered: a record is serialised several times (its columns, its JSON, a listing)
+    if ts.tzinfo is timezone.utc:  # the usual case (utcnow): the second's text is shared, the microseconds added
+        second = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
+        head = _SECONDS.get(second)
+        if head is None:
+            if len(_SECONDS) >= 4096:
+                _SECONDS.clear()
+            head = _SECONDS[second] = ts.replace(microsecond=0, tzinfo=None).isoformat()
+        return f"{head}.{ts.microsecond:06d}Z"
     return ts.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+# (year, month, day, hour, minute, second) -> "YYYY-MM-DDTHH:MM:SS": an import stamps each record
+# with its own time, nearly all within the same few seconds, and isoformat was most of a stamp's cost
+_SECONDS: dict[tuple[int, ...], str] = {}
 
 
 def summary_line(text: str, width: int = SUMMARY_CHARS) -> str:
