@@ -175,8 +175,7 @@ class OnnxEncoder:
         self.model_id = model_id
         self.onnx_file = onnx_file
         self._tokenizer = load_tokenizer(spec.path)
-        self._counting = load_tokenizer(spec.path)  # the same, unpadded: it counts each text's tokens
-        self._counting.no_padding()
+        self._counting = None  # the same tokenizer unpadded, loaded by the first batch (_token_counts)
         self._lower = bool(_json(spec.path / "sentence_bert_config.json").get("do_lower_case"))
         self.threads = intra_op_threads(threads)  # cores one encode keeps busy (Semantic.query_vector_ahead asks)
         self._session = session(onnx_file, self.threads, cache_optimized)
@@ -220,10 +219,16 @@ class OnnxEncoder:
 
     def _token_counts(self, texts: list[str]) -> list[int]:
         """Each text's token count, truncation included (a few microseconds a text, against
-        milliseconds to encode it); one text needs none."""
+        milliseconds to encode it); one text needs none. The counting tokenizer loads on the first
+        batch: loading one costs ~40 ms of CPU, which a query or a write (one text) never needs."""
         if len(texts) == 1:
             return [0]
-        return [len(e.ids) for e in self._counting.encode_batch(texts, add_special_tokens=True)]
+        counting = self._counting
+        if counting is None:  # two threads may both load it: either copy counts the same
+            counting = load_tokenizer(self.spec.path)
+            counting.no_padding()
+            self._counting = counting
+        return [len(e.ids) for e in counting.encode_batch(texts, add_special_tokens=True)]
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query as a (dim,) float32 unit vector."""

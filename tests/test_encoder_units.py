@@ -831,6 +831,19 @@ def test_texts_with_more_tokens_run_first_so_batches_hold_similar_token_counts(s
     assert encoder._token_counts([long, "hi"]) == [256, 3] and encoder._token_counts(["hi"]) == [0]
 
 
+def test_queries_and_single_texts_never_load_the_counting_tokenizer(spec, tmp_path):
+    """Loading a tokenizer costs ~40 ms of CPU: a cold search or a write (one text) does without it."""
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "tiny.onnx"), "tiny")
+    encoder.encode_query("which port")
+    encoder.encode(["one memory"])
+    assert encoder._counting is None
+    encoder.encode(["two", "memories here"])
+    counting = encoder._counting
+    assert counting is not None and counting.padding is None
+    encoder.encode(["and", "again"])
+    assert encoder._counting is counting  # loaded once
+
+
 def test_the_dimension_is_probed_unless_given(spec, reference, tmp_path):
     graph = tiny_graph(tmp_path / "tiny.onnx")
     assert onnx_encoder.OnnxEncoder(spec, graph, "x").dim == 2
