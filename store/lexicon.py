@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -285,19 +285,10 @@ class Lexicon:
         batches wrote, when it is still what the store holds (``ImportTail``)."""
         if not items:
             return
-        start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
-        if tail is not None and tail.first is None:
-            tail.first = start
-        docs, tokens = [], []
-        for offset, (key, text, ts) in enumerate(items):
-            stream = tokenize(text) if streams is None else streams[offset]
-            docs.append((start + offset, key, len(stream), ts))
-            tokens.extend(stream)
-        owners = np.repeat(np.arange(start, start + len(items), dtype=np.int64), [d[2] for d in docs])
-        conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)", docs)
-        self._stored_df.clear()
-        self._merge(conn, _group_tokens(tokens, owners), tail)
-        self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
+        streams = [tokenize(text) for _, text, _ in items] if streams is None else streams
+        tokens = [token for stream in streams for token in stream]
+        self._append(conn, [(key, ts) for key, _, ts in items], [len(stream) for stream in streams],
+                     lambda owners: _group_tokens(tokens, owners), tail)
 
     def add_coded(self, conn: sqlite3.Connection, items: list[tuple[int, float]], batch: CodedBatch,
                   tail: ImportTail | None = None) -> None:
@@ -305,15 +296,21 @@ class Lexicon:
         text's (key, ts), in the batch's order."""
         if not items:
             return
+        self._append(conn, items, batch.lengths.tolist(),
+                     lambda owners: _group_codes(batch.codes, batch.names, owners), tail)
+
+    def _append(self, conn: sqlite3.Connection, items: list[tuple[int, float]], lengths: list[int],
+                group: Callable[[np.ndarray], dict], tail: ImportTail | None) -> None:
+        """What ``add_many`` and ``add_coded`` share: the batch's docs rows from the next lexid on,
+        then its postings (``group`` of each token's lexid) merged into the segments."""
         start = conn.execute(f"SELECT COALESCE(MAX(lexid), 0) + 1 FROM {self.t.docs}").fetchone()[0]
         if tail is not None and tail.first is None:
             tail.first = start
         lexids = np.arange(start, start + len(items), dtype=np.int64)
         conn.executemany(f"INSERT INTO {self.t.docs}(lexid, mem, length, live, ts) VALUES (?, ?, ?, 1, ?)",
-                         [(lexid, key, length, ts) for lexid, (key, ts), length
-                          in zip(lexids.tolist(), items, batch.lengths.tolist())])
+                         [(lexid, key, length, ts) for lexid, (key, ts), length in zip(lexids.tolist(), items, lengths)])
         self._stored_df.clear()
-        self._merge(conn, _group_codes(batch.codes, batch.names, np.repeat(lexids, batch.lengths)), tail)
+        self._merge(conn, group(np.repeat(lexids, lengths)), tail)
         self._appended = True  # the next refresh reads the new rows (our own commit leaves data_version alone)
 
     def remove(self, conn: sqlite3.Connection, key: int) -> None:
