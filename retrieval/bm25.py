@@ -174,14 +174,23 @@ def coverages(index: LexicalIndex, terms: list[str], keys: list[int],
     known_total = total if every else sum([weights[i] for i in known])
     coverage: dict[int, float] = {}
     known_coverage: dict[int, float] = {}
-    for key, row in zip(keys, matched.tolist()):
-        got = 0.0
-        for weight, hit in zip(weights, row):  # term by term, in query order: idf_coverage's sums
-            got += weight * hit
+    for key, got in zip(keys, _few_sums(weights, matched)):  # idf_coverage's sums, divided twice
         coverage[int(key)] = got / total if total else 0.0
         if not every:
             known_coverage[int(key)] = got / known_total if known_total else 0.0
     return coverage, known_coverage
+
+
+def _few_sums(weights: list[float], matched: np.ndarray) -> list[float]:
+    """Each row's IDF weight of the terms it holds, in plain floats (a page of hits: faster than a
+    dozen small array operations), term by term in query order: the same sums as the array path."""
+    sums = []
+    for row in matched.tolist():
+        got = 0.0
+        for weight, hit in zip(weights, row):
+            got += weight * hit
+        sums.append(got)
+    return sums
 
 
 def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
@@ -199,14 +208,8 @@ def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
         return {k: 0.0 for k in keys}
     if matched is None:
         matched = contains(index, distinct, keys)
-    if len(keys) <= FEW_KEYS:  # a page of hits: plain floats beat a dozen small array operations
-        out = {}
-        for key, row in zip(keys, matched.tolist()):
-            got = 0.0
-            for weight, hit in zip(weights, row):  # term by term, in query order: the same sums as below
-                got += weight * hit
-            out[int(key)] = got / total
-        return out
+    if len(keys) <= FEW_KEYS:
+        return {int(key): got / total for key, got in zip(keys, _few_sums(weights, matched))}
     got = np.zeros(len(keys))
     for column, weight in enumerate(weights):  # term by term, in query order: the same sums as ever
         got += weight * matched[:, column]
