@@ -396,11 +396,9 @@ class TranscriptIndex:
         if config.fusion == "evidence":
             evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                         "power": config.evidence_power}
-        candidates = engine.rank(runs, max(limit, config.leg_depth), max(limit, 2), rrf_k=config.rrf_k,
-                                 weights=config.weights, evidence=evidence,
-                                 coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
-        runner_up = candidates[1].score if len(candidates) > 1 else None  # the label's lead, whatever the limit
-        candidates = candidates[:limit]
+        candidates, runner_up = engine.rank_with_runner_up(
+            runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
+            coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
         shown = spelling.shown(query, fixed)

@@ -70,6 +70,14 @@ def rank(
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
 
 
+def rank_with_runner_up(legs: dict[str, LegRun], depth: int, limit: int, **fusing) -> tuple[list[Candidate], float | None]:
+    """``rank`` cut to ``limit``, and the score of the second hit whatever the limit (None: there is
+    none): the label asks how far the best hit leads the second (``labels.lead_of``), so a search for
+    one hit ranks one more and keeps its score, and ``limit=1`` labels as ``limit=10`` does."""
+    candidates = rank(legs, depth, max(limit, 2), **fusing)
+    return candidates[:limit], candidates[1].score if len(candidates) > 1 else None
+
+
 def explain(
     candidate: Candidate,
     terms: list[str],
@@ -81,6 +89,7 @@ def explain(
     matched: list[str] | None = None,
     known_coverage: float | None = None,
     runner_up: float | None = None,
+    text_of: Callable[[int], str] | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -91,7 +100,8 @@ def explain(
     terms some stored text holds (None: all of them), ``runner_up`` the score of this result's second
     hit (None: it has none; the label asks how far the best stands ahead). ``matched``: the terms the text
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
-    them; ``text=None`` labels without a snippet (the rank-only path).
+    them; ``text=None`` labels without a snippet (the rank-only path), reading the text with
+    ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -103,7 +113,9 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
+    read = (lambda: text) if text is not None else None if text_of is None else (lambda: text_of(candidate.key))
+    asks = None if read is None else (lambda: labels.asks_about(matched, read()))
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       labels.lead_of(top, runner_up))
+                                       labels.lead_of(top, runner_up), asks)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

@@ -49,7 +49,7 @@ points at shared context you do not have ("my project", "the script we wrote", "
 "like last time") or when a stored preference could settle an ambiguous request. Query with \
 the nouns a stored note would contain (tool, file, service, error names), not with a question. \
 relevance says what a hit promises: high = very likely the answer (close in meaning and holding \
-the query's rare words, or a very close paraphrase, and clearly ahead of the other hits), medium = \
+the query's rare words, or a very close paraphrase, clearly ahead of the other hits, and not itself a question), medium = \
 related, worth reading (two equally good hits are both medium), low = most likely not an answer. When staleness_verdict is not fresh, \
 check one claim before relying on it. Call memory_scope_overview once at the start of a \
 conversation; if its total is 0, skip searching unless asked.
@@ -180,7 +180,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         memories the semantic leg could not see yet (they are being embedded in the background). note explains an empty result that is not
         "nothing matched" (e.g. since_prior_session with no prior session yet). Per hit:
         - relevance high|medium|low: high = very likely the answer (close in meaning and holding your query's
-          rare words, or a very close paraphrase, and clearly ahead of the other hits); medium = related, worth
+          rare words, or a very close paraphrase, clearly ahead of the other hits, and not itself a question); medium = related, worth
           reading (two equally good hits are both medium); low = most likely not an answer. matched_leg (lexical | semantic | both) says which legs found it.
         - match_terms: the query words that occur; legs: each leg's rank and score (why it ranked here).
         - snippet: the passage around the matches (content = full body, only with expand_top on the top hit).

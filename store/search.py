@@ -163,12 +163,9 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     if config.fusion == "evidence":
         evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                     "power": config.evidence_power}
-    candidates = engine.rank(
-        runs, depth_per_leg, max(depth, 2), rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
+    candidates, runner_up = engine.rank_with_runner_up(
+        runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
         coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
-    # the label asks how far the best hit leads the second, whatever the limit: rank one more when it is 1
-    runner_up = candidates[1].score if len(candidates) > 1 else None
-    candidates = candidates[:depth]
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
@@ -177,7 +174,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                                            known_coverage=known.get(cand.key), runner_up=runner_up).relevance
+                                            known_coverage=known.get(cand.key), runner_up=runner_up,
+                                            text_of=lambda key: _texts(db, [key])[key]).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = spelling.shown(query, fixed)

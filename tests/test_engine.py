@@ -27,6 +27,16 @@ def test_one_leg_passes_through_with_its_own_ranks_and_scores():
     assert [(c.key, c.score, c.legs) for c in out] == [(7, 3.0, {"bm25": (1, 3.0)}), (5, 2.0, {"bm25": (2, 2.0)})]
 
 
+def test_rank_with_runner_up_keeps_the_second_score_whatever_the_limit():
+    asked = []
+    leg = lambda n: asked.append(n) or [(7, 3.0), (5, 2.0), (9, 1.0)][:n]
+    out, runner_up = engine.rank_with_runner_up({"bm25": leg}, depth=20, limit=1)
+    assert asked == [2]  # one more than asked for, so the label's lead is the same at limit 1 and 10
+    assert [c.key for c in out] == [7] and runner_up == 2.0
+    out, runner_up = engine.rank_with_runner_up({"bm25": lambda n: [(7, 3.0)]}, depth=20, limit=10)
+    assert [c.key for c in out] == [7] and runner_up is None
+
+
 def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}
     settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}

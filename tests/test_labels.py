@@ -21,10 +21,12 @@ from kenning.retrieval.labels import (
     SEVERAL_COSINE,
     SEVERAL_COVERAGE,
     SEVERAL_TERMS,
+    asks_about,
     describe,
     label,
     lead_of,
 )
+from kenning.retrieval.text import match_terms, query_tokens
 
 
 def test_high_needs_strong_semantic_evidence_and_the_rare_words_near_the_top():
@@ -176,6 +178,50 @@ def test_a_long_question_needs_a_long_lead_whatever_the_cosine():
     assert label(None, 1.0, terms, 1.0, 1.0, lead=0.0) == "high"
 
 
+def test_measured_locomo_hits_that_lead_narrowly_are_not_promised():
+    """LoCoMo top hits judged wrong that the sixth pass called high (bench/relevance/labelfeat7.py):
+    "Who did John go to yoga with?" -> John's "it's a yoga studio I go to often" (cosine .449, every
+    word, lead .608); the seven-term "Who performed at the concert at Melanie's daughter's birthday?"
+    -> the turn that mentions the concert and not who played (cosine .618, 5 of 6 terms, 81 %
+    coverage, lead .805). builtin's "wich prot does atlas lisen on" (lead .650) stays high."""
+    assert label(0.449, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=0.608) == "medium"
+    assert label(0.618, 5 / 6, 6, 1.0, 1.0, coverage=0.807, lead=0.805) == "medium"
+    assert label(0.544, 3 / 4, 4, 1.0, 1.0, coverage=0.63, known_coverage=1.0, lead=0.6502) == "high"
+
+
+ECHO = "Joanna: Wow, your new hair color looks amazing! What made you choose that shade? Tell me all about it!"
+
+
+def _terms(query):
+    return list(dict.fromkeys(query_tokens(query)))
+
+
+def test_a_hit_asking_about_the_querys_words_asks_and_one_asking_about_something_else_does_not():
+    assert asks_about(_terms("Why did Nate choose the hair color he did?"), ECHO)
+    assert asks_about(_terms("what shade did Nate choose"), "What made you choose that shade?")
+    # its question holds none of the query's words: a statement that ends by asking something else
+    assert not asks_about(_terms("which tournament did Nate win"),
+                          "Nate: I won my fourth video game tournament on Friday. Do you play at all?")
+    assert not asks_about(_terms("Why did Nate choose the hair color he did?"),
+                          "Nate: I picked this color because it's bright and bold - like me!")
+    assert not asks_about(_terms("which port does Atlas listen on"), "Atlas listens on port 8443 in production.")
+
+
+def test_a_hit_that_asks_is_never_high_and_is_read_only_when_it_would_be():
+    """The echo's evidence (bench/relevance/labelfeat7.py: cosine .416, 3 of 4 terms, 90 % coverage,
+    lead .757) was high; a question is not its own answer. ``asks`` is consulted only for a would-be
+    ``high`` (the rank-only path reads no text for the others)."""
+    terms = _terms("Why did Nate choose the hair color he did?")
+    assert len(match_terms(terms, ECHO)) == 3
+    assert label(0.416, 3 / 4, 4, 1.0, 1.0, coverage=0.903, lead=0.757) == "high"
+    assert label(0.416, 3 / 4, 4, 1.0, 1.0, coverage=0.903, lead=0.757, asks=lambda: asks_about(terms, ECHO)) == "medium"
+    assert label(None, 1.0, 2, 1.0, 1.0, asks=lambda: True) == "medium"  # the lexical high as well
+    called = []
+    assert label(0.3, 0.0, 4, 1.0, 1.0, asks=lambda: called.append(1) or True) == "low"
+    assert label(0.45, 0.5, 4, 1.0, 1.0, lead=0.0, asks=lambda: called.append(1) or True) == "medium"
+    assert called == []
+
+
 REFUNDS = ["Refunds over 500 euros need approval from Marcus.",
            "Refunds under 500 euros are approved by the support lead.",
            "The Atlas service listens on port 8443 in production.",
@@ -222,3 +268,27 @@ def test_a_real_store_does_not_promise_the_best_of_many_texts_a_long_question_ma
         hits = s.search(query, mode="hybrid", auto_scope=False).hits
         assert hits[0].legs["vector"].score >= 0.9 and hits[0].relevance == "medium"
         assert "high" not in _labels(s, query, 10)
+
+
+CHAT = [ECHO,
+        "Nate: Thanks Jo! I picked this color because it's bright and bold - like me! I wanted to stand out.",
+        "Nate: I won my fourth video game tournament on Friday, and the prize money went into a new gaming chair. "
+        "Do you play at all?",
+        "Joanna: My laptop crashed last week and I lost all my drafts, so I am rewriting the screenplay from scratch.",
+        "Nate: My turtles love the new tank; they sit under the heat lamp all afternoon."]
+
+
+@pytest.mark.embeddings
+def test_a_real_store_does_not_promise_the_turn_that_repeats_the_question(tmp_path):
+    """Real store, real model, LoCoMo's echo: asked why Nate chose his hair colour, the turn that
+    asks him ("What made you choose that shade?") holds three of the four words and leads the
+    turn that answers by far; it was high, and is medium now, whether the hits are explained or
+    only ranked. A turn that answers and then asks about something else stays high."""
+    with kenning.open_store(tmp_path / "s") as s:
+        s.import_records([{"content": text, "scopes": ["chat"]} for text in CHAT])
+        s.semantic.embed_pending()
+        hits = s.search("Why did Nate choose the hair color he did?", mode="hybrid", auto_scope=False).hits
+        assert hits[0].snippet.startswith("Joanna: Wow") and hits[0].legs["vector"].score < LEAD_COSINE
+        assert _labels(s, "Why did Nate choose the hair color he did?", 10)[0] == "medium"
+        assert _labels(s, "which video game tournament did Nate win", 1) == ["high"]
+
