@@ -22,16 +22,12 @@ class Fused:
     legs: dict[str, tuple[int, float]] = field(default_factory=dict)  # leg -> (rank, native score)
 
 
-def rrf(
-    rankings: dict[str, list[tuple[int, float]]],
-    k: float = RRF_K,
-    weights: dict[str, float] | None = None,
-) -> list[Fused]:
-    """Fuse best-first (key, native score) lists from several legs into one best-first list."""
+def _gather(rankings: dict[str, list[tuple[int, float]]]) -> tuple[dict[int, Fused], dict[int, int]]:
+    """Every candidate with its legs' (rank, native score), and its best single-leg rank (the first
+    tie-break of both fusions: a leg lists a key once), in the legs' order."""
     fused: dict[int, Fused] = {}
-    best_rank: dict[int, int] = {}  # each key's best single-leg rank (a leg lists a key once)
+    best_rank: dict[int, int] = {}
     for leg, ranking in rankings.items():
-        weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for rank, (key, native) in enumerate(ranking, start=1):
             item = fused.get(key)
             if item is None:
@@ -39,8 +35,21 @@ def rrf(
                 best_rank[key] = rank
             elif rank < best_rank[key]:
                 best_rank[key] = rank
-            item.score += weight / (k + rank)
             item.legs[leg] = (rank, native)
+    return fused, best_rank
+
+
+def rrf(
+    rankings: dict[str, list[tuple[int, float]]],
+    k: float = RRF_K,
+    weights: dict[str, float] | None = None,
+) -> list[Fused]:
+    """Fuse best-first (key, native score) lists from several legs into one best-first list."""
+    fused, best_rank = _gather(rankings)
+    for leg, ranking in rankings.items():
+        weight = 1.0 if weights is None else weights.get(leg, 1.0)
+        for rank, (key, _) in enumerate(ranking, start=1):
+            fused[key].score += weight / (k + rank)
     return sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.key], f.key))
 
 
@@ -66,10 +75,7 @@ def evidence(
     eval baselines). Candidates are the union of the legs' lists; ties break as in ``rrf``.
     ``limit`` keeps only the best ``limit`` (the same head the full sort gives, without sorting the rest).
     """
-    fused: dict[int, Fused] = {}
-    for leg, ranking in rankings.items():
-        for rank, (key, native) in enumerate(ranking, start=1):
-            fused.setdefault(key, Fused(key, 0.0)).legs[leg] = (rank, native)
+    fused, best_rank = _gather(rankings)
     span = max(1e-9, 1.0 - cos_floor)
     best_bm25 = max((score for _, score in rankings.get("bm25", [])), default=0.0)
     for item in fused.values():
@@ -82,7 +88,7 @@ def evidence(
         item.score = alpha * lexical + (1.0 - alpha) * semantic
 
     def order(f: Fused) -> tuple[float, int, int]:
-        return -f.score, min(r for r, _ in f.legs.values()), f.key
+        return -f.score, best_rank[f.key], f.key
 
     if limit is not None and limit < len(fused):
         return heapq.nsmallest(limit, fused.values(), key=order)  # == sorted(...)[:limit]

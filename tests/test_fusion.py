@@ -133,3 +133,16 @@ def test_evidence_with_a_limit_is_the_head_of_the_full_order():
         for limit in (0, 1, 5, len(full), len(full) + 3):
             head = evidence(legs, coverage, limit=limit)
             assert [(f.key, f.score, f.legs) for f in head] == [(f.key, f.score, f.legs) for f in full[:limit]]
+
+
+def test_evidence_breaks_equal_scores_by_the_best_rank_in_any_leg_then_the_key():
+    """No coverage, cosines under the floor: every score is 0, so the order is the tie-break alone.
+    Key 5 is 2nd in one leg and 1st in another: its best rank (1) ties key 7's, and the smaller key goes first;
+    a tie-break on the first leg's rank ([7, 5, 9]) or the last one's ([5, 9, 7]) would differ."""
+    from kenning.retrieval.fusion import evidence
+
+    rankings = {"keyword": [(7, 1.0), (5, 1.0)], "vector": [(5, 0.05), (9, 0.05), (7, 0.05)]}
+    for limit in (None, 2):
+        fused = evidence(rankings, {}, limit=limit)
+        assert {f.score for f in fused} == {0.0}
+        assert [f.key for f in fused] == [5, 7, 9][:limit]
