@@ -113,6 +113,15 @@ def _by_segment(names: list[str], term_code: np.ndarray, ids: np.ndarray,
     }
 
 
+def _write_rows(conn: sqlite3.Connection, table: str, updates: list[tuple[bytes, str, int]],
+               inserts: list[tuple[str, int, bytes]]) -> None:
+    """A merge's segment rows into ``table``: ``updates`` (postings, term, seg) of rows it holds,
+    ``inserts`` (term, seg, postings) of new ones. An UPDATE rewrites a row where it is; a replace
+    deleted it from its B-tree page and inserted it again (bench/README.md, "Bulk import, session 9")."""
+    conn.executemany(f"UPDATE {table} SET postings = ? WHERE term = ? AND seg = ?", updates)
+    conn.executemany(f"INSERT OR REPLACE INTO {table}(term, seg, postings) VALUES (?, ?, ?)", inserts)
+
+
 def valid_segment(blob: object, seg: int) -> bool:
     """A postings blob as written: int32 lexids of this segment, strictly ascending, then positive tfs."""
     if not isinstance(blob, bytes) or not blob or len(blob) % 8:
@@ -174,6 +183,7 @@ class ImportTail:
     def __init__(self) -> None:
         self.blobs: dict[tuple[str, int], bytes] = {}
         self.first: int | None = None  # the first lexid indexed since the tail was last emptied
+        self._top: int | None = None  # the segment ``blobs`` hold rows of (all of them, after ``wrote``)
         self._stamp: object = None
 
     def owns(self, seg: int) -> bool:
@@ -181,8 +191,9 @@ class ImportTail:
 
     def wrote(self, rows: list[tuple[str, int, bytes]], top: int) -> None:
         """Keep the rows of the newest segment (the next batch's lexids are beyond the others')."""
-        if any(seg < top for _, seg in self.blobs):
+        if top != self._top:  # a new newest segment: the rows kept so far are of older ones
             self.blobs = {key: blob for key, blob in self.blobs.items() if key[1] >= top}
+            self._top = top
         self.blobs.update(((term, seg), blob) for term, seg, blob in rows if seg >= top)
 
     def sealed(self, db: Database) -> None:
@@ -374,6 +385,7 @@ class Lexicon:
         for term, seg in groups:
             by_seg.setdefault(seg, []).append(term)
         existing: dict[tuple[str, int], bytes] = {}
+        stored: set[tuple[str, int]] = set()  # the rows the table holds (damaged ones included)
         damaged: set[str] = set()
         for seg, terms in by_seg.items():
             if tail is not None:
@@ -385,24 +397,35 @@ class Lexicon:
                 for term, blob in conn.execute(
                     f"SELECT term, postings FROM {self.t.segments} WHERE seg = ? AND term IN ({marks})", [seg, *chunk]
                 ):
+                    stored.add((term, seg))
                     if _bounded(blob, seg):  # order and tfs are checked whenever the term is read
                         existing[(term, seg)] = blob
                     else:  # overwritten below with the new postings only; the store rebuilds the rest
                         damaged.add(term)
-        rows = []
+        stored |= existing.keys()
+        rows, updates, inserts = [], [], []
         added: dict[str, int] = {}
-        for (term, seg), (ids, tfs) in groups.items():
+        for key, (ids, tfs) in groups.items():
+            term, seg = key
             added[term] = added.get(term, 0) + len(ids) // 4
-            old = existing.get((term, seg))
+            old = existing.get(key)
             if old is None:
-                rows.append((term, seg, ids + tfs))
+                blob = ids + tfs
             else:  # one copy: the old blob's halves are joined as views, not sliced into new bytes
                 half = len(old) // 2
                 view = memoryview(old)
-                rows.append((term, seg, b"".join((view[:half], ids, view[half:], tfs))))
-            self._cache.pop(term, None)
-            self._room.pop(term, None)
-        conn.executemany(f"INSERT OR REPLACE INTO {self.t.segments}(term, seg, postings) VALUES (?, ?, ?)", rows)
+                blob = b"".join((view[:half], ids, view[half:], tfs))
+            rows.append((term, seg, blob))
+            if key in stored:
+                updates.append((blob, term, seg))
+            else:
+                inserts.append((term, seg, blob))
+        cache, room = self._cache, self._room
+        if cache or room:
+            for term in added:
+                cache.pop(term, None)
+                room.pop(term, None)
+        _write_rows(conn, self.t.segments, updates, inserts)
         if tail is not None:
             tail.wrote(rows, max(by_seg))
         self._count(conn, added, damaged)

@@ -77,8 +77,11 @@ def forget_terms(c: sqlite3.Connection) -> None:
 def _row(rowid: int | None, m: Memory, terms: list[str] | str | None = None) -> tuple:
     """``terms``: the text's content terms, as a list or as the column's text already."""
     column = terms if isinstance(terms, str) else terms_text(query_terms(m.content) if terms is None else terms)
-    return (rowid, m.id, m.content, m.category, iso(m.created), iso(m.updated), content_hash(m.content),
-            m.model_dump_json(), m.origin.repo if m.origin else None, m.origin.worktree if m.origin else None, column)
+    created = iso(m.created)
+    updated = created if m.updated is m.created else iso(m.updated)  # a new memory's two stamps are one time
+    origin = m.origin
+    return (rowid, m.id, m.content, m.category, created, updated, content_hash(m.content), m.model_dump_json(),
+            origin.repo if origin else None, origin.worktree if origin else None, column)
 
 
 def insert(c: sqlite3.Connection, memory: Memory, terms: list[str] | None = None) -> int:

@@ -52,3 +52,17 @@ def test_postings_grouped_from_codes_are_those_grouped_from_tokens(seed):
     tokens = [coded.names[c] for c in coded.codes.tolist()]
     from_codes = lexicon._group_codes(coded.codes, coded.names, owners)
     assert list(from_codes.items()) == list(lexicon._group_tokens(tokens, owners).items())  # same order too
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_pieces_of_punctuation_and_word_characters_give_the_regex_words(seed):
+    """A batch is cut at the characters no word holds and each piece read as its words (``end.``,
+    ``a.b``, ``c++``, ``..``, ``a+b``, ``x#y``): the tokens must be ``tokenize``'s however the word
+    characters and ``.+#`` mix, and stay so once a piece is known from an earlier batch."""
+    rng = random.Random(seed)
+    alphabet = "ab_9.+#.+# -,;:!?\n\t"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(3000)]
+    tokenizer = BatchTokenizer()
+    for start in range(0, len(texts), 250):
+        _check(tokenizer, texts[start : start + 250])
+    _check(tokenizer, texts[:250])
