@@ -113,8 +113,12 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
-    read = (lambda: text) if text is not None else None if text_of is None else (lambda: text_of(candidate.key))
-    asks = None if read is None else (lambda: labels.asks_about(matched, read()))
+    if text is not None:
+        asks = lambda: labels.asks_about(matched, text)  # noqa: E731 (read only for a would-be high)
+    elif text_of is not None:
+        asks = lambda: labels.asks_about(matched, text_of(candidate.key))  # noqa: E731
+    else:
+        asks = None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
                                        labels.lead_of(top, runner_up), asks)
     candidate.snippet = snippet(text, matched) if text is not None else ""
