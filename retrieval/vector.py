@@ -44,6 +44,10 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 EF_SEARCH = 64
 _HNSW_SEED = 100
+# Graphs are built on one thread: with several, the links depend on the threads' interleaving, so the
+# same vectors gave a different graph (and npl's hybrid nDCG moved .5008/.5009 between runs); one
+# thread makes it a function of the vectors and their order, at ~1.4x the build time (12k: 3.7 -> 5.1 s).
+_BUILD_THREADS = 1
 _GROWTH = 1.5
 # Rows per BLAS call in exact search; OpenBLAS threads sgemv above roughly 1500 x 384 (measured).
 _SCORE_BLOCK = 1024
@@ -267,7 +271,7 @@ class VectorIndex:
             random_seed=_HNSW_SEED,
             allow_replace_deleted=True,
         )
-        graph.add_items(self._vectors[: self._count], self._keys[: self._count])
+        graph.add_items(self._vectors[: self._count], self._keys[: self._count], num_threads=_BUILD_THREADS)
         self._hnsw = graph
         self._hnsw_removed = set()
 
@@ -288,9 +292,9 @@ class VectorIndex:
         if needed > self._hnsw.get_max_elements():
             self._hnsw.resize_index(max(needed, int(self._hnsw.get_max_elements() * _GROWTH)))
         if in_place.any():
-            self._hnsw.add_items(vectors[in_place], keys[in_place])
+            self._hnsw.add_items(vectors[in_place], keys[in_place], num_threads=_BUILD_THREADS)
         if not in_place.all():
-            self._hnsw.add_items(vectors[~in_place], keys[~in_place], replace_deleted=True)
+            self._hnsw.add_items(vectors[~in_place], keys[~in_place], num_threads=_BUILD_THREADS, replace_deleted=True)
 
     def _reserve(self, capacity: int) -> None:
         if capacity <= len(self._keys):

@@ -306,3 +306,22 @@ def test_cosine_space_normalises_stored_and_query_vectors_and_a_zero_vector_scor
     assert hits[0][1] == pytest.approx(3 / 5) and hits[1][1] == pytest.approx(0.0, abs=1e-6)
     assert all(np.isfinite(score) for _, score in hits)
     assert index.search(np.zeros(2), 3) == [(1, 0.0), (2, 0.0), (3, 0.0)]  # a zero query: no NaN, ties by key
+
+
+def test_the_same_vectors_build_the_same_graph():
+    """A graph built on several threads depended on their interleaving (npl's hybrid nDCG moved
+    between two runs of the same tree); built on one it is a function of the vectors and their order,
+    for the first build and for later additions alike."""
+    pytest.importorskip("hnswlib")
+    import pickle
+
+    first, second = unit_rows(3000, seed=4, dim=64), unit_rows(400, seed=5, dim=64)
+    graphs = []
+    for _ in range(2):
+        index = VectorIndex(64, exact_threshold=1000)
+        index.add(np.arange(3000), first)
+        built = pickle.dumps(index._hnsw)
+        index.add(np.arange(3000, 3400), second)
+        graphs.append((built, pickle.dumps(index._hnsw)))
+    assert graphs[0][0] == graphs[1][0]
+    assert graphs[0][1] == graphs[1][1]
