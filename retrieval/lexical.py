@@ -120,13 +120,15 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
-def best(index: LexicalIndex, uniq: np.ndarray, totals: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The best k of already summed (distinct lexid, total) pairs: score desc, key asc."""
-    keys = index.doc_key[uniq]
+def best(index: LexicalIndex, uniq: np.ndarray, totals: np.ndarray, k: int,
+         kth: float | None = None) -> list[tuple[int, float]]:
+    """The best k of already summed (distinct lexid, total) pairs: score desc, key asc (``kth``: the
+    k-th best total, when the caller found it already)."""
     if len(totals) > k:
         # everything scoring at least the k-th best survives, so ties at the cut stay decidable by key
-        cut = np.partition(totals, len(totals) - k)[len(totals) - k]
+        cut = np.partition(totals, len(totals) - k)[len(totals) - k] if kth is None else kth
         keep = totals >= cut
-        totals, keys = totals[keep], keys[keep]
+        totals, uniq = totals[keep], uniq[keep]
+    keys = index.doc_key[uniq]
     order = np.lexsort((keys, -totals))[:k]
     return [(int(keys[i]), float(totals[i])) for i in order]

@@ -268,7 +268,9 @@ def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: St
             if k not in held and k in texts:
                 held[k] = query_tokens(texts[k])
         weights = feedback.expanded_query(tokens, [(s, held[k]) for k, s in first if k in held])
-        return bm25.search(lexicon, [], n, allowed, k1=config.bm25_k1, b=config.bm25_b, weights=weights) if weights else []
+        if not weights:
+            return []
+        return bm25.search_expanded(lexicon, weights, n, tokens, allowed, k1=config.bm25_k1, b=config.bm25_b)
     return run
 
 
