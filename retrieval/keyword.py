@@ -67,7 +67,7 @@ def search(
     if phrase and text_of and len(tokenize(phrase)) >= 2:
         bonus = _phrase_bonus(index, lists, totals, phrase, text_of, now)
         if bonus.size:
-            candidates = np.union1d(candidates, bonus)
+            candidates = distinct_ids(np.concatenate([candidates, bonus]))
     final = totals[candidates]
     if now is not None:
         final += _recency(index, candidates, now)

@@ -26,7 +26,7 @@ from .records import filter_sql
 
 if TYPE_CHECKING:
     from .models import Degraded, Memory, SearchResult, StoreConfig
-    from .semantic import Semantic
+    from .semantic import Ahead, Semantic
 
 
 @dataclass(frozen=True)
@@ -135,19 +135,16 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     fixed = _corrections(db, lexicon, tokens)
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))
-    vector = None
-    if mode in ("semantic", "hybrid"):  # a hybrid search may encode its query while its lexical legs run
-        work = 0
-        if mode == "hybrid":  # the postings are the legs' own: fetched now, they are cached for them
-            from .semantic import lexical_work
-
-            work = lexical_work(lexicon.n_docs, sum(ids.size for ids, _ in lexicon.postings(terms).values()))
-        vector = store_vector_leg(semantic(), query if mode == "hybrid" else None, work)
-    leg_names, degraded = engine.legs_for_mode(mode, vector is not None)
+    vectors = mode in ("semantic", "hybrid") and semantic().availability().working
+    leg_names, degraded = engine.legs_for_mode(mode, vectors)
     allowed = _allowed_mask(db, lexicon, filters)
     at = now.timestamp()
+    depth_per_leg = max(depth, config.leg_depth)
 
     runs: dict[str, engine.LegRun] = {}
+    ahead = None
+    if "vector" in leg_names:
+        runs["vector"], ahead = _vector_leg(semantic(), lexicon, query, terms, mode, allowed, depth_per_leg)
     if "keyword" in leg_names:
         runs["keyword"] = lambda n: keyword.search(
             lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)
@@ -155,17 +152,18 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
         if "vector" in leg_names and config.fusion == "evidence":
             runs["bm25"] = _with_feedback(db, lexicon, tokens, allowed, config)
-    if "vector" in leg_names:
-        runs["vector"] = lambda n: vector(query, n, None if allowed is None else np.unique(lexicon.doc_key[allowed]))
-
-    depth_per_leg = max(depth, config.leg_depth)
+    runs = {leg: runs[leg] for leg in leg_names}  # the legs' order: fusion's ties and the answer follow it
     evidence = None
     if config.fusion == "evidence":
         evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                     "power": config.evidence_power}
-    candidates, runner_up = engine.rank_with_runner_up(
-        runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
-        coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+    try:
+        candidates, runner_up = engine.rank_with_runner_up(
+            runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
+            coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+    finally:
+        if ahead is not None:  # its worker reads the vector index: done before the caller unlocks the store
+            ahead.settle()
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
@@ -197,7 +195,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     return {
         "query": query, "mode": mode, "legs_run": list(runs),
         "degraded": _degraded_note(semantic()).model_dump() if degraded else None,
-        "pending_embeddings": semantic().pending_count() if vector is not None else None, "hits": hits,
+        "pending_embeddings": semantic().pending_count() if "vector" in runs else None, "hits": hits,
     }, by_id
 
 
@@ -214,16 +212,20 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bo
             known_coverage)
 
 
-def store_vector_leg(semantic: Semantic, ahead: str | None = None, work: int = 0):
-    """The vector leg for this store, or None while the embeddings extra cannot run. With ``ahead``
-    (a hybrid search's query) the query's encoding may start now, while the lexical legs run: when
-    their ``work`` (``semantic.lexical_work``) or a free core makes that pay."""
-    if not semantic.availability().working:
-        return None
-    if ahead is None:
-        return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys)
-    vector = semantic.query_vector_ahead(ahead, work)
-    return lambda query, n, allowed_keys: semantic.search(query, n, allowed_keys, vector)
+def _vector_leg(semantic: Semantic, lexicon, query: str, terms: list[str], mode: str, allowed,
+                depth: int) -> tuple[engine.LegRun, Ahead | None]:
+    """The vector leg of a search whose vectors work. A hybrid search starts it now: the query's
+    encoding and the index's ranking may run on a worker while the lexical legs run, when their
+    work (``semantic.lexical_work``; the postings are the legs' own, cached for them) or a free core
+    makes that pay (``Semantic.search_ahead``; the caller settles it)."""
+    allowed_mems = None if allowed is None else np.unique(lexicon.doc_key[allowed])
+    if mode != "hybrid":
+        return (lambda n: semantic.search(query, n, allowed_mems)), None
+    from .semantic import lexical_work
+
+    work = lexical_work(lexicon.n_docs, sum(ids.size for ids, _ in lexicon.postings(terms).values()))
+    ahead = semantic.search_ahead(query, depth, allowed_mems, work)
+    return (lambda n: ahead() if n == depth else semantic.search(query, n, allowed_mems)), ahead
 
 
 def _degraded_note(semantic: Semantic) -> Degraded:

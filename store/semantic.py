@@ -26,10 +26,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,6 +109,28 @@ def overlap_pays(encoder_threads: int, work: int) -> bool:
     (``lexical_work``) is long enough to hide the encode, since on a full machine the two slow each
     other down and a short leg gains nothing from the overlap (bench/README.md)."""
     return available_cores() > encoder_threads or work >= OVERLAP_MIN_WORK
+
+
+def _holds(lock: Any) -> bool:
+    """Whether this thread holds ``lock`` (an RLock; False when that cannot be told)."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned and owned())
+
+
+class Ahead:
+    """A vector search started ahead (``Semantic.search_ahead``): call it for the hits; ``settle``
+    waits for its worker, if any, without raising (a ranking that failed still lets it finish
+    before it gives up the database's lock)."""
+
+    def __init__(self, answer: Callable[[], list[tuple[int, float]]], future: Future | None = None):
+        self._answer, self._future = answer, future
+
+    def __call__(self) -> list[tuple[int, float]]:
+        return self._answer()
+
+    def settle(self) -> None:
+        if self._future is not None:
+            self._future.exception()
 
 
 _ahead_pool: ThreadPoolExecutor | None = None
@@ -434,6 +456,51 @@ class Semantic:
             return found
 
         return vector
+
+    def search_ahead(self, query: str, k: int, allowed_mems: np.ndarray | None = None, work: int = 0) -> Ahead:
+        """``search(query, k, allowed_mems)`` started now, its answer taken by calling what this
+        returns: where ``query_vector_ahead`` would encode the query on a worker, that worker also
+        ranks the index with it (hnswlib releases the GIL too) while this thread runs the lexical legs.
+
+        The worker reads no row and takes no lock: the caller holds the database's lock from this
+        call until the worker is done (``Ahead.settle``, which a ranking calls whatever happens), so
+        no writer touches the index meanwhile. For a caller that does not hold it, or a backend whose
+        index lives in the database (PostgreSQL), only the encoding goes ahead; a search that would
+        not overlap (``overlap_pays``) runs on the call, as ``search`` does, and so does one whose
+        worker failed (its error is raised there)."""
+        encoder = self._encoder
+        prepare = getattr(self.vectors, "prepare", None)
+        if prepare is None or not _holds(self._lock):
+            vector = self.query_vector_ahead(query, work)
+            return Ahead(lambda: self.search(query, k, allowed_mems, vector))
+        shared = getattr(self._shared_queries, "vectors", None)
+        if (encoder is None or (shared is not None and (encoder.model_id, query) in shared)
+                or not overlap_pays(getattr(encoder, "threads", 1), work)):
+            return Ahead(lambda: self.search(query, k, allowed_mems))
+        rank, floor = prepare(encoder, allowed_mems), self.floor()
+
+        def encode_and_rank() -> tuple[np.ndarray, list[tuple[int, float]]]:
+            vector = encoder.encode_query(query)
+            return vector, rank(vector, k, floor)
+
+        try:
+            future = _encode_ahead_pool().submit(encode_and_rank)
+        except RuntimeError:  # the interpreter is shutting down
+            return Ahead(lambda: self.search(query, k, allowed_mems))
+
+        def found() -> list[tuple[int, float]]:
+            try:
+                vector, hits = future.result()
+            except Exception:
+                return self.search(query, k, allowed_mems)  # again on this thread: its error is the one to report
+            if self._encoder is not encoder:
+                return self.search(query, k, allowed_mems)
+            if shared is not None:
+                shared.setdefault((encoder.model_id, query), vector)
+            self.save(force=False)
+            return hits
+
+        return Ahead(found, future)
 
     @contextmanager
     def one_encoding_per_query(self) -> Iterator[None]:

@@ -10,6 +10,7 @@ Every method runs under the database's lock (``Semantic`` holds it), with the ro
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +70,23 @@ class IndexFile:
 
     def search(self, encoder: Any, query_vector: np.ndarray, k: int, allowed_mems: np.ndarray | None,
                floor: float) -> list[tuple[int, float]]:
+        return self.prepare(encoder, allowed_mems)(query_vector, k, floor)
+
+    def prepare(self, encoder: Any, allowed_mems: np.ndarray | None) -> Callable[[np.ndarray, int, float], list]:
+        """``search`` in two steps: the index brought in step with the rows and the filter read now,
+        and what ranks a query vector (``(vector, k, floor) -> hits``), which reads no row, so it may
+        run on another thread while this one holds the database's lock (and so keeps writers out)."""
         self._sync(encoder)
         allowed = None
         if allowed_mems is not None:
             wanted = set(allowed_mems.tolist())
             allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
-        hits = self._index.search(query_vector, k, allowed=allowed, floor=floor)
-        return [(self._emb_mem[key], score) for key, score in hits]
+        index, emb_mem = self._index, self._emb_mem
+
+        def rank(query_vector: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
+            return [(emb_mem[key], score) for key, score in index.search(query_vector, k, allowed=allowed, floor=floor)]
+
+        return rank
 
     def warm(self, encoder: Any) -> None:
         """Load the index (from its file, else the rows) now rather than at the first search."""

@@ -1,5 +1,5 @@
-"""A hybrid query encoded on a worker thread while its lexical legs run (Semantic.query_vector_ahead)
-when a core is free for it or the legs' work hides it, and a write's text encoded after its commit,
+"""A hybrid query encoded, and the vector index ranked with it, on a worker thread while its lexical
+legs run (Semantic.search_ahead) when a core is free for it or the legs' work hides it, and a write's text encoded after its commit,
 with the real packaged model: the vectors are the ones encoding inline gives, and a failed encoding
 never loses a write or a search."""
 
@@ -116,11 +116,12 @@ def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loa
     store.write(TEXT, scopes=["x"])
     ahead = store.search("which port does authentication use", mode="hybrid")
     assert len(threads) == 1 and threads[0].startswith("kenning-encode-ahead")
-    store.semantic.query_vector_ahead = lambda query, work=0: (lambda: store.semantic.query_vector(query))
+    store.semantic.search_ahead = lambda query, k, mems=None, work=0: semantic.Ahead(
+        lambda: store.semantic.search(query, k, mems))
     inline = store.search("which port does authentication use", mode="hybrid")
     assert threads[1] == threading.current_thread().name
     assert ranked(ahead) == ranked(inline)
-    del store.semantic.query_vector_ahead
+    del store.semantic.search_ahead
     store.search("which port does authentication use", mode="semantic")  # one leg: nothing to overlap
     assert threads[2] == threading.current_thread().name
 
@@ -209,3 +210,67 @@ def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded, s
         assert sem.query_vector("backups") is first  # kept for the recall's other tiers
         assert sem.query_vector_ahead("backups")() is first  # not encoded again
     assert np.array_equal(first, encoder.encode_query("backups"))
+
+
+@pytest.fixture
+def index_threads(monkeypatch):
+    """The threads the vector index was ranked on, in order."""
+    from kenning.retrieval.vector import VectorIndex
+
+    original = VectorIndex.search
+    threads: list[str] = []
+
+    def search(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(VectorIndex, "search", search)
+    return threads
+
+
+def test_the_worker_ranks_the_index_too_and_only_for_a_caller_holding_the_stores_lock(
+        loaded, spare_core, query_threads, index_threads):
+    store, _, _, _ = loaded
+    store.write(TEXT, scopes=["x"])
+    ahead = store.search("which port does authentication use", mode="hybrid")
+    assert len(index_threads) == 1 and index_threads[0].startswith("kenning-encode-ahead")
+    sem = store.semantic
+    with store.db.lock:
+        on_worker = sem.search_ahead("which port does authentication use", 20)
+        assert on_worker() == sem.search("which port does authentication use", 20)
+    assert index_threads[1].startswith("kenning-encode-ahead") and index_threads[2] == threading.current_thread().name
+    unlocked = sem.search_ahead("which port does authentication use", 20)  # only the encoding goes ahead
+    assert unlocked() == sem.search("which port does authentication use", 20)
+    assert query_threads[0][-2].startswith("kenning-encode-ahead")
+    assert index_threads[3] == index_threads[4] == threading.current_thread().name
+    assert ahead.hits[0].legs["vector"].rank == 1
+
+
+def test_a_ranking_that_fails_lets_the_worker_finish_before_it_unlocks_the_store(
+        loaded, spare_core, monkeypatch, index_threads):
+    """The worker reads the vector index unlocked; a lexical leg that raises must not hand the
+    store's lock to a writer while it still does."""
+    import time
+
+    from kenning.retrieval import keyword
+    from kenning.retrieval.vector import VectorIndex
+
+    store, _, _, _ = loaded
+    store.write(TEXT, scopes=["x"])
+    slow, done = VectorIndex.search, []
+
+    def search(self, *args, **kwargs):
+        time.sleep(0.3)
+        found = slow(self, *args, **kwargs)
+        done.append(time.monotonic())
+        return found
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a lexical leg failed")
+
+    monkeypatch.setattr(VectorIndex, "search", search)
+    monkeypatch.setattr(keyword, "search", broken)
+    with pytest.raises(RuntimeError, match="a lexical leg failed"):
+        store.search("which port does authentication use", mode="hybrid")
+    raised = time.monotonic()
+    assert done and done[0] <= raised
