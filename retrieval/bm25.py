@@ -289,4 +289,4 @@ def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
     got = np.zeros(len(keys))
     for column, weight in enumerate(weights):  # term by term, in query order: the same sums as ever
         got += weight * matched[:, column]
-    return {int(k): float(g / total) for k, g in zip(keys, got)}
+    return dict(zip(map(int, keys), (got / total).tolist()))

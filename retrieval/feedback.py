@@ -14,7 +14,9 @@ plain BM25. Chosen leave-one-collection-out (bench/relevance/rm3.py, eval/baseli
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from typing import NamedTuple
 
 from .bm25 import query_weight
 
@@ -23,17 +25,30 @@ FEEDBACK_TERMS = 20
 KEEP_QUERY = 0.6
 
 
+class Counted(NamedTuple):
+    """A feedback text's words as ``expanded_query`` reads them: each distinct word with its count,
+    in first-seen order, and how many words the text has (worth keeping per text: a search's
+    feedback texts recur, and counting their words was half of building the expanded query)."""
+
+    counts: tuple[tuple[str, int], ...]
+    length: int
+
+
+def counted(tokens: list[str]) -> Counted:
+    return Counted(tuple(Counter(tokens).items()), len(tokens))
+
+
 def expanded_query(
     query_tokens: list[str],
-    feedback: list[tuple[float, list[str]]],
+    feedback: list[tuple[float, list[str] | Counted]],
     terms: int = FEEDBACK_TERMS,
     keep: float = KEEP_QUERY,
 ) -> dict[str, float]:
     """Term -> query weight (summing to 1) of the query mixed with the relevance model of ``feedback``.
 
     ``query_tokens`` with repeats (a repeated term weighs ``bm25.query_weight``); ``feedback`` holds
-    (BM25 score, content tokens) of the first pass's best texts. Without usable feedback the query's
-    own weights come back, normalised, so the second pass ranks as the first did.
+    (BM25 score, content tokens or their ``counted``) of the first pass's best texts. Without usable
+    feedback the query's own weights come back, normalised, so the second pass ranks as the first did.
     """
     counts = Counter(query_tokens)
     own = {t: query_weight(c) for t, c in counts.items()}
@@ -41,17 +56,18 @@ def expanded_query(
     if not own_total:
         return {}
     weights = {t: w / own_total for t, w in own.items()}
-    total_score = sum(score for score, tokens in feedback if tokens and score > 0)
+    texts = [(score, words if isinstance(words, Counted) else counted(words)) for score, words in feedback]
+    total_score = sum(score for score, words in texts if words.length and score > 0)
     if not total_score:
         return weights
-    model: Counter[str] = Counter()
-    for score, tokens in feedback:
-        if not tokens or score <= 0:
+    model: dict[str, float] = {}
+    for score, words in texts:
+        if not words.length or score <= 0:
             continue
-        share = score / total_score / len(tokens)
-        for term, tf in Counter(tokens).items():
-            model[term] += share * tf
-    heavy = sorted(model.items(), key=lambda tw: (-tw[1], tw[0]))[:terms]
+        share = score / total_score / words.length
+        for term, tf in words.counts:
+            model[term] = model.get(term, 0.0) + share * tf
+    heavy = heapq.nsmallest(terms, model.items(), key=lambda tw: (-tw[1], tw[0]))  # sorted(...)[:terms]
     mass = sum(w for _, w in heavy)
     out = {t: keep * w for t, w in weights.items()}
     for term, w in heavy:

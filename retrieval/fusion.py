@@ -22,21 +22,36 @@ class Fused:
     legs: dict[str, tuple[int, float]] = field(default_factory=dict)  # leg -> (rank, native score)
 
 
-def _gather(rankings: dict[str, list[tuple[int, float]]]) -> tuple[dict[int, Fused], dict[int, int]]:
-    """Every candidate with its legs' (rank, native score), and its best single-leg rank (the first
+def _legs(rankings: dict[str, list[tuple[int, float]]]) -> tuple[dict[int, dict], dict[int, int]]:
+    """Every candidate's legs' (rank, native score), and its best single-leg rank (the first
     tie-break of both fusions: a leg lists a key once), in the legs' order."""
-    fused: dict[int, Fused] = {}
+    legs_of: dict[int, dict[str, tuple[int, float]]] = {}
     best_rank: dict[int, int] = {}
     for leg, ranking in rankings.items():
         for rank, (key, native) in enumerate(ranking, start=1):
-            item = fused.get(key)
-            if item is None:
-                item = fused[key] = Fused(key, 0.0)
+            held = legs_of.get(key)
+            if held is None:
+                legs_of[key] = {leg: (rank, native)}
                 best_rank[key] = rank
-            elif rank < best_rank[key]:
-                best_rank[key] = rank
-            item.legs[leg] = (rank, native)
-    return fused, best_rank
+            else:
+                held[leg] = (rank, native)
+                if rank < best_rank[key]:
+                    best_rank[key] = rank
+    return legs_of, best_rank
+
+
+def _best(scores: dict[int, float], best_rank: dict[int, int], legs_of: dict[int, dict],
+          limit: int | None) -> list[Fused]:
+    """The fused list best first (score desc, best single-leg rank, key), cut to ``limit`` without
+    sorting the rest; only what is returned is made a ``Fused``."""
+    def order(key: int) -> tuple[float, int, int]:
+        return -scores[key], best_rank[key], key
+
+    if limit is not None and limit < len(scores):
+        keys = heapq.nsmallest(limit, scores, key=order)  # == sorted(...)[:limit]
+    else:
+        keys = sorted(scores, key=order)
+    return [Fused(key, scores[key], legs_of[key]) for key in keys]
 
 
 def rrf(
@@ -45,12 +60,13 @@ def rrf(
     weights: dict[str, float] | None = None,
 ) -> list[Fused]:
     """Fuse best-first (key, native score) lists from several legs into one best-first list."""
-    fused, best_rank = _gather(rankings)
+    legs_of, best_rank = _legs(rankings)
+    scores = dict.fromkeys(legs_of, 0.0)
     for leg, ranking in rankings.items():
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for rank, (key, _) in enumerate(ranking, start=1):
-            fused[key].score += weight / (k + rank)
-    return sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.key], f.key))
+            scores[key] += weight / (k + rank)
+    return _best(scores, best_rank, legs_of, None)
 
 
 def evidence(
@@ -75,21 +91,16 @@ def evidence(
     eval baselines). Candidates are the union of the legs' lists; ties break as in ``rrf``.
     ``limit`` keeps only the best ``limit`` (the same head the full sort gives, without sorting the rest).
     """
-    fused, best_rank = _gather(rankings)
+    legs_of, best_rank = _legs(rankings)
     span = max(1e-9, 1.0 - cos_floor)
     best_bm25 = max((score for _, score in rankings.get("bm25", [])), default=0.0)
-    for item in fused.values():
-        lexical = coverage.get(item.key, 0.0) ** power
+    scores: dict[int, float] = {}
+    for key, legs in legs_of.items():
+        lexical = coverage.get(key, 0.0) ** power
         if best_bm25 > 0:
-            bm25 = item.legs.get("bm25")
+            bm25 = legs.get("bm25")
             lexical *= (1.0 - bm25_share) + bm25_share * (bm25[1] / best_bm25 if bm25 else 0.0)
-        vector = item.legs.get("vector")
+        vector = legs.get("vector")
         semantic = max(0.0, vector[1] - cos_floor) / span if vector else 0.0
-        item.score = alpha * lexical + (1.0 - alpha) * semantic
-
-    def order(f: Fused) -> tuple[float, int, int]:
-        return -f.score, best_rank[f.key], f.key
-
-    if limit is not None and limit < len(fused):
-        return heapq.nsmallest(limit, fused.values(), key=order)  # == sorted(...)[:limit]
-    return sorted(fused.values(), key=order)
+        scores[key] = alpha * lexical + (1.0 - alpha) * semantic
+    return _best(scores, best_rank, legs_of, limit)

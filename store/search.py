@@ -265,10 +265,10 @@ def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: St
     def run(n: int) -> list[tuple[int, float]]:
         first = bm25.search(lexicon, tokens, feedback.FEEDBACK_DOCS, allowed, k1=config.bm25_k1, b=config.bm25_b)
         texts = _texts(db, [k for k, _ in first])
-        held = memo(db, "content_tokens")  # tokenizing the feedback texts is most of its cost
+        held = memo(db, "content_counts")  # tokenizing and counting the feedback texts is most of its cost
         for k, _ in first:
             if k not in held and k in texts:
-                held[k] = query_tokens(texts[k])
+                held[k] = feedback.counted(query_tokens(texts[k]))
         weights = feedback.expanded_query(tokens, [(s, held[k]) for k, s in first if k in held])
         if not weights:
             return []

@@ -85,3 +85,15 @@ def test_evidence_hybrid_runs_its_bm25_leg_on_the_expanded_query_and_bm25_mode_d
     for hit in store.search(query, mode="hybrid", auto_scope=False).hits:
         if "bm25" in hit.legs:
             assert hit.legs["bm25"].score == pytest.approx(plain[CORPUS.index(hit.snippet) + 1], abs=1e-6)
+
+
+def test_counted_texts_expand_the_query_exactly_as_their_tokens_do():
+    from kenning.retrieval.feedback import counted
+
+    q = query_tokens("renal failure dialysis dialysis")
+    texts = ["Dialysis for renal failure patients, renal units", "Kidney failure and the dialysis unit",
+             "Transplant outcomes after renal replacement"]
+    fb = [(3.0 - i, query_tokens(t)) for i, t in enumerate(texts)]
+    plain = expanded_query(q, fb, terms=6)
+    assert list(plain.items()) == list(expanded_query(q, [(s, counted(t)) for s, t in fb], terms=6).items())
+    assert counted(["a", "b", "a"]) == ((("a", 2), ("b", 1)), 3)
