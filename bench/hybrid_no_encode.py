@@ -10,7 +10,8 @@ legs, the HNSW or exact scan, fusion, explanation and trust annotation. The real
     python bench/bench_encoder.py ...  # or bench_encoder.build_store(path, 100000, "onnx")
     python bench/hybrid_no_encode.py /tmp/v100k --queries 50 --repeats 3 --limit 10
 
-One JSON line on stdout: p50/p95 wall and p50 CPU per measure (ms). Run trees one after the other
+One JSON line on stdout: p50/p95 wall and p50 CPU per measure (ms); ``--reference`` adds rank_bm25
+on the same texts and queries, to scale a figure to another machine. Run trees one after the other
 (``PYTHONPATH`` on a byte-compiled ``git archive`` snapshot) and compare medians.
 """
 
@@ -49,6 +50,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--profile", type=Path, help="write a cProfile of the no-encode searches here")
+    parser.add_argument("--reference", action="store_true",
+                        help="also time rank_bm25 over the store's texts and queries (the issue's yardstick)")
     args = parser.parse_args()
 
     import kenning
@@ -88,6 +91,12 @@ def main() -> None:
             out["hybrid_no_encode"] = timed(hybrid, queries, args.repeats)
     finally:
         del encoder.encode_query
+    if args.reference:
+        from bench_lexical import bench_rank_bm25
+
+        texts = [row[0] for row in store.db.read(lambda c: c.execute(
+            "SELECT content FROM memories WHERE removed_at IS NULL ORDER BY rowid").fetchall())]
+        out["rank_bm25"] = {k: round(v, 3) for k, v in bench_rank_bm25(texts, queries, 1, args.limit)["ms"].items()}
     store.close()
     print(json.dumps(out))
 

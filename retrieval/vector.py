@@ -25,7 +25,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -175,27 +175,42 @@ class VectorIndex:
         ``allowed`` restricts the candidates before ranking, so a filtered query still
         returns k hits when k allowed keys clear the floor.
         """
+        return self.search_in_steps(query_vec, k, allowed, floor)()
+
+    def search_in_steps(
+        self,
+        query_vec: np.ndarray,
+        k: int,
+        allowed: Collection[int] | np.ndarray | None = None,
+        floor: float | None = None,
+    ) -> Callable[[], list[Hit]]:
+        """``search`` in two steps: this call walks the graph (or scans exactly), which releases the
+        GIL; the returned call ranks what it found, in Python. A worker thread can take the first
+        step beside a thread running Python, and leave the second to that thread, so neither waits
+        for the other's Python (bench/README.md, "the vector leg beside the lexical legs")."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query has dimension {query.shape[0]}, index has {self.dim}")
         if k <= 0 or self._count == 0:
-            return []
+            return lambda: []
         if self.space == "cosine":
             query = _unit(query[None, :])[0]
         rows = None
         if allowed is not None:
             rows = self._rows_of(allowed)
             if len(rows) == 0:
-                return []
+                return lambda: []
         candidates = self._count if rows is None else len(rows)
         if self._hnsw is None or candidates <= self.exact_threshold:
-            return self._exact(query, k, rows, floor)
+            hits = self._exact(query, k, rows, floor)
+            return lambda: hits
         if rows is not None and not isinstance(allowed, (set, frozenset)):
             allowed = set(self._keys[rows].tolist())  # hnswlib's filter asks key by key
-        hits = self._approximate(query, min(k, candidates), allowed, floor)
-        if hits is None:  # the graph could not produce k results (heavy filtering): be exact
-            return self._exact(query, k, rows, floor)
-        return hits
+        labels = self._approximate(query, min(k, candidates), allowed)
+        if labels is None:  # the graph could not produce k results (heavy filtering): be exact
+            return lambda: self._exact(query, k, rows, floor)
+        return lambda: self._rank(np.asarray([self._row[key] for key in labels.tolist()], dtype=np.int64),
+                                  query, min(k, candidates), floor)
 
     def _rows_of(self, allowed: Collection[int] | np.ndarray) -> np.ndarray:
         """Sorted rows of the allowed keys that are in the index (unknown keys are ignored)."""
@@ -232,9 +247,8 @@ class VectorIndex:
             np.matmul(block, query, out=out[start:stop])
         return out
 
-    def _approximate(
-        self, query: np.ndarray, k: int, allowed: set | frozenset | None, floor: float | None
-    ) -> list[Hit] | None:
+    def _approximate(self, query: np.ndarray, k: int, allowed: set | frozenset | None) -> np.ndarray | None:
+        """The graph's k nearest keys (None: it could not find k)."""
         self._hnsw.set_ef(max(self.ef_search, k))
         try:
             labels, _ = self._hnsw.knn_query(
@@ -242,8 +256,7 @@ class VectorIndex:
             )
         except RuntimeError:
             return None
-        found = np.asarray([self._row[key] for key in labels[0].tolist()], dtype=np.int64)
-        return self._rank(found, query, k, floor)
+        return labels[0]
 
     def _rank(self, rows: np.ndarray, query: np.ndarray, k: int, floor: float | None) -> list[Hit]:
         """Score candidate rows row by row (einsum, not BLAS), so equal vectors get equal scores

@@ -460,7 +460,8 @@ class Semantic:
     def search_ahead(self, query: str, k: int, allowed_mems: np.ndarray | None = None, work: int = 0) -> Ahead:
         """``search(query, k, allowed_mems)`` started now, its answer taken by calling what this
         returns: where ``query_vector_ahead`` would encode the query on a worker, that worker also
-        ranks the index with it (hnswlib releases the GIL too) while this thread runs the lexical legs.
+        walks the index with it (hnswlib releases the GIL too) while this thread runs the lexical
+        legs, and this thread ranks what it found when it takes the answer.
 
         The worker reads no row and takes no lock: the caller holds the database's lock from this
         call until the worker is done (``Ahead.settle``, which a ranking calls whatever happens), so
@@ -477,20 +478,21 @@ class Semantic:
         if (encoder is None or (shared is not None and (encoder.model_id, query) in shared)
                 or not overlap_pays(getattr(encoder, "threads", 1), work)):
             return Ahead(lambda: self.search(query, k, allowed_mems))
-        rank, floor = prepare(encoder, allowed_mems), self.floor()
+        walk, floor = prepare(encoder, allowed_mems), self.floor()
 
-        def encode_and_rank() -> tuple[np.ndarray, list[tuple[int, float]]]:
-            vector = encoder.encode_query(query)
-            return vector, rank(vector, k, floor)
+        def encode_and_walk() -> tuple[np.ndarray, Callable[[], list[tuple[int, float]]]]:
+            vector = encoder.encode_query(query)  # both release the GIL; the ranking's Python is left
+            return vector, walk(vector, k, floor)  # to the search thread, which would wait for it
 
         try:
-            future = _encode_ahead_pool().submit(encode_and_rank)
+            future = _encode_ahead_pool().submit(encode_and_walk)
         except RuntimeError:  # the interpreter is shutting down
             return Ahead(lambda: self.search(query, k, allowed_mems))
 
         def found() -> list[tuple[int, float]]:
             try:
-                vector, hits = future.result()
+                vector, ranked = future.result()
+                hits = ranked()
             except Exception:
                 return self.search(query, k, allowed_mems)  # again on this thread: its error is the one to report
             if self._encoder is not encoder:

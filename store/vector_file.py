@@ -70,12 +70,13 @@ class IndexFile:
 
     def search(self, encoder: Any, query_vector: np.ndarray, k: int, allowed_mems: np.ndarray | None,
                floor: float) -> list[tuple[int, float]]:
-        return self.prepare(encoder, allowed_mems)(query_vector, k, floor)
+        return self.prepare(encoder, allowed_mems)(query_vector, k, floor)()
 
-    def prepare(self, encoder: Any, allowed_mems: np.ndarray | None) -> Callable[[np.ndarray, int, float], list]:
-        """``search`` in two steps: the index brought in step with the rows and the filter read now,
-        and what ranks a query vector (``(vector, k, floor) -> hits``), which reads no row, so it may
-        run on another thread while this one holds the database's lock (and so keeps writers out)."""
+    def prepare(self, encoder: Any, allowed_mems: np.ndarray | None) -> Callable[..., Callable[[], list]]:
+        """``search`` in steps: the index brought in step with the rows and the filter read now; then
+        ``(vector, k, floor)`` walks the index (``VectorIndex.search_in_steps``: reads no row, so it
+        may run on another thread while this one holds the database's lock and keeps writers out);
+        what that returns gives the hits, ranked in Python on the thread that calls it."""
         self._sync(encoder)
         allowed = None
         if allowed_mems is not None:
@@ -83,10 +84,11 @@ class IndexFile:
             allowed = {key for key, mem in self._emb_mem.items() if mem in wanted}
         index, emb_mem = self._index, self._emb_mem
 
-        def rank(query_vector: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
-            return [(emb_mem[key], score) for key, score in index.search(query_vector, k, allowed=allowed, floor=floor)]
+        def walk(query_vector: np.ndarray, k: int, floor: float) -> Callable[[], list[tuple[int, float]]]:
+            ranked = index.search_in_steps(query_vector, k, allowed=allowed, floor=floor)
+            return lambda: [(emb_mem[key], score) for key, score in ranked()]
 
-        return rank
+        return walk
 
     def warm(self, encoder: Any) -> None:
         """Load the index (from its file, else the rows) now rather than at the first search."""

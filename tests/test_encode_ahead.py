@@ -214,21 +214,21 @@ def test_a_query_encoded_ahead_is_shared_within_one_encoding_per_query(loaded, s
 
 @pytest.fixture
 def index_threads(monkeypatch):
-    """The threads the vector index was ranked on, in order."""
+    """The threads the vector index was walked on, in order."""
     from kenning.retrieval.vector import VectorIndex
 
-    original = VectorIndex.search
+    original = VectorIndex.search_in_steps
     threads: list[str] = []
 
-    def search(self, *args, **kwargs):
+    def walk(self, *args, **kwargs):
         threads.append(threading.current_thread().name)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(VectorIndex, "search", search)
+    monkeypatch.setattr(VectorIndex, "search_in_steps", walk)
     return threads
 
 
-def test_the_worker_ranks_the_index_too_and_only_for_a_caller_holding_the_stores_lock(
+def test_the_worker_walks_the_index_too_and_only_for_a_caller_holding_the_stores_lock(
         loaded, spare_core, query_threads, index_threads):
     store, _, _, _ = loaded
     store.write(TEXT, scopes=["x"])
@@ -257,9 +257,9 @@ def test_a_ranking_that_fails_lets_the_worker_finish_before_it_unlocks_the_store
 
     store, _, _, _ = loaded
     store.write(TEXT, scopes=["x"])
-    slow, done = VectorIndex.search, []
+    slow, done = VectorIndex.search_in_steps, []
 
-    def search(self, *args, **kwargs):
+    def walk(self, *args, **kwargs):
         time.sleep(0.3)
         found = slow(self, *args, **kwargs)
         done.append(time.monotonic())
@@ -268,7 +268,7 @@ def test_a_ranking_that_fails_lets_the_worker_finish_before_it_unlocks_the_store
     def broken(*args, **kwargs):
         raise RuntimeError("a lexical leg failed")
 
-    monkeypatch.setattr(VectorIndex, "search", search)
+    monkeypatch.setattr(VectorIndex, "search_in_steps", walk)
     monkeypatch.setattr(keyword, "search", broken)
     with pytest.raises(RuntimeError, match="a lexical leg failed"):
         store.search("which port does authentication use", mode="hybrid")
