@@ -37,6 +37,7 @@ from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings
 
 from .db import Database
+from .memo import memo
 from .models import StoreConfig
 from .records import count_live
 from .vector_file import INDEX_FILENAME, current_generation  # noqa: F401 (INDEX_FILENAME: where a SQLite store keeps it)
@@ -234,7 +235,15 @@ class Semantic:
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
-        """Live memories without a vector for the store's model (all of them after a model switch)."""
+        """Live memories without a vector for the store's model (all of them after a model switch);
+        remembered until the store changes (store/memo.py): every hybrid search reports it."""
+        held = memo(self.db, "pending_count")
+        key = (self._encoder is not None, self._config().model)
+        if key not in held:
+            held[key] = self._pending_count()
+        return held[key]
+
+    def _pending_count(self) -> int:
         queued = self.db.read(lambda c: c.execute(PENDING_COUNT_SQL).fetchone()[0])
         recorded = self.db.get_meta("embedding_model")
         if self._encoder is not None or recorded is None:

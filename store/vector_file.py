@@ -19,6 +19,7 @@ import numpy as np
 from kenning.retrieval.vector import VectorIndex
 
 from . import integrity
+from .memo import memo
 from .vector_rows import load_rows
 
 INDEX_FILENAME = "vectors.idx"
@@ -95,8 +96,12 @@ class IndexFile:
         self._sync(encoder)
 
     def _sync(self, encoder: Any) -> None:
-        """Bring the index in step with the rows."""
-        generation = self.db.read(current_generation)
+        """Bring the index in step with the rows (the rows' generation is read again only after
+        the store changed: store/memo.py)."""
+        held = memo(self.db, "embeddings_generation")
+        if "now" not in held:
+            held["now"] = self.db.read(current_generation)
+        generation = held["now"]
         if self._index is not None and generation == self._generation:
             return
         rows = self.db.read(lambda c: c.execute(
