@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .int_map import IntMap
+
 # Chosen with bench/bench_vector.py on real MiniLM vectors (2 shared cores, median ms, k=10):
 #   live vectors    1k    5k    10k   20k   50k   100k
 #   exact          0.16  0.54  1.0   1.8   9.7   11-30
@@ -84,7 +86,7 @@ class VectorIndex:
         self._keys = np.empty(0, dtype=np.int64)
         self._vectors = np.empty((0, dim), dtype=np.float32)
         self._count = 0
-        self._row: dict[int, int] = {}
+        self._row = IntMap()  # key -> row
         self._by_key: tuple[np.ndarray, np.ndarray] | None = None
         self._hnsw = None
         # Keys marked deleted in the graph; re-adding one must unmark it first.
@@ -209,8 +211,9 @@ class VectorIndex:
         labels = self._approximate(query, min(k, candidates), allowed)
         if labels is None:  # the graph could not produce k results (heavy filtering): be exact
             return lambda: self._exact(query, k, rows, floor)
-        return lambda: self._rank(np.asarray([self._row[key] for key in labels.tolist()], dtype=np.int64),
-                                  query, min(k, candidates), floor)
+        found = self._row.lookup(labels)
+        scores = self._scores_of(found, query)  # the rows the walk just read, while they are in cache
+        return lambda: self._ranked(found, scores, min(k, candidates), floor)
 
     def _rows_of(self, allowed: Collection[int] | np.ndarray) -> np.ndarray:
         """Sorted rows of the allowed keys that are in the index (unknown keys are ignored)."""
@@ -261,15 +264,21 @@ class VectorIndex:
     def _rank(self, rows: np.ndarray, query: np.ndarray, k: int, floor: float | None) -> list[Hit]:
         """Score candidate rows row by row (einsum, not BLAS), so equal vectors get equal scores
         and ties fall to the smaller key on every path; then apply the floor and cut at k."""
+        return self._ranked(rows, self._scores_of(rows, query), k, floor)
+
+    def _scores_of(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         scores = np.einsum("ij,j->i", self._vectors[rows], query)
         if self.space == "cosine":  # rounding can push a self-match just past 1
             np.clip(scores, -1.0, 1.0, out=scores)
+        return scores
+
+    def _ranked(self, rows: np.ndarray, scores: np.ndarray, k: int, floor: float | None) -> list[Hit]:
         keys = self._keys[rows]
         if floor is not None:
             keep = scores >= floor
             keys, scores = keys[keep], scores[keep]
         order = np.lexsort((keys, -scores))[:k]
-        return [(int(keys[i]), float(scores[i])) for i in order]
+        return list(zip(keys[order].tolist(), scores[order].tolist()))
 
     # -- the HNSW graph ---------------------------------------------------------------------
 
@@ -409,7 +418,7 @@ class VectorIndex:
                 return None
             # Copies, so the payload (graph arrays included) is freed once hnswlib has its own.
             index._keys, index._vectors, index._count = keys.copy(), vectors.copy(), len(keys)
-            index._row = {key: row for row, key in enumerate(keys.tolist())}
+            index._row = IntMap((key, row) for row, key in enumerate(keys.tolist()))
             index.meta = saved  # the caller's provenance, for checks beyond expected_meta
             if len(index._row) != len(keys):
                 return None

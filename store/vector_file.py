@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kenning.retrieval.int_map import IntMap
 from kenning.retrieval.vector import VectorIndex
 
 from . import integrity
@@ -38,7 +39,7 @@ class IndexFile:
         self.db = db
         self.index_path = directory / INDEX_FILENAME
         self._index: VectorIndex | None = None
-        self._emb_mem: dict[int, int] = {}
+        self._emb_mem = IntMap()  # embedding row id (the index's key) -> memory rowid
         self._generation: int | None = None
         self._saved_generation: int | None = None
         self._model: str | None = None
@@ -46,7 +47,7 @@ class IndexFile:
 
     def reset(self) -> None:
         """Forget the in-memory index; the next search builds it from the rows (or the file)."""
-        self._index, self._emb_mem, self._generation, self._saved_generation = None, {}, None, None
+        self._index, self._emb_mem, self._generation, self._saved_generation = None, IntMap(), None, None
 
     def model_changed(self) -> None:
         """The store re-embeds with another model: the file holds the old model's vectors."""
@@ -87,7 +88,13 @@ class IndexFile:
 
         def walk(query_vector: np.ndarray, k: int, floor: float) -> Callable[[], list[tuple[int, float]]]:
             ranked = index.search_in_steps(query_vector, k, allowed=allowed, floor=floor)
-            return lambda: [(emb_mem[key], score) for key, score in ranked()]
+
+            def hits() -> list[tuple[int, float]]:
+                found = ranked()
+                keys = np.fromiter((key for key, _ in found), np.int64, len(found))
+                return list(zip(emb_mem.lookup(keys).tolist(), (score for _, score in found)))
+
+            return hits
 
         return walk
 
@@ -124,7 +131,7 @@ class IndexFile:
         if stale:
             self._index.remove(stale)
         load_rows(self._index, self.db, "embeddings", missing)
-        self._emb_mem = wanted
+        self._emb_mem = IntMap(wanted.items())
         self._generation = generation
         if saved_as == generation and not stale and not missing:
             self._saved_generation = generation  # the file holds this state already: closing need not rewrite it
