@@ -228,6 +228,7 @@ def index_threads(monkeypatch):
     return threads
 
 
+@pytest.mark.sqlite_only  # PostgreSQL's index lives in the database (pgvector): only the encoding goes ahead
 def test_the_worker_walks_the_index_too_and_only_for_a_caller_holding_the_stores_lock(
         loaded, spare_core, query_threads, index_threads):
     store, _, _, _ = loaded
@@ -246,6 +247,7 @@ def test_the_worker_walks_the_index_too_and_only_for_a_caller_holding_the_stores
     assert ahead.hits[0].legs["vector"].rank == 1
 
 
+@pytest.mark.sqlite_only  # the in-process index the worker walks is SQLite's
 def test_a_ranking_that_fails_lets_the_worker_finish_before_it_unlocks_the_store(
         loaded, spare_core, monkeypatch, index_threads):
     """The worker reads the vector index unlocked; a lexical leg that raises must not hand the
