@@ -490,8 +490,8 @@ class Semantic:
         walk, floor = prepare(encoder, allowed_mems), self.floor()
 
         def encode_and_walk() -> tuple[np.ndarray, Callable[[], list[tuple[int, float]]]]:
-            vector = encoder.encode_query(query)  # both release the GIL; the ranking's Python is left
-            return vector, walk(vector, k, floor)  # to the search thread, which would wait for it
+            vector = encoder.encode_query(query)  # both release the GIL; the walk also scores what it
+            return vector, walk(vector, k, floor)  # found, the ranking's Python is the search thread's
 
         try:
             future = _encode_ahead_pool().submit(encode_and_walk)
