@@ -186,10 +186,11 @@ class VectorIndex:
         allowed: Collection[int] | np.ndarray | None = None,
         floor: float | None = None,
     ) -> Callable[[], list[Hit]]:
-        """``search`` in two steps: this call walks the graph (or scans exactly), which releases the
-        GIL; the returned call ranks what it found, in Python. A worker thread can take the first
-        step beside a thread running Python, and leave the second to that thread, so neither waits
-        for the other's Python (bench/README.md, "the vector leg beside the lexical legs")."""
+        """``search`` in two steps: this call walks the graph (which releases the GIL) or scans
+        exactly, and scores what it found while those rows are in cache; the returned call ranks
+        them, in Python. A worker thread can take the first step beside a thread running Python and
+        leave the second to that thread, so the GIL changes hands as few times as it can (bench/
+        README.md, "The 100k hybrid with its vector leg, minus the query's encoding")."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query has dimension {query.shape[0]}, index has {self.dim}")
