@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .lexical import LexicalIndex, best, contains, restrict, top_k
+from .lexical import LexicalIndex, best, contains, per_term, restrict, top_k
 
 K1 = 1.2
 B = 0.5  # chosen with k1 by leave-one-collection-out on the development sets (eval/baselines/README.md)
@@ -28,7 +28,6 @@ B = 0.5  # chosen with k1 by leave-one-collection-out on the development sets (e
 K3 = 1.0
 
 
-MEMO_TERMS = 4096  # terms whose saturated term frequencies are remembered per index
 FEW_KEYS = 64  # idf_coverage sums in Python floats up to this many documents (the same sums)
 
 IDF_NAME = "lucene: ln(1 + (N - df + 0.5) / (df + 0.5))"
@@ -153,15 +152,8 @@ _HIGHEST: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDi
 
 def _highest(index: LexicalIndex, term: str, saturated: np.ndarray) -> float:
     """The largest saturated score of a term's postings, remembered while they stay the same array."""
-    memo = _HIGHEST.setdefault(index, {})
-    known = memo.get(term)
-    if known is not None and known[0] is saturated:
-        return known[1]
-    highest = float(saturated.max()) if saturated.size else 0.0
-    if len(memo) > MEMO_TERMS:
-        memo.clear()
-    memo[term] = (saturated, highest)
-    return highest
+    return per_term(_HIGHEST, index, term, saturated, None,
+                    lambda: float(saturated.max()) if saturated.size else 0.0)
 
 
 def search_once(index: LexicalIndex, terms: list[str], k: int, k1: float = K1, b: float = B) -> list[tuple[int, float]]:
@@ -199,15 +191,7 @@ _WEIGHTED: "weakref.WeakKeyDictionary[Any, dict[tuple[str, int], tuple]]" = weak
 def _weighted(index: LexicalIndex, term: str, count: int, weight: float, saturated: np.ndarray) -> np.ndarray:
     """``weight * saturated``, remembered while the saturated array (same object) and the weight stay:
     a term searched again costs no pass over its postings."""
-    memo = _WEIGHTED.setdefault(index, {})
-    known = memo.get((term, count))
-    if known is not None and known[0] is saturated and known[1] == weight:
-        return known[2]
-    scores = weight * saturated
-    if len(memo) > MEMO_TERMS:
-        memo.clear()
-    memo[(term, count)] = (saturated, weight, scores)
-    return scores
+    return per_term(_WEIGHTED, index, (term, count), saturated, weight, lambda: weight * saturated)
 
 
 _SATURATED: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDictionary()
@@ -218,17 +202,12 @@ def _saturated(index: LexicalIndex, term: str, lexids: np.ndarray, tfs: np.ndarr
     """Each posting's ``tf (k1 + 1) / (tf + k1 (1 - b + b len / avg_len))``: the query-independent
     part of its score, remembered per index and term while the postings (the same array object),
     k1, b and the average length stay as they were, so a repeated term costs one multiplication."""
-    memo = _SATURATED.setdefault(index, {})
-    known = memo.get(term)
-    if known is not None and known[0] is lexids and known[1:4] == (k1, b, avg_len):
-        return known[4]
-    tf = tfs.astype(np.float64)
-    norm = k1 * (1.0 - b + b * index.doc_len[lexids] / avg_len)
-    saturated = tf * (k1 + 1.0) / (tf + norm)
-    if len(memo) > MEMO_TERMS:
-        memo.clear()
-    memo[term] = (lexids, k1, b, avg_len, saturated)
-    return saturated
+    def make() -> np.ndarray:
+        tf = tfs.astype(np.float64)
+        norm = k1 * (1.0 - b + b * index.doc_len[lexids] / avg_len)
+        return tf * (k1 + 1.0) / (tf + norm)
+
+    return per_term(_SATURATED, index, term, lexids, (k1, b, avg_len), make)
 
 
 def coverages(index: LexicalIndex, terms: list[str], keys: list[int],

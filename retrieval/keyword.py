@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import MEMO_TERMS
-from .lexical import LexicalIndex, best, restrict
+from .lexical import LexicalIndex, best, per_term, restrict
 from .lexical import distinct as distinct_ids
 from .text import phrase_test, tokenize
 
@@ -113,12 +112,4 @@ _LOGGED: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDic
 def _logged(index: LexicalIndex, term: str, lexids: np.ndarray, tfs: np.ndarray) -> np.ndarray:
     """``1 + ln(count)`` of each posting, remembered per index and term while its postings stay the
     same array: a term searched again costs no pass over them."""
-    memo = _LOGGED.setdefault(index, {})
-    known = memo.get(term)
-    if known is not None and known[0] is lexids:
-        return known[1]
-    logged = 1.0 + np.log(tfs.astype(np.float64))
-    if len(memo) > MEMO_TERMS:
-        memo.clear()
-    memo[term] = (lexids, logged)
-    return logged
+    return per_term(_LOGGED, index, term, lexids, None, lambda: 1.0 + np.log(tfs.astype(np.float64)))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
 
 import numpy as np
 
 
 SPARSE_SHARE = 16  # postings fewer than 1/16 of the lexid range are summed by sorting, not densely
+MEMO_TERMS = 4096  # entries a per-term memo keeps per index before it starts afresh
 
 
 class LexicalIndex(Protocol):
@@ -31,6 +34,23 @@ class LexicalIndex(Protocol):
     def lexids_of(self, keys: list[int]) -> np.ndarray:
         """The live lexid of each document key, -1 for a key the index does not hold."""
         ...
+
+
+def per_term(memo: weakref.WeakKeyDictionary, index: LexicalIndex, key: Hashable, source: np.ndarray,
+             params: Any, make: Callable[[], Any]) -> Any:
+    """``make()`` remembered per index under ``key`` while ``source`` (a term's postings or an array
+    made from them) is the same object and ``params`` are equal: a term searched again costs no pass
+    over its postings. The legs' per-term arrays (saturated and weighted BM25 scores, their highest,
+    the keyword leg's ``1 + ln(count)``) all keep this way."""
+    held = memo.setdefault(index, {})
+    known = held.get(key)
+    if known is not None and known[0] is source and known[1] == params:
+        return known[2]
+    value = make()
+    if len(held) > MEMO_TERMS:
+        held.clear()
+    held[key] = (source, params, value)
+    return value
 
 
 def contains(index: LexicalIndex, terms: list[str], keys: list[int]) -> np.ndarray:

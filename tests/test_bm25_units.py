@@ -113,16 +113,16 @@ def test_a_repeated_term_reuses_its_remembered_scores_until_k1_changes(store):
     again (no pass over its postings), and new ones once k1 differs."""
     lex = _lexicon(store, ["kiwi mango", "kiwi", "plum"])
     bm25.search(lex, query_terms("kiwi mango"), 5)
-    sat = {t: bm25._SATURATED[lex][t][4] for t in ("kiwi", "mango")}
+    sat = {t: bm25._SATURATED[lex][t][2] for t in ("kiwi", "mango")}
     weighted = {t: bm25._WEIGHTED[lex][(t, 1)][2] for t in ("kiwi", "mango")}
     bm25.search(lex, query_terms("mango kiwi"), 5)
     for t in ("kiwi", "mango"):
-        assert bm25._SATURATED[lex][t][4] is sat[t] and bm25._WEIGHTED[lex][(t, 1)][2] is weighted[t]
+        assert bm25._SATURATED[lex][t][2] is sat[t] and bm25._WEIGHTED[lex][(t, 1)][2] is weighted[t]
     before = bm25.search(lex, query_terms("kiwi") * 2, 5)  # the term said twice
     assert bm25._WEIGHTED[lex][("kiwi", 2)][2] is not weighted["kiwi"]  # another query count, another weight
     assert before[0] == (2, pytest.approx(4 / 3 * _okapi(1, 1, 4 / 3, 3, 2)))  # lengths 2, 1, 1
     bm25.search(lex, query_terms("kiwi"), 5, k1=2.0)
-    assert bm25._SATURATED[lex]["kiwi"][4] is not sat["kiwi"]
+    assert bm25._SATURATED[lex]["kiwi"][2] is not sat["kiwi"]
 
 
 def _name(i):
