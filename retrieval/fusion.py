@@ -91,16 +91,30 @@ def evidence(
     eval baselines). Candidates are the union of the legs' lists; ties break as in ``rrf``.
     ``limit`` keeps only the best ``limit`` (the same head the full sort gives, without sorting the rest).
     """
-    legs_of, best_rank = _legs(rankings)
+    # each leg's native scores and ranks as dicts (built in C); a candidate's legs are assembled only
+    # for what is returned, the rest is scored from these look-ups
+    natives = {leg: dict(ranking) for leg, ranking in rankings.items()}
     span = max(1e-9, 1.0 - cos_floor)
-    best_bm25 = max((score for _, score in rankings.get("bm25", [])), default=0.0)
+    bm25_of, vector_of = natives.get("bm25", {}), natives.get("vector", {})
+    best_bm25 = max(bm25_of.values(), default=0.0)
     scores: dict[int, float] = {}
-    for key, legs in legs_of.items():
-        lexical = coverage.get(key, 0.0) ** power
-        if best_bm25 > 0:
-            bm25 = legs.get("bm25")
-            lexical *= (1.0 - bm25_share) + bm25_share * (bm25[1] / best_bm25 if bm25 else 0.0)
-        vector = legs.get("vector")
-        semantic = max(0.0, vector[1] - cos_floor) / span if vector else 0.0
-        scores[key] = alpha * lexical + (1.0 - alpha) * semantic
-    return _best(scores, best_rank, legs_of, limit)
+    for native in natives.values():
+        for key in native:
+            if key in scores:
+                continue
+            lexical = coverage.get(key, 0.0) ** power
+            if best_bm25 > 0:
+                bm25 = bm25_of.get(key)
+                lexical *= (1.0 - bm25_share) + bm25_share * (bm25 / best_bm25 if bm25 is not None else 0.0)
+            vector = vector_of.get(key)
+            semantic = max(0.0, vector - cos_floor) / span if vector is not None else 0.0
+            scores[key] = alpha * lexical + (1.0 - alpha) * semantic
+    keys = list(scores)
+    if limit is not None and 0 < limit < len(keys):  # only what reaches the limit-th best score is ordered
+        cut = heapq.nlargest(limit, scores.values())[-1]
+        keys = [key for key, score in scores.items() if score >= cut]
+    ranks = {leg: {key: rank for rank, (key, _) in enumerate(ranking, start=1)} for leg, ranking in rankings.items()}
+    best_rank = {key: min(held[key] for held in ranks.values() if key in held) for key in keys}
+    keys.sort(key=lambda key: (-scores[key], best_rank[key], key))
+    return [Fused(key, scores[key], {leg: (ranks[leg][key], natives[leg][key]) for leg in rankings if key in ranks[leg]})
+            for key in keys[:limit]]

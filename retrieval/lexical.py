@@ -151,4 +151,4 @@ def best(index: LexicalIndex, uniq: np.ndarray, totals: np.ndarray, k: int,
         totals, uniq = totals[keep], uniq[keep]
     keys = index.doc_key[uniq]
     order = np.lexsort((keys, -totals))[:k]
-    return [(int(keys[i]), float(totals[i])) for i in order]
+    return list(zip(keys[order].tolist(), totals[order].tolist()))  # Python ints and floats, as int() and float() give
