@@ -135,6 +135,43 @@ def test_evidence_with_a_limit_is_the_head_of_the_full_order():
             assert [(f.key, f.score, f.legs) for f in head] == [(f.key, f.score, f.legs) for f in full[:limit]]
 
 
+def test_evidence_equals_a_plain_reference_on_random_legs():
+    """The formula written out per candidate, every candidate sorted by (-score, best rank in any
+    leg, key), legs listed in the rankings' order: the same keys, floats and legs, with or without
+    a limit (a candidate missing from bm25 or vector counts 0 there; its coverage defaults to 0)."""
+    import random
+
+    from kenning.retrieval.fusion import evidence
+
+    def reference(rankings, coverage, alpha=0.78, cos_floor=0.1, power=3.0, bm25_share=0.5):
+        legs_of = {}
+        for leg, ranking in rankings.items():
+            for rank, (key, native) in enumerate(ranking, start=1):
+                legs_of.setdefault(key, {})[leg] = (rank, native)
+        best_bm25 = max((s for _, s in rankings.get("bm25", [])), default=0.0)
+        rows = []
+        for key, legs in legs_of.items():
+            lexical = coverage.get(key, 0.0) ** power
+            if best_bm25 > 0:
+                lexical *= (1.0 - bm25_share) + bm25_share * (legs["bm25"][1] / best_bm25 if "bm25" in legs else 0.0)
+            cos = legs["vector"][1] if "vector" in legs else None
+            semantic = max(0.0, cos - cos_floor) / max(1e-9, 1.0 - cos_floor) if cos is not None else 0.0
+            rows.append((-(alpha * lexical + (1.0 - alpha) * semantic), min(r for r, _ in legs.values()), key, legs))
+        rows.sort(key=lambda row: row[:3])
+        return [(key, -neg, legs, list(legs)) for neg, _, key, legs in rows]
+
+    rng = random.Random(17)
+    for _ in range(300):
+        keys = rng.sample(range(80), rng.randint(0, 50))
+        rankings = {leg: [(k, rng.choice([0.05, 0.3, 0.6, 0.9])) for k in rng.sample(keys, rng.randint(0, len(keys)))]
+                    for leg in rng.sample(["keyword", "bm25", "vector"], rng.randint(1, 3))}
+        coverage = {k: rng.choice([0.0, 0.25, 0.5, 1.0]) for k in keys if rng.random() < 0.9}
+        expected = reference(rankings, coverage)
+        for limit in (None, 0, 1, 2, 10, len(expected) + 1):
+            got = [(f.key, f.score, f.legs, list(f.legs)) for f in evidence(rankings, coverage, limit=limit)]
+            assert got == expected[:limit]
+
+
 def test_evidence_breaks_equal_scores_by_the_best_rank_in_any_leg_then_the_key():
     """No coverage, cosines under the floor: every score is 0, so the order is the tie-break alone.
     Key 5 is 2nd in one leg and 1st in another: its best rank (1) ties key 7's, and the smaller key goes first;
