@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import lexical
 from .lexical import LexicalIndex, best, contains, per_term, restrict, top_k
 
 K1 = 1.2
@@ -63,6 +64,15 @@ def search(
         return []
     postings = index.postings(distinct)
     avg_len = index.avg_len or 1.0
+    if lexical.kernel is not None:  # one compiled call sums and ranks: the same floats as below
+        lists = []
+        for term in distinct:
+            lexids, tfs = postings[term]
+            if lexids.size:
+                said = query_weight(counts[term]) if weights is None else weights[term]
+                lists.append((lexids, _saturated(index, term, lexids, tfs, k1, b, avg_len),
+                              said * idf(index.n_docs, lexids.size), True))
+        return lexical.kernel.top_sums(lists, index.doc_key, k, allowed)
     all_ids, all_scores = [], []
     for term in distinct:
         lexids, tfs = postings[term]
@@ -114,6 +124,18 @@ def search_expanded(
     postings = index.postings(distinct)
     avg_len = index.avg_len or 1.0
     essential = set(essential)
+    if lexical.kernel is not None:  # one compiled call: the same bound, documents and floats as below
+        lists, outside_bound = [], 0.0
+        for term in distinct:
+            lexids, tfs = postings[term]
+            if lexids.size:
+                weight = weights[term] * idf(index.n_docs, lexids.size)
+                saturated = _saturated(index, term, lexids, tfs, k1, b, avg_len)
+                if term not in essential:
+                    outside_bound += weight * _highest(index, term, saturated)
+                lists.append((lexids, saturated, weight, term in essential))
+        found = lexical.kernel.top_sums(lists, index.doc_key, k, allowed, outside_bound)
+        return found if found is not None else search(index, [], k, allowed, k1=k1, b=b, weights=weights)
     inside = np.zeros(index.doc_len.size, bool)
     parts, outside_bound = [], 0.0
     for term in distinct:

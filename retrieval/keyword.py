@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import lexical
 from .lexical import LexicalIndex, best, per_term, restrict
 from .lexical import distinct as distinct_ids
 from .text import phrase_test, tokenize
@@ -34,25 +35,56 @@ def search(
 ) -> list[tuple[int, float]]:
     """Best ``k`` documents sharing at least one term, as (doc key, keyword score).
 
-    Only documents that can reach the top ``k`` get the recency nudge and the final sort: a term
-    adds at least 1, the nudge at most ``RECENCY_MAX``, so a document below the k-th best total of
-    one term's documents by more than the nudge, and with no phrase bonus, is out whatever its age.
+    Only documents that can reach the top ``k`` get the recency nudge and the final sort: the nudge
+    adds at most ``RECENCY_MAX``, so a document below the k-th best total by more than that, and with
+    no phrase bonus, is out whatever its age (the compiled step cuts at the k-th best total itself,
+    numpy's at the k-th best of the rarest term's documents, which is no higher: the same answer).
     The phrase bonus goes to the best documents holding every term, as ever; the answer is the one
     a sum over every matched document gives (tests/test_keyword_units.py keeps that reference)."""
     distinct = list(dict.fromkeys(terms))
     if not distinct or index.n_docs == 0:
         return []
     postings = index.postings(distinct)
+    logged = [(postings[t][0], _logged(index, t, *postings[t])) for t in distinct]
+    if lexical.kernel is not None:  # one compiled call sums and cuts: the same documents and floats
+        found = lexical.kernel.near_top([(ids, values, 1.0) for ids, values in logged], index.doc_key.size, k,
+                                        NEAR, allowed)
+        candidates, totals, full, reached = (np.frombuffer(b, t) for b, t in zip(found, _KINDS))
+    else:
+        candidates, totals, full, reached = _near_top(logged, k, allowed)
+    if not candidates.size:
+        return []
+    if phrase and text_of and len(tokenize(phrase)) >= 2 and full.size:
+        bonus = _phrase_bonus(index, full, reached, phrase, text_of, now)
+        if bonus.size:  # a phrase that earns its bonus is a candidate whatever its total
+            candidates, first = np.unique(np.concatenate([candidates, full[bonus]]), return_index=True)
+            totals = np.concatenate([totals, reached[bonus]])[first]
+            bonus = np.searchsorted(candidates, full[bonus])
+    else:
+        bonus = np.empty(0, np.int64)
+    final = totals + _recency(index, candidates, now) if now is not None else totals.copy()
+    final[bonus] += PHRASE_BONUS
+    return best(index, candidates, final, k)
+
+
+_KINDS = (np.int64, np.float64, np.int64, np.float64)
+NEAR = RECENCY_MAX * (1.0 + 1e-9)  # how far below the k-th best total a document can still win (rounding slack)
+
+
+def _near_top(logged: list[tuple[np.ndarray, np.ndarray]], k: int, allowed: np.ndarray | None):
+    """numpy's summing step (``lexical.kernel.near_top``'s, where it is not built): the documents
+    within ``NEAR`` of the k-th best total (a cut read off the rarest term holding k documents, which
+    every top-k document clears) and the documents holding every term, each with its total."""
     lists, ids, scores = [], [], []
-    for term in distinct:
-        lexids, tfs = postings[term]
-        lexids, logged = restrict(lexids, _logged(index, term, lexids, tfs), allowed)
+    for lexids, values in logged:
+        lexids, values = restrict(lexids, values, allowed)
         lists.append(lexids)
         if lexids.size:
             ids.append(lexids)
-            scores.append(logged)
+            scores.append(values)
     if not ids:
-        return []
+        empty = np.empty(0, np.int64)
+        return empty, np.empty(0), empty, np.empty(0)
     lexids = np.concatenate(ids)
     totals = np.bincount(lexids, weights=np.concatenate(scores))  # the sums accumulate makes, dense
     shortest = min((found for found in ids if found.size >= k), key=len, default=None)
@@ -60,44 +92,30 @@ def search(
         candidates = distinct_ids(lexids)
     else:
         reached = totals[shortest]
-        cut = np.partition(reached, reached.size - k)[reached.size - k] - RECENCY_MAX * (1.0 + 1e-9)
+        cut = np.partition(reached, reached.size - k)[reached.size - k] - NEAR
         candidates = distinct_ids(lexids[totals[lexids] >= cut])
-    bonus = np.empty(0, np.int64)
-    if phrase and text_of and len(tokenize(phrase)) >= 2:
-        bonus = _phrase_bonus(index, lists, totals, phrase, text_of, now)
-        if bonus.size:
-            candidates = distinct_ids(np.concatenate([candidates, bonus]))
-    final = totals[candidates]
-    if now is not None:
-        final += _recency(index, candidates, now)
-    if bonus.size:
-        final[np.searchsorted(candidates, bonus)] += PHRASE_BONUS
-    return best(index, candidates, final, k)
-
-
-def _phrase_bonus(index: LexicalIndex, lists: list[np.ndarray], totals: np.ndarray, phrase: str,
-                  text_of: Callable[[list[int]], dict[int, str]], now: float | None) -> np.ndarray:
-    """The lexids that earn the phrase bonus: of the documents holding every term (only they can
-    hold the phrase), the ``PHRASE_CHECK_LIMIT`` best by total and recency whose text holds it."""
-    full = min(lists, key=len)
+    full = min(lists, key=len)  # only the documents holding every term can hold the phrase
     for other in lists:
         if other is not full and full.size:
             at = np.minimum(np.searchsorted(other, full), max(other.size - 1, 0))
             full = full[other[at] == full] if other.size else full[:0]
-    if not full.size:
-        return full
-    reached = totals[full]
+    return candidates, totals[candidates], full, totals[full]
+
+
+def _phrase_bonus(index: LexicalIndex, full: np.ndarray, reached: np.ndarray, phrase: str,
+                  text_of: Callable[[list[int]], dict[int, str]], now: float | None) -> np.ndarray:
+    """Which of the documents holding every term (``full``, with their totals) earn the phrase bonus,
+    as positions in ``full``: the ``PHRASE_CHECK_LIMIT`` best by total and recency whose text holds it."""
+    at = np.arange(full.size)
     if full.size > PHRASE_CHECK_LIMIT:  # those below the limit's best by more than the nudge cannot be checked
         cut = np.partition(reached, full.size - PHRASE_CHECK_LIMIT)[full.size - PHRASE_CHECK_LIMIT]
-        near = reached >= cut - RECENCY_MAX * (1.0 + 1e-9)
-        full, reached = full[near], reached[near]
-    if now is not None:
-        reached = reached + _recency(index, full, now)
-    full = full[np.argsort(-reached, kind="stable")][:PHRASE_CHECK_LIMIT]
-    keys = index.doc_key[full].tolist()
+        at = np.flatnonzero(reached >= cut - NEAR)
+    ranked = reached[at] if now is None else reached[at] + _recency(index, full[at], now)
+    at = at[np.argsort(-ranked, kind="stable")][:PHRASE_CHECK_LIMIT]
+    keys = index.doc_key[full[at]].tolist()
     texts = text_of(keys)
     holds = phrase_test(phrase)
-    return full[[holds(texts.get(key, "")) for key in keys]]
+    return at[[holds(texts.get(key, "")) for key in keys]]
 
 
 def _recency(index: LexicalIndex, lexids: np.ndarray, now: float) -> np.ndarray:

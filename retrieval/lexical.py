@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 import numpy as np
+
+
+def _compiled() -> Any:
+    """The summing step compiled at install (retrieval/_postings.c: ``top_sums``), or None where it
+    could not be built or ``KENNING_NUMPY_SUMS=1`` asks for numpy's (the same answers, slower)."""
+    if os.environ.get("KENNING_NUMPY_SUMS", "").strip() not in ("", "0"):
+        return None
+    try:
+        from . import _postings
+    except ImportError:
+        return None
+    return _postings
+
+
+# the legs read it at call time, so a test (or a caller) can switch the numpy path on by setting it to None
+kernel = _compiled()
 
 
 SPARSE_SHARE = 16  # postings fewer than 1/16 of the lexid range are summed by sorting, not densely

@@ -132,3 +132,24 @@ def _outside_any_repository(tmp_path_factory, monkeypatch):
     """Run every test from an empty directory outside git, so a store's origin (and the scope-match
     gate) never depends on where the checkout happens to live; tests that need a repository make one."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def sums(request, monkeypatch):
+    """Run a test on both summing paths of the lexical legs: the compiled kernel
+    (retrieval/_postings.c) and numpy's (the fallback where it cannot be built)."""
+    from kenning.retrieval import lexical
+
+    if request.param == "numpy":
+        monkeypatch.setattr(lexical, "kernel", None)
+    elif lexical.kernel is None:
+        pytest.skip("the compiled summing step is not built here (or KENNING_NUMPY_SUMS is set)")
+    return request.param
+
+
+@pytest.fixture
+def numpy_sums(monkeypatch):
+    """numpy's summing path, for white-box tests of its hints and memos."""
+    from kenning.retrieval import lexical
+
+    monkeypatch.setattr(lexical, "kernel", None)

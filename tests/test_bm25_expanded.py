@@ -8,6 +8,8 @@ import pytest
 
 from kenning.retrieval import bm25
 
+pytestmark = pytest.mark.usefixtures("sums")  # the compiled and the numpy summing step
+
 
 class Index:
     """A lexical index of random postings: the arrays and ``postings`` the BM25 leg reads."""

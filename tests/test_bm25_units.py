@@ -84,7 +84,7 @@ def test_several_terms_each_in_at_least_k_documents_rank_by_their_summed_scores(
     assert [key for key, _ in got] == [1, 2] and [s for _, s in got] == pytest.approx([both, both])
 
 
-def test_search_hands_top_k_exact_hints(store, monkeypatch):
+def test_search_hands_top_k_exact_hints(store, monkeypatch, numpy_sums):
     """White-box: ``lists`` bounds how often a lexid repeats, ``shortest`` is the rarest list holding at
     least k documents and ``top`` the largest lexid; top_k trusts all three (lexical.top_k's docstring)."""
     lex = _lexicon(store, ["kiwi mango plum", "kiwi mango", "kiwi", "plum", "fig"])
@@ -108,7 +108,7 @@ def test_search_hands_top_k_exact_hints(store, monkeypatch):
     assert seen[-1][2]["shortest"] is None
 
 
-def test_a_repeated_term_reuses_its_remembered_scores_until_k1_changes(store):
+def test_a_repeated_term_reuses_its_remembered_scores_until_k1_changes(store, numpy_sums):
     """White-box: the memos of saturation and weighted scores hand back the same arrays for a term searched
     again (no pass over its postings), and new ones once k1 differs."""
     lex = _lexicon(store, ["kiwi mango", "kiwi", "plum"])

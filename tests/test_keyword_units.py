@@ -9,6 +9,8 @@ import pytest
 from kenning.retrieval import keyword
 from kenning.retrieval.text import query_terms
 
+pytestmark = pytest.mark.usefixtures("sums")  # the compiled and the numpy summing step
+
 DAY = 86400.0
 
 
