@@ -31,7 +31,8 @@ MEMO_TERMS = 4096  # entries a per-term memo keeps per index before it starts af
 
 
 class LexicalIndex(Protocol):
-    """An inverted index addressed by dense int ``lexid``s (one per indexed text version).
+    """An inverted index addressed by dense int ``lexid``s (one per indexed text version). Its arrays
+    are contiguous, lexids and keys int64 (what the compiled summing step reads).
 
     ``doc_key[lexid]`` is the caller's document key, ``doc_len`` its token count, ``doc_ts`` its
     last-update time (epoch seconds) and ``live`` whether that text version is current.
