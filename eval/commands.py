@@ -100,6 +100,7 @@ def _what_ran(report: Mapping) -> str:
         f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
         f"weights keyword {w.get('keyword')} / bm25 {w.get('bm25')} / vector {w.get('vector')}",
         f"leg depth {c.get('leg_depth')}",
+        f"lexical sums: {c['lexical_sums']}" if "lexical_sums" in c else "",
     ]
     if "model_id" in c:
         parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}")

@@ -341,7 +341,7 @@ def _round(value: float | None) -> float | None:
 def what_ran(store: Store, semantic: bool = True) -> dict:
     """Every setting that shaped the figures: the store's config, the token stream, BM25's fixed
     constants, the vector leg's floor and model, and the rule behind the relevance labels."""
-    from kenning.retrieval import bm25, feedback, fusion, labels, spelling, text
+    from kenning.retrieval import bm25, feedback, fusion, labels, lexical, spelling, text
 
     out = store.config.model_dump(mode="json", exclude={"verification_stale_days", "require_write_confirmation"})
     out["tokenizer"] = {"name": text.TOKENIZER_NAME, "version": text.TOKENIZER_VERSION, "fingerprint": text.fingerprint()}
@@ -352,6 +352,8 @@ def what_ran(store: Store, semantic: bool = True) -> dict:
     out["hybrid_bm25_feedback"] = (f"rm3: {feedback.FEEDBACK_DOCS} texts, {feedback.FEEDBACK_TERMS} terms, "
                                    f"query keeps {feedback.KEEP_QUERY}")
     out["label_rule"] = labels.describe()
+    # the same answers either way; the latency column differs
+    out["lexical_sums"] = "compiled (retrieval/_postings.c)" if lexical.kernel is not None else "numpy"
     if semantic and store.semantic.availability().working:
         store.semantic.encoder()
         out["model_id"] = store.semantic.model_info()["model_id"]

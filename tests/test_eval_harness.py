@@ -94,6 +94,14 @@ def test_the_report_names_the_label_rule_in_what_ran(grouped):
     assert "bm25 leg with feedback rm3: 10 texts, 20 terms, query keeps 0.6" in _what_ran(report)
 
 
+def test_the_report_says_which_summing_step_ran(grouped, sums):
+    from kenning.eval.commands import _what_ran
+
+    report = run_eval(grouped, modes="bm25", progress=False)
+    said = "compiled (retrieval/_postings.c)" if sums == "compiled" else "numpy"
+    assert f"lexical sums: {said}" in _what_ran(report)
+
+
 def test_builtin_lexical_run_matches_the_rank_bm25_reference():
     report = run_eval("builtin", modes="bm25", progress=False, reference=["rank-bm25"])
     engine, reference = report["modes"]["bm25"], report["modes"]["rank-bm25"]
