@@ -42,7 +42,16 @@ typedef struct {
     Py_buffer ids, values;
     double weight;
     int essential;
+    double *saturated; /* with a saturation: the values made from the term frequencies */
 } List;
+
+/* BM25's saturation of a term frequency, for lists that hold term frequencies (int32), made the
+ * way numpy makes it (retrieval/bm25.py search_once): the same operations in the same order. */
+typedef struct {
+    Py_buffer doc_len;
+    double avg_len, k1, b;
+    int given;
+} Saturation;
 
 typedef struct {
     PyObject *seq;
@@ -130,6 +139,7 @@ release(Sums *s)
     for (Py_ssize_t t = 0; t < s->taken; t++) {
         PyBuffer_Release(&s->lists[t].ids);
         PyBuffer_Release(&s->lists[t].values);
+        PyMem_Free(s->lists[t].saturated);
     }
     if (s->have_allowed)
         PyBuffer_Release(&s->allowed_view);
@@ -144,7 +154,8 @@ release(Sums *s)
 /* Hold the lists ((lexids, values, weight[, essential]) each), the mask and the work arrays: 0 on
  * success, else -1 with an exception set (release() lets go of whatever was held). */
 static int
-hold(Sums *s, PyObject *lists_obj, Py_ssize_t size, PyObject *allowed_obj, int flagged, int counting)
+hold(Sums *s, PyObject *lists_obj, Py_ssize_t size, PyObject *allowed_obj, int flagged, int counting,
+     const Saturation *sat)
 {
     memset(s, 0, sizeof(*s));
     s->size = size;
@@ -181,14 +192,35 @@ hold(Sums *s, PyObject *lists_obj, Py_ssize_t size, PyObject *allowed_obj, int f
             return -1;
         if (take(ids, &l->ids, 8, "lq", "lexids") < 0)
             return -1;
-        if (take(values, &l->values, 8, "d", "values") < 0) {
+        if (sat ? take(values, &l->values, 4, "i", "term frequencies") < 0
+                : take(values, &l->values, 8, "d", "values") < 0) {
             PyBuffer_Release(&l->ids);
             return -1;
         }
         s->taken++; /* both buffers held: release() lets them go */
-        if (l->ids.len != l->values.len) {
+        Py_ssize_t n = l->ids.len / 8;
+        if (n != l->values.len / l->values.itemsize) {
             PyErr_SetString(PyExc_ValueError, "a list's lexids and values differ in length");
             return -1;
+        }
+        if (sat) {
+            const int64_t *id = l->ids.buf;
+            const int32_t *tf = l->values.buf;
+            const double *len = sat->doc_len.buf;
+            Py_ssize_t lens = sat->doc_len.len / 8;
+            if ((l->saturated = PyMem_Malloc((n ? n : 1) * sizeof(double))) == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if ((uint64_t)id[i] >= (uint64_t)lens) {
+                    PyErr_Format(PyExc_ValueError, "lexid %lld has no length", (long long)id[i]);
+                    return -1;
+                }
+                double f = (double)tf[i];
+                double norm = sat->k1 * ((1.0 - sat->b) + (sat->b * len[id[i]]) / sat->avg_len);
+                l->saturated[i] = (f * (sat->k1 + 1.0)) / (f + norm);
+            }
         }
     }
     return work_arrays(s);
@@ -240,7 +272,8 @@ sum(Sums *s)
     }
     for (Py_ssize_t t = 0; t < s->n_lists; t++) { /* then the sums, list by list */
         const int64_t *id = s->lists[t].ids.buf;
-        const double *value = s->lists[t].values.buf, weight = s->lists[t].weight;
+        const double *value = s->lists[t].saturated ? s->lists[t].saturated : s->lists[t].values.buf;
+        const double weight = s->lists[t].weight;
         /* a posting outside the candidates adds to a spare slot instead of branching (the slot
          * rotates, so those adds do not wait on each other) */
         for (Py_ssize_t i = 0, n = s->lists[t].ids.len / 8; i < n; i++) {
@@ -340,36 +373,50 @@ best_k(Sums *s, const int64_t *key, Py_ssize_t k, int bounded, double bound, int
 }
 
 PyDoc_STRVAR(top_sums_doc,
-"top_sums(lists, doc_key, k, allowed=None, bound=None) -> list[(key, total)] | None\n\n"
+"top_sums(lists, doc_key, k, allowed=None, bound=None, saturate=None) -> list[(key, total)] | None\n\n"
 "lists: (lexids int64, values float64, weight, essential) per term, in the order their scores add.\n"
 "A document is a candidate when an essential list holds it (and ``allowed``, a bool mask over\n"
 "lexids, allows it); every list adds ``weight * value`` to the candidates it holds. The best k\n"
 "candidates by (total desc, key asc), keys from ``doc_key``. With ``bound`` (the most the\n"
 "documents outside the candidates can score): None when fewer than k candidates exist or the\n"
-"k-th best total does not clear the bound, the cases the caller answers by a full pass.");
+"k-th best total does not clear the bound, the cases the caller answers by a full pass. With\n"
+"``saturate`` (doc_len float64, avg_len, k1, b) the lists hold int32 term frequencies, and each\n"
+"value is BM25's saturation of one (what bm25.search_once computes).");
 
 static PyObject *
 top_sums(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"lists", "doc_key", "k", "allowed", "bound", NULL};
-    PyObject *lists_obj, *key_obj, *allowed_obj = Py_None, *bound_obj = Py_None, *out = NULL;
+    static char *names[] = {"lists", "doc_key", "k", "allowed", "bound", "saturate", NULL};
+    PyObject *lists_obj, *key_obj, *allowed_obj = Py_None, *bound_obj = Py_None, *sat_obj = Py_None, *out = NULL;
     Py_ssize_t k;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|OO:top_sums", names, &lists_obj, &key_obj, &k,
-                                     &allowed_obj, &bound_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|OOO:top_sums", names, &lists_obj, &key_obj, &k,
+                                     &allowed_obj, &bound_obj, &sat_obj))
         return NULL;
     if (k <= 0)
         return PyList_New(0);
+    Saturation sat = {0};
+    if (sat_obj != Py_None) {
+        PyObject *lens;
+        if (!PyArg_ParseTuple(sat_obj, "Oddd:saturate", &lens, &sat.avg_len, &sat.k1, &sat.b))
+            return NULL;
+        if (take(lens, &sat.doc_len, 8, "d", "doc_len") < 0)
+            return NULL;
+        sat.given = 1;
+    }
     double bound = 0.0;
     int bounded = bound_obj != Py_None, unbounded = 0, failed;
     if (bounded && (bound = PyFloat_AsDouble(bound_obj)) == -1.0 && PyErr_Occurred())
         return NULL;
     Py_buffer keys;
-    if (take(key_obj, &keys, 8, "lq", "doc_key") < 0)
+    if (take(key_obj, &keys, 8, "lq", "doc_key") < 0) {
+        if (sat.given)
+            PyBuffer_Release(&sat.doc_len);
         return NULL;
+    }
     const int64_t *key = keys.buf;
     Sums s;
     Py_ssize_t kept = 0;
-    if (hold(&s, lists_obj, keys.len / 8, allowed_obj, 1, 0) < 0)
+    if (hold(&s, lists_obj, keys.len / 8, allowed_obj, 1, 0, sat.given ? &sat : NULL) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
     failed = sum(&s) < 0;
@@ -397,6 +444,8 @@ top_sums(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 done:
     release(&s);
     PyBuffer_Release(&keys);
+    if (sat.given)
+        PyBuffer_Release(&sat.doc_len);
     return out;
 }
 
@@ -498,7 +547,7 @@ near_top(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Sums s;
-    if (hold(&s, lists_obj, size, allowed_obj, 0, 1) < 0)
+    if (hold(&s, lists_obj, size, allowed_obj, 0, 1, NULL) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
     failed = sum(&s) < 0;

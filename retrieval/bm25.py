@@ -195,6 +195,10 @@ def search_once(index: LexicalIndex, terms: list[str], k: int, k1: float = K1, b
     if not held:
         return []
     avg_len = index.avg_len or 1.0
+    if lexical.kernel is not None:  # one compiled call saturates, sums and ranks: the same floats as below
+        return lexical.kernel.top_sums(
+            [(ids, tfs, query_weight(counts[term]) * idf(index.n_docs, ids.size), True) for term, (ids, tfs) in held],
+            index.doc_key, k, saturate=(index.doc_len, avg_len, k1, b))
     weights = np.array([query_weight(counts[term]) * idf(index.n_docs, ids.size) for term, (ids, _) in held])
     sizes = [ids.size for _, (ids, _) in held]
     lexids = np.concatenate([ids for _, (ids, _) in held])

@@ -91,6 +91,21 @@ def test_bm25_gives_numpys_documents_scores_and_order(monkeypatch):
 
 
 @needs_kernel
+def test_the_probes_one_pass_gives_numpys_answer(monkeypatch):
+    """``bm25.search_once`` (a write's duplicate probe) saturates the term frequencies in the call."""
+    rng = np.random.default_rng(25)
+    for trial in range(150):
+        index = Index(rng, int(rng.integers(1, 2500)))
+        index.doc_len = rng.integers(3, 60, index.n_docs).astype(np.float64)  # lengths of every size
+        index.avg_len = float(index.doc_len.mean())
+        terms = list(rng.choice(WORDS + ["nowhere"], int(rng.integers(1, 8))))
+        k1, b = [(bm25.K1, bm25.B), (0.9, 0.4), (2.0, 0.0), (1.2, 1.0)][trial % 4]
+        for k in (1, 20, 100):
+            got, expected = both(monkeypatch, lambda: bm25.search_once(index, terms, k, k1=k1, b=b))
+            assert got == expected, (trial, k)
+
+
+@needs_kernel
 def test_the_expanded_pass_gives_numpys_answer_bound_or_fallback(monkeypatch):
     rng = np.random.default_rng(22)
     fell_back, answered = 0, 0
@@ -148,6 +163,14 @@ def test_bad_input_is_an_error_not_a_crash():
         kernel.top_sums([(ids, values, 1.0, True)], keys, 5, np.ones(3, bool))
     with pytest.raises(TypeError):
         kernel.top_sums([(ids, values)], keys, 5)
+    lens = np.full(10, 4.0)
+    with pytest.raises(TypeError, match="term frequencies"):  # with a saturation the values are counts
+        kernel.top_sums([(ids, values, 1.0, True)], keys, 5, saturate=(lens, 4.0, 1.2, 0.5))
+    with pytest.raises(ValueError, match="no length"):
+        kernel.top_sums([(ids, np.array([1, 2], np.int32), 1.0, True)], keys, 5, saturate=(lens[:2], 4.0, 1.2, 0.5))
+    # tf 1 at length 4 of 4: 1 * 2.2 / (1 + 1.2) = 1.0; tf 2: 4.4 / 3.2
+    assert kernel.top_sums([(ids, np.array([1, 2], np.int32), 1.0, True)], keys, 5,
+                           saturate=(lens, 4.0, 1.2, 0.5)) == [(4, 4.4 / 3.2), (2, 1.0)]
     # after every refusal the kept work arrays are free again: a good call still answers
     assert kernel.top_sums([(ids, values, 2.0, True)], keys, 5) == [(4, 4.0), (2, 2.0)]
     assert kernel.top_sums([(ids, values, 2.0, True)], keys, 0) == []

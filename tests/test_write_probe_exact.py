@@ -52,7 +52,7 @@ def _reference_probe(s, text: str) -> duplicates.DuplicateCheck:
     return duplicates.check_duplicate(text, live, pipeline._tombstones(s.db))
 
 
-def test_search_once_ranks_exactly_as_search(tmp_path):
+def test_search_once_ranks_exactly_as_search(tmp_path, sums):
     rng = random.Random(1)
     with kenning.open_store(tmp_path / "s") as store:
         s = store._s
