@@ -302,11 +302,11 @@ outside(const Sums *s)
 
 /* ---------------------------------------------------------------- top_sums: BM25's best k */
 
-/* a ranks before b: higher total, then lower key */
+/* a ranks before b: higher total, then lower key (lower lexid without keys) */
 static inline int
 before(const double *total, const int64_t *key, int64_t a, int64_t b)
 {
-    return total[a] > total[b] || (total[a] == total[b] && key[a] < key[b]);
+    return total[a] > total[b] || (total[a] == total[b] && (key ? key[a] < key[b] : a < b));
 }
 
 /* heap[0] is the one that ranks last */
@@ -342,22 +342,32 @@ sift_up(const double *total, const int64_t *key, int64_t *heap, Py_ssize_t i)
     }
 }
 
+/* The best k of the m ids into heap[0..kept), the one that ranks last on top (heap may be ids
+ * itself: it is written only below the id being read). */
+static Py_ssize_t
+heap_of_best(const double *total, const int64_t *key, int64_t *heap, const int64_t *ids, Py_ssize_t m,
+             Py_ssize_t k)
+{
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (kept < k) {
+            heap[kept] = ids[i];
+            sift_up(total, key, heap, kept++);
+        } else if (before(total, key, ids[i], heap[0])) {
+            heap[0] = ids[i];
+            sift_down(total, key, heap, kept, 0);
+        }
+    }
+    return kept;
+}
+
 /* the best k of the candidates into s->found[0..kept), best first */
 static Py_ssize_t
 best_k(Sums *s, const int64_t *key, Py_ssize_t k, int bounded, double bound, int *unbounded)
 {
     int64_t *heap = s->found;
     const double *total = s->total;
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < s->m; i++) {
-        if (kept < k) {
-            heap[kept] = heap[i];
-            sift_up(total, key, heap, kept++);
-        } else if (before(total, key, heap[i], heap[0])) {
-            heap[0] = heap[i];
-            sift_down(total, key, heap, kept, 0);
-        }
-    }
+    Py_ssize_t kept = heap_of_best(total, key, heap, heap, s->m, k);
     /* the k-th best must clear what a document outside could reach (numpy's rounding slack) */
     if (bounded && (kept < k || !(bound * (1.0 + 1e-9) + 1e-12 < total[heap[0]]))) {
         *unbounded = 1;
@@ -451,36 +461,6 @@ done:
 
 /* ---------------------------------------------------------------- near_top: the keyword leg's cut */
 
-/* the k-th largest of the candidates' totals (m >= k > 0), with a min-heap of k doubles */
-static double
-kth_largest(const Sums *s, Py_ssize_t k, double *heap)
-{
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < s->m; i++) {
-        double v = s->total[s->found[i]];
-        Py_ssize_t j;
-        if (kept < k) {
-            for (j = kept++; j > 0 && heap[(j - 1) / 2] > v; j = (j - 1) / 2)
-                heap[j] = heap[(j - 1) / 2];
-            heap[j] = v;
-        } else if (v > heap[0]) {
-            for (j = 0;;) {
-                Py_ssize_t c = 2 * j + 1;
-                if (c >= kept)
-                    break;
-                if (c + 1 < kept && heap[c + 1] < heap[c])
-                    c++;
-                if (heap[c] >= v)
-                    break;
-                heap[j] = heap[c];
-                j = c;
-            }
-            heap[j] = v;
-        }
-    }
-    return heap[0];
-}
-
 static int
 ascending(const void *a, const void *b)
 {
@@ -553,7 +533,11 @@ near_top(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     failed = sum(&s) < 0;
     if (!failed) {
         /* near and full each hold at most the m candidates: near from the start, full after it */
-        double cut = k > 0 && s.m >= k ? kth_largest(&s, k, s.out_totals) - margin : -HUGE_VAL;
+        double cut = -HUGE_VAL;
+        if (k > 0 && s.m >= k) { /* the k-th best total, found in the output's room (pick rewrites it) */
+            heap_of_best(s.total, NULL, s.out_ids, s.found, s.m, k);
+            cut = s.total[s.out_ids[0]] - margin;
+        }
         n_near = pick(&s, s.out_ids, s.out_totals, PICK_NEAR, cut);
         n_full = pick(&s, s.out_ids + n_near, s.out_totals + n_near, PICK_EVERY, 0.0);
     }
