@@ -6,8 +6,9 @@
  * added in the order numpy adds it (list by list, a posting's score as `weight * value`, from 0.0)
  * and the build turns floating-point contraction off, so both give the same floats
  * (tests/test_postings_kernel.py compares them). The sums run without the GIL, so the vector leg's
- * worker thread goes on meanwhile. Optional: where it cannot be compiled, retrieval/lexical.py
- * keeps numpy's path.
+ * worker thread goes on meanwhile. Also here: join_rows, a term's stored segment rows joined into
+ * its arrays with store/lexicon.py's checks (tests/test_segment_join.py compares it with numpy's
+ * join). Optional: where it cannot be compiled, retrieval/lexical.py keeps numpy's path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -554,9 +555,156 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------- join_rows: stored segments per term */
+
+PyDoc_STRVAR(join_rows_doc,
+"join_rows(rows, segment_docs) -> (ids, tfs, spans, damaged)\n\n"
+"Stored posting rows (term, seg, blob), ordered by term then seg, each blob its int32 lexids then\n"
+"their int32 term frequencies, joined per term with store/lexicon.py's checks (_checked_postings):\n"
+"a row that is not a non-empty blob of whole postings, or whose first or last lexid lies outside\n"
+"its segment, is skipped and its term is damaged; a term whose joined lexids do not strictly\n"
+"ascend, or with a frequency below 1, is damaged and left out whole. ids (int64) and tfs (int32)\n"
+"hold the kept terms' postings one term after another; spans lists (term, start, end) of each;\n"
+"damaged lists the damaged terms.");
+
+/* The row's segment as a C integer, or 0 when it is not an int or is out of any int64 range (then
+ * no lexid can lie inside it). */
+static int
+segment_of(PyObject *seg, long long *out)
+{
+    if (!PyLong_Check(seg))
+        return 0;
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(seg, &overflow);
+    if (overflow || (value == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = value;
+    return 1;
+}
+
+static PyObject *
+join_rows(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *rows_obj, *seq = NULL, *spans = NULL, *damaged = NULL, *ids_out = NULL, *tfs_out = NULL, *out = NULL;
+    PyObject *term = NULL; /* the term of the group being joined (borrowed from its first row) */
+    long long segment_docs;
+    int64_t *ids = NULL;
+    int32_t *tfs = NULL;
+    if (!PyArg_ParseTuple(args, "OL:join_rows", &rows_obj, &segment_docs))
+        return NULL;
+    if (segment_docs <= 0 || segment_docs > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "segment_docs must be between 1 and 2**31 - 1");
+        return NULL;
+    }
+    if ((seq = PySequence_Fast(rows_obj, "rows must be a sequence")) == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* room for every posting of the rows that are blobs */
+        PyObject *row = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3) {
+            PyErr_SetString(PyExc_TypeError, "each row must be a (term, seg, blob) tuple");
+            goto done;
+        }
+        PyObject *blob = PyTuple_GET_ITEM(row, 2);
+        if (PyBytes_Check(blob))
+            total += PyBytes_GET_SIZE(blob) / 8;
+    }
+    ids = PyMem_Malloc((total ? total : 1) * sizeof(int64_t));
+    tfs = PyMem_Malloc((total ? total : 1) * sizeof(int32_t));
+    if (ids == NULL || tfs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if ((spans = PyList_New(0)) == NULL || (damaged = PyList_New(0)) == NULL)
+        goto done;
+    Py_ssize_t pos = 0, start = 0;
+    int skipped = 0, bad = 0; /* the group lost a row / fails the order or frequency check */
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        PyObject *row = i < n ? PySequence_Fast_GET_ITEM(seq, i) : NULL;
+        int same = 0;
+        if (row != NULL && term != NULL &&
+            (same = PyObject_RichCompareBool(PyTuple_GET_ITEM(row, 0), term, Py_EQ)) < 0)
+            goto done;
+        if (term != NULL && !same) { /* the group of `term` ends here */
+            if (bad)
+                pos = start;
+            if ((bad || skipped) && PyList_Append(damaged, term) < 0)
+                goto done;
+            if (pos > start) {
+                PyObject *span = Py_BuildValue("(Onn)", term, start, pos);
+                if (span == NULL || PyList_Append(spans, span) < 0) {
+                    Py_XDECREF(span);
+                    goto done;
+                }
+                Py_DECREF(span);
+            }
+            term = NULL;
+        }
+        if (row == NULL)
+            break;
+        if (term == NULL) {
+            term = PyTuple_GET_ITEM(row, 0);
+            start = pos;
+            skipped = bad = 0;
+        }
+        PyObject *blob = PyTuple_GET_ITEM(row, 2);
+        long long seg;
+        Py_ssize_t size = PyBytes_Check(blob) ? PyBytes_GET_SIZE(blob) : 0;
+        if (size == 0 || size % 8 || !segment_of(PyTuple_GET_ITEM(row, 1), &seg)) {
+            skipped = 1;
+            continue;
+        }
+        Py_ssize_t count = size / 8;
+        const char *data = PyBytes_AS_STRING(blob);
+        int32_t first, last;
+        memcpy(&first, data, 4);
+        memcpy(&last, data + 4 * (count - 1), 4);
+        /* low = seg * segment_docs, compared without overflowing: lexids are int32 */
+        if (seg < (long long)INT32_MIN / segment_docs - 1 || seg > (long long)INT32_MAX / segment_docs + 1) {
+            skipped = 1;
+            continue;
+        }
+        long long low = seg * segment_docs;
+        if (!(low <= first && first <= last && last < low + segment_docs)) {
+            skipped = 1;
+            continue;
+        }
+        if (bad)
+            continue;
+        for (Py_ssize_t j = 0; j < count; j++) {
+            int32_t id, tf;
+            memcpy(&id, data + 4 * j, 4);
+            memcpy(&tf, data + 4 * (count + j), 4);
+            if ((pos > start && id <= ids[pos - 1]) || tf <= 0) {
+                bad = 1;
+                break;
+            }
+            ids[pos] = id;
+            tfs[pos] = tf;
+            pos++;
+        }
+    }
+    if ((ids_out = PyByteArray_FromStringAndSize((const char *)ids, pos * 8)) == NULL ||
+        (tfs_out = PyByteArray_FromStringAndSize((const char *)tfs, pos * 4)) == NULL)
+        goto done;
+    out = PyTuple_Pack(4, ids_out, tfs_out, spans, damaged);
+done:
+    PyMem_Free(ids);
+    PyMem_Free(tfs);
+    Py_XDECREF(ids_out);
+    Py_XDECREF(tfs_out);
+    Py_XDECREF(spans);
+    Py_XDECREF(damaged);
+    Py_DECREF(seq);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"top_sums", (PyCFunction)(void (*)(void))top_sums, METH_VARARGS | METH_KEYWORDS, top_sums_doc},
     {"near_top", (PyCFunction)(void (*)(void))near_top, METH_VARARGS | METH_KEYWORDS, near_top_doc},
+    {"join_rows", (PyCFunction)join_rows, METH_VARARGS, join_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 
