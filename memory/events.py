@@ -51,12 +51,17 @@ def log_many(
     kind: str,
     rows: Iterable[tuple[str | None, dict[str, Any] | None]],
 ) -> None:
-    """Append several events of one kind and time in one statement (one row per memory)."""
+    """Append several events of one kind and time in one statement (one row per memory). Rows that
+    share one payload object in a run (a settlement's outcome rows: ~10 a search) make its JSON once:
+    masking and dumping it again for each row was ~15% of a warm bm25 search at 20k memories."""
     check_kind(kind)
-    conn.executemany(
-        "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
-        [(iso(at), session, kind, mid, payload_json(payload)) for mid, payload in rows],
-    )
+    stamp = iso(at)
+    stored, last, text = [], None, None
+    for mid, payload in rows:
+        if payload is not last or text is None:
+            last, text = payload, payload_json(payload)
+        stored.append((stamp, session, kind, mid, text))
+    conn.executemany("INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)", stored)
 
 
 def check_kind(kind: object) -> None:

@@ -76,8 +76,8 @@ def settle(conn: sqlite3.Connection, session: str, now: datetime, keep_latest: i
     stamp = iso(now)
     for _, at, token, hit_ids in open_:
         ids = json.loads(hit_ids or "[]")
-        rows = [(mid, {"outcome": "applied", "auto": True, "use_token": token}) for mid in ids
-                if latest.get(mid, "") < at]
+        payload = {"outcome": "applied", "auto": True, "use_token": token}  # one object: its JSON is made once
+        rows = [(mid, payload) for mid in ids if latest.get(mid, "") < at]
         if rows:
             events.log_many(conn, now, session, events.OUTCOME, rows)
             for mid, _ in rows:  # as the next token's query would see them

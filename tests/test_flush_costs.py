@@ -131,3 +131,32 @@ def test_the_settlement_logs_what_the_code_it_replaced_logged(tmp_path):
         assert results[0] == results[1]
         assert results[0][0][0][0] > 0  # hits were auto-applied
         assert len(results[0][1]) > len(log)
+
+
+def test_rows_sharing_a_payload_store_it_once_made_and_each_row_keeps_its_own(tmp_path):
+    """``log_many`` makes a shared payload's JSON once (a settlement's outcome rows share one); rows
+    whose payloads differ, or repeat after another, still store their own, masked."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE events (at TEXT, session TEXT, kind TEXT, memory_id TEXT, payload TEXT)")
+    shared = {"outcome": "applied", "auto": True, "use_token": "use_01ABC"}
+    secret = {"note": "token=ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}
+    rows = [("a", shared), ("b", shared), ("c", secret), ("d", shared), ("e", None), ("f", None)]
+    made = []
+    real = events.payload_json
+
+    def counting(payload):
+        made.append(payload)
+        return real(payload)
+
+    events.payload_json, saved = counting, events.payload_json
+    try:
+        events.log_many(conn, datetime(2026, 3, 2, tzinfo=timezone.utc), "s1", events.OUTCOME, rows)
+    finally:
+        events.payload_json = saved
+    stored = conn.execute("SELECT memory_id, payload, at FROM events ORDER BY rowid").fetchall()
+    assert [r[0] for r in stored] == list("abcdef")
+    assert [json.loads(r[1]) for r in stored] == [json.loads(real(p)) for _, p in rows]
+    assert "ghp_" + "a1B2" not in stored[2][1]  # still masked
+    assert len(made) == 4 and {r[2] for r in stored} == {"2026-03-02T00:00:00.000000Z"}
