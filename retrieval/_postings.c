@@ -598,11 +598,13 @@ join_rows(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_ValueError, "segment_docs must be between 1 and 2**31 - 1");
         return NULL;
     }
-    if ((seq = PySequence_Fast(rows_obj, "rows must be a sequence")) == NULL)
+    /* a tuple of the rows: what the group's borrowed term points into stays alive and unchanged
+     * whatever a comparison's Python code does to the caller's list */
+    if ((seq = PySequence_Tuple(rows_obj)) == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total = 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq), total = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* room for every posting of the rows that are blobs */
-        PyObject *row = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *row = PyTuple_GET_ITEM(seq, i);
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3) {
             PyErr_SetString(PyExc_TypeError, "each row must be a (term, seg, blob) tuple");
             goto done;
@@ -622,7 +624,7 @@ join_rows(PyObject *Py_UNUSED(module), PyObject *args)
     Py_ssize_t pos = 0, start = 0;
     int skipped = 0, bad = 0; /* the group lost a row / fails the order or frequency check */
     for (Py_ssize_t i = 0; i <= n; i++) {
-        PyObject *row = i < n ? PySequence_Fast_GET_ITEM(seq, i) : NULL;
+        PyObject *row = i < n ? PyTuple_GET_ITEM(seq, i) : NULL;
         int same = 0;
         if (row != NULL && term != NULL &&
             (same = PyObject_RichCompareBool(PyTuple_GET_ITEM(row, 0), term, Py_EQ)) < 0)
