@@ -19,7 +19,12 @@ def _compiled() -> Any:
         from . import _postings
     except ImportError:
         return None
+    if not all(hasattr(_postings, name) for name in COMPILED_CALLS):
+        return None  # built from an older _postings.c (an editable install not rebuilt since): numpy's path
     return _postings
+
+
+COMPILED_CALLS = ("top_sums", "near_top", "join_rows")  # what the callers of ``kernel`` use
 
 
 # the legs read it at call time, so a test (or a caller) can switch the numpy path on by setting it to None

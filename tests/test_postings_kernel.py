@@ -77,6 +77,23 @@ def test_the_install_built_it_unless_told_not_to():
     assert told.stdout.strip() == "True", told.stderr
 
 
+def test_an_extension_built_from_an_older_source_is_not_used(monkeypatch):
+    """A checkout pulled into an editable install keeps the .so it last built: one without a call
+    today's code makes must leave every search on numpy's path, not fail it."""
+    import types
+
+    older = types.ModuleType("kenning.retrieval._postings")
+    older.top_sums = older.near_top = lambda *a, **k: None  # no join_rows
+    monkeypatch.setitem(sys.modules, "kenning.retrieval._postings", older)
+    monkeypatch.delenv("KENNING_NUMPY_SUMS", raising=False)
+    import kenning.retrieval as package
+
+    monkeypatch.setattr(package, "_postings", older, raising=False)
+    assert lexical._compiled() is None
+    older.join_rows = lambda *a: None
+    assert lexical._compiled() is older
+
+
 @needs_kernel
 def test_bm25_gives_numpys_documents_scores_and_order(monkeypatch):
     rng = np.random.default_rng(21)
