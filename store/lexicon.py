@@ -675,18 +675,7 @@ def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
     damaged: set[str] = set()
     rows = c.execute(
         f"SELECT term, seg, postings FROM {t.segments} WHERE term IN ({marks}) ORDER BY term, seg", terms).fetchall()
-    if lexical.kernel is not None:
-        arrays = _joined(rows, damaged)
-    else:
-        names, segs, blobs = [], [], []
-        for term, seg, blob in rows:
-            if isinstance(seg, int) and isinstance(blob, bytes) and blob and not len(blob) % 8:
-                names.append(term)
-                segs.append(seg)
-                blobs.append(blob)
-            else:
-                damaged.add(term)
-        arrays = _checked_postings(names, segs, blobs, damaged)
+    arrays = _joined(rows, damaged) if lexical.kernel is not None else _checked_postings(rows, damaged)
     delta = []
     for term, lexid, tf in c.execute(f"SELECT term, lexid, tf FROM {t.delta} WHERE term IN ({marks})", terms):
         if isinstance(lexid, int) and isinstance(tf, int) and tf > 0:
@@ -697,19 +686,27 @@ def _read_terms(c: sqlite3.Connection, t: LexTables, terms: list[str]):
 
 
 def _joined(rows: list[tuple], damaged: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """What ``_read_terms``' row checks and ``_checked_postings`` make of the fetched rows, in one
-    compiled call (retrieval/_postings.c ``join_rows``): a probe's ~100 rows cost ~0.2 ms of
-    Python and numpy passes at 100k memories, most of what reading its postings cost besides SQLite."""
+    """What ``_checked_postings`` makes of the fetched rows, in one compiled call
+    (retrieval/_postings.c ``join_rows``): a probe's ~100 rows cost ~0.2 ms of Python and numpy
+    passes at 100k memories, most of what reading its postings cost besides SQLite."""
     ids, tfs, spans, bad = lexical.kernel.join_rows(rows, SEGMENT_DOCS)
     damaged.update(bad)
     ids, tfs = np.frombuffer(ids, np.int64), np.frombuffer(tfs, np.int32)
     return {term: (ids[a:b], tfs[a:b]) for term, a, b in spans}
 
 
-def _checked_postings(names: list[str], segs: list[int], blobs: list[bytes],
-                      damaged: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Segment rows (ordered by term, then segment) joined per term, as ``_read_terms`` checks
-    them; the terms found damaged are added to ``damaged``."""
+def _checked_postings(rows: list[tuple], damaged: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Segment rows (term, seg, blob), ordered by term then segment, joined per term with numpy, as
+    ``_read_terms`` checks them (the reference ``_joined`` is compared with); the terms found
+    damaged are added to ``damaged``."""
+    names, segs, blobs = [], [], []
+    for term, seg, blob in rows:
+        if isinstance(seg, int) and isinstance(blob, bytes) and blob and not len(blob) % 8:
+            names.append(term)
+            segs.append(seg)
+            blobs.append(blob)
+        else:
+            damaged.add(term)
     if not blobs:
         return {}
     halves = [len(b) // 2 for b in blobs]
