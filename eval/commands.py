@@ -95,6 +95,8 @@ def _what_ran(report: Mapping) -> str:
         f"hybrid fusion: {c.get('fusion')}"
         + (f" (alpha {c.get('evidence_alpha')}, cos floor {c.get('evidence_cos_floor')}, power {c.get('evidence_power')}, "
            f"bm25 share {c.get('evidence_bm25_share')}"
+           + (f", a text holding one of several query terms x{c['evidence_lone_term_weight']}"
+              if "evidence_lone_term_weight" in c else "")
            + (f", bm25 leg with feedback {c['hybrid_bm25_feedback']}" if "hybrid_bm25_feedback" in c else "") + ")"
            if c.get("fusion") == "evidence" else ""),
         f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
@@ -201,7 +203,7 @@ def _category_table(report: Mapping, metric: str = "nDCG@10"):
 @eval_app.command("run")
 @_one_line_errors
 def run_command(
-    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv) or 'builtin'."),
+    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), or 'builtin' / 'memval' (shipped memory-style sets)."),
     modes: Optional[str] = typer.Option(
         None, "--modes", help="Comma-separated modes (keyword,bm25,semantic,hybrid). Default: every mode that can run here."),
     group_sep: Optional[str] = typer.Option(
@@ -403,7 +405,7 @@ def _describe_setting(s: Mapping) -> str:
 @eval_app.command("tune")
 @_one_line_errors
 def tune_command(
-    collections: list[str] = typer.Argument(..., help="One or more BEIR folders (development splits) or 'builtin'."),
+    collections: list[str] = typer.Argument(..., help="One or more BEIR folders (development splits), 'builtin' or 'memval'."),
     group_sep: Optional[str] = typer.Option(
         None, "--group-sep", help="As for `eval run`; ids without the separator are not grouped."),
     metric: str = typer.Option("nDCG@10", "--metric", help="What to maximise (mean over the collections): nDCG@10, R@10 or MRR@10."),

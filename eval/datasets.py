@@ -1,6 +1,6 @@
 """Load BEIR-format relevance collections: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv``.
 
-A collection is a folder (or ``"builtin"``, the memory-style set shipped in the package). The
+A collection is a folder (or ``"builtin"`` / ``"memval"``, the memory-style sets shipped in the package). The
 loader is strict about the files themselves - a missing file or a malformed line is an
 ``InvalidInput`` naming the file and line - and lenient about judgments: qrels rows naming a
 query or document the collection does not have are counted and warned about, not fatal, because
@@ -20,6 +20,8 @@ from pathlib import Path
 from kenning.errors import InvalidInput
 
 BUILTIN = "builtin"
+# collections shipped in the package, by the name ``load_dataset`` takes
+PACKAGED = {BUILTIN: "kenning.eval.builtin", "memval": "kenning.eval.memval"}
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels.tsv"
@@ -129,9 +131,9 @@ def group_of(item_id: str, sep: str | None) -> str | None:
 
 
 def load_dataset(source: str | Path) -> Dataset:
-    """Load a BEIR folder, or the bundled memory-style set when ``source == "builtin"``."""
-    if str(source) == BUILTIN:
-        return _load(resources.files("kenning.eval.builtin"), BUILTIN)
+    """Load a BEIR folder, or a memory-style set shipped in the package (``PACKAGED``: "builtin", "memval")."""
+    if str(source) in PACKAGED:
+        return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()
     if not folder.is_dir():
         raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE})")
@@ -175,7 +177,7 @@ def _open(folder: Path | Traversable, filename: str):
 
 
 def _display(folder: Path | Traversable, filename: str) -> str:
-    return str(folder / filename) if isinstance(folder, Path) else f"{BUILTIN}/{filename}"
+    return str(folder / filename) if isinstance(folder, Path) else f"{folder.name}/{filename}"
 
 
 def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str, dict]]:

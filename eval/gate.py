@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kenning.errors import InvalidInput
 
+from .datasets import PACKAGED
 from .harness import run_eval
 from .metrics import METRICS
 
@@ -45,7 +46,7 @@ VARIANTS = ("keyword", "bm25", "semantic", "hybrid", "hybrid-rrf", "hybrid-lexic
 
 @dataclass(frozen=True)
 class Case:
-    name: str  # "builtin" or a folder name under the eval data
+    name: str  # a packaged collection ("builtin", "memval") or a folder name under the eval data
     group_sep: str | None = None
     limit_queries: int | None = None
     foreign: str | None = None  # another collection whose queries run as unanswerable ones
@@ -53,6 +54,7 @@ class Case:
 
 CASES = (
     Case("builtin"),
+    Case("memval"),
     Case("med", foreign="cranfield"),
     Case("cranfield"),
     Case("npl"),
@@ -71,7 +73,7 @@ def eval_data() -> Path:
 
 def source(name: str, data: Path | None = None) -> str | Path:
     """Where a collection is read from; a missing folder is an error naming the setting."""
-    if name == "builtin":
+    if name in PACKAGED:
         return name
     folder = (data or eval_data()) / name
     if not folder.is_dir():

@@ -349,6 +349,7 @@ def what_ran(store: Store, semantic: bool = True) -> dict:
     out["bm25_idf"] = bm25.IDF_NAME
     out["query_spelling"] = spelling.describe()
     out["evidence_bm25_share"] = fusion.BM25_SHARE
+    out["evidence_lone_term_weight"] = fusion.LONE_TERM_WEIGHT
     out["hybrid_bm25_feedback"] = (f"rm3: {feedback.FEEDBACK_DOCS} texts, {feedback.FEEDBACK_TERMS} terms, "
                                    f"query keeps {feedback.KEEP_QUERY}")
     out["label_rule"] = labels.describe()

@@ -398,7 +398,7 @@ class TranscriptIndex:
                         "power": config.evidence_power}
         candidates, runner_up = engine.rank_with_runner_up(
             runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
-            coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+            coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
         shown = spelling.shown(query, fixed)

@@ -274,6 +274,21 @@ def _few_sums(weights: list[float], matched: np.ndarray) -> list[float]:
     return sums
 
 
+def fusion_coverage(index: LexicalIndex, terms: list[str], keys: list[int]) -> tuple[dict[int, float], frozenset[int]]:
+    """What evidence fusion reads of the lexical side: ``idf_coverage`` of each key, and the keys that
+    hold exactly one of the query's distinct terms when it has two or more (``fusion.evidence``'s
+    ``lone``), from one ``contains`` pass."""
+    distinct = list(dict.fromkeys(terms))
+    if not distinct or not keys or index.n_docs == 0:
+        return {k: 0.0 for k in keys}, frozenset()
+    matched = contains(index, distinct, keys)
+    coverage = idf_coverage(index, distinct, keys, matched=matched)
+    if len(distinct) < 2:
+        return coverage, frozenset()
+    held = matched.sum(axis=1).tolist()
+    return coverage, frozenset(int(key) for key, n in zip(keys, held) if n == 1)
+
+
 def idf_coverage(index: LexicalIndex, terms: list[str], keys: list[int],
                  matched: np.ndarray | None = None) -> dict[int, float]:
     """Each document's IDF-weighted share of the distinct query terms it contains (0-1).

@@ -7,7 +7,7 @@ score)]`` and a text lookup, and gets back fused candidates with ``matched_leg``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from . import fusion, labels
@@ -49,13 +49,14 @@ def rank(
     limit: int,
     rrf_k: float = fusion.RRF_K,
     weights: dict[str, float] | None = None,
-    coverage_of: Callable[[list[int]], dict[int, float]] | None = None,
+    coverage_of: Callable[[list[int]], tuple[dict[int, float], Collection[int]]] | None = None,
     evidence: dict[str, float] | None = None,
 ) -> list[Candidate]:
     """Run each leg to ``depth``, fuse, keep ``limit``; a single leg passes through natively.
 
     With the vector leg in and ``evidence`` settings (alpha, cos_floor, power) plus a
-    ``coverage_of`` lookup, legs are fused on absolute evidence (``fusion.evidence``); otherwise
+    ``coverage_of`` lookup (each key's coverage, and the keys holding one of several query terms:
+    ``bm25.fusion_coverage``), legs are fused on absolute evidence (``fusion.evidence``); otherwise
     by weighted RRF.
     """
     if len(legs) == 1:  # nothing to fuse: the leg's own top ``limit`` is the answer, so rank no deeper
@@ -64,7 +65,8 @@ def rank(
     rankings = {name: run(depth) for name, run in legs.items()}
     if evidence is not None and coverage_of is not None and VECTOR_LEG in rankings:
         keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
-        fused = fusion.evidence(rankings, coverage_of(keys), **evidence, limit=limit)
+        coverage, lone = coverage_of(keys)
+        fused = fusion.evidence(rankings, coverage, **evidence, limit=limit, lone=lone)
     else:
         fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]

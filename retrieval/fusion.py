@@ -7,12 +7,18 @@ by the best single-leg rank, then by document key, so the order is deterministic
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 RRF_K = 60.0
 # how much of the lexical evidence BM25 decides among texts of equal coverage (evidence fusion);
 # chosen leave-one-collection-out on the development sets (eval/baselines/README.md)
 BM25_SHARE = 0.5
+# the lexical evidence of a text that holds just one of a query's several distinct terms is worth this
+# share: one shared word ("presents" for "how should edits be presented to me") is weak evidence of
+# an answer, and in a store of short memories it is what buried paraphrased questions' answers,
+# which share no word with the question (eval/baselines/README.md, "Eighth pass")
+LONE_TERM_WEIGHT = 0.4
 
 
 @dataclass
@@ -77,6 +83,8 @@ def evidence(
     power: float = 3.0,
     bm25_share: float = BM25_SHARE,
     limit: int | None = None,
+    lone: Collection[int] = (),
+    lone_weight: float = LONE_TERM_WEIGHT,
 ) -> list[Fused]:
     """Fuse on absolute evidence instead of ranks: ``alpha * lexical + (1 - alpha) * cos'``.
 
@@ -84,7 +92,8 @@ def evidence(
     same for every query, unlike a raw BM25 score); ``lexical = coverage**power * ((1 - bm25_share)
     + bm25_share * bm25 / best bm25 of this query)``: coverage says how much of the query a text
     holds, the BM25 ratio (term frequency, length) which of the texts holding it says it most
-    (a text outside BM25's list counts 0 there). ``cos'`` rescales the vector leg's cosine above
+    (a text outside BM25's list counts 0 there), times ``lone_weight`` for a key in ``lone`` (a text
+    holding one of the query's two or more distinct terms). ``cos'`` rescales the vector leg's cosine above
     ``cos_floor`` to 0-1. Both are absolute, so a leg that found nothing convincing for *this* query
     contributes little, where RRF would hand its rank 1 the same credit as a perfect match. That is
     what makes the hybrid at least as good as its better leg on every development set (see the
@@ -106,6 +115,8 @@ def evidence(
             if best_bm25 > 0:
                 bm25 = bm25_of.get(key)
                 lexical *= (1.0 - bm25_share) + bm25_share * (bm25 / best_bm25 if bm25 is not None else 0.0)
+            if key in lone:
+                lexical *= lone_weight
             vector = vector_of.get(key)
             semantic = max(0.0, vector - cos_floor) / span if vector is not None else 0.0
             scores[key] = alpha * lexical + (1.0 - alpha) * semantic

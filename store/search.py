@@ -160,7 +160,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     try:
         candidates, runner_up = engine.rank_with_runner_up(
             runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
-            coverage_of=lambda keys: bm25.idf_coverage(lexicon, terms, keys))
+            coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
     finally:
         if ahead is not None:  # its worker reads the vector index: done before the caller unlocks the store
             ahead.settle()

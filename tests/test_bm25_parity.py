@@ -86,3 +86,14 @@ def test_idf_coverage_counts_an_absent_term_and_each_term_once(store):
 
 def test_idf_coverage_of_an_empty_store_is_zero(store):
     assert bm25.idf_coverage(store.lexicon.refresh(), ["anything"], [1]) == {1: 0.0}
+
+
+def test_fusion_coverage_names_the_texts_holding_one_of_several_terms(store):
+    store.import_records([{"content": t, "scopes": ["c"]} for t in
+                          ["common rare", "common", "rare other", "nothing shared"]])
+    lex = store.lexicon.refresh()
+    coverage, lone = bm25.fusion_coverage(lex, ["common", "rare", "common"], [1, 2, 3, 4])
+    assert coverage == bm25.idf_coverage(lex, ["common", "rare"], [1, 2, 3, 4])
+    assert lone == {2, 3}  # one of the two terms each; 1 holds both, 4 neither
+    assert bm25.fusion_coverage(lex, ["common"], [1, 2])[1] == frozenset()  # one term: nothing to weigh
+    assert bm25.fusion_coverage(lex, [], [1]) == ({1: 0.0}, frozenset())

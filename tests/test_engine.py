@@ -4,7 +4,7 @@ explained (matched leg, match terms, relevance label, snippet). Leg runs are pla
 
 import pytest
 
-from kenning.retrieval import engine
+from kenning.retrieval import engine, fusion
 from kenning.retrieval.labels import HIGH_COSINE, HIGH_COSINE_ALONE
 
 
@@ -41,7 +41,7 @@ def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}
     settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}
     out = engine.rank(legs, depth=10, limit=10, rrf_k=10, weights={"keyword": 2.0},
-                      evidence=settings, coverage_of=lambda keys: {1: 1.0, 2: 0.0})
+                      evidence=settings, coverage_of=lambda keys: ({1: 1.0, 2: 0.0}, frozenset()))
     assert [c.key for c in out] == [1, 2]
     assert out[0].score == pytest.approx(2 / 11 + 1 / 11) and out[1].score == pytest.approx(2 / 12)
 
@@ -51,11 +51,14 @@ def test_with_the_vector_leg_evidence_settings_fuse_on_coverage_and_cosine():
     legs = {"keyword": lambda n: [(1, 5.0)], "vector": lambda n: [(2, 0.9), (1, 0.2)]}
     settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}
     out = engine.rank(legs, depth=10, limit=10, evidence=settings,
-                      coverage_of=lambda keys: seen.append(keys) or {1: 1.0})
+                      coverage_of=lambda keys: seen.append(keys) or ({1: 1.0}, frozenset()))
     assert seen == [[1, 2]]  # every candidate of every leg, once, in first-seen order
     assert [c.key for c in out] == [1, 2]
     assert out[0].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.2) and out[1].score == pytest.approx(0.5 * 0.9)
-    rrf = engine.rank(legs, depth=10, limit=10, rrf_k=10, coverage_of=lambda keys: {1: 1.0})
+    # a key named lone (one of several query terms) keeps fusion.LONE_TERM_WEIGHT of its lexical evidence
+    lone = engine.rank(legs, depth=10, limit=10, evidence=settings, coverage_of=lambda keys: ({1: 1.0}, {1}))
+    assert lone[0].key == 2 and lone[1].score == pytest.approx(0.5 * 1.0 * fusion.LONE_TERM_WEIGHT + 0.5 * 0.2)
+    rrf = engine.rank(legs, depth=10, limit=10, rrf_k=10, coverage_of=lambda keys: ({1: 1.0}, frozenset()))
     assert rrf[0].score == pytest.approx(1 / 11 + 1 / 12)  # without evidence settings: RRF
 
 

@@ -146,3 +146,21 @@ def test_builtin_paraphrases_share_no_token_with_their_targets():
         for doc_id in data.qrels[qid]:
             shared = set(query_tokens(query.text)) & set(tokenize(data.documents[doc_id].content))
             assert not shared, (qid, doc_id, shared)
+
+
+def test_memval_set_shape_and_paraphrases():
+    """The second shipped memory-style set: 400 memories, 160 queries of five kinds; unanswerable
+    <=> no judgments; a paraphrase shares no token with its grade-2 answer (the one token stream)."""
+    data = load_dataset("memval")
+    assert data.name == "memval" and data.unknown_qrels == 0
+    assert len(data.documents) == 400 and len(data.queries) == 160
+    kinds: dict[str, int] = {}
+    for qid, query in data.queries.items():
+        kinds[query.category] = kinds.get(query.category, 0) + 1
+        assert (query.category == "unanswerable") == (qid not in data.qrels)
+        if query.category == "paraphrase":
+            for doc_id, grade in data.qrels[qid].items():
+                shared = set(query_tokens(query.text)) & set(tokenize(data.documents[doc_id].content))
+                assert grade < 2 or not shared, (qid, doc_id, shared)
+    assert kinds == {"exact": 40, "paraphrase": 50, "typo": 15, "wordform": 15, "unanswerable": 40}
+    assert all(2 in judged.values() for judged in data.qrels.values())

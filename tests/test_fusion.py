@@ -183,3 +183,20 @@ def test_evidence_breaks_equal_scores_by_the_best_rank_in_any_leg_then_the_key()
         fused = evidence(rankings, {}, limit=limit)
         assert {f.score for f in fused} == {0.0}
         assert [f.key for f in fused] == [5, 7, 9][:limit]
+
+
+def test_one_shared_word_of_several_is_weak_lexical_evidence():
+    """A text holding one of the query's several terms (``lone``) keeps LONE_TERM_WEIGHT of its
+    lexical evidence; the same coverage from the other text counts in full."""
+    from kenning.retrieval.fusion import LONE_TERM_WEIGHT, evidence
+
+    rankings = {"bm25": [(1, 4.0), (2, 4.0)], "vector": [(3, 0.5), (1, 0.2), (2, 0.2)]}
+    coverage = {1: 0.5, 2: 0.5, 3: 0.0}
+    fused = evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5, lone={2})
+    scores = {f.key: f.score for f in fused}
+    semantic = 0.2 * (0.2 - 0.1) / 0.9
+    assert scores[1] == pytest.approx(0.8 * 0.5**3 + semantic)
+    assert scores[2] == pytest.approx(0.8 * 0.5**3 * LONE_TERM_WEIGHT + semantic)
+    assert scores[3] == pytest.approx(0.2 * (0.5 - 0.1) / 0.9)
+    assert [f.key for f in fused] == [1, 3, 2]
+    assert [f.key for f in evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5)] == [1, 2, 3]

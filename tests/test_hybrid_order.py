@@ -33,3 +33,30 @@ def test_hybrid_evidence_orders_several_candidates_as_constructed(tmp_path):
                           env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     check(json.loads(done.stdout)["hits"], names, alpha)
+
+
+PARAPHRASED = [
+    "The user wants proposed changes shown as unified diffs rather than whole files.",
+    "Ayesha presents the load-test results at the monthly all-hands.",
+    "The search service matches terms with an edit distance of 1 for short words.",
+    "Deploys to production happen on Tuesdays and Thursdays only.",
+    "The billing service stores prices as integer cents.",
+    "The user's laptop is a 14-inch MacBook Pro.",
+]
+
+
+def test_a_paraphrased_question_finds_its_answer_over_texts_sharing_one_word(tmp_path, monkeypatch):
+    """The answer shares no word with the question; two other memories share one word each
+    ("presents", "edit"). With each such text's lexical evidence weighed down
+    (fusion.LONE_TERM_WEIGHT) the answer comes first; weighed in full, both outrank it."""
+    from kenning.retrieval import bm25
+
+    query = "How should edits be presented to me?"
+    with kenning.open_store(tmp_path / "s") as s:
+        answer = s.write(PARAPHRASED[0], scopes=["team"]).id
+        for text in PARAPHRASED[1:]:
+            s.write(text, scopes=["team"])
+        assert [h.id for h in s.search(query, mode="hybrid", limit=3).hits][0] == answer
+        full = bm25.fusion_coverage
+        monkeypatch.setattr(bm25, "fusion_coverage", lambda *args: (full(*args)[0], frozenset()))
+        assert [h.id for h in s.search(query, mode="hybrid", limit=3).hits][2] == answer

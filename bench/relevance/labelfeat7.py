@@ -28,7 +28,10 @@ def dump(source, foreign, group_sep, limit, removed=False):
 
     def label(*args, **kw):
         out = real_label(*args, **kw)
-        calls[-1]["label_args"], calls[-1]["label"] = (args, kw), out
+        # the question check is a callable (not picklable): keep whether it fired instead
+        calls[-1]["label_args"] = (tuple(a for a in args if not callable(a)),
+                                   {k: v for k, v in kw.items() if not callable(v)})
+        calls[-1]["label"] = out
         return out
 
     def explain(candidate, *args, **kw):

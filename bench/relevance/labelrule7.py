@@ -61,28 +61,34 @@ def score(rows, high):
             len(hh), sum(bool(q["hits"]) and high(q["hits"][0]) for q in una), len(una))
 
 
-def choose(table, train):
+def choose(table, train, removed=None, strictness=None):
+    """The rule admissible on ``train`` that ranks best (see the module docstring); ``removed`` maps a
+    collection to its answers-removed dump and bound (default REMOVED), ``strictness`` a rule to how
+    strict it is (default: this pass's thresholds summed, asking counted)."""
+    removed = REMOVED if removed is None else removed
+    strictness = strictness or (lambda rule: sum(x for x in rule[:4] if x < 9) + rule[4])
     best = None
     for rule, o in table.items():
         if any(o[n][3] > 0.02 * o[n][4] for n in train):
             continue
-        if any(n in REMOVED and o[REMOVED[n][0]][3] > REMOVED[n][1] * o[REMOVED[n][0]][4] for n in train):
+        if any(n in removed and o[removed[n][0]][3] > removed[n][1] * o[removed[n][0]][4] for n in train):
             continue
         if "builtin" in train and o["builtin"][0] < 0.5:
             continue
         prec = [o[n][1] for n in train]
         key = (sum(p >= 0.9 for p in prec), round(min(prec), 2), round(float(np.mean([min(o[n][0], 0.55) for n in train])), 3),
-               sum(x for x in rule[:4] if x < 9) + rule[4])
+               strictness(rule))
         if best is None or key > best[0]:
             best = (key, rule)
-    return best[1]
+    return best[1] if best else None
 
 
-def line(o, n):
+def line(o, n, removed=None):
+    removed = REMOVED if removed is None else removed
     share, prec, nh, un, nu = o[n]
-    removed = " | answers removed: top high %d of %d" % o[REMOVED[n][0]][3:] if n in REMOVED else ""
+    gone = " | answers removed: top high %d of %d" % o[removed[n][0]][3:] if n in removed else ""
     return "%-14s top-high %5.1f %% | high precision %.3f (%d hits) | unanswerable top high %d of %d%s" % (
-        n, 100 * share, prec, nh, un, nu, removed)
+        n, 100 * share, prec, nh, un, nu, gone)
 
 
 if __name__ == "__main__":
