@@ -136,7 +136,8 @@ def load_dataset(source: str | Path) -> Dataset:
         return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()
     if not folder.is_dir():
-        raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE})")
+        raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE}; "
+                           f"the shipped sets are {' and '.join(PACKAGED)})")
     return _load(folder, folder.resolve().name)
 
 

@@ -102,7 +102,9 @@ class _Collection:
             legs = {leg: (lambda n, r=by_query[q]: r[:n]) for leg, by_query in self.rankings.items()}
             depth = max(len(by_query[q]) for by_query in self.rankings.values())
             coverage = self.coverage.get(q, {})
-            out[q] = [c.key for c in engine.rank(legs, depth, TOP, coverage_of=lambda keys: coverage, **fusion)]
+            # the fetched coverage is a hybrid score, so a lone-term text's weight is in it already: none named here
+            out[q] = [c.key for c in engine.rank(legs, depth, TOP, coverage_of=lambda keys: (coverage, frozenset()),
+                                                 **fusion)]
         return out
 
 

@@ -69,7 +69,7 @@ def test_unknown_ids_in_qrels_are_counted_and_warned_not_fatal(tmp_path):
 
 
 def test_missing_folder_and_missing_file(tmp_path):
-    with pytest.raises(InvalidInput, match="no such collection folder"):
+    with pytest.raises(InvalidInput, match="no such collection folder .*the shipped sets are builtin and memval"):
         load_dataset(tmp_path / "nope")
     folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}], [])
     (folder / "queries.jsonl").unlink()
