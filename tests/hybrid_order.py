@@ -24,7 +24,7 @@ MEMORIES = {
     "three": "database credentials rotate in the vault",
     "paraphrase": "after dark the release automation swaps the passwords of the SQL server",
     "one": "the garden pipeline of tomato seedlings",
-    "unrelated": "kiwi orchard watering schedule",
+    "unrelated": "ripe figs and honey for breakfast",  # cosine -0.015 to the query, under any floor
 }
 ORDER = ["exact", "padded", "three", "paraphrase", "one"]
 

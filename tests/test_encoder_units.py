@@ -190,7 +190,7 @@ def test_a_local_model_named_like_the_default_replaces_it_in_the_list(spec, tmp_
 
 
 def test_the_floor_is_looked_up_by_model_name(spec):
-    assert embeddings.no_match_floor(spec) == embeddings.NO_MATCH_FLOORS[embeddings.DEFAULT_MODEL] == 0.2
+    assert embeddings.no_match_floor(spec) == embeddings.NO_MATCH_FLOORS[embeddings.DEFAULT_MODEL] == 0.15
     other = embeddings.ModelSpec("other", spec.path, "local", "other:0")
     assert embeddings.no_match_floor(other) is None
 
