@@ -1,6 +1,7 @@
-"""Fusion families replayed on fusecap.py's captures (fusereplay.evidence generalised).
+"""Fusion families replayed on fusecap.py's captures (eval/baselines/README.md, "Eighth pass").
 
-Each family is the shipped evidence fusion with one change:
+``fuse`` with its defaults is the evidence fusion as shipped before the lone-term weight (``one=0.4``
+is it as shipped now); each family is one change:
 - ``gate``: a hit's lexical evidence counts in full only when its cosine reaches ``g_hi`` (linearly
   less down to ``g_lo``, none below): words shared with a text about something else are not evidence;
 - ``rel``: the same with the cosine as a share of the query's best cosine (``r_lo``, ``r_hi``);
@@ -16,7 +17,10 @@ import itertools
 
 
 def fuse(row, alpha=0.78, cos_floor=0.1, power=3.0, bm25_share=0.5, g_lo=None, g_hi=None, g_min=0.0,
-         a_cov=None, a_min=None, r_lo=None, r_hi=None, r_min=0.0, missing=None, one=None, one_cos=None, rho=0.0, few=None, few_share=0.5):
+         a_cov=None, a_min=None, r_lo=None, r_hi=None, r_min=0.0, missing=None, one=None, one_cos=None, rho=0.0,
+         few=None, few_share=0.5):
+    """The fused order of one captured query (``matched`` / ``n_terms`` from ``with_matches`` for
+    ``one`` and ``few``)."""
     rankings, coverage = row["rankings"], row["coverage"]
     natives = {leg: dict(r) for leg, r in rankings.items()}
     bm25_of, vector_of = natives.get("bm25", {}), natives.get("vector", {})
