@@ -48,8 +48,9 @@ hit is ``high`` (builtin's 15; of off-topic queries of one collection posed to a
 time on builtin and 36 % on memval (short agent memories, the shape this label is for; memval, written
 blind to this rule, asks more paraphrases, whose answers share no word and rarely reach cosine
 ``LEAD_COSINE``; nothing measured lifts its share without costing a collection its precision:
-eval/baselines/README.md, "Eighth pass"), and rarely on the document collections: LoCoMo 8 %, med 7 %, SciFact 4 %, npl 1 %, cranfield 0.4 %. Their questions are long
-or their right answers do not stand out, and ``medium`` - worth reading, not proof - is what the
+eval/baselines/README.md, "Eighth pass"), and rarely on the document collections: LoCoMo 8 %, med
+7 %, SciFact 4 %, npl 1 %, cranfield 0.4 %. Their questions are long or their right answers do not
+stand out, and ``medium`` - worth reading, not proof - is what the
 evidence supports there.
 What it does not promise: a question with two good answers in the store gets ``medium`` on both
 (med's ten best hits are usually all right and close together: its top hits are right 93 % of the

@@ -7,10 +7,11 @@ README.md, "Eighth pass") asks long keyword questions ("Halvard Utilities rate l
 whose answer holds every word at cosine .8 or more, and leads by .66-.84: `medium` under that rule.
 Swept here: such a hit (coverage >= ``full_cov`` and cosine >= ``full_cos``) is held to the short
 question's standing-out test instead. Read from labelfeat7.py's dumps of the shipped engine; scored
-and chosen as labelrule7.py does (fewer thresholds in play counts as stricter), on seven collections (memval added, its own unanswerable 40 and
-off-topic LoCoMo questions, and its answers-removed near misses <= 5 % as LoCoMo's: its planted near misses
-(the old version beside the new) sometimes still answer), then leave-one-out.
-    python bench/relevance/labelfeat7.py ...   # as in labelrule7.py, plus /work/memval (--foreign, --removed)
+and chosen as labelrule7.py does (fewer thresholds in play counts as stricter) on seven collections:
+memval added with its own 40 unanswerable and LoCoMo's off-topic questions, and its answers-removed
+near misses held to <= 5 % as LoCoMo's are (its planted near misses, the old version beside the new,
+sometimes still answer); then leave-one-out.
+    python bench/relevance/labelfeat7.py ...   # as in labelrule7.py, plus memval (--foreign, --removed)
     python bench/relevance/labelrule8.py
 """
 import itertools, os, pickle

@@ -8,7 +8,7 @@ import os
 import pickle
 import sys
 
-from fusereplay import load, score
+from fusereplay import OUT, load, score
 from fusevariants import fuse, with_matches
 from kenning.eval.datasets import PACKAGED, load_dataset
 
@@ -20,7 +20,7 @@ DATA = os.environ.get("KENNING_EVAL_DATA", "/work/shared/eval-data")
 
 
 def captured(name):
-    path = os.path.join(os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance"), f"fusecap-{name}-matched.pkl")
+    path = OUT / f"fusecap-{name}-matched.pkl"
     if os.path.exists(path):
         with open(path, "rb") as f:
             return pickle.load(f)
