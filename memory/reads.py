@@ -13,7 +13,7 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from kenning.errors import InvalidInput, NotFound, SearchDisabled
+from kenning.errors import EmbeddingsUnavailable, InvalidInput, NotFound, SearchDisabled
 from kenning.store import integrity, records, search as ranking
 from kenning.store.plain import MODES, NotPlain, PlainResult
 
@@ -220,7 +220,12 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
                            explain)
 
     with s.db.lock:
-        ranked = run()
+        try:
+            ranked = run()
+        except EmbeddingsUnavailable:
+            if s.semantic.availability().working:
+                raise
+            ranked = run()  # the encoder broke during this search (a NaN vector): answered lexically, degraded
         if s.lexicon.damaged and not s.db.read_only:
             if plain:  # the models' search repairs and says so; a fall-back after a repair would not
                 raise NotPlain()
@@ -233,7 +238,14 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
                         f"({damaged} terms); it was rebuilt from the memories' text before this answer",
                         "install": "", "fix": None}
                 ranked[0].degraded = _degraded(note)
+    if not plain and explain and ranked[0].pending_embeddings is None and _vector_leg_missed(ranked[0]):
+        ranked[0].pending_embeddings = s.semantic.pending_count()  # what it would have had to embed
     return ranked
+
+
+def _vector_leg_missed(result: SearchResult) -> bool:
+    """The mode asked for the vector leg and the encoder could not run it."""
+    return result.degraded is not None and result.degraded.reason.startswith("embeddings_")
 
 
 def _degraded(note: dict[str, Any]) -> Any:

@@ -7,7 +7,8 @@ the packages exist at all. Availability has three states:
 
 - ``absent``  - the extra is not installed; callers answer lexically and say so;
 - ``working`` - the model loaded and encoded a probe sentence;
-- ``broken``  - installed, but importing or loading failed; logged once, then treated as absent.
+- ``broken``  - installed, but a setting is invalid, a package does not import, the model cannot be
+  (re-)converted, or an encode gave NaN; logged once, then treated as absent.
 
 A model is named (config or ``--model``) and resolves first to ``<models_dir>/<name>/`` - a
 sentence-transformers directory a user put there - then to the packaged default model.
@@ -55,7 +56,6 @@ _REQUIRED_PACKAGES = {
 # Installed only by the extra: one of these present means the extra is, and a missing runtime is a break.
 _EXTRA_PACKAGES = ("sentence_transformers", _MODEL_PACKAGE)
 _PIP_NAMES = {"onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "sentence_transformers": "sentence-transformers"}
-INSTALL_RUNTIME = "pip install onnxruntime tokenizers"
 REPAIR_COMMAND = "kenning models --convert"
 # Files whose content defines how a model embeds; hashed in full (they are small).
 _DEFINING_FILES = frozenset(
@@ -235,8 +235,9 @@ def _load_torch(spec: ModelSpec) -> Encoder:
 
 
 def _load_onnx(spec: ModelSpec, variant: str) -> Encoder:
-    """The ONNX encoder, converting first when the converted file is missing; a damaged file is
-    re-converted once when sentence-transformers is installed, else reported with the repair."""
+    """The ONNX encoder, converting first when the converted file is missing; a file shown damaged
+    (wrong size or content, unreadable to onnxruntime, or not reproducing its probe vector) is
+    re-converted once when the export's packages are installed, else reported with the repair."""
     from . import onnx_export
 
     problem = onnx_export.problem(spec, variant)
@@ -272,41 +273,87 @@ def _checked_onnx(spec: ModelSpec, variant: str) -> Encoder:
 
 
 def _probed(spec: ModelSpec, variant: str, path: Path, manifest: dict, cache_optimized: bool) -> Encoder:
+    """The encoder, once it reproduced the probe vector. Only a file onnxruntime cannot parse or a
+    probe it does not reproduce is _Damaged (re-converted); any other failure is reported as what it
+    is, so a bad setting or a broken install never costs a conversion."""
     from . import onnx_export
-    from .onnx_encoder import OnnxEncoder
+    from .onnx_encoder import NonFiniteVectors, OnnxEncoder
 
+    _import_runtime()
     try:
         encoder = OnnxEncoder(spec, path, encoder_id(spec, variant), cache_optimized=cache_optimized)
         vector = encoder.encode_query(manifest["probe"]["text"])
         expected = np.asarray(manifest["probe"]["vector"], dtype=np.float32)
+    except NonFiniteVectors as exc:
+        raise _Damaged(exc.cause) from exc
+    except (EmbeddingsUnavailable, InvalidInput):
+        raise
     except Exception as exc:
-        if _is_missing_runtime(exc):
-            raise EmbeddingsUnavailable(f"importing onnxruntime failed: {_describe(exc)}", fix=INSTALL_RUNTIME) from exc
-        raise _Damaged(f"the ONNX file {path} does not load ({_describe(exc)})") from exc
-    if vector.shape != expected.shape or float(vector @ expected) < onnx_export.PROBE_MIN_COSINE[variant]:
+        if _file_refused(exc):
+            raise _Damaged(f"the ONNX file {path} does not load ({_describe(exc)})") from exc
+        # another onnxruntime error may still be the file's: converting again by hand is the likely repair,
+        # but not automatically (a runtime that cannot run this graph would convert on every call)
+        fix = REPAIR_COMMAND if type(exc).__module__.startswith("onnxruntime") else None
+        raise EmbeddingsUnavailable(f"loading the ONNX file {path} failed: {_describe(exc)}", fix=fix) from exc
+    cosine = float(vector @ expected) if vector.shape == expected.shape else float("nan")
+    if not cosine >= onnx_export.PROBE_MIN_COSINE[variant]:  # NaN included
         raise _Damaged(f"the ONNX file {path} no longer reproduces its reference vector (damaged)")
     return encoder
 
 
-def _is_missing_runtime(exc: BaseException) -> bool:
-    return isinstance(exc, ImportError) and "onnxruntime" in str(exc)
+# What onnxruntime raises for a file it cannot read as a model (protobuf or graph invalid, file gone).
+_FILE_ERRORS = frozenset({"InvalidProtobuf", "InvalidGraph", "NoSuchFile", "NoModel"})
+
+
+def _file_refused(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("onnxruntime") and type(exc).__name__ in _FILE_ERRORS
+
+
+def _import_runtime() -> None:
+    """Import what the ONNX encoder runs on, naming the package and its error when that fails (a
+    missing shared library, a half-removed install): reinstalling it is the repair, not a conversion."""
+    for package in _REQUIRED_PACKAGES["onnx"]:
+        try:
+            importlib.import_module(package)
+        except Exception as exc:
+            missing = isinstance(exc, ModuleNotFoundError) and exc.name == package
+            fix = f"pip install {'' if missing else '--force-reinstall '}{_PIP_NAMES[package]}"
+            raise EmbeddingsUnavailable(f"importing {package} failed: {_describe(exc)}", fix=fix) from exc
 
 
 def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool = False) -> None:
+    """Convert ``spec`` (``problem`` says why), or raise EmbeddingsUnavailable naming what stops it
+    (a missing package, an unwritable cache: both asked before the half-minute export starts)."""
     from . import onnx_export
 
-    if not onnx_export.can_convert(spec, variant):
-        raise EmbeddingsUnavailable(f"{problem}, and converting it needs {onnx_export.needed_packages(variant)}",
-                                    fix=f"pip install {onnx_export.needed_packages(variant)} && {REPAIR_COMMAND}")
+    missing = onnx_export.missing_for(spec, variant)
+    if missing:
+        raise EmbeddingsUnavailable(f"{problem}, and converting it needs {' '.join(missing)}",
+                                    fix=f"pip install {' '.join(missing)} && {REPAIR_COMMAND}")
+    try:
+        onnx_export.check_writable(spec)
+    except onnx_export.CacheNotWritable as exc:
+        raise EmbeddingsUnavailable(f"{problem}, and {exc}", fix=exc.fix) from exc
     started = time.monotonic()
     notice(f"{problem}; converting {spec.name} to ONNX once (about half a minute)")
+    steps: list[str] = []
+
+    def step(message: str) -> None:
+        steps.append(message)
+        notice(f"  {message}")
+
     try:
-        onnx_export.ensure(spec, variant, step=lambda message: notice(f"  {message}"), force=force)
+        onnx_export.ensure(spec, variant, step=step, force=force)
+    except onnx_export.CacheNotWritable as exc:
+        raise EmbeddingsUnavailable(f"{problem}, and {exc}", fix=exc.fix) from exc
     except Exception as exc:
         # the model itself did not load or export: no command repairs that, the cause says what is wrong
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
-    notice(f"converted {spec.name} in {time.monotonic() - started:.0f} s "
-           f"({onnx_export.converted_dir(spec)})")
+    took = f"{time.monotonic() - started:.0f} s ({onnx_export.converted_dir(spec)})"
+    if steps:
+        notice(f"converted {spec.name} in {took}")
+    else:  # the folder's lock was held by another process, which converted it meanwhile
+        notice(f"waited for another process's conversion of {spec.name}: {took}")
 
 
 def notice(message: str) -> None:
@@ -325,20 +372,46 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
     The answer is cached per process and model, so a broken extra is logged once and every
     later search degrades quietly to the lexical legs.
     """
+    from .onnx_encoder import InvalidSetting, check_settings
+
     try:
         backend_name = backend()
+        if backend_name != "torch":
+            check_settings()
+    except InvalidSetting as exc:
+        return Availability("broken", str(exc), None, exc.fix)
     except InvalidInput as exc:
         return Availability("broken", str(exc), None, "unset KENNING_ENCODER")
     key = (model, None if models_dir is None else str(models_dir), backend_name)
     with _lock:
         cached = _availability.get(key)
+        if cached is not None and cached.working:
+            cached = _unless_failed(cached, backend_name)
+            _availability[key] = cached
     if cached is not None:
         return cached
     availability = _probe_uncached(model, models_dir, backend_name)
     if availability.state == "broken":
-        log.warning("embeddings are broken, answering lexically: %s", availability.cause)
+        _log_break(availability)
     with _lock:
         return _availability.setdefault(key, availability)
+
+
+def _unless_failed(availability: Availability, backend_name: str) -> Availability:
+    """A working answer, or broken once its encoder produced a non-finite vector (onnx_encoder's
+    NonFiniteVectors): from then on searches answer lexically and writes stay queued."""
+    failure = getattr(_encoders.get(encoder_id(availability.model, backend_name)), "failure", None)
+    if failure is None:
+        return availability
+    broken = Availability("broken", failure.cause, availability.model, failure.fix)
+    _log_break(broken)
+    return broken
+
+
+def _log_break(availability: Availability) -> None:
+    """Once per process: what broke and what follows, true of every caller (a search, a write, an index)."""
+    log.warning("embeddings are broken: %s; searches use the lexical legs and memories wait for their vectors "
+                "until it is fixed (%s)", availability.cause, availability.fix or INSTALL_EMBEDDINGS)
 
 
 def _probe_uncached(model: str | None, models_dir: Path | str | None, backend_name: str) -> Availability:

@@ -23,6 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.errors import EmbeddingsUnavailable, InvalidInput
+
+from .embeddings import REPAIR_COMMAND
+
 # Two intra-op threads (when there are two cores): a query or a write's one text is a short matrix
 # product per layer that mostly waits on reading the weights, and two cores read them in about
 # half the wall time for ~5% more CPU. The threads never spin (see ``session``): spin-waiting on a
@@ -76,7 +80,38 @@ def load_tokenizer(model_dir: Path):
 
 def intra_op_threads(threads: int | None = None) -> int:
     """The intra-op threads a session gets: ``threads``, else KENNING_ONNX_THREADS, else DEFAULT_THREADS."""
-    return threads if threads is not None else max(1, int(os.environ.get("KENNING_ONNX_THREADS", DEFAULT_THREADS)))
+    return threads if threads is not None else _count_setting("KENNING_ONNX_THREADS", DEFAULT_THREADS)
+
+
+def batch_workers() -> int:
+    return _count_setting("KENNING_ONNX_BATCH_WORKERS", DEFAULT_BATCH_WORKERS)
+
+
+def check_settings() -> None:
+    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number: the probe asks before
+    loading, so a typo is reported as the setting it is, not as a damaged model file."""
+    intra_op_threads()
+    batch_workers()
+
+
+class InvalidSetting(InvalidInput):
+    """An environment variable holds a value kenning cannot use; ``fix`` says what to do."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.fix = f"unset {name}"
+
+
+def _count_setting(name: str, default: int) -> int:
+    """A whole-number setting (below 1 counts as 1), else ``default`` when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise InvalidSetting(f"{name}={value!r} is not a whole number; set it to a count of 1 or more "
+                             f"(default {default}), or unset it", name) from None
 
 
 def session(onnx_file: Path, threads: int | None = None, cache_optimized: bool = False):
@@ -127,6 +162,7 @@ def optimized_copy(onnx_file: Path) -> Path:
     if _json(folder / "stamp.json") == stamp:
         return folder / "model.onnx"
     work = Path(tempfile.mkdtemp(prefix=".partial-", dir=onnx_file.parent))
+    shareable(work)  # mkdtemp makes it 0700: a cache shared between users must stay readable
     try:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -147,6 +183,26 @@ def optimized_copy(onnx_file: Path) -> Path:
     return folder / "model.onnx"
 
 
+def shareable(path: Path) -> None:
+    """Give a file or folder made by mkstemp/mkdtemp (0600/0700) the modes the umask allows an
+    ordinary one (0666/0777 & ~umask), so another user of a shared cache can read it."""
+    path.chmod((0o777 if path.is_dir() else 0o666) & ~_umask())
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (os.umask can only set it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def discard_optimized(onnx_file: Path) -> None:
     """Remove the optimised copy (it is made again from the source on the next load)."""
     folder = optimized_dir(onnx_file)
@@ -160,8 +216,9 @@ def discard_optimized(onnx_file: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def batch_workers() -> int:
-    return max(1, int(os.environ.get("KENNING_ONNX_BATCH_WORKERS", DEFAULT_BATCH_WORKERS)))
+class NonFiniteVectors(EmbeddingsUnavailable):
+    """An encode produced NaN or infinity: the file loads but its weights are damaged. Such a
+    vector is never stored (it would match nothing and hide its memory from semantic search)."""
 
 
 class OnnxEncoder:
@@ -174,6 +231,7 @@ class OnnxEncoder:
         self.spec = spec
         self.model_id = model_id
         self.onnx_file = onnx_file
+        self.failure: EmbeddingsUnavailable | None = None  # set when an encode produced NaN or infinity
         self._tokenizer = load_tokenizer(spec.path)
         self._counting = None  # the same tokenizer unpadded, loaded by the first batch (_token_counts)
         self._lower = bool(_json(spec.path / "sentence_bert_config.json").get("do_lower_case"))
@@ -252,8 +310,18 @@ class OnnxEncoder:
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.array(types, dtype=np.int64)
         pooled = self._session.run(None, feed)[0]
+        if not np.isfinite(pooled).all():
+            raise self._broken(NonFiniteVectors(
+                f"the ONNX file {self.onnx_file} gave non-finite values (NaN or infinity) for a text, so it is "
+                "damaged", fix=REPAIR_COMMAND))
         if pooled.ndim == 3:  # a graph of the bare transformer: mean over the tokens the mask keeps
             weights = mask[:, :, None].astype(np.float32)
             pooled = (pooled * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _broken(self, exc: EmbeddingsUnavailable) -> EmbeddingsUnavailable:
+        """Remember the first break: the probe then reports this encoder broken instead of working."""
+        if self.failure is None:
+            self.failure = exc
+        return exc

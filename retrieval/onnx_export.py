@@ -12,6 +12,8 @@ a file added there would change the id it is keyed by. The folder name carries t
 + a hash of the model files) and the export recipe's version, so a changed model or recipe gets a
 fresh conversion and never reuses a stale one. ``manifest.json`` records what was converted and
 the reference vector of a probe sentence; a load that does not reproduce it is treated as corrupt.
+It also records each file's size, time and sha256: a file whose time changed is hashed, and one
+whose content changed (bytes overwritten in place) is treated as damaged too.
 
 The exported graph is then rewritten by onnxruntime's transformer optimizer: each layer's attention
 becomes one ``Attention`` node, the embedding sum + layer norm one ``EmbedLayerNormalization``,
@@ -45,6 +47,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from kenning.errors import KenningError
 
 # Bump when the export recipe changes (opset, graph inputs, fusion).
 # 3: exported with eager attention and fused by onnxruntime's transformer optimizer.
@@ -115,33 +119,93 @@ def problem(spec, variant: str = "onnx") -> str | None:
         return f"the {variant} file of {spec.name} is missing or was made by another recipe ({path})"
     if expected is None or not path.is_file():
         return f"the ONNX file {path} is missing"
-    if path.stat().st_size != expected:
-        return f"the ONNX file {path} is damaged (size {path.stat().st_size}, expected {expected})"
+    stat = path.stat()
+    if stat.st_size != expected:
+        return f"the ONNX file {path} is damaged (size {stat.st_size}, expected {expected})"
+    if not _content_unchanged(spec, variant, entry, stat):
+        return f"the ONNX file {path} is damaged (its content changed since it was converted)"
     return None
 
 
-def can_convert(spec=None, variant: str = "onnx") -> bool:
-    """True when what making ``variant`` needs is installed: sentence-transformers and torch for the
-    float export (for a quantised variant only when ``spec``'s float file is not there), the onnx
-    package for a quantised file."""
+def _file_entry(path: Path) -> dict:
+    """What the manifest records of a converted file: its size, time and content hash."""
+    stat = path.stat()
+    return {"name": path.name, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": _sha256(path)}
+
+
+def _content_unchanged(spec, variant: str, entry: dict, stat: os.stat_result) -> bool:
+    """True unless the file was modified in place (bytes overwritten, the size kept). Hashing 90 MB
+    costs about a fifth of a second, so it is done only when the time differs from the manifest's;
+    a file whose content is still the same (a copy) gets its new time recorded, when the cache is writable."""
+    if "sha256" not in entry or entry.get("mtime_ns") == stat.st_mtime_ns:
+        return True  # a conversion made before hashes were recorded has nothing to compare with
+    if _sha256(converted_dir(spec) / VARIANTS[variant]) != entry["sha256"]:
+        return False
+    _restamp(spec, variant, entry["sha256"], stat.st_mtime_ns)
+    return True
+
+
+def _restamp(spec, variant: str, sha256: str, mtime_ns: int) -> None:
+    """Record the new time of a file whose content is unchanged, unless the folder is busy (another
+    process, or this one, converting: it writes its own manifest) or not writable."""
+    folder = converted_dir(spec)
+    try:
+        import fcntl
+
+        with open(folder / ".lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            manifest = read_manifest(spec)
+            entry = ((manifest or {}).get("files") or {}).get(variant)
+            if entry and entry.get("sha256") == sha256:
+                entry["mtime_ns"] = mtime_ns
+                _write_manifest(folder, manifest)
+    except (ImportError, OSError):  # the hash is checked again next time
+        pass
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# What each step imports, by pip name: the float export runs torch and checks with the runtime encoder;
+# a quantised variant is made with onnx (and onnx-ir for MatMulNBits) and checked the same way.
+_EXPORT_NEEDS = {"sentence_transformers": "sentence-transformers", "torch": "torch"}
+_RUNTIME_NEEDS = {"onnxruntime": "onnxruntime", "tokenizers": "tokenizers"}
+_QUANTISE_NEEDS = {"onnx-q8": {"onnx": "onnx", "onnx_ir": "onnx-ir"}, "onnx-rows8": {"onnx": "onnx"}}
+
+
+def missing_for(spec=None, variant: str = "onnx") -> list[str]:
+    """The pip names of what making ``variant`` needs and is not installed, asked before anything
+    runs (a ten-second torch export must not end on a missing package). The float export is needed
+    for a quantised variant only when ``spec``'s float file is not there (always when spec is None)."""
     import importlib.util
 
-    def has(*names: str) -> bool:
-        return all(importlib.util.find_spec(name) is not None for name in names)
-
-    needs_float = variant not in QUANTISED or spec is None or problem(spec, "onnx") is not None
-    if needs_float and not has("sentence_transformers", "torch"):
-        return False
-    if variant == "onnx-rows8":
-        return has("onnx")
-    return variant not in QUANTISED or has("onnx", "onnx_ir")
+    needs = dict(_RUNTIME_NEEDS)
+    if variant not in QUANTISED or spec is None or problem(spec, "onnx") is not None:
+        needs.update(_EXPORT_NEEDS)
+    needs.update(_QUANTISE_NEEDS.get(variant, {}))
+    return sorted(pip for module, pip in needs.items() if importlib.util.find_spec(module) is None)
 
 
-def needed_packages(variant: str = "onnx") -> str:
-    """What to pip install so ``variant`` can be made."""
-    if variant == "onnx-rows8":
-        return "sentence-transformers onnx"
-    return "sentence-transformers onnx onnx-ir" if variant in QUANTISED else "sentence-transformers"
+class CacheNotWritable(KenningError):
+    """The conversion folder cannot be created or written; ``fix`` names the setting that moves it."""
+
+    def __init__(self, folder: Path, exc: OSError):
+        refused = next((p for p in (folder, *folder.parents) if p.exists()), folder)  # the one it could not write in
+        super().__init__(f"the model cache directory {refused} is not writable ({exc.strerror or exc})")
+        self.fix = f"make {refused} writable, or set KENNING_CACHE_DIR to a writable directory"
+
+
+def check_writable(spec) -> None:
+    """Raise CacheNotWritable unless the conversion folder of ``spec`` can be created and locked."""
+    with _locked(converted_dir(spec), wait=False):
+        pass
 
 
 def ensure(spec, variant: str = "onnx", step: Step | None = None, force: bool = False) -> Path:
@@ -196,7 +260,7 @@ def quantise(spec, variant: str, step: Step | None = None) -> dict:
     if manifest is None:  # the float file's manifest went away meanwhile: nothing to record against
         raise RuntimeError(f"the ONNX conversion of {spec.name} disappeared while quantising")
     manifest.setdefault("files", {})[variant] = {
-        "name": VARIANTS[variant], "bytes": (folder / VARIANTS[variant]).stat().st_size, "recipe": _recipe(variant),
+        **_file_entry(folder / VARIANTS[variant]), "recipe": _recipe(variant),
         "check_min_cosine": worst, "seconds": round(time.monotonic() - started, 1)}
     _write_manifest(folder, manifest)
     return manifest
@@ -269,7 +333,7 @@ def convert(spec, step: Step | None = None) -> dict:
         "opset": OPSET,
         "inputs": names,
         "fusion": fusion,
-        "files": {"onnx": {"name": VARIANTS["onnx"], "bytes": (folder / VARIANTS["onnx"]).stat().st_size}},
+        "files": {"onnx": _file_entry(folder / VARIANTS["onnx"])},
         "probe": {"text": PROBE_TEXT, "vector": [float(x) for x in reference[0]]},
         "check_min_cosine": worst,
         "exported_with": {"torch": torch.__version__, "sentence_transformers": _version("sentence_transformers")},
@@ -363,8 +427,11 @@ def _write_manifest(folder: Path, manifest: dict) -> None:
 
 
 def _temp_path(folder: Path, suffix: str) -> Path:
+    from .onnx_encoder import shareable
+
     fd, name = tempfile.mkstemp(prefix=".partial-", suffix=suffix, dir=folder)
     os.close(fd)
+    shareable(Path(name))  # the file it becomes (model.onnx, manifest.json) keeps this mode
     return Path(name)
 
 
@@ -378,17 +445,20 @@ def _version(package: str) -> str | None:
 
 
 @contextmanager
-def _locked(folder: Path):
-    """An exclusive lock on the conversion folder (POSIX; elsewhere conversions simply don't queue)."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _locked(folder: Path, wait: bool = True):
+    """An exclusive lock on the conversion folder (POSIX; elsewhere conversions simply don't queue).
+    ``wait=False`` only checks the folder can be made and locked (another process may hold it)."""
     try:
-        import fcntl
-    except ImportError:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / ".lock", "a")
+    except OSError as exc:
+        raise CacheNotWritable(folder, exc) from exc
+    with handle:  # closing it releases the lock
+        if wait:
+            try:
+                import fcntl
+            except ImportError:
+                pass
+            else:
+                fcntl.flock(handle, fcntl.LOCK_EX)
         yield
-        return
-    with open(folder / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -177,7 +177,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
 
         Returns {query, mode, legs_run, degraded, pending_embeddings, hits, note?}. degraded is null, or says the
         semantic leg could not run (reason, message, fix) and the search ran lexically. pending_embeddings counts
-        memories the semantic leg could not see yet (they are being embedded in the background). note explains an empty result that is not
+        memories the semantic leg could not see yet (they are being embedded in the background, or, when degraded,
+        wait until the encoder is fixed). note explains an empty result that is not
         "nothing matched" (e.g. since_prior_session with no prior session yet). Per hit:
         - relevance high|medium|low: high = very likely the answer (close in meaning and holding your query's
           rare words, or a very close paraphrase, clearly ahead of the other hits, and not itself a question); medium = related, worth

@@ -172,7 +172,8 @@ class SearchResult(RankedResult):
     legs_run: list[str]
     degraded: Degraded | None = None
     # semantic/hybrid: live memories the vector leg could not see yet (no vector; `kenning index`
-    # or a server's background embedder fills them in); None when no vector leg ran
+    # or a server's background embedder fills them in), counted also when the encoder could not run
+    # (degraded); None for a lexical mode
     pending_embeddings: int | None = None
     hits: list[Hit] = Field(default_factory=list)
     note: str | None = None  # why the result is empty for a reason other than "nothing matched"

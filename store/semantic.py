@@ -187,7 +187,8 @@ class Semantic:
         """The store's encoder; raises EmbeddingsUnavailable (naming the fix) if it cannot run."""
         model = self._config().model
         with self._lock:
-            if self._encoder is not None and self._encoder_for == model:
+            # an encoder that produced a NaN vector is broken: the probe says so and why (availability)
+            if self._encoder is not None and self._encoder_for == model and not getattr(self._encoder, "failure", None):
                 return self._encoder
         availability = self.availability()  # loads (or converts) the model: not under the store's lock
         if not availability.working:

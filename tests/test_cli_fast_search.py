@@ -94,6 +94,7 @@ FORMS = [
     ["search", "kites", "--limit", "0"],  # the library refuses: one line, exit 2
     ["search", " "],
     ["search", "kites", "--mode", "nonsense"],
+    ["search", "kites", "--mode", ""],
     ["search", "kites", "--limit", "5", "--limit", "2", "--mode", "bm25"],  # the last one wins, as in click
 ]
 
@@ -106,6 +107,13 @@ def test_the_fast_path_prints_what_the_typer_command_prints(home, args):
     assert (quick.returncode, _same(quick.stdout), quick.stderr) == (typed.returncode, _same(typed.stdout), typed.stderr)
     if "--json" in args:
         json.loads(quick.stdout)
+
+
+def test_an_empty_mode_is_an_error_not_the_default_mode(home):
+    for module in ("kenning", "kenning.cli"):
+        done = _run(home, module, ["--store", str(home / "store"), "search", "kites", "--mode", ""])
+        assert done.returncode == 2 and done.stdout == b""
+        assert done.stderr == b"error: --mode is empty; choose one of keyword, bm25, semantic, hybrid\n"
 
 
 def test_a_missing_store_is_the_same_error_and_creates_nothing(home):

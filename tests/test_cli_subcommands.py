@@ -133,7 +133,7 @@ def test_index_and_models_say_why_the_encoder_cannot_run(tmp_path):
     index = kenning(tmp_path, "index", **broken)
     assert index.returncode == 2 and "Traceback" not in index.stderr
     assert index.stderr.strip().splitlines() == [
-        "error: 1 memories wait for embeddings, but KENNING_ENCODER='bogus' is not a backend; choose one of "
+        "error: 1 memory waits for embeddings, but KENNING_ENCODER='bogus' is not a backend; choose one of "
         "onnx, onnx-q8, onnx-rows8, torch; fix: unset KENNING_ENCODER"]
     models = kenning(tmp_path, "models", **broken)
     assert models.returncode == 2 and models.stderr.startswith("error: KENNING_ENCODER='bogus' is not a backend")

@@ -4,6 +4,7 @@ the export's check finds the least agreeing text. Fixtures and helpers are test_
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -64,3 +65,113 @@ def test_the_worst_cosine_is_the_least_agreeing_text(spec, reference):
     spoiled = vectors.copy()
     spoiled[3] = -spoiled[3]
     assert onnx_export._worst_cosine(spec, reference.onnx_file, spoiled) == pytest.approx(-1.0, abs=1e-5)
+
+
+def _own_conversion(spec, cache):
+    """The shared conversion linked into ``cache``, its ONNX file replaced by a copy of its own (same
+    time, so the manifest still matches) to damage, and no optimised copy linked from the shared cache
+    (the next load makes one from the damaged file)."""
+    import shutil
+
+    from kenning.retrieval import onnx_encoder
+
+    onnx_file = link_conversion(spec, cache)
+    original = onnx_file.resolve()
+    onnx_file.unlink()
+    shutil.copy2(original, onnx_file)
+    optimized = onnx_encoder.optimized_dir(onnx_file)
+    if optimized.is_symlink():
+        optimized.unlink()
+    return onnx_file
+
+
+def _nan_row(onnx_file, token_id: int) -> None:
+    """Overwrite, in place, the word-embedding row of one token with NaN (the size and time kept): a file
+    that loads and reproduces its probe, but gives NaN for any text holding that token."""
+    import os
+
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(onnx_file))
+    table = next(numpy_helper.to_array(t) for t in model.graph.initializer if list(t.dims) == [30522, 384])
+    data = onnx_file.read_bytes()
+    offset = data.find(table[token_id].tobytes())
+    assert offset > 0 and data.find(table[token_id].tobytes(), offset + 1) < 0
+    stat = onnx_file.stat()
+    with open(onnx_file, "r+b") as file:
+        file.seek(offset)
+        file.write(np.full(384, np.nan, dtype=np.float32).tobytes())
+    os.utime(onnx_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_file_that_gives_nan_for_some_texts_stores_no_vector_and_breaks_the_encoder(spec, fresh_caches, monkeypatch,
+                                                                                     tmp_path):
+    import sqlite3
+
+    import kenning
+    from kenning.retrieval import onnx_encoder
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    onnx_file = _own_conversion(spec, cache)
+    _nan_row(onnx_file, onnx_encoder.load_tokenizer(spec.path).token_to_id("kitten"))
+    assert onnx_export.problem(spec) is None  # size and time as recorded: nothing to hash
+
+    store = kenning.open_store(tmp_path / "store")
+    try:
+        store.write("The auth service listens on port 8443", scopes=["x"])
+        assert store.semantic.pending_count() == 0 and store.semantic.availability().working
+        kitten = store.write("A kitten sleeps on the warm printer", scopes=["x"])
+        availability = store.semantic.availability()
+        assert availability.state == "broken" and availability.fix == "kenning models --convert"
+        assert availability.cause == (f"the ONNX file {onnx_file} gave non-finite values (NaN or infinity) for a "
+                                      "text, so it is damaged")
+        assert store.semantic.pending_count() == 1  # left queued, never stored with a NaN vector
+        result = store.search("printer", mode="hybrid", auto_scope=False)
+        assert result.degraded.reason == "embeddings_broken" and result.degraded.fix == "kenning models --convert"
+        assert result.pending_embeddings == 1 and result.hits[0].id == kitten.id
+    finally:
+        store.close()
+    with sqlite3.connect(tmp_path / "store" / "kenning.sqlite3") as db:
+        vectors = [np.frombuffer(v, np.float32) for (v,) in db.execute("SELECT vector FROM embeddings")]
+    assert len(vectors) == 1 and np.isfinite(vectors[0]).all()
+
+
+def test_a_query_that_gives_nan_is_answered_lexically_in_the_same_search(spec, fresh_caches, monkeypatch, tmp_path):
+    import kenning
+    from kenning.retrieval import onnx_encoder
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    onnx_file = _own_conversion(spec, cache)
+    _nan_row(onnx_file, onnx_encoder.load_tokenizer(spec.path).token_to_id("kitten"))
+    store = kenning.open_store(tmp_path / "store")
+    try:
+        store.write("The auth service listens on port 8443", scopes=["x"])
+        result = store.search("kitten auth", mode="hybrid", auto_scope=False)
+        assert result.legs_run == ["keyword", "bm25"] and result.degraded.reason == "embeddings_broken"
+        assert "8443" in result.hits[0].snippet and result.pending_embeddings == 0
+    finally:
+        store.close()
+
+
+def test_bytes_overwritten_in_place_with_a_new_time_are_converted_again(spec, fresh_caches, monkeypatch, tmp_path):
+    """The manifest's hash tells (no probe needed): the file is converted again, as a truncated one is."""
+    import os
+
+    from kenning.retrieval import onnx_encoder
+
+    pytest.importorskip("sentence_transformers")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    onnx_file = _own_conversion(spec, cache)
+    manifest_path = onnx_file.parent / onnx_export.MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"]["onnx"] = onnx_export._file_entry(onnx_file)  # as a conversion now records it
+    manifest_path.write_text(json.dumps(manifest))
+    _nan_row(onnx_file, onnx_encoder.load_tokenizer(spec.path).token_to_id("kitten"))
+    os.utime(onnx_file)  # an edit that sets the time, as most do
+    assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is damaged (its content changed since it was converted)"
+    encoder = embeddings._load_onnx(spec, "onnx")
+    assert onnx_export.problem(spec) is None and np.isfinite(encoder.encode_query("a kitten naps")).all()

@@ -10,6 +10,7 @@ small real ONNX files written with onnx.helper.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
@@ -235,11 +236,21 @@ def test_describe_gives_the_type_and_the_first_line():
     assert embeddings._describe(RuntimeError("   ")) == "RuntimeError"
 
 
-def test_only_an_import_error_naming_onnxruntime_is_a_missing_runtime():
-    assert embeddings._is_missing_runtime(ImportError("libonnxruntime.so: cannot open"))
-    assert embeddings._is_missing_runtime(ModuleNotFoundError("No module named 'onnxruntime'"))
-    assert not embeddings._is_missing_runtime(ImportError("No module named 'tokenizers'"))
-    assert not embeddings._is_missing_runtime(ValueError("onnxruntime"))
+def test_only_a_file_onnxruntime_cannot_read_as_a_model_counts_as_damaged(tmp_path):
+    import onnxruntime as ort
+
+    refused = []
+    for name, content in (("garbage.onnx", b"not a model"), ("missing.onnx", None)):
+        if content is not None:
+            (tmp_path / name).write_bytes(content)
+        with pytest.raises(Exception) as failed:
+            ort.InferenceSession(str(tmp_path / name), providers=["CPUExecutionProvider"])
+        refused.append(failed.value)
+    assert [type(exc).__name__ for exc in refused] == ["InvalidProtobuf", "NoSuchFile"]
+    assert all(embeddings._file_refused(exc) for exc in refused)
+    for other in (ImportError("libstdc++.so.6: cannot open shared object file"), ValueError("invalid literal for int()"),
+                  MemoryError(), OSError("onnxruntime")):
+        assert not embeddings._file_refused(other)
 
 
 def test_a_notice_is_one_prefixed_line_on_stderr(capsys):
@@ -308,7 +319,8 @@ def test_the_probe_is_cached_per_model_folder_and_backend_and_logs_a_break_once(
         elsewhere = embeddings.probe(None, tmp_path / "other")
     assert first is again and first.state == "broken" and elsewhere is not first
     warnings = [r.getMessage() for r in caplog.records]
-    assert warnings == ["embeddings are broken, answering lexically: onnxruntime not installed"] * 2
+    assert warnings == ["embeddings are broken: onnxruntime not installed; searches use the lexical legs and memories "
+                        "wait for their vectors until it is fixed (pip install onnxruntime)"] * 2
     assert embeddings._availability[(None, str(tmp_path), "onnx")] is first
     assert embeddings.probe() is embeddings._availability[(None, None, "onnx")]  # no folder: the key says None
     hide(monkeypatch, "onnxruntime", "sentence_transformers")
@@ -385,6 +397,41 @@ def test_a_manifest_edited_into_nonsense_probes_broken_and_never_raises(spec, fr
         "broken", "AttributeError: 'str' object has no attribute 'get'", spec)
 
 
+@pytest.mark.parametrize("name", ["KENNING_ONNX_THREADS", "KENNING_ONNX_BATCH_WORKERS"])
+def test_a_bad_onnx_setting_probes_broken_by_name_and_leaves_the_conversion_alone(spec, reference, fresh_caches,
+                                                                                 monkeypatch, tmp_path, capsys, name):
+    """A typo in a setting is not a damaged file: nothing is discarded or converted again."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    onnx_file = link_conversion(spec, tmp_path / "cache")
+    optimized = onnx_encoder.optimized_dir(onnx_file)
+    had_copy = optimized.exists()
+    monkeypatch.setenv(name, "two")
+    availability = embeddings.probe(None, tmp_path)
+    assert availability.state == "broken" and availability.fix == f"unset {name}"
+    assert availability.cause.startswith(f"{name}='two' is not a whole number; set it to a count of 1 or more")
+    assert embeddings.degraded_note(availability)["fix"] == f"unset {name}"
+    assert capsys.readouterr().err == "" and embeddings._availability == {}  # not cached: a fixed setting counts at once
+    assert onnx_file.is_symlink() and optimized.exists() == had_copy and onnx_export.problem(spec) is None
+    monkeypatch.delenv(name)
+    assert embeddings.probe(None, tmp_path).working
+
+
+def test_an_encoder_that_gave_a_nan_vector_probes_broken_with_the_repair(spec, reference, fresh_caches, monkeypatch,
+                                                                         tmp_path, caplog):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    link_conversion(spec, tmp_path / "cache")
+    assert embeddings.probe(None, tmp_path).working
+    encoder = embeddings.get_encoder(spec)
+    encoder.failure = onnx_encoder.NonFiniteVectors("the file gave NaN", fix="kenning models --convert")
+    with caplog.at_level(logging.WARNING, logger=embeddings.__name__):
+        broken = embeddings.probe(None, tmp_path)
+        assert embeddings.probe(None, tmp_path) is broken  # logged and replaced once
+    assert broken == embeddings.Availability("broken", "the file gave NaN", spec, "kenning models --convert")
+    assert [r.getMessage() for r in caplog.records] == [
+        "embeddings are broken: the file gave NaN; searches use the lexical legs and memories wait for their vectors "
+        "until it is fixed (kenning models --convert)"]
+
+
 # --- embeddings.py: loading the ONNX encoder and repairing it ------------------------------------
 
 def test_a_linked_conversion_loads_through_the_optimised_copy(spec, reference, fresh_caches, monkeypatch, tmp_path):
@@ -455,6 +502,23 @@ def test_a_file_that_is_not_onnx_does_not_load(spec, fresh_caches, monkeypatch, 
         embeddings._load_onnx(spec, "onnx")  # the size says so before any load is tried
 
 
+def test_another_onnxruntime_error_is_reported_with_the_manual_repair_not_converted(spec, tmp_path):
+    """A graph onnxruntime reads but cannot run on the encoder's inputs: not proof of a damaged file."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["b", "t"]) for n in ("input_ids", "attention_mask")]
+    graph = helper.make_graph([helper.make_node("Add", ["input_ids", "attention_mask"], ["y"])], "other", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "t"])])  # float ids
+    path = tmp_path / "other.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    manifest = {"probe": {"text": "hi", "vector": [1.0, 0.0]}}
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
+        embeddings._probed(spec, "onnx", path, manifest, cache_optimized=False)
+    assert unavailable.value.cause.startswith(f"loading the ONNX file {path} failed: InvalidArgument: ")
+    assert unavailable.value.fix == "kenning models --convert"
+
+
 def test_a_missing_onnxruntime_is_reported_with_the_runtime_install(spec, fresh_caches, monkeypatch, tmp_path):
     monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
     link_conversion(spec, tmp_path / "cache")
@@ -463,16 +527,19 @@ def test_a_missing_onnxruntime_is_reported_with_the_runtime_install(spec, fresh_
         embeddings._load_onnx(spec, "onnx")
     assert unavailable.value.cause.startswith(
         "importing onnxruntime failed: ModuleNotFoundError: import of onnxruntime halted")
-    assert unavailable.value.fix == embeddings.INSTALL_RUNTIME == "pip install onnxruntime tokenizers"
+    assert unavailable.value.fix == "pip install onnxruntime"
     assert embeddings._probe_uncached(None, tmp_path, "onnx").state == "broken"
 
 
-def test_a_missing_tokenizers_package_is_a_load_failure_not_the_runtime(spec, fresh_caches, monkeypatch, tmp_path):
+def test_a_missing_tokenizers_package_is_named_not_taken_for_a_damaged_file(spec, fresh_caches, monkeypatch, tmp_path):
     monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
     onnx_file = link_conversion(spec, tmp_path / "cache")
     hide(monkeypatch, "tokenizers")
-    with pytest.raises(embeddings._Damaged, match=f"^the ONNX file {onnx_file} does not load \\(ModuleNotFoundError: import of tokenizers"):
+    with pytest.raises(EmbeddingsUnavailable) as unavailable:
         embeddings._checked_onnx(spec, "onnx")
+    assert unavailable.value.cause.startswith("importing tokenizers failed: ModuleNotFoundError: import of tokenizers")
+    assert unavailable.value.fix == "pip install tokenizers"
+    assert onnx_encoder.optimized_dir(onnx_file).exists()  # nothing was discarded
 
 
 @pytest.mark.parametrize("broken", ["no-manifest", "no-file", "other-recipe"])
@@ -720,6 +787,47 @@ def test_batch_workers_follow_the_setting_and_never_drop_below_one(monkeypatch):
     assert onnx_encoder.batch_workers() == 1
 
 
+@pytest.mark.parametrize(("name", "default"), [("KENNING_ONNX_THREADS", onnx_encoder.DEFAULT_THREADS),
+                                             ("KENNING_ONNX_BATCH_WORKERS", onnx_encoder.DEFAULT_BATCH_WORKERS)])
+def test_a_count_setting_that_is_not_a_number_is_refused_by_name_with_its_valid_values(monkeypatch, name, default):
+    read = {"KENNING_ONNX_THREADS": onnx_encoder.intra_op_threads, "KENNING_ONNX_BATCH_WORKERS": onnx_encoder.batch_workers}
+    for value in ("two", "1.5", "x"):
+        monkeypatch.setenv(name, value)
+        for ask in (read[name], onnx_encoder.check_settings):
+            with pytest.raises(onnx_encoder.InvalidSetting) as refused:
+                ask()
+            assert str(refused.value) == (f"{name}={value!r} is not a whole number; set it to a count of 1 or more "
+                                          f"(default {default}), or unset it")
+            assert refused.value.fix == f"unset {name}" and isinstance(refused.value, InvalidInput)
+    for value, count in (("", default), ("  ", default), (" 3 ", 3), ("-2", 1)):
+        monkeypatch.setenv(name, value)
+        assert read[name]() == count
+        onnx_encoder.check_settings()
+
+
+def test_the_umask_decides_the_modes_of_temporary_files_and_folders(tmp_path):
+    import tempfile
+
+    previous = os.umask(0o027)
+    try:
+        assert onnx_encoder._umask() == 0o027
+        fd, name = tempfile.mkstemp(dir=tmp_path)
+        os.close(fd)
+        folder = Path(tempfile.mkdtemp(dir=tmp_path))
+        onnx_encoder.shareable(Path(name))
+        onnx_encoder.shareable(folder)
+        assert (Path(name).stat().st_mode & 0o777, folder.stat().st_mode & 0o777) == (0o640, 0o750)
+        os.umask(0o022)
+        assert onnx_export._temp_path(tmp_path, ".onnx").stat().st_mode & 0o777 == 0o644
+        onnx_export._write_manifest(tmp_path, {"a": 1})
+        assert (tmp_path / "manifest.json").stat().st_mode & 0o777 == 0o644
+        graph = tiny_graph(tmp_path / "tiny.onnx")
+        copy = onnx_encoder.optimized_copy(graph)
+        assert copy.parent.stat().st_mode & 0o777 == 0o755 and copy.stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(previous)
+
+
 # --- onnx_encoder.py: the encoder -----------------------------------------------------------------
 
 def test_token_outputs_are_mean_pooled_over_the_mask_and_normalised(spec, tmp_path):
@@ -744,6 +852,21 @@ def test_short_outputs_are_scaled_up_to_unit_length(spec, tmp_path):
 def test_a_zero_vector_stays_zero_instead_of_nan(spec, tmp_path):
     encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "zero.onnx", scale=0.0), "zero", dim=2)
     assert encoder.encode(["anything", "else"]).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("scale", [float("nan"), float("inf")])
+def test_a_non_finite_output_is_refused_and_marks_the_encoder_broken(spec, tmp_path, scale):
+    encoder = onnx_encoder.OnnxEncoder(spec, tiny_graph(tmp_path / "bad.onnx", scale=scale), "bad", dim=2)
+    assert encoder.failure is None
+    with pytest.raises(onnx_encoder.NonFiniteVectors) as refused:
+        encoder.encode(["a kitten", "sleeps on the printer"])
+    assert refused.value.cause == (f"the ONNX file {tmp_path / 'bad.onnx'} gave non-finite values (NaN or infinity) "
+                                   "for a text, so it is damaged")
+    assert refused.value.fix == "kenning models --convert" and isinstance(refused.value, EmbeddingsUnavailable)
+    assert encoder.failure is refused.value
+    with pytest.raises(onnx_encoder.NonFiniteVectors):
+        encoder.encode_query("one query")
+    assert encoder.failure is refused.value  # the first break is the one reported
 
 
 def test_pooled_outputs_are_only_normalised(spec, tmp_path):
@@ -905,6 +1028,95 @@ def test_problem_says_what_is_wrong_with_the_converted_file(spec, monkeypatch, t
     assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is missing"
 
 
+def _small_conversion(spec, cache: Path) -> Path:
+    """A conversion folder holding a small real file, its manifest entry written as a conversion writes it."""
+    folder = onnx_export.converted_dir(spec)
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").write_bytes(bytes(range(256)) * 64)
+    manifest = {"model_id": spec.model_id, "export_version": onnx_export.EXPORT_VERSION,
+                "files": {"onnx": onnx_export._file_entry(folder / "model.onnx")}}
+    onnx_export._write_manifest(folder, manifest)
+    return folder / "model.onnx"
+
+
+def test_bytes_overwritten_in_place_are_found_by_the_hash_when_the_time_changed(spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    onnx_file = _small_conversion(spec, tmp_path)
+    entry = onnx_export.read_manifest(spec)["files"]["onnx"]
+    stat = onnx_file.stat()
+    assert entry == {"name": "model.onnx", "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                     "sha256": hashlib.sha256(onnx_file.read_bytes()).hexdigest()}
+    assert onnx_export.problem(spec) is None
+    with open(onnx_file, "r+b") as file:  # the size kept, a few bytes changed
+        file.seek(5000)
+        file.write(b"\xff" * 16)
+    os.utime(onnx_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is damaged (its content changed since it was converted)"
+    os.utime(onnx_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the manifest's time: not hashed (a normal load)
+    assert onnx_export.problem(spec) is None
+
+
+def test_a_copy_with_the_same_content_and_a_new_time_is_accepted_and_restamped(spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    onnx_file = _small_conversion(spec, tmp_path)
+    before = onnx_export.read_manifest(spec)["files"]["onnx"]
+    os.utime(onnx_file, ns=(before["mtime_ns"], before["mtime_ns"] + 5_000_000_000))
+    assert onnx_export.problem(spec) is None
+    after = onnx_export.read_manifest(spec)["files"]["onnx"]
+    assert after == {**before, "mtime_ns": before["mtime_ns"] + 5_000_000_000}  # the next load hashes nothing
+    manifest = onnx_export.read_manifest(spec)
+    del manifest["files"]["onnx"]["sha256"]  # a conversion made before hashes were recorded
+    onnx_export._write_manifest(onnx_file.parent, manifest)
+    onnx_file.write_bytes(bytes(len(onnx_file.read_bytes())))
+    assert onnx_export.problem(spec) is None
+
+
+def test_an_unwritable_cache_is_named_with_the_setting_that_moves_it(spec, monkeypatch, tmp_path):
+    from unprivileged import run_unprivileged
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    cache.chmod(0o555)
+    try:
+        with pytest.raises(onnx_export.CacheNotWritable) as refused:
+            run_unprivileged(lambda: onnx_export.check_writable(spec))
+        assert str(refused.value) == f"the model cache directory {cache} is not writable (Permission denied)"
+        assert refused.value.fix == f"make {cache} writable, or set KENNING_CACHE_DIR to a writable directory"
+        with pytest.raises(EmbeddingsUnavailable) as unavailable:
+            run_unprivileged(lambda: embeddings._convert_or_explain(spec, "onnx", "the ONNX file is missing"))
+        assert unavailable.value.cause == f"the ONNX file is missing, and {refused.value}"
+        assert unavailable.value.fix == refused.value.fix
+    finally:
+        cache.chmod(0o755)
+    assert list(cache.iterdir()) == []
+
+
+def test_a_process_that_only_waited_for_another_conversion_says_so(spec, reference, monkeypatch, tmp_path, capsys):
+    """The folder's lock is held (as by another process converting); when it is released the file is there."""
+    import fcntl
+    import threading
+
+    pytest.importorskip("sentence_transformers")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    folder = onnx_export.converted_dir(spec)
+    folder.mkdir(parents=True)
+    with open(folder / ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = threading.Thread(target=embeddings._convert_or_explain,
+                                   args=(spec, "onnx", f"the ONNX conversion of {spec.name} is missing"))
+        waiting.start()
+        reference_file = _converted["file"]
+        (folder / "model.onnx").symlink_to(reference_file)
+        (folder / onnx_export.MANIFEST).write_text((reference_file.parent / onnx_export.MANIFEST).read_text())
+    waiting.join(60)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"kenning: the ONNX conversion of {spec.name} is missing; converting")
+    assert len(err) == 2 and err[1].startswith(f"kenning: waited for another process's conversion of {spec.name}: ")
+    assert err[1].endswith(f" s ({folder})")
+
+
 def test_ensure_keeps_a_sound_conversion_and_locks_its_folder(spec, monkeypatch, tmp_path):
     monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
     onnx_file = link_conversion(spec, tmp_path)
@@ -913,14 +1125,20 @@ def test_ensure_keeps_a_sound_conversion_and_locks_its_folder(spec, monkeypatch,
     assert (onnx_file.parent / onnx_export.MANIFEST).read_text() == manifest and (onnx_file.parent / ".lock").exists()
 
 
-def test_can_convert_needs_sentence_transformers_and_torch(monkeypatch):
+def test_missing_for_names_every_package_a_conversion_needs_before_it_starts(spec, monkeypatch, tmp_path):
     pytest.importorskip("sentence_transformers")
-    assert onnx_export.can_convert()
-    hide(monkeypatch, "torch")
-    assert not onnx_export.can_convert()
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    assert onnx_export.missing_for() == [] and onnx_export.missing_for(None, "onnx-q8") == []
+    hide(monkeypatch, "torch", "onnxruntime")
+    assert onnx_export.missing_for() == ["onnxruntime", "torch"]  # the runtime checks the export: asked first too
     monkeypatch.undo()
-    hide(monkeypatch, "sentence_transformers")
-    assert not onnx_export.can_convert()
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path))
+    hide(monkeypatch, "sentence_transformers", "onnx_ir")
+    assert onnx_export.missing_for() == ["sentence-transformers"]
+    assert onnx_export.missing_for(spec, "onnx-q8") == ["onnx-ir", "sentence-transformers"]  # no float file here
+    link_conversion(spec, tmp_path)
+    assert onnx_export.missing_for(spec, "onnx-q8") == ["onnx-ir"]  # made from the float file: no torch
+    assert onnx_export.missing_for(spec, "onnx-rows8") == []
 
 
 def test_quiet_logs_lets_only_errors_through_and_restores_the_level():

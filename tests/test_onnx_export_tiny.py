@@ -9,6 +9,7 @@ line of ``convert`` can be checked by what it writes: the file, its graph, its m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -131,11 +132,17 @@ def check_files_and_manifest(tiny, manifest, cache):
     folder = onnx_export.converted_dir(tiny)
     assert folder == cache / "onnx" / f"tiny-{tiny.model_id.split(':')[1]}-e{onnx_export.EXPORT_VERSION}"
     assert sorted(p.name for p in folder.iterdir()) == [".lock", "manifest.json", "model.onnx"]  # no partial files
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for name in ("manifest.json", "model.onnx"):  # mkstemp's 0600 would keep a shared cache from other users
+        assert (folder / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
     assert onnx_export.problem(tiny) is None and onnx_export.read_manifest(tiny) == manifest
     assert manifest["model_id"] == tiny.model_id and manifest["model_path"] == str(tiny.path)
     assert manifest["export_version"] == onnx_export.EXPORT_VERSION and manifest["opset"] == 17
     assert manifest["inputs"] == _NAMES
-    assert manifest["files"] == {"onnx": {"name": "model.onnx", "bytes": (folder / "model.onnx").stat().st_size}}
+    stat = (folder / "model.onnx").stat()
+    assert manifest["files"] == {"onnx": {"name": "model.onnx", "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                                          "sha256": hashlib.sha256((folder / "model.onnx").read_bytes()).hexdigest()}}
     import torch
 
     assert manifest["exported_with"] == {"torch": torch.__version__,
