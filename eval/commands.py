@@ -7,6 +7,7 @@ matplotlib are imported inside the commands that need them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
@@ -71,12 +72,13 @@ def _report_table(report: Mapping):
         title += f", grouped by '{report['group_sep']}'"
     table = Table(title=title + "; metrics over the answerable queries", box=box.SIMPLE_HEAD)
     table.add_column("mode", style="bold")
-    for name in METRIC_COLUMNS:
+    metrics = [m for m in METRIC_COLUMNS if any(m in row for row in rows.values())]  # R@100 needs --depth >= 100
+    for name in metrics:
         table.add_column(name, justify="right")
     for name in ("p50 ms", "p95 ms", "answerable"):
         table.add_column(name, justify="right")
     for mode, row in rows.items():
-        table.add_row(mode, *(_fmt(row.get(m)) for m in METRIC_COLUMNS), _fmt(row.get("latency_ms_p50"), 1),
+        table.add_row(mode, *(_fmt(row.get(m)) for m in metrics), _fmt(row.get("latency_ms_p50"), 1),
                       _fmt(row.get("latency_ms_p95"), 1), str(row.get("queries", "-")))
     return table
 
@@ -112,20 +114,39 @@ def _what_ran(report: Mapping) -> str:
 
 
 def _unanswerable_table(report: Mapping):
+    """Per mode, and per category when the collection names them (where the category table sends
+    the categories without an answerable query), plus ``all`` when that is more than one category."""
     from rich import box
     from rich.table import Table
 
-    rows = {m: r["unanswerable"] for m, r in report["modes"].items() if r.get("unanswerable")}
+    rows = {m: r for m, r in report["modes"].items() if r.get("unanswerable")}
     if not rows:
         return None
+    categories = _categories(report, lambda block: "unanswerable" in block)
     table = Table(title="unanswerable queries (no relevant document): lower 'top hit high' is better",
                   box=box.SIMPLE_HEAD)
-    for name in ("mode", "queries", "came back empty", "top hit high"):
-        table.add_column(name, justify="left" if name == "mode" else "right")
-    for mode, block in rows.items():
-        high = block.get("top_high")
-        table.add_row(mode, str(block["queries"]), f"{block['empty']:.1%}", "-" if high is None else f"{high:.1%}")
+    for name in ("mode", *(["category"] if categories else []), "queries", "came back empty", "top hit high"):
+        table.add_column(name, justify="left" if name in ("mode", "category") else "right")
+    for mode, row in rows.items():
+        by_category = row.get("by_category", {})
+        parts = [(c, by_category[c]["unanswerable"]) for c in categories if "unanswerable" in by_category.get(c, {})]
+        if not categories:
+            parts = [(None, row["unanswerable"])]
+        elif len(parts) > 1 or sum(block["queries"] for _, block in parts) != row["unanswerable"]["queries"]:
+            parts.append(("all", row["unanswerable"]))
+        for category, block in parts:
+            high = block.get("top_high")
+            table.add_row(mode, *([category] if categories else []), str(block["queries"]), f"{block['empty']:.1%}",
+                          "-" if high is None else f"{high:.1%}")
     return table
+
+
+def _categories(report: Mapping, holds) -> list[str]:
+    """The categories (in report order) whose block ``holds(block)`` in any mode."""
+    out: list[str] = []
+    for row in report["modes"].values():
+        out += [c for c, block in row.get("by_category", {}).items() if holds(block) and c not in out]
+    return out
 
 
 def _reliability_table(report: Mapping):
@@ -169,32 +190,31 @@ def _notes(report: Mapping) -> list:
         lines.append(f"only the first {report['limit_queries']} queries were run (--limit-queries)")
     if report.get("skipped_documents"):
         lines.append(f"{report['skipped_documents']} document(s) without text were not indexed")
-    if report.get("unknown_qrels"):
-        lines.append(f"{report['unknown_qrels']} judgment(s) named unknown query or document ids and were ignored")
     return lines
 
 
 def _category_table(report: Mapping, metric: str = "nDCG@10"):
+    """The categories with an answerable query; None when there is none (a plain collection run
+    with --foreign has only the foreign one), rather than a header over no rows."""
     from rich import box
     from rich.table import Table
 
     rows = report["modes"]
-    categories: list[str] = []
-    for row in rows.values():
-        categories += [c for c in row.get("by_category", {}) if c not in categories]
-    if not categories:
+    answerable = _categories(report, lambda block: metric in block)
+    if not answerable:
         return None
-    table = Table(title=f"{metric} by query category (unanswerable categories: see their own table)",
-                  box=box.SIMPLE_HEAD)
+    others = [c for c in _categories(report, lambda block: True) if c not in answerable]
+    title = f"{metric} by query category"
+    if others:
+        title += f" ({', '.join(others)}: no answerable query, see the unanswerable table)"
+    table = Table(title=title, box=box.SIMPLE_HEAD)
     table.add_column("category", style="bold")
     table.add_column("answerable", justify="right")
     for mode in rows:
         table.add_column(mode, justify="right")
-    for cat in categories:
+    for cat in answerable:
         cells = [rows[m].get("by_category", {}).get(cat, {}) for m in rows]
-        first = next((c for c in cells if c), {})
-        if metric not in first:
-            continue  # nothing answerable in it: the unanswerable table shows it
+        first = next(c for c in cells if metric in c)
         count = first.get("queries", 0) - first.get("unanswerable", {}).get("queries", 0)
         table.add_row(cat, str(count), *(_fmt(c.get(metric)) if metric in c else "n/a" for c in cells))
     return table
@@ -214,10 +234,13 @@ def run_command(
     out_path: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Draw metrics and latency per mode into this PNG."),
     limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Evaluate only the first N queries."),
-    depth: int = typer.Option(100, "--depth", help="Hits ranked per query (>= 100 for R@100)."),
+    depth: int = typer.Option(100, "--depth", help="Hits ranked per query (R@100 is reported only at 100 or more)."),
     baseline: Optional[str] = typer.Option(
         None, "--baseline", metavar="FILE|none",
-        help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json)."),
+        help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json). "
+             "A run whose settings differ from the baseline's (collection, document or query count, --group-sep, "
+             "--depth, --limit-queries, model) gets no verdict, only a note naming the difference. The exit code "
+             "is 0 either way; `kenning eval compare` exits 1 on a regression."),
     foreign: Optional[str] = typer.Option(
         None, "--foreign", help="Also run this other collection's queries, as unanswerable ones (off-topic questions)."),
     store_url: Optional[str] = typer.Option(
@@ -229,6 +252,7 @@ def run_command(
     the unanswerable queries' behaviour, the relevance labels' reliability, and every setting that ran.
 
     The corpus is loaded into a throwaway store and queried through the same engine as `kenning search`.
+    The output paths and the baseline are checked before the run, so a typo costs no results.
 
     Examples:
 
@@ -246,7 +270,15 @@ def run_command(
 
     if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
         raise InvalidInput("--store takes a postgresql:// URL (the SQLite default needs no option)")
-    report = run_eval(collection, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
+    _check_writable(out_path, "--out")
+    _check_writable(plot, "--plot")
+    if plot is not None:
+        from .plot import check_can_plot
+
+        check_can_plot()
+    data = _load(collection)
+    base = _baseline(baseline, data.name)
+    report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
                       reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
     if out_path is not None:
         _write_json(out_path, report)
@@ -254,7 +286,7 @@ def run_command(
         from .plot import plot_report
 
         plot_report(report, plot)
-    verdict = _baseline_verdict(report, baseline)
+    verdict = _baseline_verdict(report, base)
     if as_json:
         emit_json(report if verdict is None else {**report, "baseline": verdict})
         return
@@ -272,7 +304,8 @@ def run_command(
     for line in _notes(report):
         ui.out.print(line)
     if verdict is not None:
-        ui.out.print(_verdict_line(verdict))
+        for line in _verdict_lines(verdict):
+            ui.out.print(line)
     cache = _cache_line(report)
     if cache:
         ui.out.print(cache)
@@ -302,36 +335,78 @@ def _excluded_queries(report: Mapping) -> str | None:
             "so they are counted in the unanswerable lines below, not in the metrics.")
 
 
-def _baseline_verdict(report: Mapping, choice: str | None) -> dict | None:
-    """The comparison with the committed baseline of this collection (or the file given), or None."""
+def _check_writable(path: Path | None, option: str) -> None:
+    """Fail before the run, not after it: an output path that cannot be written would lose the results."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise InvalidInput(f"{option} {path}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InvalidInput(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InvalidInput(f"{option} {path}: not writable")
+
+
+def _load(collection: str):
+    """The collection, with one note on stderr for judgments it cannot use (the loader only counts them)."""
+    from .datasets import QRELS_FILE, load_dataset
+
+    data = load_dataset(collection)
+    if data.unknown_qrels:
+        ui.note(f"{collection}/{QRELS_FILE}: {data.unknown_qrels} judgment(s) name a query or document not in "
+                "the collection; ignored")
+    return data
+
+
+def _baseline(choice: str | None, collection: str) -> tuple[Path, dict] | None:
+    """The report to judge the run by - the file given, else the committed baseline of the collection
+    of that name, if there is one - read before the run so a bad --baseline costs nothing."""
     if choice == "none":
         return None
-    path = Path(choice) if choice else BASELINES / f"{report.get('dataset')}.json"
-    if not path.is_file():
-        if choice:
-            raise InvalidInput(f"baseline {path}: file not found")
+    path = Path(choice) if choice else BASELINES / f"{collection}.json"
+    if choice is None and not path.is_file():
         return None
-    from .harness import compare
+    return path, _read_json(path, "baseline")
 
-    result = compare(report, _read_json(path, "baseline"), BASELINE_TOLERANCE)
-    shared = [m for m in result["modes"] if m in report["modes"]]
-    return {"path": str(path), "tolerance": BASELINE_TOLERANCE, "modes_compared": shared,
-            "regressions": result["regressions"], "missing_modes": result["missing_modes"]}
+
+def _baseline_verdict(report: Mapping, baseline: tuple[Path, dict] | None) -> dict | None:
+    """The comparison with the baseline, or None without one; ``differences`` lists the settings
+    that make the two incomparable (then nothing is compared)."""
+    if baseline is None:
+        return None
+    from .comparison import compare
+
+    path, base = baseline
+    result = compare(report, base, BASELINE_TOLERANCE)
+    return {"path": str(path), "tolerance": BASELINE_TOLERANCE, "differences": result["differences"],
+            "modes_compared": list(result["modes"]), "regressions": result["regressions"],
+            "missing_modes": result["missing_modes"]}
 
 
 BASELINE_TOLERANCE = 0.005
 
 
-def _verdict_line(verdict: Mapping) -> str:
+def _verdict_lines(verdict: Mapping) -> list[str]:
     where = verdict["path"]
+    if verdict["differences"]:
+        from .comparison import describe
+
+        other = any(d["setting"] == "documents" for d in verdict["differences"])
+        return [f"no verdict: this run's settings differ from the baseline {where}: "
+                + "; ".join(describe(d) for d in verdict["differences"]),
+                ("the baseline holds another collection of that name: " if other else
+                 "to compare, run with the baseline's settings; or ")
+                + "pass --baseline FILE (a report of a run like this one, from `kenning eval run --out`), "
+                  "or --baseline none"]
     if not verdict["modes_compared"]:
-        return f"baseline {where}: no mode in common, nothing compared"
+        return [f"baseline {where}: no mode in common, nothing compared"]
     if verdict["regressions"]:
         worst = min(verdict["regressions"], key=lambda r: r["diff"])
-        return (f"verdict: WORSE than the baseline {where}: {len(verdict['regressions'])} metric(s) dropped by more "
-                f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}")
-    return (f"verdict: as good as the baseline {where} (no metric of {', '.join(verdict['modes_compared'])} "
-            f"dropped by more than {verdict['tolerance']})")
+        return [f"verdict: WORSE than the baseline {where}: {len(verdict['regressions'])} metric(s) dropped by more "
+                f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}"]
+    return [f"verdict: as good as the baseline {where} (no metric of {', '.join(verdict['modes_compared'])} "
+            f"dropped by more than {verdict['tolerance']})"]
 
 
 def _cache_line(report: Mapping) -> str | None:
@@ -354,7 +429,9 @@ def compare_command(
 ) -> None:
     """Show each mode's metric differences from a baseline; exit 1 when any drops by more than the tolerance.
 
-    Latency differences are shown but never fail the comparison.
+    Latency differences are shown but never fail the comparison. Two reports of different collections
+    or settings (document or query count, --group-sep, --depth, --limit-queries, model) are not
+    compared: the command names what differs and exits 2.
 
     Example:
 
@@ -364,9 +441,13 @@ def compare_command(
     from rich.table import Table
     from rich.text import Text
 
-    from .harness import compare
+    from .comparison import compare, describe
 
     result = compare(_read_json(report_path, "report"), _read_json(baseline_path, "baseline"), tolerance)
+    if result["differences"]:
+        raise InvalidInput(f"{report_path} and {baseline_path} are not comparable: "
+                           + "; ".join(describe(d, "in the report") for d in result["differences"])
+                           + " (compare two runs of one collection with the same settings)")
     if as_json:
         emit_json(result)
     else:
@@ -431,7 +512,8 @@ def tune_command(
 
     from .tuning import tune, write_config as persist
 
-    result = tune(collections, group_sep=group_sep, metric=metric, progress=not as_json, limit_queries=limit_queries)
+    result = tune([_load(c) for c in collections], group_sep=group_sep, metric=metric, progress=not as_json,
+                  limit_queries=limit_queries)
     if write_config is not None:
         result["written_to"] = str(write_config)
         persist(write_config, result["best"])

@@ -2,15 +2,15 @@
 
 A collection is a folder (or ``"builtin"`` / ``"memval"``, the memory-style sets shipped in the package). The
 loader is strict about the files themselves - a missing file or a malformed line is an
-``InvalidInput`` naming the file and line - and lenient about judgments: qrels rows naming a
-query or document the collection does not have are counted and warned about, not fatal, because
+``InvalidInput`` naming the file and line, and a collection without documents or queries is an
+error too - and lenient about judgments: qrels rows naming a query or document the collection does
+not have are counted (``Dataset.unknown_qrels``, for the caller to report), not fatal, because
 published qrels often cover a larger corpus than the copy at hand.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,7 +26,7 @@ CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels.tsv"
 # LoCoMo's question categories by the names commonly used for the released ids (see the
-# collection's SOURCE.md); category 5 (adversarial) has no evidence turns in the dev split.
+# collection's SOURCE.md); the dev split holds 1-4, a held-back file the adversarial ones (5).
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 
 
@@ -72,12 +72,13 @@ class Query:
         """``metadata.category`` or ``metadata.kind`` as a string, for per-category breakdowns.
 
         LoCoMo numbers its question types; those are named (``LOCOMO_CATEGORIES``), so a report
-        says "temporal" rather than "2".
+        says "temporal" rather than "2". A LoCoMo question is known by its ``sample_id`` (the
+        conversation), which every category has; an adversarial one may carry no evidence.
         """
         value = self.metadata.get("category", self.metadata.get("kind"))
         if value is None:
             return None
-        if "sample_id" in self.metadata and "evidence" in self.metadata and str(value) in LOCOMO_CATEGORIES:
+        if "sample_id" in self.metadata and str(value) in LOCOMO_CATEGORIES:
             return LOCOMO_CATEGORIES[str(value)]
         return str(value)
 
@@ -149,6 +150,8 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         if doc_id in documents:
             raise InvalidInput(f"{where}: duplicate document id {doc_id!r}")
         documents[doc_id] = Document(doc_id, title, text)
+    if not any(doc.content.strip() for doc in documents.values()):
+        raise InvalidInput(f"{_display(folder, CORPUS_FILE)}: no document with text; nothing to search")
 
     queries: dict[str, Query] = {}
     for where, row in _json_lines(folder, QUERIES_FILE):
@@ -160,21 +163,27 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         if query_id in queries:
             raise InvalidInput(f"{where}: duplicate query id {query_id!r}")
         queries[query_id] = Query(query_id, text, metadata)
+    if not queries:
+        raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
     qrels, unknown = _qrels(folder, documents, queries)
-    if unknown:
-        warnings.warn(
-            f"{name}/{QRELS_FILE}: {unknown} judgment(s) name a query or document not in the collection; ignored",
-            stacklevel=2,
-        )
     return Dataset(name, documents, queries, qrels, unknown)
 
 
-def _open(folder: Path | Traversable, filename: str):
+def _lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line, decoded one by one so a byte that is not UTF-8 is an
+    error naming its line rather than a decoder traceback."""
     entry = folder / filename
+    shown = _display(folder, filename)
     if not entry.is_file():
-        raise InvalidInput(f"{_display(folder, filename)}: file is missing")
-    return entry.open(encoding="utf-8")
+        raise InvalidInput(f"{shown}: file is missing")
+    with entry.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{shown}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                   f"{exc.start + 1}); save the file as UTF-8") from None
 
 
 def _display(folder: Path | Traversable, filename: str) -> str:
@@ -184,18 +193,17 @@ def _display(folder: Path | Traversable, filename: str) -> str:
 def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str, dict]]:
     """(``file:line``, object) for every non-blank line; anything but a JSON object is an error."""
     shown = _display(folder, filename)
-    with _open(folder, filename) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{shown}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InvalidInput(f"{where}: expected a JSON object, got {type(row).__name__}")
-            yield where, row
+    for number, line in _lines(folder, filename):
+        if not line.strip():
+            continue
+        where = f"{shown}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InvalidInput(f"{where}: expected a JSON object, got {type(row).__name__}")
+        yield where, row
 
 
 def _id_of(row: dict, where: str) -> str:
@@ -223,24 +231,23 @@ def _qrels(
     shown = _display(folder, QRELS_FILE)
     qrels: dict[str, dict[str, int]] = {}
     unknown = 0
-    with _open(folder, QRELS_FILE) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) != 3:
-                raise InvalidInput(
-                    f"{shown}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
-                )
-            query_id, doc_id, score = (f.strip() for f in fields)
-            try:
-                grade = int(score)
-            except ValueError:
-                if number == 1 and not qrels:
-                    continue  # the header: query-id corpus-id score
-                raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer") from None
-            if query_id not in queries or doc_id not in documents:
-                unknown += 1
-                continue
-            qrels.setdefault(query_id, {})[doc_id] = grade
+    for number, line in _lines(folder, QRELS_FILE):
+        if not line.strip():
+            continue
+        fields = line.rstrip("\r\n").split("\t")
+        if len(fields) != 3:
+            raise InvalidInput(
+                f"{shown}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
+            )
+        query_id, doc_id, score = (f.strip() for f in fields)
+        try:
+            grade = int(score)
+        except ValueError:
+            if number == 1 and not qrels:
+                continue  # the header: query-id corpus-id score
+            raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer") from None
+        if query_id not in queries or doc_id not in documents:
+            unknown += 1
+            continue
+        qrels.setdefault(query_id, {})[doc_id] = grade
     return qrels, unknown

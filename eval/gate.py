@@ -3,8 +3,9 @@
 A case is one collection run in every variant: the four modes, hybrid with RRF fusion
 (``hybrid-rrf``) and the hybrid a user without the embeddings extra gets (``hybrid-lexical``:
 keyword + BM25 fused by RRF, marked degraded). ``record`` writes ``eval/baselines/<name>.json``;
-``judge`` compares a fresh run with it and lists every regression it can see: headline metrics,
-per-category metrics and the unanswerable block.
+``judge`` compares a fresh run with it and lists every regression it can see: a changed collection
+or setting (``comparison.differences``), headline metrics, per-category metrics and the
+unanswerable block.
 
 Tolerances (why these numbers):
 
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from kenning.errors import InvalidInput
 
+from .comparison import describe, differences
 from .datasets import PACKAGED
 from .harness import run_eval
 from .metrics import METRICS
@@ -146,10 +148,8 @@ def record(names: list[str] | None = None, data: Path | None = None, out: Path =
 
 def judge(report: Mapping, baseline: Mapping) -> list[str]:
     """Every regression of ``report`` against ``baseline``, one readable line each (empty: passed)."""
-    problems = []
-    if report.get("queries") != baseline.get("queries"):
-        problems.append(f"query count {report.get('queries')} != baseline {baseline.get('queries')}: "
-                        "the collection changed; re-record the baseline")
+    problems = [f"{describe(d)}: the collection or the case changed; re-record the baseline"
+                for d in differences(report, baseline)]
     for variant, base in baseline["modes"].items():
         row = report["modes"].get(variant)
         if row is None:

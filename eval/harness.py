@@ -1,4 +1,4 @@
-"""Run a relevance collection through the engine users run, measure every mode, compare with a baseline.
+"""Run a relevance collection through the engine users run and measure every mode.
 
 The corpus goes into a throwaway store with ``Store.import_records`` and every query goes through
 ``Store.rank`` - the same code path as ``kenning search`` - so a figure here is a figure of the
@@ -24,14 +24,13 @@ from kenning.store.models import MODES
 from kenning.memory.facade import Store
 
 from .datasets import Dataset, group_of, load_dataset, with_foreign_queries
-from .metrics import METRICS, mean, per_query
+from .metrics import mean, per_query, within
 
 LEXICAL_MODES = ("keyword", "bm25")
 SEMANTIC_MODES = ("semantic", "hybrid")
 REFERENCES = ("rank-bm25",)
 # Scope every document gets when the collection is not split into groups.
 UNGROUPED_SCOPE = "eval"
-LATENCY_KEYS = ("latency_ms_p50", "latency_ms_p95")
 LABELS = ("high", "medium", "low")
 TOP = 10
 
@@ -89,11 +88,17 @@ class Progress:
 
 
 def resolve_modes(modes: Iterable[str] | str | None) -> list[str]:
-    """Requested modes, validated; None means every mode that can run here (semantic ones only with embeddings)."""
+    """Requested modes, validated; None means every mode that can run here (semantic ones only with embeddings).
+
+    A mode named twice runs once; an empty entry (``bm25,,hybrid``) is a typo, not a mode to skip.
+    """
     if modes is None:
         return list(LEXICAL_MODES) + (list(SEMANTIC_MODES) if kenning.embeddings_available() else [])
     if isinstance(modes, str):
-        modes = [m.strip() for m in modes.split(",") if m.strip()]
+        modes = [m.strip() for m in modes.split(",")] if modes.strip() else []
+    if "" in modes:
+        raise InvalidInput(f"--modes has an empty entry ({','.join(modes)!r}); separate modes with single commas: "
+                           f"{', '.join(MODES)}")
     wanted = list(dict.fromkeys(modes))
     unknown = [m for m in wanted if m not in MODES]
     if unknown or not wanted:
@@ -260,10 +265,13 @@ def run_rank_bm25(
     return out
 
 
-def summarize(dataset: Dataset, run: ModeRun) -> dict:
-    """Metrics, latency, per-category figures and the unanswerable block of one mode."""
+def summarize(dataset: Dataset, run: ModeRun, depth: int = 100) -> dict:
+    """Metrics, latency, per-category figures and the unanswerable block of one mode; only the
+    metrics the ranking's ``depth`` can measure (no R@100 at depth 10)."""
     answerable = [q for q in dataset.queries if dataset.is_answerable(q)]
-    table = per_query(dataset.qrels, run.ranked, answerable) if answerable else {m: {} for m in METRICS}
+    measured = within(depth)
+    table = {name: values for name, values in per_query(dataset.qrels, run.ranked, answerable).items()
+             if name in measured} if answerable else {name: {} for name in measured}
     row: dict = {name: _round(mean(values)) for name, values in table.items()}
     latencies = np.asarray(run.latencies_ms) if run.latencies_ms else np.zeros(1)
     row["latency_ms_p50"] = round(float(np.percentile(latencies, 50)), 2)
@@ -343,7 +351,10 @@ def what_ran(store: Store, semantic: bool = True) -> dict:
     constants, the vector leg's floor and model, and the rule behind the relevance labels."""
     from kenning.retrieval import bm25, feedback, fusion, labels, lexical, spelling, text
 
-    out = store.config.model_dump(mode="json", exclude={"verification_stale_days", "require_write_confirmation"})
+    # the model and floor are reported as applied (model_id, vector_floor_applied), not as the
+    # config's "default" (null) beside them
+    out = store.config.model_dump(mode="json", exclude={"verification_stale_days", "require_write_confirmation",
+                                                        "model", "vector_floor"})
     out["tokenizer"] = {"name": text.TOKENIZER_NAME, "version": text.TOKENIZER_VERSION, "fingerprint": text.fingerprint()}
     out["bm25_k3"] = bm25.K3
     out["bm25_idf"] = bm25.IDF_NAME
@@ -377,10 +388,10 @@ def run_eval(
     """Evaluate a collection (folder, ``"builtin"`` or a loaded ``Dataset``) in every requested mode.
 
     Returns the report in the contract's shape: ``{"dataset", "queries", "modes": {mode: {"nDCG@10",
-    "R@10", "R@100", "MRR@10", "latency_ms_p50", "latency_ms_p95", "queries", …}}}``. Metrics average
-    over answerable queries (an empty answer scores 0); queries without any relevant document are
-    reported in each mode's ``unanswerable`` block instead. ``foreign`` adds another collection's
-    queries as unanswerable ones (category ``foreign``).
+    "R@10", "R@100", "MRR@10", "latency_ms_p50", "latency_ms_p95", "queries", …}}}`` (R@100 only at a
+    ``depth`` of 100 or more). Metrics average over answerable queries (an empty answer scores 0);
+    queries without any relevant document are reported in each mode's ``unanswerable`` block instead.
+    ``foreign`` adds another collection's queries as unanswerable ones (category ``foreign``).
     """
     data = as_dataset(dataset)
     if limit_queries is not None:
@@ -410,10 +421,10 @@ def run_eval(
             config = store.config
             report["config"] = what_ran(store, semantic)
             for mode in wanted:
-                report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar))
+                report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar), depth)
         if "rank-bm25" in reference:
             ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
-            report["modes"]["rank-bm25"] = summarize(data, ref)
+            report["modes"]["rank-bm25"] = summarize(data, ref, depth)
     if limit_queries is not None:
         report["limit_queries"] = limit_queries
     skipped = len(data.documents) - len(indexable(data))
@@ -423,32 +434,3 @@ def run_eval(
         report["unknown_qrels"] = data.unknown_qrels
     return report
 
-
-def compare(report: Mapping, baseline: Mapping, tolerance: float = 0.005) -> dict:
-    """Per-mode, per-metric differences (report - baseline) and the drops beyond ``tolerance``.
-
-    Latency is shown but never judged (it depends on the machine). A mode the baseline has and the
-    report lacks is listed under ``missing_modes``, not counted as a regression.
-    """
-    if tolerance < 0:
-        raise InvalidInput("tolerance must be zero or positive")
-    out: dict = {
-        "dataset": report.get("dataset"), "baseline_dataset": baseline.get("dataset"),
-        "tolerance": tolerance, "modes": {}, "regressions": [], "missing_modes": [],
-    }
-    for mode, base_row in baseline.get("modes", {}).items():
-        row = report.get("modes", {}).get(mode)
-        if row is None:
-            out["missing_modes"].append(mode)
-            continue
-        diffs: dict = {}
-        for metric in (*METRICS, *LATENCY_KEYS):
-            old, new = base_row.get(metric), row.get(metric)
-            if old is None or new is None:
-                continue
-            diff = round(new - old, 4)
-            diffs[metric] = {"baseline": old, "report": new, "diff": diff}
-            if metric in METRICS and diff < -tolerance:
-                out["regressions"].append({"mode": mode, "metric": metric, "baseline": old, "report": new, "diff": diff})
-        out["modes"][mode] = diffs
-    return out

@@ -21,6 +21,11 @@ from ir_measures import R, RR, Qrel, ScoredDoc, nDCG
 METRICS = ("nDCG@10", "R@10", "R@100", "MRR@10")
 
 
+def within(depth: int) -> tuple[str, ...]:
+    """The metrics a ranking ``depth`` hits deep can measure: its R@100 at depth 10 would be R@10."""
+    return tuple(name for name in METRICS if int(name.rsplit("@", 1)[1]) <= depth)
+
+
 def _measures(qrels: Mapping[str, Mapping[str, int]]) -> dict[str, object]:
     grades = {g for judged in qrels.values() for g in judged.values() if g > 0}
     gains = {0: 0, **{g: 2**g - 1 for g in sorted(grades)}}

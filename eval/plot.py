@@ -6,6 +6,7 @@ nor a run without ``--plot`` pays for it, and it works on a machine without a di
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,29 +15,40 @@ from kenning.errors import InvalidInput
 from .metrics import METRICS
 
 
+MISSING = '--plot needs matplotlib; install it with: pip install "kenning[eval]"'
+
+
+def check_can_plot() -> None:
+    """Called before a run: a missing matplotlib found only after it would lose the results."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InvalidInput(MISSING)
+
+
 def plot_report(report: Mapping, path: str | Path) -> Path:
-    """Write a PNG with grouped bars of every metric per mode (left) and latency p50/p95 (right)."""
+    """Write a PNG with grouped bars of every metric the report holds per mode (left) and latency
+    p50/p95 (right)."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise InvalidInput('--plot needs matplotlib; install it with: pip install "kenning[eval]"') from exc
+        raise InvalidInput(MISSING) from exc
 
     modes = list(report.get("modes", {}))
     if not modes:
         raise InvalidInput("the report has no modes to plot")
     rows = report["modes"]
+    metrics = [m for m in METRICS if any(m in rows[mode] for mode in modes)]  # no R@100 below --depth 100
     width = 0.8 / len(modes)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
 
     for i, mode in enumerate(modes):
-        values = [rows[mode].get(m) or 0.0 for m in METRICS]
-        xs = [x + (i - (len(modes) - 1) / 2) * width for x in range(len(METRICS))]
+        values = [rows[mode].get(m) or 0.0 for m in metrics]
+        xs = [x + (i - (len(modes) - 1) / 2) * width for x in range(len(metrics))]
         bars = left.bar(xs, values, width, label=mode)
         left.bar_label(bars, fmt="%.2f", fontsize=7)
-    left.set_xticks(range(len(METRICS)), METRICS)
+    left.set_xticks(range(len(metrics)), metrics)
     left.set_ylim(0, 1.05)
     left.set_ylabel("score")
     left.set_title(f"{report.get('dataset', '')}: relevance ({rows[modes[0]].get('queries', '?')} queries)")

@@ -11,7 +11,8 @@ import kenning
 from kenning.errors import InvalidInput
 from kenning.eval.commands import eval_app
 from kenning.eval.datasets import load_dataset
-from kenning.eval.harness import compare, run_eval
+from kenning.eval.comparison import compare
+from kenning.eval.harness import run_eval
 from kenning.eval.tuning import TUNABLE, tune, write_config
 
 from test_eval_datasets import write_collection
@@ -209,3 +210,84 @@ def test_every_command_has_an_example_in_its_help():
 def test_loader_is_reused_for_a_loaded_dataset(grouped):
     data = load_dataset(grouped)
     assert run_eval(data, modes="bm25", progress=False)["dataset"] == "grouped"
+
+
+def test_modes_an_empty_entry_is_an_error_and_a_repeated_one_runs_once():
+    from kenning.eval.harness import resolve_modes
+
+    for typo in ("bm25,,hybrid", "bm25,", ",bm25", ["bm25", ""]):
+        with pytest.raises(InvalidInput, match="--modes has an empty entry"):
+            resolve_modes(typo)
+    assert resolve_modes("bm25,bm25") == resolve_modes(["bm25", "bm25"]) == ["bm25"]
+    assert resolve_modes(" keyword , bm25 ,keyword") == ["keyword", "bm25"]
+    result = runner.invoke(eval_app, ["run", "builtin", "--modes", "bm25,,keyword"])
+    assert result.exit_code == 2 and "empty entry ('bm25,,keyword')" in result.stderr
+
+
+def test_a_ranking_shallower_than_100_reports_no_r_at_100(grouped):
+    """R@100 of a 10-deep ranking would be R@10 under another name."""
+    row = run_eval(grouped, modes="bm25", group_sep=":", depth=10, progress=False)["modes"]["bm25"]
+    assert "R@100" not in row and "R@10" in row
+    assert all("R@100" not in block for block in row["by_category"].values())
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--depth", "10", "--baseline", "none"])
+    assert result.exit_code == 0 and "R@10 " in result.stdout and "R@100 " not in result.stdout
+
+
+def test_the_config_names_the_model_and_floor_once(grouped):
+    """What ran: model_id and vector_floor_applied, not beside a null "model" / "vector_floor"."""
+    config = run_eval(grouped, modes="bm25", progress=False)["config"]
+    assert "model" not in config and "vector_floor" not in config
+
+
+def test_outputs_and_baseline_are_checked_before_the_run(grouped, tmp_path, monkeypatch):
+    from kenning.eval import harness
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the collection ran before its options were checked")
+
+    monkeypatch.setattr(harness, "run_eval", tripwire)
+    (tmp_path / "not-a-report.json").write_text('{"dataset": "x"}')
+    for option, message in (
+        (["--out", str(tmp_path / "missing" / "r.json")], f"--out {tmp_path / 'missing' / 'r.json'}: the folder"),
+        (["--plot", str(tmp_path)], f"--plot {tmp_path}: is a folder"),
+        (["--baseline", str(tmp_path / "nowhere.json")], "nowhere.json: file not found"),
+        (["--baseline", str(tmp_path / "not-a-report.json")], "not an eval report"),
+    ):
+        result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", *option])
+        assert result.exit_code == 2, result.output
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_judgments_are_one_note_line_on_stderr(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d1", "text": "the auth port is 8443"}],
+                              [{"_id": "q1", "text": "auth port"}], [("q1", "d1", 1), ("q1", "gone", 1)])
+    result = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--json"])
+    assert result.exit_code == 0
+    assert result.stderr == f"note: {folder}/qrels.tsv: 1 judgment(s) name a query or document not in the collection; ignored\n"
+    assert json.loads(result.stdout)["unknown_qrels"] == 1
+
+
+def test_an_empty_collection_is_a_one_line_error(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d1", "text": "the auth port is 8443"}], [], [])
+    result = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25"])
+    assert result.exit_code == 2 and result.stderr == f"error: {folder}/queries.jsonl: no queries; nothing to evaluate\n"
+
+
+def test_the_unanswerable_table_names_its_categories(grouped):
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--group-sep", ":"])
+    table = result.stdout.split("unanswerable queries (no relevant document)")[1]
+    header, row = [line.split() for line in table.splitlines()[2:5:2]]
+    assert header[:3] == ["mode", "category", "queries"] and row[:3] == ["bm25", "2", "1"]
+
+
+def test_the_category_table_mentions_unanswerable_categories_only_when_there_are_some(tmp_path, grouped):
+    answered = write_collection(tmp_path / "answered", [{"_id": "d1", "text": "the auth port is 8443"}],
+                                [{"_id": "q1", "text": "auth port", "metadata": {"kind": "exact"}}], [("q1", "d1", 1)])
+    result = runner.invoke(eval_app, ["run", str(answered), "--modes", "bm25", "--baseline", "none"])
+    assert "nDCG@10 by query category\n" in result.stdout and "unanswerable" not in result.stdout
+    # a plain collection with --foreign: the one category has no answerable query, so no category table
+    plain = write_collection(tmp_path / "plain", [{"_id": "d1", "text": "the auth port is 8443"}],
+                             [{"_id": "q1", "text": "auth port"}], [("q1", "d1", 1)])
+    result = runner.invoke(eval_app, ["run", str(plain), "--modes", "bm25", "--foreign", str(answered)])
+    assert result.exit_code == 0 and "by query category" not in result.stdout
+    assert "  bm25   foreign " in result.stdout  # the unanswerable table names it

@@ -39,4 +39,12 @@ def test_unanswerable_block_may_not_move_by_one_query():
 
 def test_missing_variant_and_changed_collection_fail():
     problems = judge({"queries": 81, "modes": {}}, _report(bm25=_row()))
-    assert any("query count" in p for p in problems) and any("bm25: not run" in p for p in problems)
+    assert any(p.startswith("queries: 81 here, 80 in the baseline") for p in problems)
+    assert any("bm25: not run" in p for p in problems)
+
+
+def test_a_case_run_with_other_settings_fails():
+    """The same figures from another depth, grouping or query limit are another measurement."""
+    base = {**_report(bm25=_row()), "depth": 100, "group_sep": ":"}
+    problems = judge({**_report(bm25=_row()), "depth": 10, "group_sep": None, "limit_queries": 40}, base)
+    assert [p.split(":")[0] for p in problems] == ["--group-sep", "--depth", "--limit-queries"]
