@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
-from kenning.retrieval import bm25, engine, keyword, spelling
+from kenning.retrieval import bm25, engine, keyword, labels, spelling
+from kenning.retrieval.lexical import unknown
 from kenning.retrieval.text import fingerprint, query_tokens
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
@@ -403,10 +404,12 @@ class TranscriptIndex:
         hits = []
         shown = spelling.shown(query, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
+        ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
-                           vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), runner_up=runner_up)
+                           vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), runner_up=runner_up,
+                           ceiling=ceiling)
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -92,6 +92,7 @@ def explain(
     known_coverage: float | None = None,
     runner_up: float | None = None,
     text_of: Callable[[int], str] | None = None,
+    ceiling: str = "high",
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -104,6 +105,7 @@ def explain(
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
     them; ``text=None`` labels without a snippet (the rank-only path), reading the text with
     ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``).
+    ``ceiling``: the best label this query's hits may get (``labels.ceiling``).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -122,6 +124,6 @@ def explain(
     else:
         asks = None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       labels.lead_of(top, runner_up), asks)
+                                       labels.lead_of(top, runner_up), asks, ceiling)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

@@ -36,6 +36,10 @@
   distinct query terms. Worth reading, not proof.
 - ``low``: weak evidence, most likely not an answer. A result whose hits are all ``low`` is the
   no-match answer: the ranking still shows what came closest, and says it does not answer.
+- Whatever the evidence, a query caps its hits (``ceiling``): at ``medium`` when a word of it no
+  stored text holds is written as a name or an identifier ("Yuki Tanaka" against a store that knows
+  only Yuki Brandt: the question is about someone the store has never heard of), and at ``low``
+  when it is stopwords alone.
 
 What is promised, measured in hybrid on the development collections with their judgments
 (bench/relevance/labelrule2.py to labelrule7.py chose the thresholds, leave-one-collection-out;
@@ -68,7 +72,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from .text import match_terms
+from .text import match_terms, only_stopwords, written_as_names
 
 NEAR_TOP = 0.95
 KNOWN_TERMS = 2
@@ -89,9 +93,40 @@ LONG_LEAD = 0.85
 MEDIUM_TERM_SHARE = 0.5
 
 
+_RANK = {"low": 0, "medium": 1, "high": 2}
+_JOINED = "- / @ :"
+
+
+def ceiling(query: str, unknown: Iterable[str] = ()) -> str:
+    """The best label any hit of this query may get, from the query and the terms of it no stored
+    text holds (``unknown``, after respelling).
+
+    A query of stopwords alone ("the", "what is it") names nothing, so a hit holding its words is
+    evidence of nothing: ``low``. An unknown term the query writes as a name or an identifier
+    (``text.written_as_names``: "Tanaka" in "Yuki Tanaka parental leave dates", "bramble-infra")
+    is most likely what the question is about, and the store has never heard of it: the hit that
+    holds the rest ("Yuki Brandt is on parental leave ...") is a near miss, at most ``medium``. A
+    lowercase word the store lacks ("interval" in "scraping interval of Prometheus") is more often
+    the question's own wording, which the known-term coverage lets pass."""
+    if only_stopwords(query):
+        return "low"
+    return "medium" if written_as_names(query, unknown) else "high"
+
+
 def label(
     cosine: float | None, term_share: float, distinct_terms: int, score: float, top_score: float, coverage: float = 0.0,
     known_coverage: float | None = None, lead: float = 1.0, asks: Callable[[], bool] | None = None,
+    ceiling: str = "high",
+) -> str:
+    """``high`` / ``medium`` / ``low`` for one hit, no better than ``ceiling`` (``labels.ceiling``)."""
+    got = _label(cosine, term_share, distinct_terms, score, top_score, coverage, known_coverage, lead, asks,
+                 ceiling == "high")
+    return got if _RANK[got] <= _RANK[ceiling] else ceiling
+
+
+def _label(
+    cosine: float | None, term_share: float, distinct_terms: int, score: float, top_score: float, coverage: float,
+    known_coverage: float | None, lead: float, asks: Callable[[], bool] | None, may_be_high: bool,
 ) -> str:
     """``high`` / ``medium`` / ``low`` for one hit (``cosine`` None when the vector leg did not run).
 
@@ -99,14 +134,16 @@ def label(
     their IDF-weighted share, ``known_coverage`` that share of the terms some stored text holds
     (None: every term is known); ``lead`` is how far this result's best hit stands ahead of its
     second (``lead_of``; 1.0 when it has no second). ``asks`` tells whether the hit asks about the
-    query's words (``asks_about``); it is called only when everything else says ``high``, so the
-    rank-only path reads the text of at most the few hits near the top."""
+    query's words (``asks_about``); it is called only when everything else says ``high`` and
+    ``may_be_high`` (the query's ceiling) allows it, so the rank-only path reads the text of at most
+    the few hits near the top."""
     near_top = top_score <= 0 or score >= NEAR_TOP * top_score
     if cosine is not None:
-        if (near_top and vector_high(cosine, coverage, round(term_share * distinct_terms), term_share, known_coverage)
-                and stands_out(cosine, lead, distinct_terms) and not (asks is not None and asks())):
-            return "high"
-    elif vectorless_high(term_share, distinct_terms) and near_top and not (asks is not None and asks()):
+        evidence = (vector_high(cosine, coverage, round(term_share * distinct_terms), term_share, known_coverage)
+                    and stands_out(cosine, lead, distinct_terms))
+    else:
+        evidence = vectorless_high(term_share, distinct_terms)
+    if may_be_high and near_top and evidence and not (asks is not None and asks()):
         return "high"
     if (cosine is not None and cosine >= MEDIUM_COSINE) or term_share >= MEDIUM_TERM_SHARE:
         return "medium"
@@ -165,4 +202,5 @@ def describe() -> str:
             f"and (cosine >= {LEAD_COSINE} or the best hit leads the second by >= {LEAD} of its score; with >= {LONG_QUERY_TERMS} "
             f"query terms a lead >= {LONG_LEAD}) and no sentence holding a query term is a question; without vectors every "
             f"term (>= 2), not asked; medium: cosine >= {MEDIUM_COSINE} or "
-            f">= {MEDIUM_TERM_SHARE} of the terms")
+            f">= {MEDIUM_TERM_SHARE} of the terms; at most medium when a query word no stored text holds is written "
+            f"as a name (a capital, a digit, or joined by {_JOINED}), low when the query is stopwords alone")

@@ -76,6 +76,13 @@ def per_term(memo: weakref.WeakKeyDictionary, index: LexicalIndex, key: Hashable
     return value
 
 
+def unknown(index: LexicalIndex, terms: list[str]) -> list[str]:
+    """The terms no live document holds (their postings are cached once a leg has read them): what
+    ``labels.ceiling`` asks about."""
+    postings = index.postings(terms)
+    return [t for t in terms if not postings[t][0].size]
+
+
 def contains(index: LexicalIndex, terms: list[str], keys: list[int]) -> np.ndarray:
     """Which documents contain which terms, from the postings alone (no text is read or tokenized):
     a boolean matrix, one row per key and one column per term. A binary search of each term's

@@ -151,6 +151,39 @@ def query_tokens(query: str) -> list[str]:
     return content or [token for _, token in raw]
 
 
+def only_stopwords(query: str) -> bool:
+    """Whether every word of the query is a stopword ("the", "what is it"): ``query_tokens`` then
+    searches them all, as it has nothing else, but they name nothing."""
+    if query.isascii():
+        words = _LOWER_ASCII_WORD_RE.findall(query.lower())
+    else:
+        words = [word.casefold() for word, _ in _word_tokens(query)]
+    return bool(words) and all(word in STOPWORDS for word in words)
+
+
+def written_as_names(query: str, tokens: Iterable[str]) -> list[str]:
+    """Those of ``tokens`` the query writes as a name or an identifier somewhere: with a capital
+    letter or a digit ("Tanaka", "Quokka", "us7"), or joined to another word by ``- / @ :``
+    ("bramble-infra")."""
+    wanted = set(tokens)
+    if not wanted:
+        return []
+    norm = query if query.isascii() else unicodedata.normalize("NFKC", query)
+    found: dict[str, None] = {}
+    for token, start, end in token_spans(norm):
+        if token not in wanted or token in found:
+            continue
+        word = norm[start:end]
+        joined = (start > 1 and norm[start - 1] in _JOINERS and norm[start - 2].isalnum()) or (
+            end + 1 < len(norm) and norm[end] in _JOINERS and norm[end + 1].isalnum())
+        if joined or any(ch.isupper() or ch.isdigit() for ch in word):
+            found[token] = None
+    return list(found)
+
+
+_JOINERS = "-/@:"
+
+
 def content_terms(text: str) -> frozenset[str]:
     """The distinct query tokens of a text: what the duplicates gate compares (and the store keeps
     beside each memory, so a write's candidates need no tokenizing)."""

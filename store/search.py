@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.retrieval import bm25, engine, feedback, keyword, spelling
-from kenning.retrieval.lexical import contains
+from kenning.retrieval import bm25, engine, feedback, keyword, labels, spelling
+from kenning.retrieval.lexical import contains, unknown
 from kenning.retrieval.text import query_tokens
 
 from .db import Database
@@ -164,6 +164,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     finally:
         if ahead is not None:  # its worker reads the vector index: done before the caller unlocks the store
             ahead.settle()
+    # without the vector leg a high needs every term, so only a vector search asks which are unknown
+    ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
@@ -173,7 +175,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), runner_up=runner_up,
-                                            text_of=lambda key: _texts(db, [key])[key]).relevance
+                                            text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling).relevance
         return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = spelling.shown(query, fixed)
@@ -184,7 +186,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                       known_coverage=known.get(cand.key), runner_up=runner_up)
+                       known_coverage=known.get(cand.key), runner_up=runner_up, ceiling=ceiling)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,

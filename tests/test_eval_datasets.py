@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
 from kenning.errors import InvalidInput
-from kenning.eval.datasets import Document, group_of, load_dataset
-from kenning.retrieval.text import query_tokens, tokenize
+from kenning.eval.datasets import Document, Query, group_of, load_dataset
+from kenning.retrieval.text import query_tokens, tokenize, written_as_names
 
 
 def write_collection(folder, corpus, queries, qrels, header=True):
@@ -59,13 +60,44 @@ def test_qrels_without_header_are_read(tmp_path):
     assert load_dataset(folder).qrels == {"q": {"d": 1}}
 
 
-def test_unknown_ids_in_qrels_are_counted_and_warned_not_fatal(tmp_path):
+def test_unknown_ids_in_qrels_are_counted_not_fatal_and_not_a_python_warning(tmp_path):
+    """The caller reports the count (the CLI as one note line); a UserWarning would print its source line."""
     folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}],
                               [("q", "d", 1), ("q", "missing-doc", 1), ("ghost", "d", 1)])
-    with pytest.warns(UserWarning, match="2 judgment"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         data = load_dataset(folder)
     assert data.unknown_qrels == 2
     assert data.qrels == {"q": {"d": 1}}
+
+
+@pytest.mark.parametrize("filename, line", [("corpus.jsonl", 4), ("queries.jsonl", 3), ("qrels.tsv", 4)])
+def test_a_byte_that_is_not_utf8_names_its_file_and_line(small, filename, line):
+    with (small / filename).open("ab") as f:
+        f.write(b"caf\xe9\n")  # Latin-1, as an editor on another system may have saved it
+    with pytest.raises(InvalidInput, match=rf"{filename.replace('.', '[.]')}:{line}: not UTF-8 text \(byte 0xe9 at column 4\)"):
+        load_dataset(small)
+
+
+@pytest.mark.parametrize("filename, message", [("corpus.jsonl", "no document with text"), ("queries.jsonl", "no queries")])
+def test_a_collection_without_documents_or_queries_is_an_error(small, filename, message):
+    (small / filename).write_text("\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match=rf"{filename.replace('.', '[.]')}: {message}"):
+        load_dataset(small)
+
+
+def test_corpus_of_empty_documents_is_an_error(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "title": "", "text": " "}], [{"_id": "q", "text": "x"}], [])
+    with pytest.raises(InvalidInput, match="no document with text"):
+        load_dataset(folder)
+
+
+def test_locomo_categories_are_named_even_without_evidence():
+    """An adversarial (category 5) question may carry no evidence turns; it is still LoCoMo's."""
+    temporal = Query("conv-1:q0", "when?", {"sample_id": "conv-1", "category": 2, "evidence": ["D1:3"]})
+    adversarial = Query("conv-1:q1", "what did she say about the dog?", {"sample_id": "conv-1", "category": 5})
+    assert (temporal.category, adversarial.category) == ("temporal", "adversarial")
+    assert Query("q", "x", {"category": 5}).category == "5"  # not LoCoMo: as given
 
 
 def test_missing_folder_and_missing_file(tmp_path):
@@ -149,18 +181,24 @@ def test_builtin_paraphrases_share_no_token_with_their_targets():
 
 
 def test_memval_set_shape_and_paraphrases():
-    """The second shipped memory-style set: 400 memories, 160 queries of five kinds; unanswerable
-    <=> no judgments; a paraphrase shares no token with its grade-2 answer (the one token stream)."""
+    """The second shipped memory-style set: 400 memories, 180 queries of six kinds; unanswerable and
+    unknown-name <=> no judgments; a paraphrase shares no token with its grade-2 answer (the one token
+    stream); most unknown-name questions write a name no memory holds."""
     data = load_dataset("memval")
     assert data.name == "memval" and data.unknown_qrels == 0
-    assert len(data.documents) == 400 and len(data.queries) == 160
+    assert len(data.documents) == 400 and len(data.queries) == 180
+    vocabulary = {token for doc in data.documents.values() for token in tokenize(doc.content)}
     kinds: dict[str, int] = {}
+    unheard = 0
     for qid, query in data.queries.items():
         kinds[query.category] = kinds.get(query.category, 0) + 1
-        assert (query.category == "unanswerable") == (qid not in data.qrels)
+        assert (query.category in ("unanswerable", "unknown-name")) == (qid not in data.qrels)
+        if query.category == "unknown-name":
+            unheard += bool(written_as_names(query.text, set(query_tokens(query.text)) - vocabulary))
         if query.category == "paraphrase":
             for doc_id, grade in data.qrels[qid].items():
                 shared = set(query_tokens(query.text)) & set(tokenize(data.documents[doc_id].content))
                 assert grade < 2 or not shared, (qid, doc_id, shared)
-    assert kinds == {"exact": 40, "paraphrase": 50, "typo": 15, "wordform": 15, "unanswerable": 40}
+    assert kinds == {"exact": 40, "paraphrase": 50, "typo": 15, "wordform": 15, "unanswerable": 40, "unknown-name": 20}
+    assert unheard == 17
     assert all(2 in judged.values() for judged in data.qrels.values())

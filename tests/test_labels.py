@@ -22,6 +22,7 @@ from kenning.retrieval.labels import (
     SEVERAL_COVERAGE,
     SEVERAL_TERMS,
     asks_about,
+    ceiling,
     describe,
     label,
     lead_of,
@@ -292,3 +293,51 @@ def test_a_real_store_does_not_promise_the_turn_that_repeats_the_question(tmp_pa
         assert _labels(s, "Why did Nate choose the hair color he did?", 10)[0] == "medium"
         assert _labels(s, "which video game tournament did Nate win", 1) == ["high"]
 
+
+
+def test_a_query_caps_its_labels_at_medium_when_it_names_what_no_text_holds_and_at_low_for_stopwords():
+    """``ceiling``: an unknown word written as a name or an identifier is what the question is about
+    (at most medium); an unknown lowercase word is the question's own wording (no cap); stopwords
+    alone name nothing (low). ``label`` applies the cap to the strongest evidence, and does not read
+    the hit's text (``asks``) for a high the cap forbids."""
+    assert ceiling("Yuki Tanaka parental leave dates", ["tanaka"]) == "medium"
+    assert ceiling("which Terraform version does bramble-infra pin", ["brambl"]) == "medium"
+    assert ceiling("PostgreSQL version of pg-main-us7", ["us7"]) == "medium"
+    assert ceiling("scraping interval of Prometheus", ["interv"]) == "high"
+    assert ceiling("Yuki Tanaka parental leave dates", []) == "high"
+    assert ceiling("the", []) == ceiling("what is it?", ["it"]) == "low"
+    strong = dict(cosine=0.9, term_share=1.0, distinct_terms=3, score=1.0, top_score=1.0, coverage=1.0)
+    assert label(**strong) == "high"
+    assert label(**strong, ceiling="medium") == "medium"
+    assert label(**strong, ceiling="low") == "low"
+    assert label(**{**strong, "cosine": 0.1, "term_share": 0.0}, ceiling="medium") == "low"
+
+    def never():
+        raise AssertionError("asks read for a high the ceiling forbids")
+    assert label(**strong, asks=never, ceiling="medium") == "medium"
+
+
+NEAR_MISSES = ["Yuki Brandt is on parental leave from 1 July to 15 October.",
+               "Alice runs the marathon every April in Boston.",
+               "The auth service listens on port 8443 and uses mTLS.",
+               "fern-infra pins Terraform 1.6.6 via .terraform-version and tfenv."]
+
+
+@pytest.mark.embeddings
+def test_a_real_store_does_not_promise_an_answer_about_someone_it_has_never_heard_of(tmp_path):
+    """Real store, real model: asked about Yuki Tanaka, Bob or bramble-infra, which no memory
+    names, the memory about Yuki Brandt, Alice or fern-infra holds every other word and was high;
+    it is medium now, ranked or explained. Asked about the names it holds, it is high. A query of
+    stopwords finds the memories holding them, all low, in every lexical and fused mode."""
+    with kenning.open_store(tmp_path / "s") as s:
+        for text in NEAR_MISSES + REFUNDS:
+            s.write(text, scopes=["ops"])
+        assert _labels(s, "Yuki Brandt parental leave dates", 1) == ["high"]
+        assert _labels(s, "Yuki Tanaka parental leave dates", 10)[0] == "medium"
+        assert _labels(s, "When does Alice run the marathon?", 1) == ["high"]
+        assert _labels(s, "When does Bob run the marathon?", 10)[0] == "medium"
+        assert _labels(s, "which Terraform version does fern-infra pin", 1) == ["high"]
+        assert _labels(s, "which Terraform version does bramble-infra pin", 10)[0] == "medium"
+        for mode in ("keyword", "bm25", "hybrid"):
+            hits = s.search("the and is", mode=mode, auto_scope=False).hits
+            assert hits and {h.relevance for h in hits} == {"low"}

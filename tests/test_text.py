@@ -226,3 +226,19 @@ def test_snippet_prefers_more_distinct_terms_then_the_first_cluster():
 def test_query_tokens_of_non_ascii_text_drop_stopwords_unless_nothing_is_left():
     assert text.query_tokens("Ｔｈｅ Ｆｕｌｌ 東京 of") == ["full", "東京"]
     assert text.query_tokens("Ｔｈｅ ｏｆ") == ["the", "of"]  # only stopwords: they are the query
+
+
+def test_written_as_names_finds_capitals_digits_and_joined_words_but_not_plain_lowercase_words():
+    from kenning.retrieval.text import query_terms, written_as_names
+    query = "Did Yuki Tanaka move bramble-infra to us7 and change the interval?"
+    assert written_as_names(query, query_terms(query)) == ["yuki", "tanaka", "brambl", "infra", "us7"]
+    assert written_as_names(query, ["interv", "move"]) == []
+    assert written_as_names("Zürich straße", query_terms("Zürich straße")) == ["zürich"]
+    assert written_as_names("mail me@host", ["host"]) == ["host"]
+    assert written_as_names("anything", []) == []
+
+
+def test_only_stopwords_is_a_query_with_no_content_word():
+    from kenning.retrieval.text import only_stopwords
+    assert only_stopwords("the") and only_stopwords("What is it?")
+    assert not only_stopwords("the port") and not only_stopwords("") and not only_stopwords("???")

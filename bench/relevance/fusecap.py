@@ -44,6 +44,7 @@ def capture(source: str) -> Path:
                 rows[q.id] = {
                     "rankings": {leg: [(ids[k], s) for k, s in r] for leg, r in rankings.items()},
                     "coverage": {ids[k]: c for k, c in coverage.items()},
+                    "lone": frozenset(ids[k] for k in settings.pop("lone", ())),
                     "settings": settings, "shipped": shipped,
                 }
     finally:

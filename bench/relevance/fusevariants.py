@@ -7,7 +7,9 @@ is it as shipped now); each family is one change:
 - ``rel``: the same with the cosine as a share of the query's best cosine (``r_lo``, ``r_hi``);
 - ``missing``: lexical evidence times ``missing`` for a text outside the vector leg's list;
 - ``one``: lexical evidence times ``one`` for a text holding one of a query's several terms
-  (below cosine ``one_cos`` when given): one shared word is weak evidence of an answer;
+  (below cosine ``one_cos`` when given): one shared word is weak evidence of an answer; the engine's
+  own set (``row["lone"]``, ``bm25.fusion_coverage``) where the capture has it, else counted from
+  ``with_matches``, which misses the stems and typo forms the engine matches;
 - ``few``: lexical evidence times ``few`` for a text holding under ``few_share`` of the query's terms;
 - ``rho``: the vector evidence partly relative to the query's best cosine (as BM25's is to its best);
 - ``adapt``: alpha scaled by the best coverage any candidate reaches (a query no text covers well
@@ -42,8 +44,8 @@ def fuse(row, alpha=0.78, cos_floor=0.1, power=3.0, bm25_share=0.5, g_lo=None, g
             b = bm25_of.get(key)
             lexical *= (1 - bm25_share) + bm25_share * (b / best_bm25 if b is not None else 0.0)
         v = vector_of.get(key)
-        if one is not None and row["matched"].get(key, 0) == 1 and row["n_terms"] >= 2 and (
-                one_cos is None or (v or 0.0) < one_cos):
+        lone = key in row["lone"] if "lone" in row else row["matched"].get(key, 0) == 1 and row["n_terms"] >= 2
+        if one is not None and lone and (one_cos is None or (v or 0.0) < one_cos):
             lexical *= one
         if few is not None and row["n_terms"] >= 2 and row["matched"].get(key, 0) < few_share * row["n_terms"]:
             lexical *= few

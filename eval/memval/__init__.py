@@ -6,6 +6,9 @@ purpose, with near misses (the staging port beside the production one, the old v
 new). 160 queries tagged with ``metadata.kind``: 40 ``exact``, 50 ``paraphrase`` (no token shared
 with the grade-2 answer, checked with the one token stream), 15 ``typo``, 15 ``wordform`` and 40
 ``unanswerable`` (25 lexically tempting, 15 off-topic; no qrels rows). Grades: 2 answers, 1 helps.
+20 more, ``unknown-name`` (``v161`` …, no qrels rows either), were added in the tenth pass: memval
+questions with one name swapped for one no memory holds ("Yuki Tanaka parental leave dates"), written
+by a hostile check, whose near misses the labels had promised as answers (eval/baselines/README.md).
 
 It was written by a helper that read none of the retrieval code, labels, baselines or builtin's
 memories, to stand in for the held-out memory set the engine is measured on: paraphrases are 42 %
