@@ -211,6 +211,8 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
         raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
     filters = ranking.Filters(scopes, category, view.updated_after if view else None,
                               view.hidden_keys(s.db) if view else ())
+    if mode in ("semantic", "hybrid") and not plain:
+        s.semantic.availability()  # a server's encoder still loading is waited for here, not under the lock
     # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
     # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
     def run() -> tuple[Any, dict[str, Any]]:

@@ -43,6 +43,7 @@ from .transcript_models import TranscriptHit, TranscriptResult
 from .transcript_vectors import TranscriptVectors, forget
 
 if TYPE_CHECKING:
+    from kenning.retrieval.embeddings import Availability
     from kenning.store.models import StoreConfig
     from kenning.store.semantic import Semantic
 
@@ -381,8 +382,9 @@ class TranscriptIndex:
         tokens = [fixed.get(t, t) for t in tokens]
         terms = list(dict.fromkeys(tokens))
         allowed = self._allowed(lexicon, scope, exclude)
-        vector_ok = mode in ("semantic", "hybrid") and self.vectors is not None and self.vectors.available()
-        legs, degraded = engine.legs_for_mode(mode, vector_ok)
+        availability = self._availability() if mode in ("semantic", "hybrid") else None  # asked once: a
+        vector_ok = availability is not None and availability.working and self.vectors is not None  # server's
+        legs, degraded = engine.legs_for_mode(mode, vector_ok)  # encoder may finish loading meanwhile
         runs: dict[str, engine.LegRun] = {}
         now = datetime.now(timezone.utc).timestamp()
         if "keyword" in legs:
@@ -423,13 +425,18 @@ class TranscriptIndex:
             pending = self.vectors.pending_seen if self.vectors.pending_seen is not None else self.vectors.pending()
         return TranscriptResult(query=query, mode=mode, legs_run=list(runs), scope="all" if scope is None else scope,
                                 excluded_session=exclude, hits=hits, pending_embeddings=pending,
-                                degraded=self._degraded() if degraded else None)
+                                degraded=self._degraded(availability) if degraded else None)
 
-    def _degraded(self) -> Degraded | None:
-        from kenning.retrieval.embeddings import degraded_note, probe
+    def _availability(self) -> Availability:
+        from kenning.retrieval.embeddings import probe
 
-        availability = self.vectors.semantic.availability() if self.vectors is not None else probe(self.config().model)
-        note = degraded_note(availability)
+        return self.vectors.semantic.availability() if self.vectors is not None else probe(self.config().model)
+
+    @staticmethod
+    def _degraded(availability: Availability | None) -> Degraded | None:
+        from kenning.retrieval.embeddings import degraded_note
+
+        note = degraded_note(availability) if availability is not None else None
         return Degraded.model_validate(note) if note else None
 
     def _allowed(self, lexicon: Lexicon, scope: str | None, exclude: str | None) -> np.ndarray | None:

@@ -10,6 +10,9 @@ the packages exist at all. Availability has three states:
 - ``broken``  - installed, but a setting is invalid, a package does not import, the model cannot be
   (re-)converted, or an encode gave NaN; logged once, then treated as absent.
 
+A server adds a fourth, ``loading`` (store/semantic.py): its background thread is still loading or
+converting the encoder, and a search answers lexically rather than wait half a minute for it.
+
 A model is named (config or ``--model``) and resolves first to ``<models_dir>/<name>/`` - a
 sentence-transformers directory a user put there - then to the packaged default model.
 """
@@ -70,7 +73,7 @@ _DEFINING_FILES = frozenset(
 # 0.345 lost 6 of builtin's 67 and 9 of LoCoMo's 447 (builtin semantic nDCG@10 .880 -> .834).
 NO_MATCH_FLOORS = {DEFAULT_MODEL: 0.15}
 
-State = Literal["absent", "working", "broken"]
+State = Literal["absent", "working", "broken", "loading"]
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ def list_models(models_dir: Path | str | None = None) -> list[ModelSpec]:
 
 Encoder = Union["OnnxEncoder", "TorchEncoder"]
 _encoders: dict[str, Encoder] = {}
+_converting: dict[str, float] = {}  # model name -> when this process began converting it (monotonic)
 _availability: dict[tuple[str | None, str | None, str], Availability] = {}
 _lock = threading.Lock()
 
@@ -342,6 +346,7 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
         steps.append(message)
         notice(f"  {message}")
 
+    _converting[spec.name] = started
     try:
         onnx_export.ensure(spec, variant, step=step, force=force)
     except onnx_export.CacheNotWritable as exc:
@@ -349,11 +354,19 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
     except Exception as exc:
         # the model itself did not load or export: no command repairs that, the cause says what is wrong
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
+    finally:
+        _converting.pop(spec.name, None)
     took = f"{time.monotonic() - started:.0f} s ({onnx_export.converted_dir(spec)})"
     if steps:
         notice(f"converted {spec.name} in {took}")
     else:  # the folder's lock was held by another process, which converted it meanwhile
         notice(f"waited for another process's conversion of {spec.name}: {took}")
+
+
+def converting() -> dict[str, float]:
+    """The models this process is converting to ONNX now, each with how many seconds ago it began."""
+    now = time.monotonic()
+    return {name: now - began for name, began in list(_converting.items())}
 
 
 def notice(message: str) -> None:
@@ -460,6 +473,8 @@ def degraded_note(availability: Availability) -> dict | None:
     """The ``degraded`` payload a semantic/hybrid answer carries when it had to answer lexically."""
     if availability.working:
         return None
+    if availability.state == "loading":  # nothing to install or repair: it is ready in a moment
+        return {"reason": "embeddings_loading", "message": availability.cause, "install": "", "fix": None}
     return {
         "reason": f"embeddings_{availability.state}",
         "message": availability.cause,

@@ -176,7 +176,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         When a hit shapes your reply, tell the user you used it.
 
         Returns {query, mode, legs_run, degraded, pending_embeddings, hits, note?}. degraded is null, or says the
-        semantic leg could not run (reason, message, fix) and the search ran lexically. pending_embeddings counts
+        semantic leg could not run (reason, message, fix) and the search ran lexically; reason embeddings_loading
+        means the server is still preparing its encoder (once after install) and a later search has it. pending_embeddings counts
         memories the semantic leg could not see yet (they are being embedded in the background, or, when degraded,
         wait until the encoder is fixed). note explains an empty result that is not
         "nothing matched" (e.g. since_prior_session with no prior session yet). Per hit:

@@ -145,7 +145,7 @@ class Hit(Explained):
 
 
 class Degraded(_Record):
-    reason: Literal["embeddings_absent", "embeddings_broken", "lexical_index_repaired"]
+    reason: Literal["embeddings_absent", "embeddings_broken", "embeddings_loading", "lexical_index_repaired"]
     message: str
     install: str
     fix: str | None = None  # the command that repairs it (the install, or e.g. `kenning models --convert`)

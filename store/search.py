@@ -25,6 +25,8 @@ from .plain import PlainMemory, PlainResult, plain_memory
 from .records import filter_sql
 
 if TYPE_CHECKING:
+    from kenning.retrieval.embeddings import Availability
+
     from .models import Degraded, Memory, SearchResult, StoreConfig
     from .semantic import Ahead, Semantic
 
@@ -135,8 +137,9 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     fixed = _corrections(db, lexicon, tokens)
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))
-    vectors = mode in ("semantic", "hybrid") and semantic().availability().working
-    leg_names, degraded = engine.legs_for_mode(mode, vectors)
+    # asked once: a server's encoder may finish loading during the search (Semantic.availability)
+    availability = semantic().availability() if mode in ("semantic", "hybrid") else None
+    leg_names, degraded = engine.legs_for_mode(mode, availability is not None and availability.working)
     allowed = _allowed_mask(db, lexicon, filters)
     at = now.timestamp()
     depth_per_leg = max(depth, config.leg_depth)
@@ -176,7 +179,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), runner_up=runner_up,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling).relevance
-        return Ranking(query, mode, list(runs), _degraded_note(semantic()) if degraded else None, ranked), {}
+        return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     shown = spelling.shown(query, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
@@ -196,7 +199,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         })
     return {
         "query": query, "mode": mode, "legs_run": list(runs),
-        "degraded": _degraded_note(semantic()).model_dump() if degraded else None,
+        "degraded": _degraded_note(availability).model_dump() if degraded else None,
         "pending_embeddings": semantic().pending_count() if "vector" in runs else None, "hits": hits,
     }, by_id
 
@@ -230,12 +233,12 @@ def _vector_leg(semantic: Semantic, lexicon, query: str, terms: list[str], mode:
     return (lambda n: ahead() if n == depth else semantic.search(query, n, allowed_mems)), ahead
 
 
-def _degraded_note(semantic: Semantic) -> Degraded:
+def _degraded_note(availability: Availability) -> Degraded:
     from kenning.retrieval.embeddings import degraded_note
 
     from .models import Degraded
 
-    return Degraded.model_validate(degraded_note(semantic.availability()))
+    return Degraded.model_validate(degraded_note(availability))
 
 
 def _allowed_mask(db: Database, lexicon, filters: Filters) -> np.ndarray | None:

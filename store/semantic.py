@@ -25,6 +25,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -51,6 +52,9 @@ EMBED_BATCH = 256
 # The background embedder commits smaller batches, so a close or a write never waits long for it.
 BACKGROUND_BATCH = 32
 BACKGROUND_POLL_S = 5.0
+# How long a server's search waits for the encoder its background thread is loading (a fraction of a
+# second normally) before answering lexically; one that is being converted to ONNX is not waited for.
+LOADING_WAIT_S = 5.0
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
 
@@ -175,7 +179,16 @@ class Semantic:
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
-        """Absent / working / broken for the store's model; loads the encoder on first call."""
+        """Absent / working / broken for the store's model; loads the encoder on first call. In a server
+        (``start_background``) the background thread loads it, and until it has, any other thread is
+        told ``loading`` (after up to LOADING_WAIT_S, at once while the model is being converted): a
+        first search answers lexically instead of waiting half a minute for a conversion. A thread
+        holding the database's lock is answered at once: the load ends by taking that lock (``warm``)."""
+        background = self._background
+        if background is not None and self._encoder is None:
+            loading = background.loading(0.0 if _holds(self._lock) else LOADING_WAIT_S)
+            if loading is not None:
+                return loading
         return embeddings.probe(self._config().model)
 
     @property
@@ -573,6 +586,8 @@ class _BackgroundEmbedder:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kenning-embedder", daemon=True)
+        self._settled = threading.Event()  # its first look at the encoder is over: loaded, absent or failed
+        self._began = time.monotonic()
         self._warned = False
 
     def start(self) -> None:
@@ -587,14 +602,37 @@ class _BackgroundEmbedder:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
+    def loading(self, wait: float) -> embeddings.Availability | None:
+        """``loading`` while this thread is still on its first look at the encoder and another thread
+        asks: at once when the model is being converted, else after waiting up to ``wait`` seconds
+        for the load to end; None once it has (the probe then answers, from its cache)."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            return None
+        deadline = time.monotonic() + wait
+        while not self._settled.is_set():
+            converting = embeddings.converting()
+            if converting:
+                name, seconds = next(iter(converting.items()))
+                return embeddings.Availability(
+                    "loading", f"the semantic leg is not ready: {name} is being converted to ONNX, once per "
+                    f"install (about half a minute; {seconds:.0f} s so far); this answer used the lexical legs", None)
+            if time.monotonic() >= deadline:
+                return embeddings.Availability(
+                    "loading", f"the semantic leg is not ready: the encoder is still loading "
+                    f"({time.monotonic() - self._began:.0f} s so far); this answer used the lexical legs", None)
+            self._settled.wait(0.05)
+        return None
+
     def _run(self) -> None:
         warmed = False
         while not self._stop.is_set():
             try:
-                if self.semantic.availability().working:
-                    if not warmed:
-                        self.semantic.warm()
-                        warmed = True
+                working = self.semantic.availability().working
+                if working and not warmed:
+                    self.semantic.warm()
+                    warmed = True
+                self._settled.set()
+                if working:
                     if self.semantic.pending_count():
                         self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
                         self.semantic.save()
@@ -602,6 +640,7 @@ class _BackgroundEmbedder:
                         if not self._stop.is_set():
                             drain(self._stop)
             except Exception as exc:  # keep serving; say so once, try again at the next poll
+                self._settled.set()
                 if not self._warned:
                     log.warning("background embedding failed (will retry): %s", exc)
                     self._warned = True

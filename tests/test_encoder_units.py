@@ -66,7 +66,7 @@ def link_conversion(spec, cache: Path, edit=None) -> Path:
     copy) linked, the manifest copied and optionally edited. Returns the linked ONNX file."""
     reference_file = _converted["file"]
     target = cache / "onnx" / onnx_export.converted_dir(spec).name
-    target.mkdir(parents=True)
+    target.mkdir(parents=True, exist_ok=True)
     (target / "model.onnx").symlink_to(reference_file)
     optimized = onnx_encoder.optimized_dir(reference_file)
     if (optimized / "stamp.json").is_file():
