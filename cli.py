@@ -222,13 +222,14 @@ def search(
     no_auto_scope: bool = typer.Option(False, "--no-auto-scope", help="Search every project, not just this repository's (and global) memories."),
     expand_top: bool = typer.Option(False, "--expand-top", help="Print the full body of the top hit when it is clearly the answer."),
     since_prior_session: bool = typer.Option(False, "--since-prior-session", help="Only memories changed since another session was last active."),
+    why: bool = typer.Option(False, "--why", help="Under each hit, its rank and score in every leg and the query words it holds."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Search memories; each hit says which leg matched it, how much of the query it contains and whether it may be stale."""
     check_mode(mode)
     result = _store(ctx).search(query, mode=mode, scopes=scope, limit=limit, category=category, expand_top=expand_top,
                                 auto_scope=not no_auto_scope, since_prior_session=since_prior_session)
-    show_search(result, as_json)
+    show_search(result, as_json, why=why)
 
 
 def _plain(value) -> str:

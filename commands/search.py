@@ -30,7 +30,9 @@ _RICH_NEEDED = re.compile(r":\S*?:|\t")
 
 VALUE_OPTIONS = {"--mode": "mode", "--scope": "scope", "-s": "scope", "--category": "category", "--limit": "limit"}
 FLAGS = {"--no-auto-scope": "no_auto_scope", "--expand-top": "expand_top",
-         "--since-prior-session": "since_prior_session", "--json": "as_json"}
+         "--since-prior-session": "since_prior_session", "--why": "why", "--json": "as_json"}
+# what each leg's score is, as --why prints it
+LEG_SCORES = {"vector": "cosine", "bm25": "bm25", "keyword": "keyword score"}
 
 
 class PlainOut:
@@ -69,9 +71,10 @@ def short(text: str, width: int = 200) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def show_search(result: Any, as_json: bool, out: Any = None) -> None:
+def show_search(result: Any, as_json: bool, out: Any = None, why: bool = False) -> None:
     """A search result as ``--json`` or as lines: a head line, then per hit its id line (never
-    wrapped, so the id stays copyable) and its snippet indented; the top hit's body with --expand-top."""
+    wrapped, so the id stays copyable) and its snippet indented; with ``why`` a line of each leg's
+    rank and score and the query terms the hit holds; the top hit's body with --expand-top."""
     if as_json:
         support.emit_json(result.to_dict())
         return
@@ -91,9 +94,23 @@ def show_search(result: Any, as_json: bool, out: Any = None) -> None:
         out.print(f"{i:>2}. {hit.id}  {hit.relevance} ({hit.matched_leg})  {hit.score:.3f}{stale}  "
                   f"{', '.join(hit.scopes)}")
         out.print("   " + short(hit.snippet))
+        if why:
+            out.print("   why: " + explanation(hit, result.legs_run))
     if result.hits[0].content is not None:
         out.print()
         out.print(result.hits[0].content)
+
+
+def explanation(hit: Any, legs_run: list[str]) -> str:
+    """One line of why ``hit`` ranked: per leg run, its rank and score there or that it did not find
+    it; then the query terms the hit holds (none: it was found by meaning alone)."""
+    parts = []
+    for leg in legs_run:
+        found = hit.legs.get(leg)
+        parts.append(f"{leg} #{found.rank} ({LEG_SCORES.get(leg, 'score')} {found.score:.3f})" if found
+                     else f"{leg} -")
+    terms = ", ".join(hit.match_terms) if hit.match_terms else "none of the query's words"
+    return " · ".join(parts) + f" · holds {terms}"
 
 
 def parse(args: list[str]) -> dict[str, Any] | None:
@@ -162,7 +179,7 @@ def run_fast(args: list[str]) -> int | None:
                                       limit=options["limit"], category=options["category"],
                                       expand_top=options["expand_top"], auto_scope=not options["no_auto_scope"],
                                       since_prior_session=options["since_prior_session"])
-            show_search(result, options["as_json"])
+            show_search(result, options["as_json"], why=options["why"])
         except KenningError as exc:
             support.say_error(str(exc))
             code = 2

@@ -90,6 +90,7 @@ FORMS = [
     ["search", "kites", "--category", "fact", "--expand-top", "--mode", "keyword"],
     ["search", "auth port", "--mode", "bm25", "--expand-top"],
     ["search", "kites", "--since-prior-session", "--mode", "bm25"],
+    ["search", "kites", "--why", "--mode", "keyword", "--limit", "3"],
     ["search", "nothing matches zebra", "--mode", "bm25"],
     ["search", "kites", "--limit", "0"],  # the library refuses: one line, exit 2
     ["search", " "],
@@ -178,7 +179,7 @@ def test_parse_reads_the_options_as_click_does():
                          "--json", "--expand-top", "--category", "fact"])
     assert parsed == {"store": "/s", "query": "auth", "mode": "bm25", "scope": ["a", "b"], "category": "fact",
                       "limit": 7, "no_auto_scope": False, "expand_top": True, "since_prior_session": False,
-                      "as_json": True}
+                      "why": False, "as_json": True}
     assert fast.parse(["search", "auth"])["scope"] is None and fast.parse(["search", "auth"])["store"] is None
 
 

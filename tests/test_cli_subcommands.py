@@ -76,6 +76,29 @@ def test_search_notes_a_missing_extra_and_names_the_install(tmp_path):
         assert 'note: ' in plain.stderr and 'pip install "kenning[embeddings]"' in plain.stderr
 
 
+@pytest.mark.embeddings  # the vector leg's line
+def test_why_prints_every_legs_rank_and_score_and_the_words_a_hit_holds(tmp_path):
+    """The JSON's per-leg ranks and scores and match_terms, on one line under each hit: a hit found by
+    meaning alone says which lexical legs missed it and that it holds none of the query's words."""
+    for text in ("kiwi orchard watering schedule", "the fruit trees are irrigated every Tuesday morning"):
+        assert kenning(tmp_path, "write", text, "--scope", "x").returncode == 0
+    found = json.loads(kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", "--json").stdout)
+    plain = kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", "--why")
+    assert plain.returncode == 0, plain.stderr
+    whys = [line.strip() for line in plain.stdout.splitlines() if line.strip().startswith("why: ")]
+    assert len(whys) == len(found["hits"]) == 2
+    for hit, why in zip(found["hits"], whys):
+        legs = []
+        for leg, name in (("keyword", "keyword score"), ("bm25", "bm25"), ("vector", "cosine")):
+            got = hit["legs"].get(leg)
+            legs.append(f"{leg} #{got['rank']} ({name} {got['score']:.3f})" if got else f"{leg} -")
+        words = ", ".join(hit["match_terms"]) or "none of the query's words"
+        assert why == "why: " + " · ".join(legs) + f" · holds {words}"
+    assert whys[1] == (f"why: keyword - · bm25 - · vector #2 (cosine {found['hits'][1]['legs']['vector']['score']:.3f})"
+                       " · holds none of the query's words")
+    assert "why:" not in kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid").stdout
+
+
 def test_no_auto_scope_searches_and_lists_every_project(tmp_path):
     """Run inside one git repository, search and list see that repository's memories (and global ones);
     --no-auto-scope also shows another repository's."""
