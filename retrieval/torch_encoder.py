@@ -12,6 +12,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from kenning.errors import EmbeddingsUnavailable
+
+from .onnx_encoder import NonFiniteVectors
+
 _BATCHES_PER_CHUNK = 8
 
 
@@ -51,6 +55,7 @@ class TorchEncoder:
     def __init__(self, spec, model_id: str | None = None):
         self.spec = spec
         self.model_id = model_id or spec.model_id
+        self.failure: EmbeddingsUnavailable | None = None  # set when an encode produced NaN or infinity
         self._model = load_sentence_transformer(spec.path)
         self.dim = int(self._model.encode(["probe"], convert_to_numpy=True).shape[1])
 
@@ -67,10 +72,17 @@ class TorchEncoder:
         chunk = batch_size * _BATCHES_PER_CHUNK
         for start in range(0, len(order), chunk):
             rows = order[start : start + chunk]
-            out[rows] = self._model.encode(
+            encoded = self._model.encode(
                 [texts[i] for i in rows], batch_size=batch_size, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,
             )
+            if not np.isfinite(encoded).all():  # as the ONNX encoder: such a vector is never stored
+                if self.failure is None:
+                    self.failure = NonFiniteVectors(
+                        f"the model in {self.spec.path} gave non-finite values (NaN or infinity) for a text, "
+                        "so its weights are damaged")
+                raise self.failure
+            out[rows] = encoded
             if progress is not None:
                 progress(len(rows))
         return out

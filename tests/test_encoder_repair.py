@@ -13,7 +13,7 @@ import pytest
 from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings, onnx_export
 
-from test_encoder_units import _negated_probe, fresh_caches, link_conversion, reference, spec  # noqa: F401
+from test_encoder_units import _negated_probe, fresh_caches, link_conversion, link_model, reference, spec  # noqa: F401
 
 pytestmark = [pytest.mark.embeddings, pytest.mark.slow]  # torch, a conversion, two sessions of the 90 MB file
 
@@ -175,3 +175,31 @@ def test_bytes_overwritten_in_place_with_a_new_time_are_converted_again(spec, fr
     assert onnx_export.problem(spec) == f"the ONNX file {onnx_file} is damaged (its content changed since it was converted)"
     encoder = embeddings._load_onnx(spec, "onnx")
     assert onnx_export.problem(spec) is None and np.isfinite(encoder.encode_query("a kitten naps")).all()
+
+
+def test_the_torch_encoder_never_returns_a_nan_vector(fresh_caches, monkeypatch, tmp_path):
+    """KENNING_ENCODER=torch guards as the ONNX encoder does: a model whose weights hold NaN (a real
+    damaged copy of the packaged one) raises NonFiniteVectors, and the probe then says broken."""
+    pytest.importorskip("sentence_transformers")
+    from safetensors.numpy import load_file, save_file
+
+    from kenning.retrieval.onnx_encoder import NonFiniteVectors
+
+    source = embeddings.resolve_model().path
+    target = link_model(source, tmp_path / "models" / "damaged", skip=("model.safetensors",))
+    tensors = load_file(source / "model.safetensors")
+    name = next(key for key in tensors if key.endswith("LayerNorm.weight"))
+    tensors[name] = np.full_like(tensors[name], np.nan)
+    save_file(tensors, str(target / "model.safetensors"), metadata={"format": "pt"})
+    monkeypatch.setenv("KENNING_ENCODER", "torch")
+    availability = embeddings.probe("damaged", tmp_path / "models")
+    assert availability.working  # loading does not encode anything it keeps
+    encoder = embeddings.get_encoder(availability.model)
+    with pytest.raises(NonFiniteVectors) as refused:
+        encoder.encode(["the deploy script lives in ops/deploy.sh", "a second text"])
+    assert refused.value.cause == (f"the model in {target} gave non-finite values (NaN or infinity) for a text, "
+                                   "so its weights are damaged")
+    after = embeddings.probe("damaged", tmp_path / "models")
+    assert after.state == "broken" and after.cause == refused.value.cause
+    with pytest.raises(NonFiniteVectors):
+        encoder.encode_query("deploy script")
