@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import sys
@@ -106,12 +107,14 @@ def default_models_dir() -> Path:
     return Path(configured) if configured else Path(__file__).resolve().parent.parent / "models"
 
 
-def model_id_for(name: str, path: Path) -> str:
-    """``name:hash`` over the model's defining files and the sizes of all others.
+def model_id_for(name: str, path: Path, contents: bool = True) -> str:
+    """``name:hash`` over the model's file names, sizes and contents.
 
-    Hashing sizes rather than the 90 MB of weights keeps this cheap enough to run on every
-    store open, while any re-download, fine-tune or swap of the files still changes the id,
-    which is what tells the store to re-embed instead of mixing vectors of two models.
+    The id is what tells a store to re-embed (and the ONNX cache to convert again) instead of mixing
+    vectors of two models, so a fine-tune, which keeps every size, must change it: the weights'
+    contents are hashed, each file once and then remembered by its stat (``_file_digest``), so a store
+    open reads no weights unless they changed. ``contents=False`` (the packaged model, which pip
+    installs and nothing edits) hashes the weights' sizes only, as every version before did.
     """
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file() and not _is_documentation(p, path))
@@ -120,7 +123,44 @@ def model_id_for(name: str, path: Path) -> str:
         digest.update(f"{rel}\0{file.stat().st_size}\0".encode())
         if file.name in _DEFINING_FILES:
             digest.update(file.read_bytes())
+        elif contents:
+            digest.update(_file_digest(file).encode())
     return f"{name}:{digest.hexdigest()[:12]}"
+
+
+_DIGESTS = "model-digests.json"  # in the model cache: {resolved path: {stat, sha256}}
+
+
+def _file_digest(file: Path) -> str:
+    """The sha256 of ``file``, remembered in the model cache under its size, times and inode (ctime
+    changes with any write and cannot be set back); read again only when one of them changed."""
+    from .onnx_export import cache_root
+
+    resolved = file.resolve()
+    status = resolved.stat()
+    stamp = [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
+    memo_file = cache_root() / _DIGESTS
+    try:
+        memo = json.loads(memo_file.read_text(encoding="utf-8"))
+        memo = memo if isinstance(memo, dict) else {}
+    except (OSError, ValueError):
+        memo = {}
+    held = memo.get(str(resolved))
+    if isinstance(held, dict) and held.get("stamp") == stamp and isinstance(held.get("sha256"), str):
+        return held["sha256"]
+    sha = hashlib.sha256()
+    with open(resolved, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    memo[str(resolved)] = {"stamp": stamp, "sha256": sha.hexdigest()}
+    try:  # a cache that cannot be written costs a re-read next time, nothing else
+        memo_file.parent.mkdir(parents=True, exist_ok=True)
+        scratch = memo_file.with_name(f".{_DIGESTS}.{os.getpid()}.{threading.get_ident()}")
+        scratch.write_text(json.dumps(memo), encoding="utf-8")
+        os.replace(scratch, memo_file)
+    except OSError:
+        pass
+    return sha.hexdigest()
 
 
 def _is_documentation(file: Path, root: Path) -> bool:
@@ -154,7 +194,7 @@ def resolve_model(name: str | None = None, models_dir: Path | str | None = None)
         packaged = _packaged_model_path()
         if packaged is None:
             raise EmbeddingsUnavailable(f"the default model package {_MODEL_PACKAGE} is not installed")
-        return ModelSpec(DEFAULT_MODEL, packaged, "package", model_id_for(DEFAULT_MODEL, packaged))
+        return ModelSpec(DEFAULT_MODEL, packaged, "package", model_id_for(DEFAULT_MODEL, packaged, contents=False))
     known = ", ".join(spec.name for spec in list_models(directory)) or "none"
     raise InvalidInput(f"no embedding model named {name!r}: not a directory in {directory} (available: {known})")
 
@@ -174,7 +214,7 @@ def list_models(models_dir: Path | str | None = None) -> list[ModelSpec]:
                 specs.append(ModelSpec(child.name, child, "local", model_id_for(child.name, child)))
     packaged = _packaged_model_path()
     if packaged is not None and all(spec.name != DEFAULT_MODEL for spec in specs):
-        specs.append(ModelSpec(DEFAULT_MODEL, packaged, "package", model_id_for(DEFAULT_MODEL, packaged)))
+        specs.append(ModelSpec(DEFAULT_MODEL, packaged, "package", model_id_for(DEFAULT_MODEL, packaged, contents=False)))
     return specs
 
 

