@@ -151,26 +151,31 @@ def _categories(report: Mapping, holds) -> list[str]:
 
 def _reliability_table(report: Mapping):
     from rich import box
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     rows = {m: r["reliability"] for m, r in report["modes"].items() if r.get("reliability")}
     if not rows:
         return None
-    table = Table(title="relevance labels: share of the answerable queries' top-10 hits, and precision "
-                        "(share judged relevant)", box=box.SIMPLE_HEAD)
-    table.add_column("mode", style="bold")
+    # short headers, explained in the caption, so the table fits 80 columns; the unanswerable
+    # queries' top hit is in their own table
+    table = Table(title="relevance labels of the answerable queries' top-10 hits", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    table.add_column("mode", style="bold", no_wrap=True)
     for label in ("high", "medium", "low"):
-        table.add_column(f"{label} share", justify="right")
-        table.add_column(f"{label} precision", justify="right")
-    table.add_column("top hit high (answerable)", justify="right")
-    table.add_column("top hit high (unanswerable)", justify="right")
+        table.add_column(label, justify="right")
+        table.add_column("prec", justify="right")
+    table.add_column("top high", justify="right")
     for mode, rel in rows.items():
         cells = []
         for label in ("high", "medium", "low"):
             cells += [_pct(rel[label]["share"]), _pct(rel[label]["precision"])]
-        unans = report["modes"][mode].get("unanswerable", {}).get("top_high")
-        table.add_row(mode, *cells, _pct(rel.get("top_high")), _pct(unans))
-    return table
+        table.add_row(mode, *cells, _pct(rel.get("top_high")))
+    # the legend below it, not its caption: a caption wider than the columns widens the table with it
+    legend = Text("high / medium / low: each label's share of the hits; prec: the share of those judged relevant; "
+                  "top high: the share of queries whose top hit is high")
+    return Group(table, legend)
 
 
 def _pct(value: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -291,3 +292,23 @@ def test_the_category_table_mentions_unanswerable_categories_only_when_there_are
     result = runner.invoke(eval_app, ["run", str(plain), "--modes", "bm25", "--foreign", str(answered)])
     assert result.exit_code == 0 and "by query category" not in result.stdout
     assert "  bm25   foreign " in result.stdout  # the unanswerable table names it
+
+
+def test_the_label_table_fits_80_columns_with_every_variant():
+    """Its headers were cut to 'preci…' and '(answ…' in an 80-column terminal; the short headers and
+    the caption that explains them fit, with the longest mode name and a 100.0 % in every cell."""
+    from rich.console import Console
+
+    from kenning.eval.commands import _reliability_table
+
+    full = {"share": 1.0, "precision": 1.0}
+    modes = {mode: {"reliability": {"high": full, "medium": full, "low": full, "top_high": 1.0}}
+             for mode in ("keyword", "bm25", "semantic", "hybrid", "hybrid-rrf", "hybrid-lexical")}
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(_reliability_table({"modes": modes}))
+    shown = console.export_text()
+    assert "…" not in shown and max(len(line) for line in shown.splitlines()) <= 80
+    header = next(line for line in shown.splitlines() if line.strip().startswith("mode"))
+    assert header.split() == ["mode", "high", "prec", "medium", "prec", "low", "prec", "top", "high"]
+    assert "hybrid-lexical" in shown and shown.count("100.0%") == 6 * 7
+    assert "prec: the share of those judged relevant" in " ".join(shown.split())
