@@ -369,6 +369,7 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
     """Convert ``spec`` (``problem`` says why), or raise EmbeddingsUnavailable naming what stops it
     (a missing package, an unwritable cache: both asked before the half-minute export starts)."""
     from . import onnx_export
+    from .conversion_process import ConversionFailed, convert_in_child
 
     missing = onnx_export.missing_for(spec, variant)
     if missing:
@@ -387,12 +388,14 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
         notice(f"  {message}")
 
     _converting[spec.name] = started
-    try:
-        onnx_export.ensure(spec, variant, step=step, force=force)
-    except onnx_export.CacheNotWritable as exc:
-        raise EmbeddingsUnavailable(f"{problem}, and {exc}", fix=exc.fix) from exc
-    except Exception as exc:
+    try:  # in a child process: only it imports torch (conversion_process.py says why)
+        convert_in_child(spec, variant, force, step)
+    except ConversionFailed as exc:
+        if exc.cache:
+            raise EmbeddingsUnavailable(f"{problem}, and {exc.cause}", fix=exc.fix) from exc
         # the model itself did not load or export: no command repairs that, the cause says what is wrong
+        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {exc.cause}") from exc
+    except OSError as exc:  # the child could not be started
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
     finally:
         _converting.pop(spec.name, None)

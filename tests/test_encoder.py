@@ -253,6 +253,21 @@ def test_a_damaged_onnx_file_is_reconverted_when_sentence_transformers_is_there(
     assert report["state"] == "working" and report["degraded"] is None and "vector" in report["legs"]
     assert "converting" in report["stderr"] and "converted" in report["stderr"]  # the repair was shown
     assert onnx_export.problem(onnx_encoder.spec) is None
+    assert report["torch"] is False  # converted by a child process (retrieval/conversion_process.py)
+
+
+@pytest.mark.slow
+def test_a_first_use_converts_in_a_child_so_the_searching_process_never_holds_torch(onnx_encoder, tmp_path):
+    """A process whose first hybrid search had to convert the model gets its vector leg, shows the
+    conversion's steps, and never imports torch: a server would otherwise keep ~600 MB of it for life."""
+    report = _run(tmp_path, tmp_path / "empty-cache")
+    assert report["state"] == "working" and report["degraded"] is None and "vector" in report["legs"]
+    assert report["torch"] is False
+    name = onnx_encoder.spec.name
+    lines = report["stderr"].splitlines()
+    assert lines[0].startswith(f"kenning: the ONNX conversion of {name} is missing")
+    assert f"kenning:   loading {name} with sentence-transformers (torch)" in lines
+    assert any(line.startswith(f"kenning: converted {name} in ") for line in lines)
 
 
 @pytest.mark.slow
