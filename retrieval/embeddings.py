@@ -1,7 +1,8 @@
 """Embedding model resolution, encoder loading and the three-state availability probe.
 
 The encoder runs on onnxruntime + tokenizers (``onnx_encoder.py``); the model is converted to ONNX
-once, by sentence-transformers on torch (``onnx_export.py``), and torch is never imported again.
+once, by sentence-transformers on torch (``onnx_export.py``, run in a child process by
+``conversion_process.py``), and torch is never imported by the process that searches.
 This module must stay cheap to import: the probe first asks ``importlib.util.find_spec`` whether
 the packages exist at all. Availability has three states:
 
