@@ -158,8 +158,8 @@ def _reliability_table(report: Mapping):
     rows = {m: r["reliability"] for m, r in report["modes"].items() if r.get("reliability")}
     if not rows:
         return None
-    # short headers, explained in the caption, so the table fits 80 columns; the unanswerable
-    # queries' top hit is in their own table
+    # short headers, explained by the legend below it, so the table fits 80 columns; the
+    # unanswerable queries' top hit is in their own table
     table = Table(title="relevance labels of the answerable queries' top-10 hits", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
     table.add_column("mode", style="bold", no_wrap=True)

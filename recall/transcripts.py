@@ -382,9 +382,10 @@ class TranscriptIndex:
         tokens = [fixed.get(t, t) for t in tokens]
         terms = list(dict.fromkeys(tokens))
         allowed = self._allowed(lexicon, scope, exclude)
-        availability = self._availability() if mode in ("semantic", "hybrid") else None  # asked once: a
-        vector_ok = availability is not None and availability.working and self.vectors is not None  # server's
-        legs, degraded = engine.legs_for_mode(mode, vector_ok)  # encoder may finish loading meanwhile
+        # asked once: a server's encoder may finish loading during the search
+        availability = self._availability() if mode in ("semantic", "hybrid") else None
+        vector_ok = availability is not None and availability.working and self.vectors is not None
+        legs, degraded = engine.legs_for_mode(mode, vector_ok)
         runs: dict[str, engine.LegRun] = {}
         now = datetime.now(timezone.utc).timestamp()
         if "keyword" in legs:
