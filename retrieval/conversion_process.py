@@ -65,14 +65,9 @@ def convert_in_child(spec, variant: str, force: bool, step: Callable[[str], None
     raise ConversionFailed(f"the converting process ended with exit code {code} before it finished")
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
 def main(argv: list[str]) -> int:
     from kenning.retrieval import onnx_export
-    from kenning.retrieval.embeddings import ModelSpec
+    from kenning.retrieval.embeddings import ModelSpec, _describe
 
     request = json.loads(argv[0])
 

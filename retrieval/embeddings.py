@@ -113,55 +113,57 @@ def model_id_for(name: str, path: Path, contents: bool = True) -> str:
 
     The id is what tells a store to re-embed (and the ONNX cache to convert again) instead of mixing
     vectors of two models, so a fine-tune, which keeps every size, must change it: the weights'
-    contents are hashed, each file once and then remembered by its stat (``_file_digest``), so a store
+    contents are hashed, each file once and then remembered by its stat (``_file_digests``), so a store
     open reads no weights unless they changed. ``contents=False`` (the packaged model, which pip
     installs and nothing edits) hashes the weights' sizes only, as every version before did.
     """
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file() and not _is_documentation(p, path))
+    weights = _file_digests([f for f in files if f.name not in _DEFINING_FILES]) if contents else {}
     for file in files:
         rel = file.relative_to(path).as_posix()
         digest.update(f"{rel}\0{file.stat().st_size}\0".encode())
         if file.name in _DEFINING_FILES:
             digest.update(file.read_bytes())
         elif contents:
-            digest.update(_file_digest(file).encode())
+            digest.update(weights[file].encode())
     return f"{name}:{digest.hexdigest()[:12]}"
 
 
 _DIGESTS = "model-digests.json"  # in the model cache: {resolved path: {stat, sha256}}
 
 
-def _file_digest(file: Path) -> str:
-    """The sha256 of ``file``, remembered in the model cache under its size, times and inode (ctime
-    changes with any write and cannot be set back); read again only when one of them changed."""
-    from .onnx_export import cache_root
+def _file_digests(files: list[Path]) -> dict[Path, str]:
+    """The sha256 of each file, remembered in the model cache under its size, times and inode (ctime
+    changes with any write and cannot be set back): a file is read again only when one of them
+    changed. The memo is read once and written once, when a file had to be read."""
+    from .onnx_export import cache_root, file_sha256
 
-    resolved = file.resolve()
-    status = resolved.stat()
-    stamp = [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
     memo_file = cache_root() / _DIGESTS
     try:
         memo = json.loads(memo_file.read_text(encoding="utf-8"))
         memo = memo if isinstance(memo, dict) else {}
     except (OSError, ValueError):
         memo = {}
-    held = memo.get(str(resolved))
-    if isinstance(held, dict) and held.get("stamp") == stamp and isinstance(held.get("sha256"), str):
-        return held["sha256"]
-    sha = hashlib.sha256()
-    with open(resolved, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    memo[str(resolved)] = {"stamp": stamp, "sha256": sha.hexdigest()}
-    try:  # a cache that cannot be written costs a re-read next time, nothing else
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        scratch = memo_file.with_name(f".{_DIGESTS}.{os.getpid()}.{threading.get_ident()}")
-        scratch.write_text(json.dumps(memo), encoding="utf-8")
-        os.replace(scratch, memo_file)
-    except OSError:
-        pass
-    return sha.hexdigest()
+    out, changed = {}, False
+    for file in files:
+        resolved = file.resolve()
+        status = resolved.stat()
+        stamp = [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
+        held = memo.get(str(resolved))
+        if not (isinstance(held, dict) and held.get("stamp") == stamp and isinstance(held.get("sha256"), str)):
+            held = memo[str(resolved)] = {"stamp": stamp, "sha256": file_sha256(resolved)}
+            changed = True
+        out[file] = held["sha256"]
+    if changed:
+        try:  # a cache that cannot be written costs a re-read next time, nothing else
+            memo_file.parent.mkdir(parents=True, exist_ok=True)
+            scratch = memo_file.with_name(f".{_DIGESTS}.{os.getpid()}.{threading.get_ident()}")
+            scratch.write_text(json.dumps(memo), encoding="utf-8")
+            os.replace(scratch, memo_file)
+        except OSError:
+            pass
+    return out
 
 
 def _is_documentation(file: Path, root: Path) -> bool:

@@ -130,7 +130,7 @@ def problem(spec, variant: str = "onnx") -> str | None:
 def _file_entry(path: Path) -> dict:
     """What the manifest records of a converted file: its size, time and content hash."""
     stat = path.stat()
-    return {"name": path.name, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": _sha256(path)}
+    return {"name": path.name, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
 
 
 def _content_unchanged(spec, variant: str, entry: dict, stat: os.stat_result) -> bool:
@@ -139,7 +139,7 @@ def _content_unchanged(spec, variant: str, entry: dict, stat: os.stat_result) ->
     a file whose content is still the same (a copy) gets its new time recorded, when the cache is writable."""
     if "sha256" not in entry or entry.get("mtime_ns") == stat.st_mtime_ns:
         return True  # a conversion made before hashes were recorded has nothing to compare with
-    if _sha256(converted_dir(spec) / VARIANTS[variant]) != entry["sha256"]:
+    if file_sha256(converted_dir(spec) / VARIANTS[variant]) != entry["sha256"]:
         return False
     _restamp(spec, variant, entry["sha256"], stat.st_mtime_ns)
     return True
@@ -163,7 +163,8 @@ def _restamp(spec, variant: str, sha256: str, mtime_ns: int) -> None:
         pass
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 1 MB blocks (a converted model, a model's weights)."""
     import hashlib
 
     digest = hashlib.sha256()
