@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from kenning.errors import EmbeddingsUnavailable
+from kenning.retrieval.embeddings import REPAIR_COMMAND  # embeddings imports this module only when it converts
 
 
 class ConversionFailed(EmbeddingsUnavailable):
@@ -62,7 +64,20 @@ def convert_in_child(spec, variant: str, force: bool, step: Callable[[str], None
         return Path(answer["done"])
     if "error" in answer:
         raise ConversionFailed(str(answer["error"]), answer.get("fix"), bool(answer.get("cache")))
-    raise ConversionFailed(f"the converting process ended with exit code {code} before it finished")
+    raise ConversionFailed(f"the converting process {_ending(code)} before it finished; nothing was kept",
+                           fix=REPAIR_COMMAND)
+
+
+def _ending(code: int) -> str:
+    """How the child ended without an answer, for the user: a signal by name (SIGKILL is most often the
+    kernel's out-of-memory killer), else its exit code."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}" + (" (out of memory?)" if -code == signal.SIGKILL else "")
+    return f"ended with exit code {code}"
 
 
 def main(argv: list[str]) -> int:

@@ -396,8 +396,9 @@ def _convert_or_explain(spec: ModelSpec, variant: str, problem: str, force: bool
     except ConversionFailed as exc:
         if exc.cache:
             raise EmbeddingsUnavailable(f"{problem}, and {exc.cause}", fix=exc.fix) from exc
-        # the model itself did not load or export: no command repairs that, the cause says what is wrong
-        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {exc.cause}") from exc
+        # the model itself did not load or export: no command repairs that, the cause says what is wrong;
+        # a child that died without saying why (killed, crashed) can be run again by hand (exc.fix)
+        raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {exc.cause}", fix=exc.fix) from exc
     except OSError as exc:  # the child could not be started
         raise EmbeddingsUnavailable(f"converting {spec.name} to ONNX failed: {_describe(exc)}") from exc
     finally:

@@ -462,4 +462,15 @@ def _locked(folder: Path, wait: bool = True):
                 pass
             else:
                 fcntl.flock(handle, fcntl.LOCK_EX)
+                _remove_partials(folder)
         yield
+
+
+def _remove_partials(folder: Path) -> None:
+    """Delete the temporary files (``_temp_path``) of a conversion killed before it finished: a 90 MB
+    export each, kept by nothing. Called holding the folder's lock, which every writer of them holds."""
+    for partial in folder.glob(".partial-*"):
+        try:
+            partial.unlink()
+        except OSError:
+            pass  # the next conversion tries again

@@ -1,0 +1,91 @@
+"""A first-use conversion whose child process dies without answering (the kernel's out-of-memory killer,
+a crash, a user's kill): the user is told how it ended and what runs it again, and what the dead child
+was writing does not stay in the model cache. The children here are real processes that really die."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kenning.errors import EmbeddingsUnavailable
+from kenning.retrieval import embeddings, onnx_export
+from kenning.retrieval.conversion_process import ConversionFailed, convert_in_child
+
+from test_encoder_units import fresh_caches  # noqa: F401
+
+SPEC = SimpleNamespace(name="tiny", path=Path("/nonexistent"), source="test", model_id="tiny-0")
+
+
+def dying_python(tmp_path: Path, monkeypatch, body: str) -> None:
+    """Make ``sys.executable`` (what starts the conversion child) a script that runs ``body``."""
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(script))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+def test_a_child_killed_by_a_signal_is_named_and_given_the_repair_command(tmp_path, monkeypatch):
+    dying_python(tmp_path, monkeypatch, 'echo \'{"step": "loading tiny"}\'; kill -KILL $$')
+    steps: list[str] = []
+    with pytest.raises(ConversionFailed) as failed:
+        convert_in_child(SPEC, "onnx", False, steps.append)
+    assert steps == ["loading tiny"]
+    assert failed.value.cause == ("the converting process was killed by SIGKILL (out of memory?) before it finished; "
+                                  "nothing was kept")
+    assert failed.value.fix == embeddings.REPAIR_COMMAND == "kenning models --convert"
+    assert not failed.value.cache
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+@pytest.mark.parametrize("body, ending", [("exit 3", "ended with exit code 3"),
+                                          ("kill -SEGV $$", "was killed by SIGSEGV"),
+                                          ("echo not json; exit 0", "ended with exit code 0")])
+def test_a_child_that_ends_without_an_answer_says_how_it_ended(tmp_path, monkeypatch, body, ending):
+    dying_python(tmp_path, monkeypatch, body)
+    with pytest.raises(ConversionFailed) as failed:
+        convert_in_child(SPEC, "onnx", False, lambda message: None)
+    assert failed.value.cause == f"the converting process {ending} before it finished; nothing was kept"
+    assert failed.value.fix == embeddings.REPAIR_COMMAND
+
+
+@pytest.mark.embeddings
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+def test_a_killed_conversion_breaks_the_encoder_with_the_repair_command(fresh_caches, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """Through the path a first search takes: broken, the cause names the signal, the fix the command
+    (before, a dead child's break carried no fix, and the user was told to install the extra)."""
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    dying_python(tmp_path, monkeypatch, "kill -KILL $$")
+    availability = embeddings.probe()
+    assert availability.state == "broken"
+    assert availability.cause == (f"converting {embeddings.DEFAULT_MODEL} to ONNX failed: the converting process was "
+                                  "killed by SIGKILL (out of memory?) before it finished; nothing was kept")
+    assert availability.fix == "kenning models --convert"
+    assert embeddings.degraded_note(availability)["fix"] == "kenning models --convert"
+    assert "converting all-MiniLM-L6-v2 to ONNX once" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the folder lock is POSIX's flock")
+def test_taking_the_folder_lock_removes_what_a_killed_conversion_left(tmp_path):
+    folder = tmp_path / "onnx" / "tiny-0-e3"
+    folder.mkdir(parents=True)
+    kept = [folder / "model.onnx", folder / "manifest.json", folder / "model.optimized"]
+    kept[0].write_bytes(b"onnx")
+    kept[1].write_text("{}")
+    kept[2].mkdir()
+    left = [folder / ".partial-k2j4.onnx", folder / ".partial-9x1q.json"]
+    for path in left:
+        path.write_bytes(b"half an export")
+    with onnx_export._locked(folder):
+        assert not any(path.exists() for path in left)
+    assert all(path.exists() for path in kept)
+    busy = folder / ".partial-late.onnx"
+    busy.write_bytes(b"another process's export, under its lock")
+    with onnx_export._locked(folder, wait=False):  # a check that takes no lock must delete nothing
+        pass
+    assert busy.exists()
