@@ -225,6 +225,10 @@ Encoder = Union["OnnxEncoder", "TorchEncoder"]
 _encoders: dict[str, Encoder] = {}
 _converting: dict[str, float] = {}  # model name -> when this process began converting it (monotonic)
 _availability: dict[tuple[str | None, str | None, str], Availability] = {}
+# probe keys broken for want of a conversion (the file missing or damaged when the break was seen) ->
+# when this process last looked whether one has appeared since (monotonic)
+_awaiting_conversion: dict[tuple[str | None, str | None, str], float] = {}
+RECHECK_S = 5.0
 _lock = threading.Lock()
 
 
@@ -430,7 +434,8 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
     """Say whether the semantic leg can run, loading the model if it is installed. Never raises.
 
     The answer is cached per process and model, so a broken extra is logged once and every
-    later search degrades quietly to the lexical legs.
+    later search degrades quietly to the lexical legs; a break that a conversion repairs (one killed
+    half-way) is looked at again every RECHECK_S, so `kenning models --convert` mends a running server.
     """
     from .onnx_encoder import InvalidSetting, check_settings
 
@@ -448,13 +453,46 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
         if cached is not None and cached.working:
             cached = _unless_failed(cached, backend_name)
             _availability[key] = cached
+        if cached is not None and key in _awaiting_conversion and _converted_since(key, cached, backend_name):
+            del _availability[key], _awaiting_conversion[key]
+            cached = None
     if cached is not None:
         return cached
     availability = _probe_uncached(model, models_dir, backend_name)
     if availability.state == "broken":
         _log_break(availability)
     with _lock:
-        return _availability.setdefault(key, availability)
+        kept = _availability.setdefault(key, availability)
+        if kept is availability and _wants_conversion(availability, backend_name):
+            _awaiting_conversion[key] = time.monotonic()
+        return kept
+
+
+def _wants_conversion(availability: Availability, backend_name: str) -> bool:
+    """A break that a conversion repairs: its fix is REPAIR_COMMAND and the converted file is missing or
+    damaged now (a conversion killed half-way, a failed first use). A break with the file in place is
+    not watched, so a file that converts but will not load is never converted again every few seconds."""
+    if availability.state != "broken" or availability.fix != REPAIR_COMMAND or availability.model is None:
+        return False
+    from . import onnx_export
+
+    return backend_name != "torch" and onnx_export.problem(availability.model, backend_name) is not None
+
+
+def _converted_since(key: tuple, cached: Availability, backend_name: str) -> bool:
+    """Whether another process (``kenning models --convert``) has made the conversion this process's
+    break waits for; looked at every RECHECK_S at most (a stat and the manifest), so a server that
+    broke on a killed conversion takes up its vectors once the user has run the fix, without a restart."""
+    now = time.monotonic()
+    if now - _awaiting_conversion[key] < RECHECK_S:
+        return False
+    _awaiting_conversion[key] = now
+    from . import onnx_export
+
+    try:
+        return onnx_export.problem(cached.model, backend_name) is None
+    except Exception:  # an unreadable cache: still broken, asked again later
+        return False
 
 
 def _unless_failed(availability: Availability, backend_name: str) -> Availability:

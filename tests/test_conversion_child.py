@@ -15,7 +15,7 @@ from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings, onnx_export
 from kenning.retrieval.conversion_process import ConversionFailed, convert_in_child
 
-from test_encoder_units import fresh_caches  # noqa: F401
+from test_encoder_units import fresh_caches, link_conversion, reference, spec  # noqa: F401
 
 SPEC = SimpleNamespace(name="tiny", path=Path("/nonexistent"), source="test", model_id="tiny-0")
 
@@ -89,3 +89,40 @@ def test_taking_the_folder_lock_removes_what_a_killed_conversion_left(tmp_path):
     with onnx_export._locked(folder, wait=False):  # a check that takes no lock must delete nothing
         pass
     assert busy.exists()
+
+
+@pytest.mark.embeddings
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+def test_a_process_broken_by_a_killed_conversion_takes_up_the_one_made_later(spec, fresh_caches, tmp_path,  # noqa: F811
+                                                                             monkeypatch):
+    """A server whose first-use conversion was killed stays lexical without converting again on every
+    search, and takes up the vector leg once `kenning models --convert` (here: a finished conversion
+    put in its cache) has run - no restart (before, the break was kept for the process's life)."""
+    pytest.importorskip("sentence_transformers")
+    import kenning
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(cache))
+    monkeypatch.setattr(embeddings, "RECHECK_S", 0.0)
+    real_python, attempts = sys.executable, tmp_path / "attempts"
+    dying_python(tmp_path, monkeypatch, f"echo x >> {attempts}; kill -KILL $$")
+    store = kenning.open_store(tmp_path / "store")
+    written = store.write("The auth service listens on port 8443.", scopes=["test"])
+    first = store.search("which port does auth use", mode="hybrid", auto_scope=False)
+    assert first.legs_run == ["keyword", "bm25"] and first.degraded.reason == "embeddings_broken"
+    assert first.degraded.fix == "kenning models --convert"
+    for _ in range(3):  # still missing: looked at, not converted again
+        assert store.search("auth port", mode="hybrid", auto_scope=False).degraded.reason == "embeddings_broken"
+    assert attempts.read_text().count("x") == 1
+    monkeypatch.setattr(sys, "executable", real_python)
+    link_conversion(spec, cache)
+    monkeypatch.setattr(embeddings, "RECHECK_S", 3600.0)  # looked at a moment ago: not yet
+    assert store.search("auth port", mode="hybrid", auto_scope=False).degraded.reason == "embeddings_broken"
+    monkeypatch.setattr(embeddings, "RECHECK_S", 0.0)
+    healed = store.search("which port does auth use", mode="hybrid", auto_scope=False)
+    assert healed.degraded is None and "vector" in healed.legs_run and healed.pending_embeddings == 1
+    assert store.semantic.embed_pending() == 1
+    after = store.search("which port does auth use", mode="semantic", auto_scope=False)
+    assert after.pending_embeddings == 0 and [hit.id for hit in after.hits] == [written.id]
+    assert attempts.read_text().count("x") == 1
+    store.close()

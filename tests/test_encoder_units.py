@@ -50,6 +50,7 @@ def fresh_caches(monkeypatch):
     """Empty per-process caches of encoders and probe answers, so a load really happens in the test."""
     monkeypatch.setattr(embeddings, "_encoders", {})
     monkeypatch.setattr(embeddings, "_availability", {})
+    monkeypatch.setattr(embeddings, "_awaiting_conversion", {})
 
 
 def hide(monkeypatch, *names: str) -> None:
