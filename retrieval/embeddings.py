@@ -472,11 +472,15 @@ def _wants_conversion(availability: Availability, backend_name: str) -> bool:
     """A break that a conversion repairs: its fix is REPAIR_COMMAND and the converted file is missing or
     damaged now (a conversion killed half-way, a failed first use). A break with the file in place is
     not watched, so a file that converts but will not load is never converted again every few seconds."""
-    if availability.state != "broken" or availability.fix != REPAIR_COMMAND or availability.model is None:
+    if (availability.state != "broken" or availability.fix != REPAIR_COMMAND or availability.model is None
+            or backend_name == "torch"):
         return False
     from . import onnx_export
 
-    return backend_name != "torch" and onnx_export.problem(availability.model, backend_name) is not None
+    try:
+        return onnx_export.problem(availability.model, backend_name) is not None
+    except Exception:  # an unreadable cache: not watched (probe never raises)
+        return False
 
 
 def _converted_since(key: tuple, cached: Availability, backend_name: str) -> bool:
