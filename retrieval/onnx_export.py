@@ -468,7 +468,9 @@ def _locked(folder: Path, wait: bool = True):
 
 def _remove_partials(folder: Path) -> None:
     """Delete the temporary files (``_temp_path``) of a conversion killed before it finished: a 90 MB
-    export each, kept by nothing. Called holding the folder's lock, which every writer of them holds."""
+    export each, kept by nothing. Called holding the folder's lock, which every writer of them holds.
+    The optimised copy's work folders (``onnx_encoder.optimized_copy``, also ``.partial-``) are made
+    without the lock by any process that loads the model, so folders are left alone (unlink refuses them)."""
     for partial in folder.glob(".partial-*"):
         try:
             partial.unlink()

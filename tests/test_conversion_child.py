@@ -81,9 +81,12 @@ def test_taking_the_folder_lock_removes_what_a_killed_conversion_left(tmp_path):
     left = [folder / ".partial-k2j4.onnx", folder / ".partial-9x1q.json"]
     for path in left:
         path.write_bytes(b"half an export")
+    loading = folder / ".partial-w7nq"  # another process's optimised copy in the making (it takes no lock)
+    loading.mkdir()
+    (loading / "model.onnx").write_bytes(b"being written")
     with onnx_export._locked(folder):
         assert not any(path.exists() for path in left)
-    assert all(path.exists() for path in kept)
+    assert all(path.exists() for path in kept) and (loading / "model.onnx").exists()
     busy = folder / ".partial-late.onnx"
     busy.write_bytes(b"another process's export, under its lock")
     with onnx_export._locked(folder, wait=False):  # a check that takes no lock must delete nothing
