@@ -1,6 +1,7 @@
 """A first-use conversion whose child process dies without answering (the kernel's out-of-memory killer,
-a crash, a user's kill): the user is told how it ended and what runs it again, and what the dead child
-was writing does not stay in the model cache. The children here are real processes that really die."""
+a crash, a user's kill): the user is told how it ended and what runs it again, a running process takes
+up the conversion that command makes, and what the dead child was writing does not stay in the model
+cache. The children here are real processes that really die."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from kenning.errors import EmbeddingsUnavailable
 from kenning.retrieval import embeddings, onnx_export
 from kenning.retrieval.conversion_process import ConversionFailed, convert_in_child
 
