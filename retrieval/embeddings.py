@@ -453,17 +453,23 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
         if cached is not None and cached.working:
             cached = _unless_failed(cached, backend_name)
             _availability[key] = cached
-        if cached is not None and key in _awaiting_conversion and _converted_since(key, cached, backend_name):
-            del _availability[key], _awaiting_conversion[key]
-            cached = None
+        recheck = cached is not None and _recheck_due(key)
+    # the converted file is looked at outside the lock: a content check may read all 90 MB of it
+    if recheck and _conversion_missing(cached.model, backend_name) is False:
+        with _lock:
+            if _availability.get(key) is cached:
+                del _availability[key]
+            _awaiting_conversion.pop(key, None)
+        cached = None
     if cached is not None:
         return cached
     availability = _probe_uncached(model, models_dir, backend_name)
     if availability.state == "broken":
         _log_break(availability)
+    watch = _wants_conversion(availability, backend_name)
     with _lock:
         kept = _availability.setdefault(key, availability)
-        if kept is availability and _wants_conversion(availability, backend_name):
+        if kept is availability and watch:
             _awaiting_conversion[key] = time.monotonic()
         return kept
 
@@ -472,31 +478,33 @@ def _wants_conversion(availability: Availability, backend_name: str) -> bool:
     """A break that a conversion repairs: its fix is REPAIR_COMMAND and the converted file is missing or
     damaged now (a conversion killed half-way, a failed first use). A break with the file in place is
     not watched, so a file that converts but will not load is never converted again every few seconds."""
-    if (availability.state != "broken" or availability.fix != REPAIR_COMMAND or availability.model is None
-            or backend_name == "torch"):
-        return False
-    from . import onnx_export
-
-    try:
-        return onnx_export.problem(availability.model, backend_name) is not None
-    except Exception:  # an unreadable cache: not watched (probe never raises)
-        return False
+    return (availability.state == "broken" and availability.fix == REPAIR_COMMAND and availability.model is not None
+            and _conversion_missing(availability.model, backend_name) is True)
 
 
-def _converted_since(key: tuple, cached: Availability, backend_name: str) -> bool:
-    """Whether another process (``kenning models --convert``) has made the conversion this process's
-    break waits for; looked at every RECHECK_S at most (a stat and the manifest), so a server that
-    broke on a killed conversion takes up its vectors once the user has run the fix, without a restart."""
+def _recheck_due(key: tuple) -> bool:
+    """Whether a break watched for its conversion is due a look (every RECHECK_S at most); marks the look.
+    Called holding ``_lock``. So a server that broke on a killed conversion takes up its vectors once
+    the user has run the fix (``kenning models --convert``), without a restart."""
+    since = _awaiting_conversion.get(key)
     now = time.monotonic()
-    if now - _awaiting_conversion[key] < RECHECK_S:
+    if since is None or now - since < RECHECK_S:
         return False
     _awaiting_conversion[key] = now
+    return True
+
+
+def _conversion_missing(spec: ModelSpec, backend_name: str) -> bool | None:
+    """Whether the ONNX file ``backend_name`` runs is missing or damaged (``onnx_export.problem``); None
+    for torch, which converts nothing, and for a cache that cannot be read (probe never raises)."""
+    if backend_name == "torch":
+        return None
     from . import onnx_export
 
     try:
-        return onnx_export.problem(cached.model, backend_name) is None
-    except Exception:  # an unreadable cache: still broken, asked again later
-        return False
+        return onnx_export.problem(spec, backend_name) is not None
+    except Exception:
+        return None
 
 
 def _unless_failed(availability: Availability, backend_name: str) -> Availability:
