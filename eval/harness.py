@@ -19,7 +19,7 @@ import numpy as np
 
 import kenning
 from kenning.errors import InvalidInput
-from kenning.retrieval.text import query_tokens, tokenize
+from kenning.retrieval.text import search_tokens, tokenize
 from kenning.store.models import MODES
 from kenning.memory.facade import Store
 
@@ -252,7 +252,7 @@ def run_rank_bm25(
             ranked: list[str] = []
             if group_of(query.id, group_sep) in indexes:
                 bm25, ids, postings = indexes[group_of(query.id, group_sep)]
-                tokens = query_tokens(query.text)
+                tokens = search_tokens(query.text)
                 candidates = sorted(set().union(*(postings.get(t, set()) for t in tokens)))
                 if candidates:
                     scores = bm25.get_batch_scores(tokens, candidates)

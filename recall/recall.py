@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kenning.retrieval.text import query_terms
+from kenning.retrieval.text import search_tokens
 
 from . import profile
 from .transcripts import index_for
@@ -46,7 +46,7 @@ def recall(
 
 def _recall(store: "Store", query: str, limit: int, all_projects: bool, exclude_session: str | None,
             roles: tuple[str, ...], mode: str | None) -> dict[str, Any]:
-    terms = list(dict.fromkeys(query_terms(query)))
+    terms = list(dict.fromkeys(search_tokens(query)))
     floor = store.config.evidence_cos_floor
     tiers: list[tuple[str, int, dict[str, Any], float]] = []
     legs_run: dict[str, list[str]] = {}

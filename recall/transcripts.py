@@ -31,7 +31,7 @@ import numpy as np
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval import bm25, engine, keyword, labels, spelling
 from kenning.retrieval.lexical import unknown
-from kenning.retrieval.text import fingerprint, query_tokens
+from kenning.retrieval.text import fingerprint, search_tokens
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
@@ -377,7 +377,7 @@ class TranscriptIndex:
         config = self.config()
         lexicon = self.lexicon.refresh()
         # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
-        tokens = query_tokens(query)
+        tokens = search_tokens(query)
         fixed = spelling.corrections(tokens, lexicon.doc_freqs)
         tokens = [fixed.get(t, t) for t in tokens]
         terms = list(dict.fromkeys(tokens))

@@ -3,7 +3,9 @@
 Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.js``, ``c#``,
 ``snake_case``) stay whole; alphabetic words are reduced to their Snowball English stem
 (PyStemmer, the C Snowball bm25s uses); CJK runs become overlapping bigrams; stopwords are dropped
-from queries only (judged on the word before stemming), and only when something else is left.
+from queries only (judged on the word before stemming), and only when something else is left. A
+search writes out a stopword's contraction first (``search_tokens``: "what's" -> "what"), so the
+piece the apostrophe splits off is no query term.
 
 Stemming was chosen by measurement over the light plural folding it replaced (``eval/`` figures in
 the README's relevance section): BM25 nDCG@10 rose on every development collection.
@@ -21,7 +23,8 @@ from collections.abc import Callable, Iterable
 import Stemmer
 
 TOKENIZER_VERSION = "2"
-TOKENIZER_NAME = "nfkc-casefold, technical tokens whole, snowball-english stems, cjk bigrams, query stopwords"
+TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, cjk bigrams, query stopwords"
+                  " (a stopword's contraction written out: what's, can't)")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # A CJK run, or a word made of word characters (CJK excluded) joined by dots, with an optional
@@ -151,9 +154,44 @@ def query_tokens(query: str) -> list[str]:
     return content or [token for _, token in raw]
 
 
+# a word and the piece an apostrophe joins to it: "what's", "can't", "doesn't", "I'm", "we've"
+_CONTRACTION_RE = re.compile(r"\b([^\W\d_]+)['\u2019](s|t|d|ll|m|re|ve)\b", re.IGNORECASE)
+_NOT_STEMS = {"ca": "can", "wo": "will", "sha": "shall"}  # can't, won't, shan't
+
+
+def _uncontracted(match: re.Match[str]) -> str:
+    word, piece = match.group(1), match.group(2).lower()
+    if piece == "t" and word[-1:].lower() == "n":  # n't: "doesn't" -> "does not"
+        base = word[:-1]
+        base = _NOT_STEMS.get(base.lower(), base)
+        return f"{base} not" if base.lower() in STOPWORDS else match.group()
+    return word if word.lower() in STOPWORDS else match.group()  # "what's" -> "what"; "Nate's" stays
+
+
+def uncontract(query: str) -> str:
+    """The query with each contraction of a stopword written out, so its piece is no query term:
+    "What's my usual coffee?" -> "What my usual coffee?", "Who can't drink ..." -> "Who can not
+    drink ...". The apostrophe splits "what's" into "what" and "s"; the stopword goes, but the piece
+    stayed as a term that any "it's" or "doesn't" of a text matches, and in a short question one
+    such term is half the evidence that a text holds more than one of its words
+    (``fusion.LONE_TERM_WEIGHT``). A possessive ("Nate's") keeps its piece: measured, LoCoMo's
+    questions about someone's things rank better with it (eval/baselines/README.md, "Thirteenth
+    pass")."""
+    if "'" not in query and "\u2019" not in query:
+        return query
+    return _CONTRACTION_RE.sub(_uncontracted, query)
+
+
+def search_tokens(query: str) -> list[str]:
+    """A search's query tokens: ``query_tokens`` of the query with its contractions written out
+    (``uncontract``). Stored texts keep ``query_tokens`` as their content terms."""
+    return query_tokens(uncontract(query))
+
+
 def only_stopwords(query: str) -> bool:
-    """Whether every word of the query is a stopword ("the", "what is it"): ``query_tokens`` then
-    searches them all, as it has nothing else, but they name nothing."""
+    """Whether every word of the query is a stopword ("the", "what is it", "what's that"):
+    ``query_tokens`` then searches them all, as it has nothing else, but they name nothing."""
+    query = uncontract(query)
     if query.isascii():
         words = _LOWER_ASCII_WORD_RE.findall(query.lower())
     else:

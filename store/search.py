@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.retrieval import bm25, engine, feedback, keyword, labels, spelling
 from kenning.retrieval.lexical import contains, unknown
-from kenning.retrieval.text import query_tokens
+from kenning.retrieval.text import query_tokens, search_tokens
 
 from .db import Database
 from .lexicon import Lexicon
@@ -133,7 +133,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
-    tokens = query_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
+    tokens = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
     fixed = _corrections(db, lexicon, tokens)
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))

@@ -20,7 +20,7 @@ import kenning
 from kenning.memory import citations
 from kenning.retrieval import bm25, labels
 from kenning.retrieval.lexical import contains
-from kenning.retrieval.text import query_tokens
+from kenning.retrieval.text import search_tokens
 
 WORDS = ["billing", "gateway", "staging", "cluster", "postgres", "backup", "deploy", "auth", "token", "index",
          "queue", "cache", "stripe", "nightly", "tls", "pipeline", "python", "node", "alice", "bob"]
@@ -154,7 +154,7 @@ def test_lexical_labels_equal_those_computed_with_the_coverages(tmp_path):
                 ranked = store.rank(query, mode=mode, depth=20)
                 assert [h.relevance for h in result.hits] == [h.relevance for h in ranked.hits][: len(result.hits)]
                 lexicon = store._s.lexicon.refresh()
-                terms = list(dict.fromkeys(query_tokens(query)))
+                terms = list(dict.fromkeys(search_tokens(query)))
                 hits = ranked.hits
                 if not hits:
                     continue

@@ -242,3 +242,29 @@ def test_only_stopwords_is_a_query_with_no_content_word():
     from kenning.retrieval.text import only_stopwords
     assert only_stopwords("the") and only_stopwords("What is it?")
     assert not only_stopwords("the port") and not only_stopwords("") and not only_stopwords("???")
+
+
+def test_a_search_writes_out_a_stopwords_contraction_and_keeps_a_possessive():
+    """The apostrophe splits "what's" into "what" and "s": the stopword went, the piece stayed a
+    query term that any "it's" or "doesn't" of a text holds (eval/baselines/README.md, "Thirteenth
+    pass"). A search writes the contraction out; a possessive keeps its piece, and a stored text's
+    own content terms (``query_tokens``) are unchanged."""
+    assert text.search_tokens("What's my usual coffee?") == ["usual", "coffe"]
+    assert text.query_tokens("What's my usual coffee?") == ["s", "usual", "coffe"]
+    assert text.search_tokens("Who can't drink cow's milk?") == ["drink", "cow", "s", "milk"]
+    assert text.search_tokens("Let's ship Nate's fix") == ["let", "s", "ship", "nate", "s", "fix"]
+    assert text.uncontract("I'm sure they've said it won't") == "I sure they said it will not"
+    assert text.uncontract("Doesn\u2019t it? Isn't it?") == "Does not it? Is not it?"
+    assert text.uncontract("no apostrophe here") == "no apostrophe here"
+    assert text.search_tokens("what's that") == ["what", "that"]  # stopwords alone: they are the query
+    assert text.only_stopwords("what's that") and text.only_stopwords("Isn't it?")
+    assert not text.only_stopwords("Nate's")
+
+
+def test_a_hit_need_not_hold_the_piece_of_a_contraction(tmp_path):
+    """Without the vector leg a ``high`` needs every query term: "What's" used to make "s" one of them."""
+    import kenning
+    with kenning.open_store(tmp_path / "s") as store:
+        store.write("The Lisbon office is on the third floor, next to the lift.", scopes=["t"])
+        hit = store.search("What's the floor of the Lisbon office?", mode="bm25", auto_scope=False).hits[0]
+    assert hit.match_terms == ["floor", "lisbon", "office"] and hit.relevance == "high"
