@@ -114,6 +114,15 @@ def test_a_misspelt_query_word_is_respelt_as_memory_search_does(index):
     assert set(hit.match_terms) == {"pgbouncer", "port", "6432"}
 
 
+
+def test_a_contractions_piece_is_no_term_a_message_must_hold(index):
+    """"What's" is the stopword "what" and a piece "s" that any "it's" holds; written out, as memory
+    search writes it, the message that holds every other word is the same high hit."""
+    right = index.search("pgbouncer port", project=PAYMENTS).hits[0]
+    hit = index.search("What's the pgbouncer port?", project=PAYMENTS).hits[0]
+    assert hit.id == right.id and hit.relevance == right.relevance == "high"
+    assert set(hit.match_terms) == {"pgbouncer", "port"}
+
 # ---------------------------------------------------------------------------------------- scope
 def test_project_scope_by_default_and_all_for_every_project(index):
     scoped = index.search("image optimizer libvips", project=PAYMENTS)
