@@ -20,58 +20,18 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
-PROCESS = r"""
-import json, os, sys, time, statistics
-sys.path.insert(0, {here!r})
-from corpus import Corpus
-import kenning
-out = {{}}
-store = kenning.open_store({store!r})
-queries = Corpus().queries({queries}, corpus_size=store.count())
-for q in queries[:20]:
-    store.search(q, mode="hybrid", limit=5, auto_scope=False)
-wall, cpu = [], []
-for _ in range({repeats}):
-    for q in queries:
-        c0, t0 = time.process_time(), time.perf_counter()
-        r = store.search(q, mode="hybrid", limit=5, auto_scope=False)
-        wall.append((time.perf_counter() - t0) * 1000); cpu.append((time.process_time() - c0) * 1000)
-        assert "vector" in r.legs_run and r.pending_embeddings == 0, (r.legs_run, r.pending_embeddings)
-out["hybrid"] = {{"wall_p50_ms": statistics.median(wall), "cpu_p50_ms": statistics.median(cpu), "n": len(wall)}}
-store.close()
-if {writes}:
-    store = kenning.open_store({write_store!r})
-    store.search("warm up", mode="hybrid", auto_scope=False)
-    wall, cpu = [], []
-    for text in Corpus().memories({writes}, offset=10**7):
-        c0, t0 = time.process_time(), time.perf_counter()
-        r = store.write(text, scopes=["bench:writes"], acknowledge_transient=True)
-        if r.status == "committed":
-            wall.append((time.perf_counter() - t0) * 1000); cpu.append((time.process_time() - c0) * 1000)
-    assert store.semantic.pending_count() == 0, "a write left its vector pending"
-    out["write"] = {{"wall_p50_ms": statistics.median(wall), "cpu_p50_ms": statistics.median(cpu), "n": len(wall)}}
-    store.close()
-out["torch_loaded"] = "torch" in sys.modules
-print(json.dumps(out))
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warm_process import measure  # noqa: E402  (bench/ is not a package)
 
 
 def run_tree(tree: str, args: argparse.Namespace, write_store: str) -> dict:
     env = {**os.environ, "PYTHONPATH": tree, "HF_HUB_OFFLINE": "1"}
-    code = PROCESS.format(here=str(HERE), store=str(args.store), queries=args.queries, repeats=args.repeats,
-                          writes=args.writes, write_store=write_store)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/tmp",
-                          timeout=3600)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return measure(str(args.store), env, queries=args.queries, warm=20, repeats=args.repeats, writes=args.writes,
+                   write_store=write_store or None)
 
 
 def main() -> None:

@@ -26,33 +26,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-PROCESS = r"""
-import json, statistics, sys, time
-sys.path.insert(0, {here!r})
-from corpus import Corpus
-import kenning
-store = kenning.open_store({store!r})
-queries = Corpus().queries(60, corpus_size=store.count())
-for q in queries[:10]:
-    store.search(q, mode="hybrid", limit=5, auto_scope=False)
-out, wall, cpu = {{}}, [], []
-for q in queries:
-    c0, t0 = time.process_time(), time.perf_counter()
-    r = store.search(q, mode="hybrid", limit=5, auto_scope=False)
-    wall.append((time.perf_counter() - t0) * 1000); cpu.append((time.process_time() - c0) * 1000)
-    assert "vector" in r.legs_run and r.pending_embeddings == 0, (r.legs_run, r.pending_embeddings)
-out["hybrid"] = [statistics.median(wall), statistics.median(cpu)]
-wall, cpu = [], []
-for text in Corpus().memories(40, offset={offset}):
-    c0, t0 = time.process_time(), time.perf_counter()
-    r = store.write(text, scopes=["bench:writes"], acknowledge_transient=True)
-    if r.status == "committed":
-        wall.append((time.perf_counter() - t0) * 1000); cpu.append((time.process_time() - c0) * 1000)
-assert store.semantic.pending_count() == 0, "a write left its vector pending"
-out["write"] = [statistics.median(wall), statistics.median(cpu), len(wall)]
-print(json.dumps(out))
-"""
+sys.path.insert(0, str(HERE))
+from warm_process import measure  # noqa: E402  (bench/ is not a package)
 
 
 def main() -> None:
@@ -62,7 +37,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE))
     from corpus import Corpus
 
     variants = args.variants.split(",")
@@ -77,17 +51,17 @@ def main() -> None:
                            env=env, check=True, capture_output=True)
         for round_no in range(args.rounds):
             for variant in variants if round_no % 2 == 0 else variants[::-1]:
-                code = PROCESS.format(here=str(HERE), store=str(Path(tmp) / variant), offset=10**7 + 1000 * round_no)
-                done = subprocess.run([sys.executable, "-c", code], env={**base, "KENNING_ENCODER": variant},
-                                      check=True, capture_output=True, text=True)
-                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row = measure(str(Path(tmp) / variant), {**base, "KENNING_ENCODER": variant}, queries=60, warm=10,
+                              writes=40, offset=10**7 + 1000 * round_no)
+                assert not row["torch_loaded"], f"{variant} loaded torch"
                 results[variant].append(row)
-                print(f"round {round_no + 1} {variant}: hybrid {row['hybrid'][0]:.2f} ms ({row['hybrid'][1]:.2f} CPU), "
-                      f"write {row['write'][0]:.2f} ms ({row['write'][1]:.2f} CPU)", file=sys.stderr)
+                print(f"round {round_no + 1} {variant}: hybrid {row['hybrid']['wall_p50_ms']:.2f} ms "
+                      f"({row['hybrid']['cpu_p50_ms']:.2f} CPU), write {row['write']['wall_p50_ms']:.2f} ms "
+                      f"({row['write']['cpu_p50_ms']:.2f} CPU)", file=sys.stderr)
     summary = {}
     for variant, rows in results.items():
-        summary[variant] = {f"{what}_{kind}_p50_ms": round(statistics.median(r[what][i] for r in rows), 2)
-                            for what in ("hybrid", "write") for i, kind in enumerate(("wall", "cpu"))}
+        summary[variant] = {f"{what}_{kind}_p50_ms": round(statistics.median(r[what][f"{kind}_p50_ms"] for r in rows), 2)
+                            for what in ("hybrid", "write") for kind in ("wall", "cpu")}
         summary[variant]["rounds"] = rows
         print(f"{variant:11s} hybrid {summary[variant]['hybrid_wall_p50_ms']:.2f} ms ({summary[variant]['hybrid_cpu_p50_ms']:.2f} CPU)"
               f"  write {summary[variant]['write_wall_p50_ms']:.2f} ms ({summary[variant]['write_cpu_p50_ms']:.2f} CPU)")
