@@ -32,6 +32,10 @@ def test_not_placeholders(value):
 
 def test_placeholder_keys_are_filler_after_the_public_prefix():
     assert cr._placeholder_key("AKIAIOSFODNN7EXAMPLE", 4)
+    assert cr._placeholder_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 0)  # AWS's documented secret key
+    assert cr._placeholder_key("sk_test_example_51Hq0987", 8)  # "example" as a word of its own
+    # "example" inside a random body is chance, not a documented example: still a secret
+    assert not cr._placeholder_key("sk_live_51HqTESTexampleqweRTY0987zxcvbnm", 8)
     assert cr._placeholder_key("zyxwabab", 4)  # the body has two distinct characters
     assert not cr._placeholder_key("zyxwabab", 0)
     assert cr._placeholder_key("zyxwabca", 4) and not cr._placeholder_key("zyxwabcd", 4)  # three is filler, four not

@@ -47,6 +47,13 @@ def test_each_secret_kind_is_refused_and_named(kind):
     assert any(m.startswith(kind) for m in refusal.matched), refusal.matched
 
 
+def test_example_inside_a_random_key_is_no_documented_example():
+    """A documented example key says so at its end or as a word of its own (AKIAIOSFODNN7EXAMPLE);
+    "example" inside a random body is chance, and the key is still refused."""
+    refusal = credentials.check("the api key is sk_live_51HqTESTexampleqweRTY0987zxcvbnm")
+    assert refusal is not None and any(m.startswith("Stripe key") for m in refusal.matched), refusal
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -175,10 +175,15 @@ def is_placeholder(value: str) -> bool:
     return "(" in v or "[" in v or re.fullmatch(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+", v) is not None
 
 
+# a documented example key says so at its end (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY) or as a word of
+# its own (sk_test_example_123); "example" inside a random body (sk_live_51HqTESTexampleqwe...) is chance
+_EXAMPLE_KEY = re.compile(r"example(?:key)?$|(?:^|[_\-.])example(?:[_\-.]|$)", re.IGNORECASE)
+
+
 def _placeholder_key(value: str, prefix: int) -> bool:
     """A vendor-shaped key whose body is filler (sk_live_xxxx…, ghp_XXXX…, AKIA0000…) or a documented example."""
     body = value[prefix:]
-    return "EXAMPLE" in value.upper() or len(set(body.lower())) <= 3 or "xxxx" in body.lower()
+    return _EXAMPLE_KEY.search(body) is not None or len(set(body.lower())) <= 3 or "xxxx" in body.lower()
 
 
 def looks_secret(value: str) -> bool:
