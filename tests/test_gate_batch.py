@@ -33,8 +33,21 @@ def test_an_exact_repeat_names_the_live_memory_or_the_earlier_line(store):
     assert (live.status, live.gate, live.code, live.match) == ("duplicate", "duplicates", "duplicate", first)
     assert live.reason == f"memory {first} already says this"
     assert (repeat.status, repeat.gate, repeat.code) == ("duplicate", "duplicates", "duplicate")
-    assert (repeat.match, repeat.reason) == ("b", "the same text as b")
+    assert (repeat.match, repeat.reason) == ("b", "the same words as b")
     assert store.count() == 2
+
+
+def test_a_line_with_an_earlier_lines_words_is_its_repeat_whatever_the_case_and_punctuation(store):
+    """What a single write calls a duplicate (every word shared) an import must not commit twice."""
+    report = store.import_checked([{"text": "Pi service writes audit logs to S3"},
+                                   {"text": "pi service  writes audit logs to s3."},
+                                   {"text": "Pi service writes audit logs to S3 daily"}], labels=["a", "b", "c"])
+    first, repeat, longer = report.lines
+    assert first.status == "committed" and longer.status == "committed"
+    assert (repeat.status, repeat.match, repeat.reason) == ("duplicate", "a", "the same words as a")
+    assert store.count() == 2
+    refusal = store.write("pi service writes audit logs to s3", scopes=["global"])  # a single write agrees
+    assert refusal.status == "duplicate"
 
 
 def test_a_near_duplicate_of_a_live_memory_names_it_and_the_shared_share(store):

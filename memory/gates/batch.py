@@ -5,8 +5,11 @@ cannot stage a user-inference for confirmation, so one is refused with a pointer
 then duplicates. The batch form keeps it fast: the live memories' content hashes and the recent
 tombstones' token sets are read once for the whole import, an exact repeat (of a live memory or
 of an earlier line of the same import) is caught by hash without a search, and only the rest
-probe the lexical index for near duplicates the way a single write does. Near duplicates between
-two lines of the same import are not compared; exact repeats are.
+probe the lexical index for near duplicates the way a single write does. Two lines of the same
+import are compared by their word streams (``text.tokenize``: case, punctuation and spacing aside,
+the same words in the same order), which a single write would call a duplicate of the other (every
+word shared); looser near duplicates between two lines are not compared, as that would need the
+index to hold lines not yet written.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from kenning.retrieval.text import tokenize
 
 from . import duplicates, pipeline, run_content_gates
 
@@ -51,7 +56,7 @@ def gate_batch(db: "Database", lexicon: "Lexicon", config: "StoreConfig", memori
         if verdict is None and (live or tombstones):
             verdict = _near_duplicate(db, lexicon, config, memory.content, tombstones)
         if verdict is None:
-            earlier[_hash(memory.content)] = label
+            earlier[_words(memory.content)] = label
         verdicts.append(verdict)
     return verdicts
 
@@ -67,12 +72,19 @@ def _content_verdict(memory: "Memory") -> Verdict | None:
     return Verdict("refused", refusal.gate, f"{refusal.reason}. {refusal.hint}".strip(), code=refusal.status)
 
 
+def _words(text: str) -> str:
+    """What two lines of one import must share to repeat each other: their word streams (a text of
+    no words, its exact text)."""
+    return " ".join(tokenize(text)) or f"#{_hash(text)}"
+
+
 def _repeat_verdict(memory: "Memory", live: dict[str, str], earlier: dict[str, str]) -> Verdict | None:
     digest = _hash(memory.content)
     if digest in live:
         return Verdict("duplicate", "duplicates", f"memory {live[digest]} already says this", live[digest], "duplicate")
-    if digest in earlier:
-        return Verdict("duplicate", "duplicates", f"the same text as {earlier[digest]}", earlier[digest], "duplicate")
+    words = _words(memory.content)
+    if words in earlier:
+        return Verdict("duplicate", "duplicates", f"the same words as {earlier[words]}", earlier[words], "duplicate")
     return None
 
 
