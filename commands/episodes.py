@@ -57,7 +57,7 @@ def _print(episodes: list, with_bodies: bool, as_json: bool) -> None:
 @_one_line_errors
 def list_(
     ctx: typer.Context,
-    limit: int = typer.Option(20, help="The most recent N (1-200), printed oldest first."),
+    limit: int = typer.Option(20, min=1, max=200, help="The most recent N (1-200), printed oldest first."),
     all_worktrees: bool = typer.Option(False, "--all-worktrees", help="Include episodes written in other checkouts."),
     bodies: bool = typer.Option(False, "--bodies", help="Print full bodies, not just takeaways."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -77,7 +77,7 @@ def search(
     since: Optional[str] = typer.Option(None, help="Only episodes created at or after this ISO-8601 time."),
     episode_id: Optional[list[str]] = typer.Option(None, "--id", help="Only these episode ids (repeatable)."),
     all_worktrees: bool = typer.Option(False, "--all-worktrees", help="Do not drop episodes from other checkouts."),
-    limit: int = typer.Option(20, help="The most recent N (1-200), printed oldest first."),
+    limit: int = typer.Option(20, min=1, max=200, help="The most recent N (1-200), printed oldest first."),
     bodies: bool = typer.Option(False, "--bodies", help="Print full bodies, not just takeaways."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -27,6 +27,14 @@ def test_subcommand_help_has_an_example(tmp_path, command):
     assert "Example: kenning" in done.stdout, command
 
 
+@pytest.mark.parametrize("command", [("episodes", "list"), ("episodes", "search")])
+def test_an_episode_limit_out_of_range_names_the_option(tmp_path, command):
+    """The CLI's own option, not the library's parameter (max_results), is what the user is told to fix."""
+    done = kenning(tmp_path, *command, "--limit", "0")
+    assert done.returncode == 2, done
+    assert "--limit" in done.stderr and "max_results" not in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.embeddings  # lists the packaged model and embeds
 def test_models_and_index_report_the_store_as_json(tmp_path):
     assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
