@@ -149,10 +149,17 @@ def write(
         None, "--link", help="KIND:ID[:NOTE] (repeatable); KIND is supersedes, contradicts, extends or depends_on."),
     ack_transient: bool = typer.Option(False, "--ack-transient", help="The wording sounds temporary but the fact is durable."),
     ack_user_claim: bool = typer.Option(False, "--ack-user-claim", help="It reads as a claim about the user but is about someone else."),
+    ack_scope_mismatch: bool = typer.Option(
+        False, "--ack-scope-mismatch", help="A projects: scope names another project than this repository's, "
+                                            "and the fact really is about that project."),
+    force: bool = typer.Option(False, "--force", help="Write it even though it duplicates a live memory, resembles "
+                                                      "a removed one, or its scope names another project."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Remember something durable. Gates refuse secrets, run-state wording, unconfirmed claims about the
     user, false claims and duplicates; a user-inference is staged until `kenning confirm`."""
+    from kenning.commands.hints import for_cli
+
     if text == STDIN:
         text = _read_stdin("the memory text").strip()
     links = [_parse_link(v) for v in link or []]
@@ -162,7 +169,15 @@ def write(
         scope = [default_scope(store)]
     result = store.write(text, scopes=scope, category=category, confidence=confidence, source=source,
                          claims=claim, links=links, acknowledge_transient=ack_transient,
-                         acknowledge_user_claim=ack_user_claim)
+                         acknowledge_user_claim=ack_user_claim, acknowledge_scope_mismatch=ack_scope_mismatch,
+                         force=force)
+    # the gates' hints name the MCP tools' arguments: restated as this command's options, in the JSON
+    # too (its reader drives the CLI); the machine fields (status, gate, override) stay the library's
+    if result.hint:
+        result = result.model_copy(update={"hint": for_cli(result.hint)})
+    if result.curation_hint and result.curation_hint.get("message"):
+        result = result.model_copy(update={"curation_hint": {**result.curation_hint,
+                                                             "message": for_cli(result.curation_hint["message"])}})
     if as_json:
         emit_json(result.to_dict())
     else:
@@ -301,13 +316,22 @@ def update(
     category: Optional[str] = typer.Option(None, help="fact | ambient."),
     ack_transient: bool = typer.Option(False, "--ack-transient", help="The new wording sounds temporary but the fact is durable."),
     ack_user_claim: bool = typer.Option(False, "--ack-user-claim", help="It reads as a claim about the user but is about someone else."),
+    ack_truncation: bool = typer.Option(
+        False, "--ack-truncation", help="The new text is shorter and ends mid-sentence on purpose (not cut off)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Change a memory's text, scopes, confidence or category (new text passes the write gates)."""
+    from kenning.commands.hints import for_cli
+    from kenning.memory.gates import GateRefused
+
     if text == STDIN:
         text = _read_stdin("the new text").strip()
-    memory = _store(ctx).update(id, text=text, scopes=scope or None, confidence=confidence, category=category,
-                                acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim)
+    try:
+        memory = _store(ctx).update(id, text=text, scopes=scope or None, confidence=confidence, category=category,
+                                    acknowledge_transient=ack_transient, acknowledge_user_claim=ack_user_claim,
+                                    acknowledge_truncation=ack_truncation)
+    except GateRefused as exc:  # its hint names the tools' arguments: restated as this command's options
+        raise GateRefused(exc.refusal.model_copy(update={"hint": for_cli(exc.refusal.hint)})) from None
     if as_json:
         emit_json(memory.model_dump(mode="json"))
     else:

@@ -47,16 +47,25 @@ def get(
 
 
 @config_app.command("set", epilog="Example: kenning config set default_mode bm25\n\n"
-                                  "Example: kenning config set require_write_confirmation true")
+                                  "Example: kenning config set require_write_confirmation true\n\n"
+                                  "Example: kenning config set weights '{\"keyword\": 0.5}'   (bm25 and vector keep "
+                                  "their weights)\n\n"
+                                  "Example: kenning config set evidence_cos_floor -0.2   (a negative number is a value)",
+                   # a negative number (-60, -0.2) is the value, not an unknown option
+                   context_settings={"ignore_unknown_options": True})
 @_one_line_errors
 def set_(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The setting, e.g. default_mode, search_enabled, write_enabled, "
                                         "require_write_confirmation."),
-    value: str = typer.Argument(..., help="Its new value: text, a number, true/false, null, or JSON for a table."),
+    value: str = typer.Argument(..., help="Its new value: text, a number, true/false, null, or JSON for a table. "
+                                          "A weights table is merged into the current one: legs it does not name "
+                                          "(keyword, bm25, vector) keep their weight. model: a name `kenning models` "
+                                          "lists, or null for the default."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Change one setting; it is stored in the store itself and read live by running servers."""
+    """Change one setting; it is stored in the store itself and read live by running servers. A value
+    out of its range (bm25_b 0-1, leg_depth 1 or more, ...) or an unknown model is refused (exit 2)."""
     config = cli_store(ctx).configure(**{key: _parse(value)})
     new = config.model_dump(mode="json")[key]
     if as_json:

@@ -1,0 +1,196 @@
+"""The CLI's gate refusals speak CLI: `kenning restore X`, `--force`, `--ack-transient`, never the
+MCP tools' `memory_restore X` / `force=True` (issue: hints in MCP terms). Real `kenning` processes
+on a store in tmp_path; the last tests read every hint the gates can give straight from their source."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kenning
+
+pytestmark = pytest.mark.slow  # real processes
+
+PACKAGE = Path(kenning.__file__).resolve().parent
+TOOL_TERMS = re.compile(r"=True|=False|\b(?:memory|episode)_[a-z_]+|\w+='|\w+=\"")
+
+
+def kenning_cli(store: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+    if cwd is not None:
+        env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)
+    return subprocess.run([sys.executable, "-m", "kenning", "--store", str(store), *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300, input="")
+
+
+def written_id(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)["id"]
+
+
+def hint_line(result: subprocess.CompletedProcess) -> str:
+    lines = [line for line in result.stdout.splitlines() if line.strip().startswith("hint:")]
+    assert len(lines) == 1, result.stdout + result.stderr
+    return lines[0]
+
+
+def assert_cli_terms(text: str) -> None:
+    assert not TOOL_TERMS.search(text), text
+
+
+# ------------------------------------------------------------------ write: the refusals a person meets
+def test_previously_removed_hint_names_kenning_restore_and_force(tmp_path):
+    store = tmp_path / "s"
+    text = "The cache service evicts entries after ten minutes"
+    mid = written_id(kenning_cli(store, "write", text, "--scope", "x", "--json"))
+    assert kenning_cli(store, "remove", mid, "--reason", "wrong ttl").returncode == 0
+    refused = kenning_cli(store, "write", text, "--scope", "x")
+    assert refused.returncode == 1 and refused.stdout.startswith("previously_removed")
+    hint = hint_line(refused)
+    assert f"`kenning restore {mid}`" in hint and "--force" in hint
+    assert_cli_terms(hint)
+    forced = kenning_cli(store, "write", text, "--scope", "x", "--force")
+    assert forced.returncode == 0 and forced.stdout.startswith("committed"), forced.stdout + forced.stderr
+
+
+def test_duplicate_hint_names_kenning_update_in_plain_and_json(tmp_path):
+    store = tmp_path / "s"
+    text = "The koala backup keeps 14 daily snapshots"
+    mid = written_id(kenning_cli(store, "write", text, "--scope", "x", "--json"))
+    hint = hint_line(kenning_cli(store, "write", text, "--scope", "x"))
+    assert f"kenning update {mid}" in hint and "--force" in hint
+    assert_cli_terms(hint)
+    as_json = kenning_cli(store, "write", text, "--scope", "x", "--json")
+    out = json.loads(as_json.stdout)
+    # the library's machine fields stay as they are; the prose a reader acts on speaks CLI
+    assert (as_json.returncode, out["status"], out["override"], out["id"]) == (1, "duplicate", "force", mid)
+    assert f"kenning update {mid}" in out["hint"] and "--force" in out["hint"]
+    assert_cli_terms(out["hint"])
+    assert kenning_cli(store, "write", text, "--scope", "x", "--force").returncode == 0
+
+
+def test_transient_hint_names_ack_transient_and_says_the_cli_writes_no_episode(tmp_path):
+    store = tmp_path / "s"
+    refused = kenning_cli(store, "write", "I am going to run the tests now", "--scope", "x")
+    assert refused.returncode == 1 and refused.stdout.startswith("transient_warning")
+    hint = hint_line(refused)
+    assert "--ack-transient" in hint and "episode" in hint and "CLI" in hint
+    assert_cli_terms(hint)
+    out = json.loads(kenning_cli(store, "write", "I am going to run the tests now", "--scope", "x", "--json").stdout)
+    assert out["override"] == "acknowledge_transient" and "--ack-transient" in out["hint"]
+    assert_cli_terms(out["hint"])
+
+
+def test_user_claim_hint_names_category_option_and_ack_user_claim(tmp_path):
+    hint = hint_line(kenning_cli(tmp_path / "s", "write", "The user prefers tabs over spaces", "--scope", "x"))
+    assert "--category user-inference" in hint and "--ack-user-claim" in hint
+    assert_cli_terms(hint)
+
+
+def test_scope_mismatch_has_a_cli_override(tmp_path):
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    store = tmp_path / "s"
+    refused = kenning_cli(store, "write", "The bison service uses kafka", "--scope", "projects:warehouse", cwd=repo)
+    assert refused.returncode == 1 and refused.stdout.startswith("scope_mismatch"), refused.stdout + refused.stderr
+    hint = hint_line(refused)
+    assert "--ack-scope-mismatch" in hint and "--force" in hint and "projects:shop" in hint
+    assert_cli_terms(hint)
+    acked = kenning_cli(store, "write", "The bison service uses kafka", "--scope", "projects:warehouse",
+                        "--ack-scope-mismatch", cwd=repo)
+    assert acked.returncode == 0 and acked.stdout.startswith("committed"), acked.stdout + acked.stderr
+    forced = kenning_cli(store, "write", "The yak service reads from a kafka topic", "--scope", "projects:warehouse",
+                         "--force", cwd=repo)
+    assert forced.returncode == 0 and forced.stdout.startswith("committed"), forced.stdout + forced.stderr
+
+
+# ------------------------------------------------------------------ update: a refusal is an error line
+def test_update_refusals_speak_cli_and_truncation_can_be_acknowledged(tmp_path):
+    store = tmp_path / "s"
+    body = "The billing service sends invoices on the first day of the month. It retries failed charges twice."
+    mid = written_id(kenning_cli(store, "write", body, "--scope", "x", "--json"))
+    cut = kenning_cli(store, "update", mid, "--text", "The billing service sends invoices on the first day of")
+    assert cut.returncode == 2 and "truncation" in cut.stderr and "--ack-truncation" in cut.stderr, cut.stderr
+    assert_cli_terms(cut.stderr)
+    transient = kenning_cli(store, "update", mid, "--text", "I am going to run the billing tests now")
+    assert transient.returncode == 2 and "--ack-transient" in transient.stderr, transient.stderr
+    assert_cli_terms(transient.stderr)
+    acked = kenning_cli(store, "update", mid, "--text", "The billing service sends invoices on the first day of",
+                        "--ack-truncation")
+    assert acked.returncode == 0 and acked.stdout.startswith("updated"), acked.stdout + acked.stderr
+
+
+def test_help_describes_the_overrides(tmp_path):
+    write_help = kenning_cli(tmp_path / "s", "write", "--help").stdout
+    for option in ("--force", "--ack-scope-mismatch", "--ack-transient", "--ack-user-claim"):
+        assert option in write_help
+    assert "--ack-truncation" in kenning_cli(tmp_path / "s", "update", "--help").stdout
+
+
+# ------------------------------------------------------------------ every hint the gates can give
+ID = "01M917B2M2KXJ5S81BRGP4Y75E"
+
+
+def _render(node: ast.expr) -> str | None:
+    """The text of a hint expression, with an id in place of every interpolated value."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else ID for part in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _render(node.left), _render(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def gate_hints() -> list[tuple[str, str]]:
+    """(file, hint) for every literal ``hint=`` a refusal is built with in memory/gates/."""
+    found = []
+    for path in sorted((PACKAGE / "memory" / "gates").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                for keyword in node.keywords:
+                    if keyword.arg == "hint":
+                        text = _render(keyword.value)
+                        if text is not None:
+                            found.append((path.name, text))
+    return found
+
+
+HINTS = gate_hints()
+
+
+def test_the_hint_scan_finds_every_gate():
+    files = {name for name, _ in HINTS}
+    assert {"durability.py", "user_claims.py", "scope_match.py", "pipeline.py", "truncation.py",
+            "groundedness.py", "credentials.py", "claims.py", "write_enabled.py"} <= files
+    assert len(HINTS) >= 11
+    from kenning.commands.hints import for_cli
+
+    assert_cli_terms(" ".join(for_cli(hint) for _, hint in HINTS))
+
+
+@pytest.mark.parametrize("where,hint", HINTS, ids=[f"{name}-{i}" for i, (name, _) in enumerate(HINTS)])
+def test_every_gate_hint_restated_for_the_cli(where, hint, cli_options):
+    from kenning.commands.hints import for_cli
+
+    restated = for_cli(hint)
+    assert_cli_terms(restated)
+    for option in re.findall(r"--[a-z][a-z-]*", restated):  # every option a hint names exists
+        assert option in cli_options, (option, restated)
+
+
+@pytest.fixture(scope="module")
+def cli_options(tmp_path_factory):
+    store = tmp_path_factory.mktemp("help") / "s"
+    text = kenning_cli(store, "write", "--help").stdout + kenning_cli(store, "update", "--help").stdout
+    return set(re.findall(r"--[a-z][a-z-]*", text))
