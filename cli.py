@@ -119,9 +119,45 @@ def _store_if_any(ctx: typer.Context):
 
 
 def _read_stdin(what: str) -> str:
+    """All of stdin as text, decoded as UTF-8 here rather than by the locale's codec (which would let a
+    stray byte through as a lone surrogate): a leading byte-order mark dropped, line ends as \\n."""
+    data = _stdin_bytes(what)
+    try:
+        return _utf8_text(data)
+    except UnicodeDecodeError as exc:
+        line, column = _where_in(data, exc.start)
+        raise InvalidInput(f"{what} read from stdin is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line "
+                           f"{line}, column {column}); send UTF-8 text") from None
+
+
+def _stdin_bytes(what: str) -> bytes:
     if sys.stdin is None or sys.stdin.isatty():
         note(f"reading {what} from stdin; end with Ctrl-D")
-    return sys.stdin.read() if sys.stdin is not None else ""
+    if sys.stdin is None:
+        return b""
+    if hasattr(sys.stdin, "buffer"):
+        return sys.stdin.buffer.read()
+    text = sys.stdin.read()  # a text-only stream: its bytes back (a stray byte it let through stays one)
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _utf8_text(data: bytes) -> str:
+    """UTF-8 bytes as text with a leading byte-order mark dropped and \\r\\n or \\r line ends as \\n (what
+    text-mode reading did); UnicodeDecodeError at the first byte that is not UTF-8."""
+    text = data[len(_BOM):].decode("utf-8") if data.startswith(_BOM) else data.decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _where_in(data: bytes, offset: int) -> tuple[int, int]:
+    """The line and column (1-based, in characters) of byte ``offset``, all of whose bytes before it are UTF-8."""
+    before = _utf8_text(data[:offset])
+    return before.count("\n") + 1, len(before) - before.rfind("\n")
 
 
 def default_scope(store) -> str:
@@ -531,25 +567,61 @@ def _embedding_exit(report: dict) -> None:
 def _read_jsonl(file: str) -> tuple[list, list[str]]:
     """The JSON objects of a JSON Lines file (or stdin for ``-``) and a ``where:line`` label for each."""
     if file == STDIN:
-        name, lines = "stdin", _read_stdin("JSON Lines").splitlines()
+        name, data = "stdin", _stdin_bytes("JSON Lines")
     else:
         path = Path(file)
         if not path.is_file():
             raise InvalidInput(f"{file} is not a file")
         try:
-            name, lines = file, path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
+            name, data = file, path.read_bytes()
+        except OSError as exc:
             raise InvalidInput(f"cannot read {file}: {exc}") from None
+    try:
+        text = _utf8_text(data)  # a byte-order mark before the first line is dropped, as utf-8-sig does
+    except UnicodeDecodeError as exc:
+        line, column = _where_in(data, exc.start)
+        raise InvalidInput(f"{name}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
+                           "save the file as UTF-8; nothing was imported") from None
     records, labels = [], []
-    for number, line in enumerate(lines, start=1):
+    # lines end at \\n only: JSON text may hold U+2028, U+0085 ... raw inside a string, which splitlines() splits at
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}); nothing was imported") from None
+        problem = _record_problem(record)
+        if problem:
+            raise InvalidInput(f"{name}:{number}: {problem}; nothing was imported")
+        records.append(record)
         labels.append(f"{name}:{number}")
     return records, labels
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def _record_problem(record: object) -> str | None:
+    """What makes a JSON Lines record no memory at all, in the file's own terms (the store's checks,
+    which follow, speak of a write's arguments): not an object, no text field, text or scopes that
+    are not strings."""
+    if not isinstance(record, dict):
+        return f'a line must be a JSON object such as {{"content": "..."}}, not {_JSON_TYPES.get(type(record), "that")}'
+    key = "content" if "content" in record or "text" not in record else "text"
+    if key not in record:
+        return 'no `content` field (nor `text`): give the memory text as {"content": "..."}'
+    if not isinstance(record[key], str):
+        return f"`{key}` must be a string (the memory text), not {_JSON_TYPES.get(type(record[key]), 'that')}"
+    scopes = record.get("scopes")
+    if isinstance(scopes, list):
+        for scope in scopes:
+            if not isinstance(scope, str):
+                return f"`scopes` must be strings, not {_JSON_TYPES.get(type(scope), 'that')} ({json.dumps(scope)})"
+    elif scopes is not None and not isinstance(scopes, str):
+        return f"`scopes` must be a list of strings, not {_JSON_TYPES.get(type(scopes), 'that')}"
+    return None
 
 
 @app.command(epilog="Example: kenning index   (embed what is pending, with a progress bar and the rate)")

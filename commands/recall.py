@@ -28,7 +28,8 @@ def _short(text: str, width: int) -> str:
 @handle_errors
 def add(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="A ledger file (.jsonl) or a folder searched for them."),
+    # a str, not a Path: typer makes "" into Path("."), and an empty path must not mean this directory
+    path: str = typer.Argument(..., help="A ledger file (.jsonl) or a folder searched for them."),
     project: Optional[Path] = typer.Option(
         None, help="Project of ledgers that name no working directory (default: this directory's project)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),

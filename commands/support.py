@@ -93,12 +93,41 @@ def __getattr__(name: str) -> Any:
             def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
                 return super().render_str(sanitize(text), **kwargs)
 
+            # the stream is looked up at each write (rich's own rule, which a test's swapped stdout
+            # relies on) and wrapped, so text it cannot encode prints escaped, never a traceback
+            @property  # type: ignore[override]
+            def file(self) -> Any:
+                return Tolerant(Console.file.fget(self))  # type: ignore[attr-defined]
+
+            @file.setter
+            def file(self, new_file: Any) -> None:
+                Console.file.fset(self, new_file)  # type: ignore[attr-defined]
+
         # soft_wrap: long lines are left for the terminal to wrap, so no newline lands inside an id,
         # a path or a message that someone copies or greps
         console = SafeConsole(stderr=name == "err", markup=False, highlight=False, soft_wrap=True)
         globals()[name] = console
         return console
     raise AttributeError(name)
+
+
+class Tolerant:
+    """A text stream whose ``write`` never fails on a character its encoding lacks (a cp1252 or ASCII
+    stdout, PYTHONIOENCODING=ascii): that text is written as a backslash escape (``\\u6771``) instead.
+    Everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:  # nothing was written: a text stream encodes all of it first
+            encoding = getattr(self._stream, "encoding", None) or "ascii"
+            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 _KEEP = {"\n", "\t"}
@@ -161,7 +190,15 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
 
 
 def emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    """The payload as indented JSON on stdout: non-ASCII text as itself where stdout can encode it,
+    else (an ASCII or cp1252 stdout, or text holding a lone surrogate) as \\u escapes, still valid JSON."""
+    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    if not text.isascii():
+        try:
+            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            text = json.dumps(payload, ensure_ascii=True, indent=2) + "\n"
+    sys.stdout.write(text)
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:

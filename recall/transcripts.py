@@ -126,6 +126,8 @@ class TranscriptIndex:
                    progress: "Callable[[int, int], None] | None" = None) -> dict[str, Any]:
         """Register a ledger file or a folder of them; ``project`` is the project of ledgers that name none
         (default: the project of the directory the caller works in). Reads it right away."""
+        if isinstance(path, str) and not path.strip():  # Path("") is ".": it would register this directory
+            raise InvalidInput("the transcript path is empty; give a transcript file (.jsonl) or a folder holding them")
         resolved = Path(path).expanduser()
         if not resolved.exists():
             raise InvalidInput(f"{resolved} does not exist; give a transcript file (.jsonl) or a folder holding them")

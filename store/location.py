@@ -13,11 +13,20 @@ URL_PREFIXES = ("postgresql://", "postgres://")
 
 
 def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str, str]:
-    """The store directory (or server URL) and why it was chosen (so a front end can say which store it uses)."""
-    if explicit:
+    """The store directory (or server URL) and why it was chosen (so a front end can say which store it uses).
+
+    An explicit empty path (``--store ""``, ``open_store("")``) is a mistake, not a request for the
+    default; an empty $KENNING_URL / $KENNING_HOME reads as unset, as shells treat an empty variable.
+    A path that is a file (or lies under one) is refused here, so every command says so alike."""
+    if explicit is not None:
+        if isinstance(explicit, str) and not explicit.strip():
+            from kenning.errors import InvalidInput
+
+            raise InvalidInput("the store path (--store) is empty; give a store folder or a postgresql:// URL, "
+                               "or leave --store out for the default store")
         if isinstance(explicit, str) and explicit.startswith(URL_PREFIXES):
             return explicit, "given with --store"
-        return Path(explicit).expanduser(), "given with --store"
+        return _folder(Path(explicit).expanduser(), "given with --store")
     url = os.environ.get("KENNING_URL")
     if url:
         if not url.startswith(URL_PREFIXES):
@@ -27,14 +36,37 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
         return url, "set by $KENNING_URL"
     env = os.environ.get("KENNING_HOME")
     if env:
-        return Path(env).expanduser(), "set by $KENNING_HOME"
+        return _folder(Path(env).expanduser(), "set by $KENNING_HOME")
     local = Path.cwd() / LOCAL_DIRNAME
     if local.is_dir():
         return local, f"found {LOCAL_DIRNAME}/ in the current directory"
     import platformdirs  # only this branch needs it
 
     default = Path(platformdirs.user_data_dir("kenning", appauthor=False))
-    return default, "the default (no --store, no $KENNING_HOME, no ./.kenning)"
+    return _folder(default, "the default (no --store, no $KENNING_HOME, no ./.kenning)")
+
+
+def _folder(path: Path, why: str) -> tuple[Path, str]:
+    """``path`` and ``why``, unless it (or the nearest of its parents that exists) is not a folder:
+    such a path can neither hold a store nor become one."""
+    probe = path
+    try:
+        while not probe.exists():  # one stat call when the store is there
+            if probe.parent == probe:
+                return path, why
+            probe = probe.parent
+        if probe.is_dir():
+            return path, why
+        what = "a file" if probe.is_file() else "not a folder"
+    except OSError:  # a folder it may not look into: opening the store says what is wrong
+        return path, why
+    from kenning.errors import InvalidInput
+
+    if probe == path:
+        problem = f"the store path {path} is {what}, not a store folder"
+    else:
+        problem = f"the store path {path} cannot be a store folder: {probe} is {what}"
+    raise InvalidInput(f"{problem} ({why}); give a folder, or a new path for a new store")
 
 
 def resolve_store_dir(explicit: str | os.PathLike | None = None) -> Path | str:

@@ -1,0 +1,185 @@
+"""Inputs at the command line's edge, through the real `kenning` command in a subprocess: an empty
+store path, a store path that is a file, bytes that are not UTF-8 (stdin and JSON Lines), and an
+output stream that cannot encode the text (PYTHONIOENCODING)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kenning.errors import InvalidInput
+
+KENNING = [sys.executable, "-m", "kenning"]
+
+
+def kenning(tmp_path: Path, *args: str, stdin: bytes = b"", **env_vars: str) -> subprocess.CompletedProcess:
+    """The real command; bytes in, text out (decoded leniently: the test reads what was printed).
+    XDG_DATA_HOME points into tmp_path, so a fall-back to the default store never touches the user's."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_DATA_HOME": str(tmp_path / "xdg"), "COLUMNS": "100",
+           "GIT_CEILING_DIRECTORIES": str(tmp_path), **env_vars}
+    for name in ("KENNING_HOME", "KENNING_URL"):
+        if name not in env_vars:
+            env.pop(name, None)
+    done = subprocess.run([*KENNING, *args], input=stdin, capture_output=True, env=env, cwd=tmp_path, timeout=300)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
+                                       done.stderr.decode("utf-8", "replace"))
+
+
+def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The stderr of a refused command: exit 2, an ``error:`` line, no traceback."""
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+# ---------------------------------------------------------------- bug 1: an empty path is not "the default"
+def test_an_empty_store_path_is_an_error_not_the_default(tmp_path):
+    default = tmp_path / "xdg" / "kenning"
+    message = one_line_error(kenning(tmp_path, "--store", "", "write", "The auth service listens on port 8443"))
+    assert "empty" in message and "--store" in message
+    assert not default.exists()  # nothing was written to the default store
+    for args in (("info",), ("info", "--json"), ("search", "auth"), ("list",)):
+        message = one_line_error(kenning(tmp_path, "--store", "", *args))
+        assert "empty" in message and "default" not in message.split("(")[0]
+    assert not default.exists()
+
+    # the library: an explicit empty path is a mistake too
+    import kenning as library
+
+    for path in ("", "   "):
+        with pytest.raises(InvalidInput, match="empty"):
+            library.open_store(path)
+
+    # an empty $KENNING_HOME in the environment is read as unset (the default store, said so)
+    said = ok(kenning(tmp_path, "info", "--json", KENNING_HOME=""))
+    assert json.loads(said.stdout)["chosen_because"].startswith("the default")
+
+
+def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
+    store = tmp_path / "store"
+    ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
+    (tmp_path / "ledger.jsonl").write_text('{"role": "user", "text": "where does the auth service listen"}\n')
+    message = one_line_error(kenning(tmp_path, "--store", str(store), "transcripts", "add", ""))
+    assert "empty" in message
+    listed = ok(kenning(tmp_path, "--store", str(store), "transcripts", "list", "--json"))
+    assert json.loads(listed.stdout)["count"] == 0  # the current directory was not registered
+
+    import kenning as library
+
+    s = library.open_store(store)
+    try:
+        from kenning.recall.transcripts import index_for
+
+        with pytest.raises(InvalidInput, match="empty"):
+            index_for(s).add_source("")
+        assert index_for(s).sources() == []
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------- bug 2: a store path that is a file
+def test_a_store_path_that_is_a_file_is_named_as_a_file(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("hi\n")
+    for args in (("search", "auth"), ("list",), ("info",), ("info", "--json"),
+                 ("write", "The auth service listens on port 8443")):
+        message = one_line_error(kenning(tmp_path, "--store", str(afile), *args))
+        assert str(afile) in message and "is a file, not a store folder" in message, (args, message)
+        assert "write a memory to create it" not in message
+    assert afile.read_text() == "hi\n"
+    # the same through $KENNING_HOME, and from the library
+    message = one_line_error(kenning(tmp_path, "info", KENNING_HOME=str(afile)))
+    assert "is a file, not a store folder" in message and "KENNING_HOME" in message
+    import kenning as library
+
+    with pytest.raises(InvalidInput, match="is a file, not a store folder"):
+        library.open_store(afile)
+
+
+# ---------------------------------------------------------------- bug 3: bytes that are not UTF-8
+def test_stdin_text_that_is_not_utf8_is_refused_by_name(tmp_path):
+    store = str(tmp_path / "store")
+    message = one_line_error(kenning(tmp_path, "--store", store, "write", "-", "--scope", "x",
+                                     stdin=b"caf\xe9 opens at nine\n"))
+    assert "not valid UTF-8" in message and "0xe9" in message and "stdin" in message
+    assert "UnicodeEncodeError" not in message and "surrogate" not in message
+
+    written = json.loads(ok(kenning(tmp_path, "--store", store, "write", "-", "--scope", "x", "--json",
+                                    stdin="The caf\u00e9 opens at nine\r\n".encode())).stdout)
+    memory_id = written["id"]
+    message = one_line_error(kenning(tmp_path, "--store", store, "update", memory_id, "--text", "-",
+                                     stdin=b"The caf\xe9 opens at ten\n"))
+    assert "not valid UTF-8" in message and "0xe9" in message
+    shown = json.loads(ok(kenning(tmp_path, "--store", store, "show", memory_id, "--json")).stdout)
+    assert "The caf\u00e9 opens at nine" in json.dumps(shown, ensure_ascii=False)
+
+
+@pytest.mark.xfail(strict=True, reason="needs memory/gates/limits.py check_content to refuse a lone surrogate "
+                                       "(outside this change's files); see the report")
+def test_library_write_of_a_lone_surrogate_says_not_valid_unicode(store):
+    with pytest.raises(InvalidInput, match="not valid Unicode"):
+        store.write("caf\udce9 opens at nine", scopes=["x"])
+
+
+def test_jsonl_import_names_the_line_and_accepts_a_bom(tmp_path):
+    store = str(tmp_path / "store")
+
+    def imported(name: str, data: bytes, *extra: str) -> subprocess.CompletedProcess:
+        (tmp_path / name).write_bytes(data)
+        return kenning(tmp_path, "--store", store, "import", name, *extra)
+
+    good = b'{"content": "The auth service listens on port 8443"}\n'
+    message = one_line_error(imported("bad.jsonl", good + b'{"content": "caf\xe9 opens at nine"}\n'))
+    assert "bad.jsonl:2" in message and "not valid UTF-8" in message and "0xe9" in message
+    # the same from stdin
+    message = one_line_error(kenning(tmp_path, "--store", store, "import", "-",
+                                     stdin=good + b'{"content": "caf\xe9 opens at nine"}\n'))
+    assert "stdin:2" in message and "not valid UTF-8" in message
+
+    done = ok(imported("bom.jsonl", b'\xef\xbb\xbf{"content": "Tau with BOM"}\n', "--json"))
+    assert json.loads(done.stdout)["lines"][0]["status"] == "committed"
+    done = ok(kenning(tmp_path, "--store", store, "import", "-", "--json",
+                      stdin=b'\xef\xbb\xbf{"content": "Sigma with BOM on stdin"}\n'))
+    assert json.loads(done.stdout)["lines"][0]["status"] == "committed"
+
+    for line, said in ((b'{"content": 12345}', "must be a string"),
+                       (b'{"nocontent": "x"}', "no `content`"),
+                       (b'{"content": "The cafe opens at nine", "scopes": [1, 2]}', "`scopes` must be strings"),
+                       (b'{"content": "The cafe opens at nine", "scopes": 5}', "must be a list of strings"),
+                       (b'["The cafe opens at nine"]', "JSON object")):
+        message = one_line_error(imported("odd.jsonl", good + line + b"\n"))
+        assert "odd.jsonl:2" in message and said in message, (line, message)
+        assert "memory text is empty" not in message and "a scope is empty" not in message
+    listed = json.loads(ok(kenning(tmp_path, "--store", store, "list", "--json", "--no-auto-scope")).stdout)
+    assert len(listed["memories"] if isinstance(listed, dict) else listed) == 2  # only the two BOM lines
+
+
+# ---------------------------------------------------------------- bug 4: an output stream that is not UTF-8
+def test_output_on_a_stream_that_cannot_encode_the_text(tmp_path):
+    store = str(tmp_path / "store")
+    ok(kenning(tmp_path, "--store", store, "write", "東京の会議室は三階にある", "--scope", "x"))
+    for encoding in ("ascii", "cp1252"):
+        done = kenning(tmp_path, "--store", store, "search", "東京の会議室は三階にある", "--mode", "bm25", "--json",
+                       PYTHONIOENCODING=encoding)
+        ok(done)
+        assert "東京の会議室は三階にある" in json.dumps(json.loads(done.stdout), ensure_ascii=False)
+        done = kenning(tmp_path, "--store", store, "list", "--json", "--no-auto-scope", PYTHONIOENCODING=encoding)
+        ok(done)
+        assert "東京の会議室は三階にある" in json.dumps(json.loads(done.stdout), ensure_ascii=False)
+        # plain output: the text it cannot encode is escaped, not a traceback
+        done = kenning(tmp_path, "--store", store, "list", "--no-auto-scope", PYTHONIOENCODING=encoding)
+        ok(done)
+        assert "Traceback" not in done.stderr
+        assert "\\u6771" in done.stdout or "\\u6771" in done.stdout.replace("\\\\", "\\")
