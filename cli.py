@@ -247,8 +247,10 @@ def _print_write_result(result) -> None:
                   f"`kenning confirm {result.pending_id}` or `kenning cancel {result.pending_id}`")
     if result.reason:
         ui.out.print(f"  {result.gate or result.status}: {result.reason}")
-    if result.hint:
-        ui.out.print(f"  hint: {result.hint}")
+    if result.hint:  # `confirm`'s too: the gates word their hints for the MCP tools (commands/hints.py)
+        from kenning.commands.hints import for_cli
+
+        ui.out.print(f"  hint: {for_cli(result.hint)}")
     if result.related:
         ui.out.print(f"  related: {', '.join(result.related)}")
     for warning in result.warnings:
@@ -474,9 +476,11 @@ def import_(
         return
     if no_gates:
         note(f"--no-gates: did not check {NO_GATES_SKIPS}")
+    from kenning.commands.hints import for_cli
+
     for line in report.lines:
         if line.status not in ("committed", "already_present"):
-            ui.out.print(f"{line.label} {line.status} ({line.gate}): {line.reason}")
+            ui.out.print(f"{line.label} {line.status} ({line.gate}): {for_cli(line.reason)}")
     skipped = [f"{report.count(s)} {s.replace('_', ' ')}" for s in ("already_present", "refused", "duplicate",
                                                                      "previously_removed")
                if report.count(s)]

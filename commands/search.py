@@ -44,12 +44,9 @@ class PlainOut:
         if _RICH_NEEDED.search(text):
             support.out.print(text)
             return
-        try:
-            sys.stdout.write(support.sanitize(text) + "\n")
+        try:  # a character the stream cannot encode is written as an escape (support.Tolerant)
+            support.Tolerant(sys.stdout).write(support.sanitize(text) + "\n")
             sys.stdout.flush()  # rich flushes every print
-        except UnicodeEncodeError as error:
-            error.reason = f"{error.reason}\n*** You may need to add PYTHONIOENCODING=utf-8 to your environment ***"
-            raise
         except BrokenPipeError:  # rich's answer to a closed pipe: silence stdout, exit 1
             _quiet_stdout()
             raise SystemExit(1) from None

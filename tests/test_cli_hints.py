@@ -89,6 +89,15 @@ def test_transient_hint_names_ack_transient_and_says_the_cli_writes_no_episode(t
     assert_cli_terms(out["hint"])
 
 
+def test_an_import_refusal_speaks_cli_too(tmp_path):
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(json.dumps({"content": "I am going to run the tests now", "scopes": ["x"]}) + "\n")
+    done = kenning_cli(tmp_path / "s", "import", str(lines))
+    refusal = [line for line in done.stdout.splitlines() if "refused" in line]
+    assert refusal and "episode" in refusal[0], done.stdout + done.stderr
+    assert_cli_terms(refusal[0])
+
+
 def test_user_claim_hint_names_category_option_and_ack_user_claim(tmp_path):
     hint = hint_line(kenning_cli(tmp_path / "s", "write", "The user prefers tabs over spaces", "--scope", "x"))
     assert "--category user-inference" in hint and "--ack-user-claim" in hint

@@ -126,8 +126,6 @@ def test_stdin_text_that_is_not_utf8_is_refused_by_name(tmp_path):
     assert "The caf\u00e9 opens at nine" in json.dumps(shown, ensure_ascii=False)
 
 
-@pytest.mark.xfail(strict=True, reason="needs memory/gates/limits.py check_content to refuse a lone surrogate "
-                                       "(outside this change's files); see the report")
 def test_library_write_of_a_lone_surrogate_says_not_valid_unicode(store):
     with pytest.raises(InvalidInput, match="not valid Unicode"):
         store.write("caf\udce9 opens at nine", scopes=["x"])
@@ -183,3 +181,8 @@ def test_output_on_a_stream_that_cannot_encode_the_text(tmp_path):
         ok(done)
         assert "Traceback" not in done.stderr
         assert "\\u6771" in done.stdout or "\\u6771" in done.stdout.replace("\\\\", "\\")
+        # the plain search output (the fast path writes to stdout itself, not through rich)
+        done = kenning(tmp_path, "--store", store, "search", "東京の会議室は三階にある", "--mode", "bm25",
+                       PYTHONIOENCODING=encoding)
+        ok(done)
+        assert "Traceback" not in done.stderr and "\\u6771" in done.stdout

@@ -138,6 +138,11 @@ def test_memory_text_limits_and_their_messages():
     for empty in ("", "   ", None):
         with pytest.raises(InvalidInput, match=r"^memory text is empty; give the text to remember$"):
             check_content(empty)
+    for wrong, name in ((b"bytes text", "bytes"), (12345, "int")):
+        with pytest.raises(InvalidInput, match=rf"^memory text must be a string, got {name}$"):
+            check_content(wrong)
+    with pytest.raises(InvalidInput, match=r"^memory text is not valid Unicode"):
+        check_content("caf\udce9 opens at nine")
     for short in ("x", " - ", "!?"):
         with pytest.raises(InvalidInput, match=r"is too short to remember: a memory needs at least two characters "
                                                r"and a letter or digit \(did a shell pass '-' or a stray symbol\?\)$"):
@@ -156,7 +161,7 @@ def test_scope_limits_and_their_messages():
     cases = [(None, r"^at least one scope is required"), ("", r"^at least one scope is required"),
              ({"ops": 1}, r"^scopes must be a list of strings, got dict$"),
              ([" "], r"^a scope is empty; use a short tag such as projects:kenning$"),
-             ([3], r"^a scope is empty"), (["a\tb"], r"^scope 'a\\tb' contains a control character$"),
+             ([3], r"^a scope must be a string, got int"), (["a\tb"], r"^scope 'a\\tb' contains a control character$"),
              (["s" * (MAX_SCOPE_CHARS + 1)], rf"is longer than {MAX_SCOPE_CHARS} characters$")]
     for scopes, message in cases:
         with pytest.raises(InvalidInput, match=message):

@@ -21,8 +21,13 @@ def has_control_chars(value: str) -> bool:
 
 def check_content(content: object) -> str:
     """The body must be text of at most 1 MiB (UTF-8) with at least two characters and a letter or digit."""
-    if not isinstance(content, str) or not content.strip():
+    if content is not None and not isinstance(content, str):
+        raise InvalidInput(f"memory text must be a string, got {type(content).__name__}")
+    if content is None or not content.strip():
         raise InvalidInput("memory text is empty; give the text to remember")
+    if not content.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in content):
+        raise InvalidInput("memory text is not valid Unicode (it holds a lone surrogate such as \\ud800, "
+                           "left by undecodable bytes); send UTF-8 text")
     if len(content.strip()) < 2 or not any(ch.isalnum() for ch in content):
         raise InvalidInput(f"memory text {content.strip()!r} is too short to remember: a memory needs at least "
                            "two characters and a letter or digit (did a shell pass '-' or a stray symbol?)")
@@ -40,7 +45,10 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
         raise InvalidInput(f"scopes must be a list of strings, got {type(scopes).__name__}")
     clean: list[str] = []
     for scope in scopes:
-        if not isinstance(scope, str) or not scope.strip():
+        if not isinstance(scope, str):
+            raise InvalidInput(f"a scope must be a string, got {type(scope).__name__}; use a short tag such as "
+                               "projects:kenning")
+        if not scope.strip():
             raise InvalidInput("a scope is empty; use a short tag such as projects:kenning")
         if has_control_chars(scope):
             raise InvalidInput(f"scope {scope!r} contains a control character")
