@@ -26,6 +26,8 @@ app = typer.Typer(
     name="kenning",
     help="Long-term memory for AI agents: write memories, search them with hybrid retrieval, "
          "see why each hit matched.",
+    epilog="Example: kenning write \"The staging database is pg-stage-2\" --scope projects:api\n\n"
+           "Example: kenning search \"staging database\"",
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,

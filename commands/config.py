@@ -12,7 +12,10 @@ from kenning.commands import support as ui
 from kenning.commands.support import JSON_HELP, cli_store, emit_json, one_line_errors, sub_app
 from kenning.errors import InvalidInput
 
-config_app = sub_app("config", "Read or change this store's settings: default search mode, write confirmation, switches.")
+config_app = sub_app(
+    "config",
+    "Read or change this store's settings: default search mode, write confirmation, switches.",
+    "kenning config set default_mode bm25")
 _one_line_errors = one_line_errors()
 
 

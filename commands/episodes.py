@@ -16,7 +16,10 @@ import typer
 from kenning.commands import support as ui
 from kenning.commands.support import JSON_HELP, emit_json, one_line_errors, plural, say_error, sub_app, when
 
-episodes_app = sub_app("episodes", "The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.")
+episodes_app = sub_app(
+    "episodes",
+    "The episodes journal: per-session run-state notes (30-day TTL), never part of memory search.",
+    "kenning episodes list --limit 10")
 INSTALL_MCP = 'pip install "kenning[mcp]"'
 
 

@@ -15,7 +15,10 @@ import typer
 from kenning.commands import support as ui
 from kenning.commands.support import JSON_HELP, cli_store, emit_json, note, one_line_errors, plural, sub_app
 
-transcripts_app = sub_app("transcripts", "The agent session ledgers kenning indexes for recall (Claude Code, Codex CLI, generic JSONL).")
+transcripts_app = sub_app(
+    "transcripts",
+    "The agent session ledgers kenning indexes for recall (Claude Code, Codex CLI, generic JSONL).",
+    "kenning transcripts add ~/.claude/projects")
 handle_errors = one_line_errors()
 
 

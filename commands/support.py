@@ -24,13 +24,14 @@ JSON_HELP = "Print machine-readable JSON instead of a table."
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-def sub_app(name: str, help: str) -> typer.Typer:
-    """A command group set up as all of kenning's are: its help when called bare, plain help text
-    (no rich markup), and no rich traceback for an error the one-line handler did not catch."""
+def sub_app(name: str, help: str, example: str) -> typer.Typer:
+    """A command group set up as all of kenning's are: its help when called bare, with an example,
+    plain help text (no rich markup), and no rich traceback for an error the one-line handler did
+    not catch."""
     import typer
 
-    return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,
-                       pretty_exceptions_enable=False, context_settings=CONTEXT)
+    return typer.Typer(name=name, help=help, epilog=f"Example: {example}", no_args_is_help=True,
+                       rich_markup_mode=None, pretty_exceptions_enable=False, context_settings=CONTEXT)
 
 
 def cli_store(ctx: typer.Context) -> Any:

@@ -20,6 +20,7 @@ from kenning.errors import InvalidInput
 eval_app = typer.Typer(
     name="eval",
     help="Measure retrieval on BEIR-format collections: metrics per mode, regression gate, fusion tuning.",
+    epilog="Example: kenning eval run builtin",
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,

@@ -18,7 +18,9 @@ def kenning(tmp_path, *args, cwd=None, **env_vars):
 
 
 @pytest.mark.parametrize("command", [("index",), ("models",), ("serve",), ("episodes", "list"),
-                                     ("episodes", "search"), ("episodes", "prune")])
+                                     ("episodes", "search"), ("episodes", "prune"),
+                                     # kenning itself and its command groups
+                                     (), ("eval",), ("transcripts",), ("episodes",), ("config",)])
 def test_subcommand_help_has_an_example(tmp_path, command):
     done = kenning(tmp_path, *command, "--help")
     if done.returncode == 2 and "No such command" in done.stderr:
