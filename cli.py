@@ -452,7 +452,8 @@ def import_(
 ) -> None:
     """Import memories in bulk through the same gates as `write`: each line is committed, refused (and
     why) or skipped as a duplicate, and a second import of the same file adds nothing. A line that is
-    not a valid memory (bad JSON, empty text) stops the import before anything is written."""
+    not a valid memory (bad JSON, empty text) stops the import before anything is written. Exits 1 when
+    a gate refused a line (the others are committed), as a refused `write` does."""
     from rich.progress import Progress
 
 
@@ -475,14 +476,11 @@ def import_(
         emit_json({**report.to_dict(), **({"embedding": embedding} if embed else {})})
         if embedding is not None:
             _embedding_exit(embedding)
+        _exit_if_refused(report)
         return
     if no_gates:
         note(f"--no-gates: did not check {NO_GATES_SKIPS}")
-    from kenning.commands.hints import for_cli
-
-    for line in report.lines:
-        if line.status not in ("committed", "already_present"):
-            ui.out.print(f"{line.label} {line.status} ({line.gate}): {for_cli(line.reason)}")
+    _print_skipped_lines(report)
     skipped = [f"{report.count(s)} {s.replace('_', ' ')}" for s in ("already_present", "refused", "duplicate",
                                                                      "previously_removed")
                if report.count(s)]
@@ -490,6 +488,34 @@ def import_(
                  f"{plural(len(report.lines), 'line')}" + (f"; {', '.join(skipped)}" if skipped else ""))
     if embedding is not None:
         _print_embedding(embedding)
+    _exit_if_refused(report)
+
+
+SHOWN_PER_STATUS = 20  # lines of each kind printed; a resumed 30k import is not 24,000 lines of "duplicate"
+
+
+def _print_skipped_lines(report) -> None:
+    """Each line not committed, with why - at most ``SHOWN_PER_STATUS`` of each kind, then how many more."""
+    from kenning.commands.hints import for_cli
+
+    shown: dict[str, int] = {}
+    for line in report.lines:
+        if line.status in ("committed", "already_present"):
+            continue
+        shown[line.status] = shown.get(line.status, 0) + 1
+        if shown[line.status] <= SHOWN_PER_STATUS:
+            ui.out.print(f"{line.label} {line.status} ({line.gate}): {for_cli(line.reason)}")
+    for status, count in shown.items():
+        if count > SHOWN_PER_STATUS:
+            ui.out.print(f"... and {count - SHOWN_PER_STATUS} more {status.replace('_', ' ')} lines "
+                         "(`kenning import --json` lists every line)")
+
+
+def _exit_if_refused(report) -> None:
+    """Exit 1 when a gate refused a line, so a script can tell (duplicates and lines already in the
+    store are what a re-run is for, not failures)."""
+    if report.count("refused"):
+        raise typer.Exit(1)
 
 
 def _embed_pending(store, as_json: bool) -> dict:

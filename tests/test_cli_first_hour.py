@@ -143,7 +143,9 @@ NOTES = "\n".join(json.dumps(r) for r in [
 def test_import_gates_each_line_and_reports_why(home, tmp_path):
     notes = tmp_path / "notes.jsonl"
     notes.write_text(NOTES)
-    report = json.loads(ok(kenning("import", str(notes), "--json", home=home)).stdout)
+    done = kenning("import", str(notes), "--json", home=home)
+    assert done.returncode == 1, done.stderr  # a gate refused lines: a script can tell, as from a refused write
+    report = json.loads(done.stdout)
     statuses = [(ln["status"], ln.get("gate")) for ln in report["lines"]]
     assert statuses == [("refused", "credentials"), ("committed", None), ("duplicate", "duplicates"),
                         ("refused", "durability"), ("committed", None), ("refused", "user_claims")]
@@ -153,10 +155,25 @@ def test_import_gates_each_line_and_reports_why(home, tmp_path):
     texts = [m["content"] for m in json.loads(ok(kenning("list", "--json", home=home)).stdout)]
     assert sorted(texts) == ["Deploys go through the staging cluster before production",
                              "The auth service listens on port 8443"]
-    again = ok(kenning("import", str(notes), home=home))
+    again = kenning("import", str(notes), home=home)
+    assert again.returncode == 1
     assert f"{notes}:2 duplicate (duplicates): memory " in again.stdout
     assert again.stdout.splitlines()[-1] == "imported 0 memories from 6 lines; 3 refused, 3 duplicate"
     assert len(json.loads(ok(kenning("list", "--json", home=home)).stdout)) == 2
+
+
+def test_a_reimport_lists_at_most_twenty_lines_of_a_kind_and_exits_0_on_duplicates_alone(home, tmp_path):
+    notes = tmp_path / "many.jsonl"
+    notes.write_text("".join(json.dumps({"text": f"Service number {i} listens on port {8000 + i}"}) + "\n"
+                             for i in range(25)))
+    assert kenning("import", str(notes), home=home).returncode == 0
+    (tmp_path / "copy.jsonl").write_text(notes.read_text().replace("Service", "service"))  # other text, same words
+    again = kenning("import", str(tmp_path / "copy.jsonl"), home=home)
+    assert again.returncode == 0, again.stderr  # duplicates are no failure
+    lines = again.stdout.splitlines()
+    assert sum(" duplicate (duplicates): " in line for line in lines) == 20
+    assert "... and 5 more duplicate lines (`kenning import --json` lists every line)" in lines
+    assert lines[-1] == "imported 0 memories from 25 lines; 25 duplicate"
 
 
 def test_import_no_gates_says_what_it_skips(home, tmp_path):
