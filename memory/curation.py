@@ -24,6 +24,7 @@ from .staleness import DriftCache
 
 MAX_OUTCOME_IDS = 50
 OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
+MAX_REASON_CHARS = 2000  # a reason is shown whenever a similar fact is written again: a sentence, not a file
 
 
 def remove(s: Session, id: str, reason: str) -> Tombstone:
@@ -34,6 +35,9 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
         raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
     if has_control_chars(reason):
         raise InvalidInput("the removal reason contains a control character")
+    if len(reason.strip()) > MAX_REASON_CHARS:
+        raise InvalidInput(f"the removal reason is {len(reason.strip()):,} characters; the limit is "
+                           f"{MAX_REASON_CHARS:,} (say why in a sentence or two)")
     requests.no_secret(reason, "the removal reason")
     write_enabled.require(s.config)
     now = s.clock()

@@ -65,11 +65,18 @@ def show(s: Session, id: str) -> dict[str, Any]:
     return out
 
 
+def check_category(category: str | None) -> None:
+    """A category filter must name one (a typo would otherwise read as "no such memories")."""
+    if category is not None and category not in ("fact", "user-inference", "ambient"):
+        raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
+
+
 def list_memories(
     s: Session, scopes: Iterable[str] | None, category: str | None, limit: int, auto_scope: bool, record: bool
 ) -> list[Memory]:
     """Live memories the caller may see, newest update first, optionally filtered by scope (any of) and category."""
     limit = check_count(limit)
+    check_category(category)
     where, params = records.filter_sql(check_scopes(scopes) if scopes else None, category)
     view_where, view_params = s.view(auto_scope).where()
     rows = s.db.read(lambda c: c.execute(
@@ -207,8 +214,7 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     if scopes is not None and not isinstance(scopes, str) and not list(scopes):
         scopes = None
     scopes = check_scopes(scopes) if scopes else None
-    if category is not None and category not in ("fact", "user-inference", "ambient"):
-        raise InvalidInput(f"unknown category {category!r}; choose fact, user-inference or ambient")
+    check_category(category)
     filters = ranking.Filters(scopes, category, view.updated_after if view else None,
                               view.hidden_keys(s.db) if view else ())
     if mode in ("semantic", "hybrid") and not plain:

@@ -24,6 +24,7 @@ from pydantic import Field
 from kenning import __version__
 from kenning.errors import KenningError, Stale
 from kenning.memory import audit
+from kenning.memory.curation import MAX_REASON_CHARS
 from kenning.memory.gates import GateRefused
 from kenning.memory.episodes import (
     HANDOFF_CAP,
@@ -354,7 +355,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     @writer
     def memory_remove(
         id: MemoryId,
-        reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why it is wrong or no longer relevant; shown when a similar fact is written again.")],
+        reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it is wrong or no longer relevant; shown when a similar fact is written again.")],
     ) -> out.RemoveOut:
         """Retire a memory that is wrong or obsolete. Nothing is deleted: it becomes a tombstone with your reason,
         leaves search, is listed by memory_list_tombstones, warns later writes of similar text (previously_removed),

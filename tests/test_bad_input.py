@@ -70,6 +70,22 @@ def test_remove_needs_a_reason(store):
     assert store.get(mid).content == "keep me"
 
 
+def test_a_removal_reason_is_a_sentence_not_a_file(store):
+    """The library holds the MCP tool's 2,000-character limit too (a reason is shown on every similar write)."""
+    mid = store.write("keep me", scopes=["x"]).id
+    with pytest.raises(InvalidInput, match=r"removal reason is 2,001 characters; the limit is 2,000"):
+        store.remove(mid, reason="r" * 2001)
+    assert store.get(mid).content == "keep me"
+    assert store.remove(mid, reason="r" * 2000).reason == "r" * 2000
+
+
+def test_an_unknown_category_filter_is_named_by_list_as_by_search(store):
+    store.write("keep me", scopes=["x"])
+    for call in (lambda: store.list(category="bogus"), lambda: store.search("keep", category="bogus")):
+        with pytest.raises(InvalidInput, match="unknown category 'bogus'"):
+            call()
+
+
 def test_bad_update_leaves_memory_unchanged(store):
     mid = store.write("original text", scopes=["x"]).id
     before = store.get(mid)
