@@ -1,4 +1,4 @@
-"""The markdown memory file format: render memories as blocks, parse a person's edits back into segments.
+r"""The markdown memory file format: render memories as blocks, parse a person's edits back into segments.
 
 A file (``MEMORY.md`` of one scope, or ``USER.md``) is::
 
@@ -13,8 +13,22 @@ A file (``MEMORY.md`` of one scope, or ``USER.md``) is::
 Between the header (the provenance: id, scopes, category, created, updated, origin) and the end
 marker is the body. Text outside every block is new: each paragraph becomes a memory. Parsing
 keeps exact character offsets, so a change can be written back by replacing one block's
-characters and nothing else. A header that does not parse, a block without its end marker, an end
-marker without its header, or an id given twice is *mangled*: reported, never guessed at.
+characters and nothing else. Lines are split at ``\n`` only (a ``\r`` before it belongs to the line
+ending), so a body's lines are the lines a text editor shows.
+
+A memory's text may itself hold a line that looks like a marker (a note about this format, say).
+Written as it is, that line would end or start a block when the file is read back, and sync would
+cut the memory short. So a body line that reads ``<!-- kenning:`` or ``<!-- /kenning:`` once its
+indentation and any backslashes are set aside is written with one backslash more, right after its
+indentation (``\<!-- /kenning:memory -->``; ``\<!-- …`` becomes ``\\<!-- …``), and parsing takes one
+off again: the escape is exact both ways, for any text. A person writes such a line in a body or a
+new paragraph the same way; every other line, backslashes and all, is read exactly as written.
+
+A header that does not parse, a block without its end marker, an end marker without its header, or
+an id given twice is *mangled*: reported, never guessed at. So is a block next to a broken one where
+the break may have cut it: the block just before a stray end marker (its body may go on past its
+end marker), and the block right after a block with no end marker (its header may be a line of
+that body). Such a block is left as it is, never applied in part.
 """
 
 from __future__ import annotations
@@ -34,6 +48,28 @@ HOW_TO = ("Edit a body between its markers to update that memory; delete a whole
           "to remove it; add a paragraph outside the blocks to write a new memory. Then run `kenning sync` "
           "on this folder. Keep the kenning comment lines as they are.")
 _HEADER = re.compile(r"^<!-- kenning:memory (\{.*\}) -->$")
+_MARKER_LIKE = re.compile(r"\\*<!-- /?kenning:")  # after the indentation: any backslashes, then a marker
+
+
+def escape_body(text: str) -> str:
+    """The body as the file holds it: a line that could read as a marker (or as an escaped one) gets
+    one backslash more after its indentation. `unescape_body` is its exact inverse."""
+    out = []
+    for line in text.split("\n"):
+        core = line.lstrip()
+        out.append(f"{line[: len(line) - len(core)]}\\{core}" if _MARKER_LIKE.match(core) else line)
+    return "\n".join(out)
+
+
+def unescape_body(text: str) -> str:
+    """The body as written in the file, back to the memory's text: one backslash off each escaped marker line."""
+    out = []
+    for line in text.split("\n"):
+        core = line.lstrip()
+        if core.startswith("\\") and _MARKER_LIKE.match(core, 1):
+            line = line[: len(line) - len(core)] + core[1:]
+        out.append(line)
+    return "\n".join(out)
 
 
 def origin_text(memory: Memory) -> str | None:
@@ -50,7 +86,7 @@ def render_header(memory: Memory) -> str:
 
 
 def render_block(memory: Memory, newline: str = "\n") -> str:
-    return f"{render_header(memory)}{newline}{memory.content}{newline}{END_LINE}{newline}"
+    return f"{render_header(memory)}{newline}{escape_body(memory.content)}{newline}{END_LINE}{newline}"
 
 
 def render_file(kind: dict[str, Any], title: str, memories: list[Memory]) -> str:
@@ -92,9 +128,11 @@ class Parsed:
 def _lines(text: str) -> list[tuple[int, str, int]]:
     """(start offset, line without its newline, end offset including the newline) for every line."""
     out, pos = [], 0
-    for raw in text.splitlines(keepends=True):
-        out.append((pos, raw.rstrip("\r\n"), pos + len(raw)))
-        pos += len(raw)
+    for raw in text.split("\n"):
+        end = min(pos + len(raw) + 1, len(text))
+        if pos < end:
+            out.append((pos, raw.rstrip("\r"), end))
+        pos += len(raw) + 1
     return out
 
 
@@ -118,12 +156,13 @@ def parse(text: str) -> Parsed:
         segments.append(Segment("preamble", 0, lines[j - 1][2] if j else 0, line=1))
         i = j
     seen_ids: set[str] = set()
+    unterminated_end: int | None = None  # where the last block without an end marker stops
     paragraph: list[int] = []  # indexes of the lines of the current outside paragraph
 
     def close_paragraph() -> None:
         if paragraph:
             first, last = paragraph[0], paragraph[-1]
-            body = text[lines[first][0] : lines[last][2]].strip("\r\n")
+            body = unescape_body(text[lines[first][0] : lines[last][2]].strip("\r\n"))
             segments.append(Segment("new", lines[first][0], lines[last][2], body=body, line=first + 1))
             paragraph.clear()
 
@@ -142,21 +181,34 @@ def parse(text: str) -> Parsed:
                 problem = problem or f"the block has no end marker {END_LINE!r}"
             elif header and header["id"] in seen_ids:
                 problem = f"id {header['id']} appears in more than one block"
+            elif not problem and unterminated_end == start:
+                problem = ("it follows a block with no end marker, so its header may be a line of that body; "
+                           "fix that block first")
+            unterminated_end = None if terminated else end
             if problem:
                 segments.append(Segment("mangled", start, end, id=(header or {}).get("id"), problem=problem, line=i + 1))
             else:
                 seen_ids.add(header["id"])
                 body = text[lines[i][2] : lines[j][0]]
                 body = body[:-2] if body.endswith("\r\n") else body[:-1] if body.endswith("\n") else body
-                segments.append(Segment("block", start, end, id=header["id"], header=header, body=body, line=i + 1))
+                segments.append(Segment("block", start, end, id=header["id"], header=header, body=unescape_body(body),
+                                        line=i + 1))
             i = j + 1 if terminated else j
             continue
         if stripped == END_LINE:  # an end marker whose header is gone: the text above it was that block's body
-            segs = Segment("mangled", lines[paragraph[0]][0] if paragraph else start, lines[i][2],
-                           problem="an end marker without its header (was the header line deleted?)",
-                           line=(paragraph[0] if paragraph else i) + 1)
-            paragraph.clear()
-            segments.append(segs)
+            close_paragraph()
+            orphan = Segment("mangled", start, lines[i][2], line=i + 1,
+                             problem="an end marker without its header (was the header line deleted, or is it "
+                                     "a line of the body above? such a line is written `\\<!-- /kenning:…`)")
+            while segments and segments[-1].kind == "new":  # every paragraph back to the last block: body text
+                taken = segments.pop()
+                orphan.start, orphan.line = taken.start, taken.line
+            if segments and segments[-1].kind == "block":  # its body may go on past its end marker: not applied
+                cut = segments[-1]
+                segments[-1] = Segment("mangled", cut.start, cut.end, id=cut.id, line=cut.line,
+                                       problem="a stray end marker follows the block, so its body may go on past "
+                                               "its end marker")
+            segments.append(orphan)
             i += 1
             continue
         if stripped:

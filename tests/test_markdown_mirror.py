@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from kenning.errors import InvalidInput
 from kenning.recall import markdown, profile
 from kenning.recall.files import LOCK_NAME, TEMP_MARK, DirLock
-from kenning.recall.markdown_format import END_LINE, parse
+from kenning.recall.markdown_format import END_LINE, parse, render_header
 
 
 @pytest.fixture
@@ -206,3 +207,156 @@ def test_sync_of_a_folder_that_is_not_there(store, tmp_path):
     with pytest.raises(InvalidInput):
         markdown.sync(store, tmp_path / "nothing")
     assert END_LINE.startswith("<!--")
+
+
+# ------------------------------------------------------------ bodies holding lines that look like kenning's markers
+REPRO = "Release checklist\n<!-- /kenning:memory -->\nstep two: tag the build"
+QUIET = ("updated", "written", "pending", "removed", "refused", "conflicts", "mangled", "held", "files_changed")
+MARKERISH = re.compile(r"\\*<!-- /?kenning:")
+
+
+def _marker_bodies(store) -> dict[str, str]:
+    """Memory texts holding lines that look like kenning's own markers, or like the escaped form of one."""
+    other = store.write("The staging cluster runs in eu-west-1", scopes=["ops"])
+    header = render_header(store.get(other.id))  # a complete header naming a live memory
+    return {
+        "end": REPRO,
+        "header": f"How a block starts:\n{header}\nand the body follows it",
+        "file": 'Each file opens with\n<!-- kenning:file {"scope": "docs"}\nthen the how-to text -->',
+        "escaped": "Written in the file as\n\\<!-- /kenning:memory -->\n\\\\<!-- kenning:memory {} -->\nkept as typed",
+        "indented": "Indented markers too\n   <!-- /kenning:memory -->  \n\t<!-- kenning:memory {} -->\nend",
+    }
+
+
+def _assert_written_escaped(text: str, memory_id: str, body: str) -> None:
+    """The file format: a body line that looks like a marker (or an escaped one) is written with one
+    backslash more after its indentation; no line but kenning's own markers reads as a marker."""
+    (block,) = [b for b in parse(text).blocks if b.id == memory_id]
+    raw = text[block.start : block.end].split("\n")[1:-2]
+    want = []
+    for line in body.split("\n"):
+        core = line.lstrip()
+        want.append(line[: len(line) - len(core)] + "\\" + core if MARKERISH.match(core) else line)
+    assert raw == want
+    markers = [line.strip() for line in text.split("\n") if re.match(r"<!-- /?kenning:", line.strip())]
+    blocks = len(parse(text).blocks)
+    assert len(markers) == 1 + 2 * blocks and markers[0].startswith("<!-- kenning:file")
+
+
+def test_export_then_sync_keeps_a_body_holding_an_end_marker_line(store, tmp_path):
+    memory_id = store.write(REPRO, scopes=["docs"]).id
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    before = (folder / "docs/MEMORY.md").read_bytes()
+    report = _sync(store, folder)
+    assert not any(report[k] for k in QUIET), report
+    assert store.get(memory_id).content == REPRO  # byte for byte
+    assert not store.tombstones()
+    assert (folder / "docs/MEMORY.md").read_bytes() == before
+    assert markdown.export(store, folder)["written"] == []
+
+
+@pytest.mark.parametrize("name", ["end", "header", "file", "escaped", "indented"])
+def test_export_then_sync_keeps_bodies_with_marker_like_lines(store, tmp_path, name):
+    bodies = _marker_bodies(store)
+    memory_id = store.write(bodies[name], scopes=["docs"]).id
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    text = (folder / "docs/MEMORY.md").read_text()
+    _assert_written_escaped(text, memory_id, bodies[name])
+    (block,) = [b for b in parse(text).blocks if b.id == memory_id]
+    assert block.body == bodies[name]
+    report = _sync(store, folder)
+    assert not any(report[k] for k in QUIET), report
+    assert store.get(memory_id).content == bodies[name]
+    assert markdown.export(store, folder)["written"] == []
+
+
+@pytest.mark.parametrize("name", ["end", "header", "file", "escaped"])
+def test_hand_edit_of_other_lines_of_such_a_body_syncs(store, tmp_path, name):
+    bodies = _marker_bodies(store)
+    memory_id = store.write(bodies[name], scopes=["docs"]).id
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "docs/MEMORY.md"
+    first_line = bodies[name].split("\n")[0]
+    path.write_text(path.read_text().replace(first_line + "\n", first_line + " (edited by hand)\n", 1))
+    report = _sync(store, folder)
+    assert report["updated"] == [{"file": "docs/MEMORY.md", "id": memory_id}] and not report["mangled"], report
+    expected = bodies[name].replace(first_line, first_line + " (edited by hand)", 1)
+    assert store.get(memory_id).content == expected
+    _assert_written_escaped(path.read_text(), memory_id, expected)  # the block written back is escaped too
+    assert not any(_sync(store, folder)[k] for k in QUIET)
+    assert markdown.export(store, folder)["written"] == []
+
+
+def test_a_marker_line_typed_escaped_by_hand_is_stored_as_the_marker(store, mirror):
+    folder, ids = mirror
+    path = folder / "ops/MEMORY.md"
+    text = path.read_text()
+    path.write_text(text.replace("at 09:00 UTC\n", "at 09:00 UTC\n\\<!-- /kenning:memory -->\nplain \\ text\n", 1))
+    report = _sync(store, folder)
+    assert report["updated"] == [{"file": "ops/MEMORY.md", "id": ids["ops"]}] and not report["mangled"]
+    assert store.get(ids["ops"]).content == ("The on-call rota changes every Monday at 09:00 UTC\n"
+                                             "<!-- /kenning:memory -->\nplain \\ text")
+    assert not any(_sync(store, folder)[k] for k in QUIET)
+
+
+def test_a_stray_end_marker_in_a_body_is_mangled_never_a_shortened_memory(store, tmp_path):
+    """A file whose body holds a bare end marker (typed by hand, or written by an older export): the block
+    before it may be cut short, so it is reported and left as is, not applied."""
+    memory_id = store.write(REPRO, scopes=["docs"]).id
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "docs/MEMORY.md"
+    raw = path.read_text().replace("\\<!-- /kenning:memory -->", "<!-- /kenning:memory -->")
+    for gap in ("", "\n"):  # the rest of the body right after the stray marker, or after a blank line
+        path.write_text(raw.replace("-->\nstep two", "-->\n" + gap + "step two"))
+        report = _sync(store, folder)
+        assert report["mangled"] and not report["updated"] and not report["written"] and not report["removed"]
+        assert store.get(memory_id).content == REPRO and not store.tombstones()
+
+
+def test_a_stray_header_in_a_body_never_updates_the_memory_it_names(store, tmp_path):
+    """A body holding another memory's whole header, unescaped (typed by hand, or an older export): what
+    follows it is not that memory's new text."""
+    memory_id = store.write("placeholder", scopes=["docs"]).id
+    other_id = store.write("The staging cluster runs in eu-west-1", scopes=["docs"]).id
+    body = f"How a block starts:\n{render_header(store.get(other_id))}\nand the body follows it"
+    store.update(memory_id, text=body)
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "docs/MEMORY.md"
+    path.write_text(path.read_text().replace("\\<!-- kenning:memory", "<!-- kenning:memory"))
+    report = _sync(store, folder)
+    assert report["mangled"] and not report["updated"] and not report["written"] and not report["removed"]
+    assert store.get(memory_id).content == body
+    assert store.get(other_id).content == "The staging cluster runs in eu-west-1"
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_MARKERISH = st.sampled_from([
+    "<!-- /kenning:memory -->", "<!-- kenning:memory ", '<!-- kenning:memory {"id": "x"} -->', "<!-- kenning:file ",
+    "<!-- /kenning:", "<!-- kenning:", "\\", "\\\\", " ", "\t", "\x0c", "\x85", "\u2028", "-->", "# ", "",
+])
+_LINE = st.lists(st.one_of(_MARKERISH, st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=8)),
+                 max_size=5).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=8).map("\n".join))
+def test_render_then_parse_returns_any_text(content):
+    from datetime import datetime, timezone
+
+    from kenning.recall.markdown_format import render_file
+    from kenning.store.models import Memory
+
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    memories = [Memory(id=f"01TEST{i}", content=text, scopes=["docs"], created=now, updated=now)
+                for i, text in enumerate([content, "a neighbour", content])]
+    parsed = parse(render_file({"scope": "docs"}, "Memories · docs", memories))
+    assert not parsed.mangled and not parsed.new
+    assert [(b.id, b.body) for b in parsed.blocks] == [(m.id, m.content) for m in memories]
