@@ -24,6 +24,8 @@ def guarded(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
+            raise InvalidInput(f"{fn.__name__}: this store was closed; open it again with kenning.open_store()")
         try:
             return fn(self, *args, **kwargs)
         except KenningError:

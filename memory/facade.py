@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from kenning.errors import InvalidInput
 from kenning.store import records, search as ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
@@ -28,6 +29,9 @@ class Store(SessionState):
 
     def __init__(self, directory: str | os.PathLike | None = None, clock: Callable[[], datetime] = utcnow,
                  session_id: str | None = None, cwd: str | os.PathLike | None = None):
+        if directory is not None and not isinstance(directory, (str, os.PathLike)):
+            raise InvalidInput(f"the store location must be a folder path or a postgresql:// URL, "
+                               f"got {type(directory).__name__}")
         self._s = Session(directory, clock, session_id, cwd)
         self._s.settings.current()  # a stored setting StoreConfig refuses fails the open, not a later call
 
@@ -285,6 +289,7 @@ class Store(SessionState):
 
     def close(self) -> None:
         self._s.close()  # saves the vector index, closes the database
+        self._closed = True  # a later call says so (memory/boundary.py) instead of failing inside sqlite3
 
     def __enter__(self) -> "Store":
         return self

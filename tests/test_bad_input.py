@@ -102,3 +102,19 @@ def test_malformed_import_record_writes_nothing(store):
     with pytest.raises(InvalidInput, match="record 3"):
         store.import_records([{"text": "alpha"}, {"text": "beta"}, {"nope": 1}])
     assert _snapshot(store) == before
+
+
+def test_a_closed_store_and_a_location_of_the_wrong_type_say_so(tmp_path):
+    import kenning
+
+    store = kenning.open_store(tmp_path / "s")
+    store.write("keep me", scopes=["x"])
+    store.close()
+    for call in (lambda: store.search("keep"), lambda: store.write("more", scopes=["x"]), lambda: store.list()):
+        with pytest.raises(InvalidInput, match="this store was closed; open it again"):
+            call()
+    with pytest.raises(InvalidInput, match="must be a folder path or a postgresql:// URL, got int"):
+        kenning.open_store(5)
+    again = kenning.open_store(tmp_path / "s")
+    assert [m.content for m in again.list()] == ["keep me"]
+    again.close()
