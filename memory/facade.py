@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from kenning.errors import InvalidInput
 from kenning.store import records, search as ranking
 from kenning.store.models import ImportReport, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult, utcnow
 
@@ -29,9 +28,6 @@ class Store(SessionState):
 
     def __init__(self, directory: str | os.PathLike | None = None, clock: Callable[[], datetime] = utcnow,
                  session_id: str | None = None, cwd: str | os.PathLike | None = None):
-        if directory is not None and not isinstance(directory, (str, os.PathLike)):
-            raise InvalidInput(f"the store location must be a folder path or a postgresql:// URL, "
-                               f"got {type(directory).__name__}")
         self._s = Session(directory, clock, session_id, cwd)
         self._s.settings.current()  # a stored setting StoreConfig refuses fails the open, not a later call
 

@@ -19,6 +19,11 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
     default; an empty $KENNING_URL / $KENNING_HOME reads as unset, as shells treat an empty variable.
     A path that is a file (or lies under one) is refused here, so every command says so alike."""
     if explicit is not None:
+        if not isinstance(explicit, (str, os.PathLike)):
+            from kenning.errors import InvalidInput
+
+            raise InvalidInput(f"the store location must be a folder path or a postgresql:// URL, "
+                               f"got {type(explicit).__name__}")
         if isinstance(explicit, str) and not explicit.strip():
             from kenning.errors import InvalidInput
 

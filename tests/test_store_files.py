@@ -74,5 +74,5 @@ def test_a_store_in_a_git_repository_ignores_itself(tmp_path):
 
 def test_a_file_where_the_store_folder_should_be_is_an_error(tmp_path):
     (tmp_path / "s").write_text("not a folder")
-    with pytest.raises(InvalidInput, match="not a folder"):
+    with pytest.raises(InvalidInput, match="is a file, not a store folder"):
         open_store(tmp_path / "s")
