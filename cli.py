@@ -20,7 +20,7 @@ import typer
 from kenning.commands import support as ui
 from kenning.commands.search import check_mode, short, show_search
 from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
-from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError
+from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError, StorageError
 
 app = typer.Typer(
     name="kenning",
@@ -461,7 +461,12 @@ def import_(
     store = _store(ctx)
     with Progress(console=ui.err, transient=True, disable=as_json) as progress:
         task = progress.add_task("importing", total=len(records))
-        tick = lambda n: progress.update(task, completed=n)  # noqa: E731
+        committed = [0]
+
+        def tick(n: int) -> None:
+            committed[0] = n
+            progress.update(task, completed=n)
+
         try:
             if no_gates:
                 report = store.import_bulk(records, batch_size=batch_size, default_scopes=scope, labels=labels,
@@ -471,6 +476,10 @@ def import_(
                                               progress=tick)
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; nothing was imported") from None
+        except StorageError as exc:  # a full disk, say, after some batches were committed
+            raise StorageError(f"the import stopped after committing {plural(committed[0], 'memory', 'memories')}: "
+                               f"the next batch failed ({exc}). What was committed is kept: run the same import "
+                               "again to resume (what is already in the store is skipped)") from None
     embedding = _embed_pending(store, as_json) if embed else None
     if as_json:
         emit_json({**report.to_dict(), **({"embedding": embedding} if embed else {})})

@@ -20,7 +20,17 @@ def check(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Verify the database, the lexical index, the embedding rows and the vector index file; exit 1 on damage."""
-    report = _store(ctx).check()
+    from kenning.errors import StorageError
+
+    try:
+        report = _store(ctx).check()
+    except StorageError as exc:  # too damaged to open: that is the finding, not a failure of the check
+        from kenning.store.integrity import RESTORE
+        from kenning.store.location import resolve_store_dir
+
+        root = ctx.find_root()
+        where = resolve_store_dir(root.obj["store_dir"] if isinstance(root.obj, dict) else None)
+        report = {"ok": False, "store": str(where), "problems": [{"part": "sqlite", "what": str(exc), "repair": RESTORE}]}
     if as_json:
         emit_json(report)
     elif report["ok"]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from kenning.errors import InvalidInput, Stale
+from kenning.errors import InvalidInput, Stale, StorageError
 from kenning.retrieval.batch_tokens import BatchTokenizer
 from kenning.store import records
 from kenning.store.ids import new_ulid
@@ -445,6 +445,16 @@ def update(
 
 
 def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
+    """``_curation_hint``, which reads the store after the write committed: a failure there (a damaged
+    page among the old memories) is a warning on the committed write, never a failed write."""
+    try:
+        return _curation_hint(s, result)
+    except StorageError as exc:
+        return result.model_copy(update={"warnings": [*result.warnings, f"committed; the curation check after "
+                                                                         f"it could not read the store: {exc}"]})
+
+
+def _curation_hint(s: Session, result: WriteResult) -> WriteResult:
     """Attach the one-shot curation hint to a commit when the curation pressure crossed the threshold.
 
     The counts (``health.pressure_counts``: the hint's three buckets, which still read every

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kenning.errors import InvalidInput
+from kenning.errors import InvalidInput, StorageError
 
 from . import files
-from .db import DB_FILENAME, Database
+from .db import DB_FILENAME, Database, damage_message, damaged
 from .location import URL_PREFIXES as URL_SCHEMES
 
 
@@ -51,9 +51,23 @@ def open_backend(location: str | os.PathLike) -> Opened:
     except sqlite3.DatabaseError as exc:
         if not path.exists():
             raise InvalidInput(f"cannot create a store in {directory} ({exc})") from exc
+        if damaged(exc) and _sqlite_header(path):
+            raise StorageError(damage_message(path, exc)) from exc
+        if damaged(exc):
+            raise InvalidInput(f"{path} is not a SQLite database (another kind of file, or damaged from its first "
+                               f"page: {exc}); restore the store from a backup, or give another store folder") from exc
         raise InvalidInput(f"{path} is not a kenning store ({exc})") from exc
     files.tighten(path)
     return Opened(db, directory, path)
+
+
+def _sqlite_header(path: Path) -> bool:
+    """Whether the file starts as every SQLite database does (so a read error means damage inside)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def open_postgres(url: str, directory: Path) -> Opened:

@@ -261,6 +261,7 @@ class Database:
             str(path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
         try:
+            _refuse_foreign(self.conn, path)  # first: it only reads, and may refuse the file
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
@@ -363,7 +364,10 @@ class Database:
                 self.conn.execute(f"PRAGMA cache_size={int(before)}")
                 self.conn.execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
                 if not self.conn.in_transaction:  # what the batches left in the WAL, copied once
-                    self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    try:
+                        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except sqlite3.Error:  # a full disk, say: the commits are safe in the WAL, and the
+                        pass  # import's own error (if any) is the one to report, not this copy's
 
     @contextmanager
     def waiting_at_most(self, ms: int) -> Iterator[None]:
@@ -478,6 +482,23 @@ class Database:
             self.conn.close()
 
 
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """A SQLite file of another program (tables, but no kenning schema version) is refused before
+    anything is written to it: switching it to WAL and migrating would put kenning's tables into it.
+    Only reads are made here; a new or empty file is where a store is created."""
+    if conn.execute("PRAGMA user_version").fetchone()[0]:
+        return
+    tables = [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4")]
+    if tables:
+        from kenning.errors import InvalidInput
+
+        conn.close()
+        raise InvalidInput(f"{path} is a SQLite database of another program (tables: {', '.join(tables[:3])}"
+                           f"{', ...' if len(tables) > 3 else ''}), not a kenning store; kenning leaves it as it "
+                           "is: give a store folder of its own")
+
+
 def _statements(script: str) -> Iterator[str]:
     """A migration's statements one by one (a trigger's body holds semicolons of its own)."""
     pending = ""
@@ -551,3 +572,19 @@ def storage_errors(path: Path) -> Iterator[None]:
         if "locked" in text or "busy" in text:
             raise StorageError(f"{path} stayed locked by another process for too long; retry") from exc
         raise
+    except sqlite3.DatabaseError as exc:  # after OperationalError, its subclass
+        if damaged(exc):
+            raise StorageError(damage_message(path, exc)) from exc
+        raise
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite's ways of saying the file's pages are not a database it can read."""
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def damage_message(path: Path | str, exc: Exception) -> str:
+    """What to do about a damaged store file: derived data can be rebuilt, the memories only restored."""
+    return (f"the store file {path} is damaged ({exc}): restore it from a backup; `sqlite3 {path} .recover` "
+            "may salvage what is still readable into a new file")

@@ -69,12 +69,15 @@ def _generation(c: sqlite3.Connection) -> int:
 
 
 # ------------------------------------------------------------------------------ sqlite
+RESTORE = ("restore the database from a backup (`sqlite3 FILE .recover` may salvage what is readable); derived "
+           "data can be rebuilt, memories cannot")
+
+
 def check_sqlite(db: Database) -> list[Problem]:
     rows = db.read(lambda c: c.execute("PRAGMA quick_check").fetchall())
     if [r[0] for r in rows] == ["ok"]:
         return []
-    return [Problem("sqlite", f"quick_check: {r[0]}", "restore the database from a backup; derived data can "
-                    "be rebuilt, memories cannot") for r in rows[:10]]
+    return [Problem("sqlite", f"quick_check: {r[0]}", RESTORE) for r in rows[:10]]
 
 
 # ------------------------------------------------------------------------------ lexical

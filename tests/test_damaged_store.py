@@ -1,0 +1,123 @@
+"""A store file that is damaged, or is not kenning's, gets one line that says so and what to do: never
+a traceback, never kenning's tables written into another program's database, and a write that
+committed is never reported as failed. Real SQLite files, the real CLI in a subprocess."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput, StorageError
+
+RECORDS = [{"content": f"memory number {i} about topic {i % 37} and detail {i * 7 % 101} with words",
+            "scopes": ["bulk"]} for i in range(2000)]
+
+
+def cli(store, *args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+    return subprocess.run([sys.executable, "-m", "kenning", "--store", str(store), *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def one_line(done):
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    return done.stderr.strip()
+
+
+def damage_pages(path, first_third=True):
+    """Overwrite part of ten pages a third of the way into the file (the memories' rows), as a bad disk would."""
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        for offset in range(size // 3, size // 3 + 10 * 4096, 4096):
+            f.seek(offset + 100)
+            f.write(b"\xab" * 600)
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    folder = tmp_path / "s"
+    with kenning.open_store(folder) as store:
+        store.import_bulk(RECORDS)
+    damage_pages(folder / "kenning.sqlite3")
+    return folder
+
+
+def test_check_reports_a_damaged_database_and_exits_1(damaged):
+    done = cli(damaged, "check")
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith("sqlite: ") and "restore the database from a backup" in done.stdout
+
+
+def test_reading_damaged_pages_is_one_line_naming_the_file_and_the_fix(damaged):
+    done = cli(damaged, "list", "--limit", "5000", "--no-auto-scope")
+    assert done.returncode != 0
+    message = one_line(done)
+    assert f"the store file {damaged / 'kenning.sqlite3'} is damaged" in message and "restore it from a backup" in message
+
+
+def test_a_committed_write_is_never_reported_as_failed(damaged):
+    """Its curation check reads the old memories after the commit: a damaged page there is a warning."""
+    with kenning.open_store(damaged) as store:
+        result = store.write("giraffes sleep standing up in the savanna", scopes=["x"])
+        assert result.status == "committed"
+        assert all("is damaged" in w for w in result.warnings if "curation check" in w)
+        assert store.get(result.id).content == "giraffes sleep standing up in the savanna"
+
+
+def test_a_truncated_store_file_is_damaged_and_check_says_so(tmp_path):
+    with kenning.open_store(tmp_path / "whole") as store:
+        store.import_bulk(RECORDS)
+    (tmp_path / "cut").mkdir()
+    data = (tmp_path / "whole" / "kenning.sqlite3").read_bytes()
+    (tmp_path / "cut" / "kenning.sqlite3").write_bytes(data[:30000])
+    done = cli(tmp_path / "cut", "check")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done
+    assert "is damaged" in done.stdout
+    with pytest.raises(StorageError, match="is damaged"):
+        kenning.open_store(tmp_path / "cut")
+
+
+def test_a_file_that_is_no_database_is_named_so(tmp_path):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "kenning.sqlite3").write_bytes(bytes(range(256)) * 80)
+    message = one_line(cli(tmp_path / "s", "search", "anything"))
+    assert "is not a SQLite database" in message
+
+
+@pytest.mark.parametrize("args", [("info",), ("search", "users"), ("write", "A memory for the wrong file", "-s", "x")])
+def test_another_programs_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path, args):
+    import sqlite3
+
+    (tmp_path / "s").mkdir()
+    path = tmp_path / "s" / "kenning.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users(name)")
+    conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    done = cli(tmp_path / "s", *args)
+    assert done.returncode == 2
+    assert "is a SQLite database of another program (tables: users)" in one_line(done)
+    with pytest.raises(InvalidInput, match="another program"):
+        kenning.open_store(tmp_path / "s")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(os.listdir(tmp_path / "s")) == ["kenning.sqlite3"]  # no -wal or -shm beside it either
+
+
+def test_a_full_database_during_a_bulk_import_keeps_the_batches_before_it(tmp_path):
+    """A StorageError that says the disk is full, and what was committed stays. (On a real full disk the
+    cleanup's checkpoint fails too; that its error no longer replaces this one was checked on a small
+    tmpfs, which a test cannot mount: SQLite's max_page_count leaves the checkpoint room.)"""
+    with kenning.open_store(tmp_path / "s") as store:
+        store.import_bulk(RECORDS[:200])
+        pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.db.conn.execute(f"PRAGMA max_page_count = {pages + 40}")  # SQLite's own "disk full", deterministic
+        with pytest.raises(StorageError, match="is full"):
+            store.import_bulk(RECORDS[200:], batch_size=200)
+        assert 200 <= store.count() < len(RECORDS)  # the batches before the full one are kept
