@@ -477,12 +477,19 @@ def import_(
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; nothing was imported") from None
         except StorageError as exc:  # a full disk, say, after some batches were committed
+            resume = ("" if "is damaged" in str(exc) else
+                      ": run the same import again to resume (what is already in the store is skipped)")
             raise StorageError(f"the import stopped after committing {plural(committed[0], 'memory', 'memories')}: "
-                               f"the next batch failed ({exc}). What was committed is kept: run the same import "
-                               "again to resume (what is already in the store is skipped)") from None
+                               f"the next batch failed ({exc}). What was committed is kept{resume}") from None
     embedding = _embed_pending(store, as_json) if embed else None
     if as_json:
-        emit_json({**report.to_dict(), **({"embedding": embedding} if embed else {})})
+        from kenning.commands.hints import for_cli
+
+        payload = report.to_dict()
+        for line in payload["lines"]:  # worded for the CLI, as `write --json`'s hint is
+            if line.get("reason"):
+                line["reason"] = for_cli(line["reason"])
+        emit_json({**payload, **({"embedding": embedding} if embed else {})})
         if embedding is not None:
             _embedding_exit(embedding)
         _exit_if_refused(report)

@@ -30,7 +30,9 @@ def check(
 
         root = ctx.find_root()
         where = resolve_store_dir(root.obj["store_dir"] if isinstance(root.obj, dict) else None)
-        report = {"ok": False, "store": str(where), "problems": [{"part": "sqlite", "what": str(exc), "repair": RESTORE}]}
+        what = str(exc.__cause__ or exc)  # SQLite's own words; RESTORE says what to do
+        report = {"ok": False, "store": str(where),
+                  "problems": [{"part": "sqlite", "what": f"cannot be opened: {what}", "repair": RESTORE}]}
     if as_json:
         emit_json(report)
     elif report["ok"]:

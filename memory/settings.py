@@ -125,13 +125,14 @@ _RANGES: dict[str, tuple[float, bool, float | None, bool, bool, str]] = {
     "bm25_k1": (0.0, False, 10.0, True, False, "a number above 0, at most 10"),
     "bm25_b": (0.0, True, 1.0, True, False, "a number from 0 to 1"),
     "rrf_k": (0.0, False, None, False, False, "a number above 0"),
-    "leg_depth": (1, True, None, False, True, "a whole number, 1 or more"),
+    # each leg ranks this many before fusing: beyond 100,000 it is a scan of any store this serves
+    "leg_depth": (1, True, 100_000, True, True, "a whole number from 1 to 100,000"),
     "evidence_alpha": (0.0, True, 1.0, True, False, "a number from 0 to 1"),
     "evidence_cos_floor": (-1.0, True, 1.0, False, False, "a cosine from -1 up to (not including) 1"),
     "evidence_power": (0.0, False, None, False, False, "a number above 0"),
     # a cosine: vector hits below it are dropped; null means the model's measured floor
     "vector_floor": (-1.0, True, 1.0, True, False, "a cosine from -1 to 1, or null for the model's own floor"),
-    "verification_stale_days": (1, True, None, False, True, "a whole number of days, 1 or more"),
+    "verification_stale_days": (1, True, 36_500, True, True, "a whole number of days from 1 to 36,500 (a century)"),
 }
 LEGS: tuple[str, ...] = ("keyword", "bm25", "vector")
 

@@ -54,7 +54,7 @@ def open_backend(location: str | os.PathLike) -> Opened:
         if damaged(exc) and _sqlite_header(path):
             raise StorageError(damage_message(path, exc)) from exc
         if damaged(exc):
-            raise InvalidInput(f"{path} is not a SQLite database (another kind of file, or damaged from its first "
+            raise StorageError(f"{path} is not a SQLite database (another kind of file, or damaged from its first "
                                f"page: {exc}); restore the store from a backup, or give another store folder") from exc
         raise InvalidInput(f"{path} is not a kenning store ({exc})") from exc
     files.tighten(path)

@@ -483,20 +483,22 @@ class Database:
 
 
 def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
-    """A SQLite file of another program (tables, but no kenning schema version) is refused before
-    anything is written to it: switching it to WAL and migrating would put kenning's tables into it.
-    Only reads are made here; a new or empty file is where a store is created."""
-    if conn.execute("PRAGMA user_version").fetchone()[0]:
-        return
+    """A SQLite file of another program is refused before anything is written to it: switching it to
+    WAL and migrating would put kenning's tables into it. kenning's own has a schema version and its
+    ``meta`` and ``memories`` tables (the first migration makes both, and sets the version in the
+    same transaction); a new or empty file (no tables, version 0) is where a store is created. Only
+    reads are made here."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = [name for (name,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4")]
-    if tables:
-        from kenning.errors import InvalidInput
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    if (version and {"meta", "memories"} <= set(tables)) or (not version and not tables):
+        return
+    from kenning.errors import InvalidInput
 
-        conn.close()
-        raise InvalidInput(f"{path} is a SQLite database of another program (tables: {', '.join(tables[:3])}"
-                           f"{', ...' if len(tables) > 3 else ''}), not a kenning store; kenning leaves it as it "
-                           "is: give a store folder of its own")
+    conn.close()
+    held = f"tables: {', '.join(tables[:3])}{', ...' if len(tables) > 3 else ''}" if tables else "no tables"
+    raise InvalidInput(f"{path} is a SQLite database of another program ({held}, schema version {version}), "
+                       "not a kenning store; kenning leaves it as it is: give a store folder of its own")
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -96,6 +96,9 @@ def test_an_import_refusal_speaks_cli_too(tmp_path):
     refusal = [line for line in done.stdout.splitlines() if "refused" in line]
     assert refusal and "episode" in refusal[0], done.stdout + done.stderr
     assert_cli_terms(refusal[0])
+    reported = json.loads(kenning_cli(tmp_path / "s", "import", str(lines), "--json").stdout)
+    assert reported["lines"][0]["status"] == "refused" and "--ack-transient" in reported["lines"][0]["reason"]
+    assert_cli_terms(reported["lines"][0]["reason"])
 
 
 def test_user_claim_hint_names_category_option_and_ack_user_claim(tmp_path):

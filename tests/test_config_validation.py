@@ -45,13 +45,15 @@ def stored_config(path: Path) -> dict:
     ("bm25_b", "7", "0 to 1"),
     ("bm25_b", "-0.1", "0 to 1"),
     ("vector_floor", "5", "-1 to 1"),
-    ("leg_depth", "0", "1 or more"),
+    ("leg_depth", "0", "from 1 to 100,000"),
+    ("leg_depth", "99999999999999999999", "from 1 to 100,000"),  # else every hybrid search overflowed
     ("leg_depth", "2.5", "whole number"),
     ("rrf_k", "0", "above 0"),
     ("evidence_alpha", "1.5", "0 to 1"),
     ("evidence_cos_floor", "1", "-1"),
     ("evidence_power", "0", "above 0"),
-    ("verification_stale_days", "0", "1 or more"),
+    ("verification_stale_days", "0", "from 1 to 36,500"),
+    ("verification_stale_days", "1000000000", "from 1 to 36,500"),  # else health and scopes overflowed
     ("bm25_b", "NaN", "0 to 1"),
     ("bm25_k1", "true", "a number"),
 ])

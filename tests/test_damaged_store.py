@@ -3,6 +3,7 @@ a traceback, never kenning's tables written into another program's database, and
 committed is never reported as failed. Real SQLite files, the real CLI in a subprocess."""
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -77,7 +78,7 @@ def test_a_truncated_store_file_is_damaged_and_check_says_so(tmp_path):
     (tmp_path / "cut" / "kenning.sqlite3").write_bytes(data[:30000])
     done = cli(tmp_path / "cut", "check")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done
-    assert "is damaged" in done.stdout
+    assert "cannot be opened: database disk image is malformed" in done.stdout and "restore the database" in done.stdout
     with pytest.raises(StorageError, match="is damaged"):
         kenning.open_store(tmp_path / "cut")
 
@@ -87,10 +88,14 @@ def test_a_file_that_is_no_database_is_named_so(tmp_path):
     (tmp_path / "s" / "kenning.sqlite3").write_bytes(bytes(range(256)) * 80)
     message = one_line(cli(tmp_path / "s", "search", "anything"))
     assert "is not a SQLite database" in message
+    done = cli(tmp_path / "s", "check", "--json")  # the finding, reported as check reports damage
+    assert done.returncode == 1 and json.loads(done.stdout)["problems"][0]["part"] == "sqlite"
 
 
-@pytest.mark.parametrize("args", [("info",), ("search", "users"), ("write", "A memory for the wrong file", "-s", "x")])
-def test_another_programs_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path, args):
+@pytest.mark.parametrize("version", [0, 1, 42])  # many programs set a schema version of their own
+@pytest.mark.parametrize("args", [("info",), ("search", "users"), ("check",),
+                                  ("write", "A memory for the wrong file", "-s", "x")])
+def test_another_programs_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path, args, version):
     import sqlite3
 
     (tmp_path / "s").mkdir()
@@ -98,12 +103,13 @@ def test_another_programs_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE users(name)")
     conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.execute(f"PRAGMA user_version = {version}")
     conn.commit()
     conn.close()
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     done = cli(tmp_path / "s", *args)
     assert done.returncode == 2
-    assert "is a SQLite database of another program (tables: users)" in one_line(done)
+    assert f"is a SQLite database of another program (tables: users, schema version {version})" in one_line(done)
     with pytest.raises(InvalidInput, match="another program"):
         kenning.open_store(tmp_path / "s")
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
