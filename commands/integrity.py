@@ -25,14 +25,9 @@ def check(
     try:
         report = _store(ctx).check()
     except StorageError as exc:  # too damaged to open: that is the finding, not a failure of the check
-        from kenning.store.integrity import RESTORE
-        from kenning.store.location import resolve_store_dir
-
-        root = ctx.find_root()
-        where = resolve_store_dir(root.obj["store_dir"] if isinstance(root.obj, dict) else None)
-        what = str(exc.__cause__ or exc)  # SQLite's own words; RESTORE says what to do
-        report = {"ok": False, "store": str(where),
-                  "problems": [{"part": "sqlite", "what": f"cannot be opened: {what}", "repair": RESTORE}]}
+        report = _unopenable(ctx, exc)
+        if report is None:  # a full disk, a lock, permissions: no finding about the store, an error
+            raise
     if as_json:
         emit_json(report)
     elif report["ok"]:
@@ -42,6 +37,28 @@ def check(
             ui.out.print(f"{problem['part']}: {problem['what']} (fix: {problem['repair']})")
     if not report["ok"]:
         raise typer.Exit(1)
+
+
+def _unopenable(ctx: typer.Context, exc: Exception) -> dict | None:
+    """The report of a store file SQLite cannot even open for damage: the file, SQLite's words, and how
+    to salvage it. None when the failure is not damage to a local file (that stays an error)."""
+    import sqlite3
+    from pathlib import Path
+
+    from kenning.store.db import DB_FILENAME, damaged, salvage_advice
+    from kenning.store.location import resolve_store_dir
+
+    if not (isinstance(exc.__cause__, sqlite3.DatabaseError) and damaged(exc.__cause__)):
+        return None
+    root = ctx.find_root()
+    where = resolve_store_dir(root.obj["store_dir"] if isinstance(root.obj, dict) else None)
+    if not isinstance(where, Path):
+        return None
+    path = where / DB_FILENAME
+    what = str(exc.__cause__ or exc)  # SQLite's own words; the repair says what to do
+    return {"ok": False, "store": str(where),
+            "problems": [{"part": "sqlite", "what": f"the store file {path} is damaged and cannot be opened ({what})",
+                          "repair": salvage_advice(path)}]}
 
 
 @one_line_errors()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kenning.errors import InvalidInput, StorageError
+from kenning.errors import InvalidInput
 from kenning.store import integrity, records
 
 from .session import Session
@@ -21,10 +21,7 @@ def check(s: Session) -> dict[str, Any]:
     """Every problem found in the database and its derived structures: {ok, store, problems}. A
     database that is itself damaged is reported as such; what is derived from it is then not read
     (it would fail on the same pages, and is rebuilt from the memories once they are restored)."""
-    try:
-        problems = integrity.check_sqlite(s.db)
-    except StorageError as exc:
-        problems = [integrity.Problem("sqlite", str(exc), integrity.RESTORE)]
+    problems = integrity.check_sqlite(s.db)  # damage that even quick_check cannot read is a finding too
     if not problems:
         problems = [*integrity.check_lexicon(s.db), *integrity.check_embeddings(s.db), *s.semantic.check_index()]
     return {"ok": not problems, "store": str(s.directory), "problems": [p.to_dict() for p in problems]}

@@ -292,6 +292,7 @@ class Database:
                     conn.close()
         else:
             raise KenningError(f"{self.path} cannot be opened: not even for reading (check its permissions)")
+        _refuse_foreign(conn, self.path)  # another program's file is named so, not "an old schema"
         if version != SCHEMA_VERSION:
             conn.close()
             raise KenningError(f"{self.path} is read-only and has schema {version}, this kenning needs "
@@ -496,6 +497,10 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
     from kenning.errors import InvalidInput
 
     conn.close()
+    if {"meta", "memories"} <= set(tables):  # kenning's tables, its version lost: a copy made with `.dump`
+        raise InvalidInput(f"{path} has kenning's tables but no schema version (a copy made with `sqlite3 .dump` "
+                           "loses it), so kenning leaves it as it is; if it is a store of this kenning, give the "
+                           f"version back with: sqlite3 {path} 'PRAGMA user_version = {SCHEMA_VERSION}'")
     held = f"tables: {', '.join(tables[:3])}{', ...' if len(tables) > 3 else ''}" if tables else "no tables"
     raise InvalidInput(f"{path} is a SQLite database of another program ({held}, schema version {version}), "
                        "not a kenning store; kenning leaves it as it is: give a store folder of its own")
@@ -586,7 +591,14 @@ def damaged(exc: sqlite3.DatabaseError) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
+def salvage_advice(path: Path | str) -> str:
+    """What to do about a damaged store file, naming it: the memories can only be restored or salvaged
+    (derived data is then rebuilt from them). ``.recover`` keeps the schema version; a ``.dump`` copy
+    loses it, and opening one says how to give it back (``_refuse_foreign``)."""
+    return (f"restore it from a backup, or salvage what is still readable into a new store: "
+            f"`sqlite3 {path} .recover | sqlite3 NEW/{DB_FILENAME}`, then `kenning --store NEW rebuild`")
+
+
 def damage_message(path: Path | str, exc: Exception) -> str:
-    """What to do about a damaged store file: derived data can be rebuilt, the memories only restored."""
-    return (f"the store file {path} is damaged ({exc}): restore it from a backup; `sqlite3 {path} .recover` "
-            "may salvage what is still readable into a new file")
+    """The one line a damaged store file gets everywhere: which file, SQLite's words, what to do."""
+    return f"the store file {path} is damaged ({exc}): {salvage_advice(path)}"

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.errors import StorageError
 from kenning.retrieval.text import fingerprint, tokenize
 
-from .db import Database
+from .db import Database, salvage_advice
 from .lexicon import MEMORY_TABLES, LexTables, _decode, valid_segment
 
 STORE_ID_KEY = "store_id"
@@ -69,15 +70,28 @@ def _generation(c: sqlite3.Connection) -> int:
 
 
 # ------------------------------------------------------------------------------ sqlite
-RESTORE = ("restore the database from a backup (`sqlite3 FILE .recover` may salvage what is readable); derived "
-           "data can be rebuilt, memories cannot")
+QUICK_CHECK_SHOWN = 3  # quick_check's findings quoted in the one problem line; the rest are counted
 
 
 def check_sqlite(db: Database) -> list[Problem]:
-    rows = db.read(lambda c: c.execute("PRAGMA quick_check").fetchall())
+    """The database file's own pages (PRAGMA quick_check). Damage is one problem naming the file and how
+    to salvage it, with SQLite's first findings on the same line: its report (one row, many lines, a
+    "*** in database main ***" heading) is no list of separate problems, and every finding has one fix.
+    Pages too damaged for quick_check itself to read are the same finding, not a failed check."""
+    try:
+        rows = db.read(lambda c: c.execute("PRAGMA quick_check").fetchall())
+    except StorageError as exc:
+        cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.DatabaseError) else exc
+        return [Problem("sqlite", f"the store file {db.path} is damaged (quick_check could not read it: {cause})",
+                        salvage_advice(db.path))]
     if [r[0] for r in rows] == ["ok"]:
         return []
-    return [Problem("sqlite", f"quick_check: {r[0]}", RESTORE) for r in rows[:10]]
+    findings = [line.strip() for (text,) in rows for line in str(text).splitlines()
+                if line.strip() and not line.startswith("*** in database")]
+    shown = "; ".join(findings[:QUICK_CHECK_SHOWN])
+    more = len(findings) - QUICK_CHECK_SHOWN
+    return [Problem("sqlite", f"the store file {db.path} is damaged (quick_check: {shown}"
+                    f"{f'; and {more} more' if more > 0 else ''})", salvage_advice(db.path))]
 
 
 # ------------------------------------------------------------------------------ lexical

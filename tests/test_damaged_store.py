@@ -12,6 +12,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, StorageError
+from kenning.store.db import SCHEMA_VERSION
 
 RECORDS = [{"content": f"memory number {i} about topic {i % 37} and detail {i * 7 % 101} with words",
             "scopes": ["bulk"]} for i in range(2000)]
@@ -51,7 +52,7 @@ def test_check_reports_a_damaged_database_and_exits_1(damaged):
     done = cli(damaged, "check")
     assert done.returncode == 1, done
     assert "Traceback" not in done.stderr
-    assert done.stdout.startswith("sqlite: ") and "restore the database from a backup" in done.stdout
+    assert done.stdout.startswith("sqlite: the store file ") and "restore it from a backup" in done.stdout
 
 
 def test_reading_damaged_pages_is_one_line_naming_the_file_and_the_fix(damaged):
@@ -78,7 +79,7 @@ def test_a_truncated_store_file_is_damaged_and_check_says_so(tmp_path):
     (tmp_path / "cut" / "kenning.sqlite3").write_bytes(data[:30000])
     done = cli(tmp_path / "cut", "check")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done
-    assert "cannot be opened: database disk image is malformed" in done.stdout and "restore the database" in done.stdout
+    assert "cannot be opened (database disk image is malformed)" in done.stdout and "restore it from a backup" in done.stdout
     with pytest.raises(StorageError, match="is damaged"):
         kenning.open_store(tmp_path / "cut")
 
@@ -127,3 +128,90 @@ def test_a_full_database_during_a_bulk_import_keeps_the_batches_before_it(tmp_pa
         with pytest.raises(StorageError, match="is full"):
             store.import_bulk(RECORDS[200:], batch_size=200)
         assert 200 <= store.count() < len(RECORDS)  # the batches before the full one are kept
+
+
+# ---------------------------------------------------------------- the repair story names the real file
+def test_check_names_the_damaged_file_and_its_salvage_in_one_line(damaged):
+    """Not a ``FILE`` placeholder nor SQLite's multi-line quick_check dump: one line a problem, naming the file."""
+    done = cli(damaged, "check")
+    path = damaged / "kenning.sqlite3"
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1, done.stdout
+    assert f"the store file {path} is damaged" in lines[0] and "FILE" not in lines[0]
+    assert f"sqlite3 {path} .recover" in lines[0] and "restore" in lines[0]
+    report = json.loads(cli(damaged, "check", "--json").stdout)
+    assert [p["part"] for p in report["problems"]] == ["sqlite"] and str(path) in report["problems"][0]["repair"]
+
+
+def test_check_of_a_store_too_damaged_to_open_names_the_file(tmp_path):
+    with kenning.open_store(tmp_path / "whole") as store:
+        store.import_bulk(RECORDS)
+    (tmp_path / "cut").mkdir()
+    path = tmp_path / "cut" / "kenning.sqlite3"
+    path.write_bytes((tmp_path / "whole" / "kenning.sqlite3").read_bytes()[:30000])
+    done = cli(tmp_path / "cut", "check")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done
+    assert len(done.stdout.strip().splitlines()) == 1
+    assert f"the store file {path} is damaged and cannot be opened" in done.stdout
+    assert f"sqlite3 {path} .recover" in done.stdout and "FILE" not in done.stdout
+
+
+def test_a_store_copied_without_its_schema_version_is_named_so_and_left_as_it_is(tmp_path):
+    """``sqlite3 FILE .dump`` (a salvage) loses PRAGMA user_version: kenning's own tables at version 0 are
+    not "another program's", and the message says how to give the version back; nothing is written."""
+    import sqlite3
+
+    with kenning.open_store(tmp_path / "whole") as store:
+        store.import_bulk(RECORDS[:50])
+    source = sqlite3.connect(tmp_path / "whole" / "kenning.sqlite3")
+    script = "\n".join(source.iterdump())
+    source.close()
+    (tmp_path / "s").mkdir()
+    path = tmp_path / "s" / "kenning.sqlite3"
+    copy = sqlite3.connect(path)
+    copy.executescript(script)
+    copy.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    done = cli(tmp_path / "s", "search", "memory")
+    assert done.returncode == 2
+    message = one_line(done)
+    assert "kenning's tables but no schema version" in message and f"sqlite3 {path} 'PRAGMA user_version = {SCHEMA_VERSION}'" in message
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    copy = sqlite3.connect(path)
+    copy.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # what the message says to do
+    copy.close()
+    with kenning.open_store(tmp_path / "s") as store:
+        assert store.count() == 50
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE (the resource module)")
+def test_a_write_failure_during_a_cli_import_reports_what_was_committed_not_the_cleanup_checkpoint(tmp_path):
+    """A file-size limit below the store's size (the process may not grow any file further: a full disk
+    for it): the batches fail, and so does the checkpoint the import's cleanup runs. The one line is the
+    import's own, saying how many memories were committed; never the checkpoint's OperationalError."""
+    import resource
+    import signal
+
+    with kenning.open_store(tmp_path / "s") as store:
+        store.import_bulk(RECORDS)
+    size = (tmp_path / "s" / "kenning.sqlite3").stat().st_size
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"content": f"another memory {i} on subject {i % 53} with text {i * 11}"}) + "\n"
+                            for i in range(4000)))
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size - 64 * 1024, resource.RLIM_INFINITY))
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "kenning", "--store", str(tmp_path / "s"), "import", str(more),
+                           "--no-gates", "--batch-size", "500"], capture_output=True, text=True, env=env,
+                          timeout=300, preexec_fn=limited)
+    assert done.returncode == 2, done
+    message = one_line(done)
+    assert "wal_checkpoint" not in message and len(message.splitlines()) == 1, message
+    assert message.startswith("error: the import stopped after committing ") and "What was committed is kept" in message
+    with kenning.open_store(tmp_path / "s") as store:
+        assert len(RECORDS) <= store.count() < len(RECORDS) + 4000
