@@ -118,9 +118,8 @@ def test_another_programs_sqlite_file_is_refused_and_left_byte_for_byte(tmp_path
 
 
 def test_a_full_database_during_a_bulk_import_keeps_the_batches_before_it(tmp_path):
-    """A StorageError that says the disk is full, and what was committed stays. (On a real full disk the
-    cleanup's checkpoint fails too; that its error no longer replaces this one was checked on a small
-    tmpfs, which a test cannot mount: SQLite's max_page_count leaves the checkpoint room.)"""
+    """A StorageError that says the disk is full, and what was committed stays. (SQLite's max_page_count
+    leaves the cleanup's checkpoint room; the file-size-limited import below makes it fail too.)"""
     with kenning.open_store(tmp_path / "s") as store:
         store.import_bulk(RECORDS[:200])
         pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
