@@ -14,6 +14,8 @@ import kenning
 from kenning.errors import InvalidInput, StorageError
 from kenning.store.db import SCHEMA_VERSION
 
+pytestmark = pytest.mark.sqlite_only  # the SQLite file itself: its pages, its header, another program's file
+
 RECORDS = [{"content": f"memory number {i} about topic {i % 37} and detail {i * 7 % 101} with words",
             "scopes": ["bulk"]} for i in range(2000)]
 
