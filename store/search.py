@@ -171,7 +171,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
-        ranked = [Ranked(i, round(c.score, 6)) for c, i in zip(candidates, ids)]
+        candidates = [c for c in candidates if c.key in ids]  # an orphaned index entry is no memory
+        ranked = [Ranked(ids[c.key], round(c.score, 6)) for c in candidates]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
         matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
         for item, cand in zip(ranked, head):
@@ -181,6 +182,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
+    candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
     shown = spelling.shown(query, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     hits, by_id = [], {}
@@ -298,7 +300,7 @@ def _texts(db: Database, keys: list[int]) -> dict[int, str]:
 
 def _memories(db: Database, keys: list[int], parse: Callable[[str], Any]) -> dict[int, Any]:
     """The memories of rowids as ``parse`` reads a record (``parsed``, ``plain_memory``); those read
-    since the store last changed come from the memo."""
+    since the store last changed come from the memo. A rowid the table lacks is left out (``_ids``)."""
     held = memo(db, "records" if parse is parsed else "plain_records")
     out = {k: held[k] for k in keys if k in held}
     missing = [k for k in keys if k not in out]
@@ -312,15 +314,16 @@ def _memories(db: Database, keys: list[int], parse: Callable[[str], Any]) -> dic
     return out
 
 
-def _ids(db: Database, keys: list[int]) -> list[str]:
-    """The memory ids of rowids, in the order given."""
+def _ids(db: Database, keys: list[int]) -> dict[int, str]:
+    """The memory ids of rowids. A rowid the memories table lacks is left out: an index entry a
+    damaged or hand-edited file kept for a memory that is gone (`kenning check` names it and its fix)."""
     out: dict[int, str] = {}
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
         marks = ",".join("?" * len(chunk))
         out.update(db.read(lambda c: c.execute(
             f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", chunk).fetchall()))
-    return [out[k] for k in keys]
+    return out
 
 
 _VERSIONS: dict[int, tuple[Memory, str]] = {}  # id(memory) -> (memory, its version); holds the object so ids stay unique

@@ -216,3 +216,33 @@ def test_a_write_failure_during_a_cli_import_reports_what_was_committed_not_the_
     assert message.startswith("error: the import stopped after committing ") and "What was committed is kept" in message
     with kenning.open_store(tmp_path / "s") as store:
         assert len(RECORDS) <= store.count() < len(RECORDS) + 4000
+
+
+@pytest.mark.embeddings
+def test_an_index_entry_of_a_memory_deleted_behind_kennings_back_is_left_out_and_check_names_it(tmp_path):
+    """A row deleted with another SQLite client leaves its embedding (an orphan the vector leg still
+    ranks): searches answer with the memories that exist, check reports the orphan with its fix, and
+    the fix clears it."""
+    import sqlite3
+
+    store = kenning.open_store(tmp_path)
+    texts = ["the deploy script uses blue green rollout", "postgres backups run nightly at two",
+             "the deploy script needs the VPN for staging"]
+    ids = [store.write(t, scopes=["p"], category="fact").id for t in texts]
+    store.close()
+    assert cli(tmp_path, "index").returncode == 0
+    with sqlite3.connect(tmp_path / "kenning.sqlite3") as db:
+        db.execute("DELETE FROM memories WHERE id = ?", (ids[0],))
+    for mode in ("hybrid", "semantic"):
+        done = cli(tmp_path, "search", "deploy script", "--mode", mode, "--json")
+        assert done.returncode == 0, one_line(done)
+        found = [h["id"] for h in json.loads(done.stdout)["hits"]]
+        assert ids[2] in found and ids[0] not in found
+    with kenning.open_store(tmp_path) as again:
+        for explain in (True, False):
+            ranked = [h.id for h in again.rank("deploy script", mode="semantic", explain=explain).hits]
+            assert ids[2] in ranked and ids[0] not in ranked
+    done = cli(tmp_path, "check")
+    assert done.returncode == 1 and "kenning rebuild vectors" in done.stdout + done.stderr
+    assert cli(tmp_path, "rebuild", "vectors").returncode == 0
+    assert cli(tmp_path, "check").returncode == 0
