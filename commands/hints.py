@@ -37,6 +37,7 @@ _TOOLS_TO_CLI: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\backnowledge_truncation=True"), "--ack-truncation"),
     (re.compile(r"\bforce=True"), "--force"),
     # tool names without an id (e.g. the curation nudge a commit carries)
+    (re.compile(r"\bmemory_write\b"), "`kenning write`"),
     (re.compile(r"\bmemory_health\b"), "`kenning health`"),
     (re.compile(r"\bmemory_remove\b"), "`kenning remove`"),
     (re.compile(r"\bmemory_verify\b"), "`kenning verify`"),

@@ -24,7 +24,7 @@ from kenning.store.semantic import enqueue, enqueue_range, forget
 
 from . import collector, events, health, pending as pending_mod, requests
 from .claims import parse_claims
-from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, write_enabled
+from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, user_claims, write_enabled
 from .gates.limits import check_content, check_count, check_metadata, check_scopes
 from .session import Session
 
@@ -422,6 +422,8 @@ def update(
         if text_changed:
             refusal = (run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
                        or truncation.check(memory.content, text, acknowledge_truncation))
+            if refusal is not None and refusal.gate == user_claims.GATE:
+                refusal = refusal.model_copy(update={"hint": user_claims.UPDATE_HINT})
             if refusal is not None:
                 raise GateRefused(refusal)
             fields.update(last_verified_at=None, verification_note=None, verified_paths=[],

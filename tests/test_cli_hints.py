@@ -141,6 +141,21 @@ def test_update_refusals_speak_cli_and_truncation_can_be_acknowledged(tmp_path):
     assert acked.returncode == 0 and acked.stdout.startswith("updated"), acked.stdout + acked.stderr
 
 
+def test_an_update_into_a_user_claim_says_how_to_file_one_since_update_cannot(tmp_path):
+    store = tmp_path / "s"
+    mid = written_id(kenning_cli(store, "write", "Deploys go through the staging host first", "--scope", "x", "--json"))
+    refused = kenning_cli(store, "update", mid, "--text", "The user prefers tabs over spaces")
+    assert refused.returncode == 2 and "user_claims" in refused.stderr, refused.stderr
+    for said in ("`kenning write`", "--category user-inference", "`kenning remove`", "--ack-user-claim"):
+        assert said in refused.stderr, refused.stderr
+    assert_cli_terms(refused.stderr)
+    followed = kenning_cli(store, "update", mid, "--text", "The user prefers tabs over spaces", "--category",
+                           "user-inference")  # what the old hint said, which update refuses
+    assert followed.returncode != 0
+    acked = kenning_cli(store, "update", mid, "--text", "The user prefers tabs over spaces", "--ack-user-claim")
+    assert acked.returncode == 0 and acked.stdout.startswith("updated"), acked.stdout + acked.stderr
+
+
 def test_help_describes_the_overrides(tmp_path):
     write_help = kenning_cli(tmp_path / "s", "write", "--help").stdout
     for option in ("--force", "--ack-scope-mismatch", "--ack-transient", "--ack-user-claim"):
@@ -165,10 +180,16 @@ def _render(node: ast.expr) -> str | None:
 
 
 def gate_hints() -> list[tuple[str, str]]:
-    """(file, hint) for every literal ``hint=`` a refusal is built with in memory/gates/."""
+    """(file, hint) for every literal ``hint=`` a refusal is built with in memory/gates/, and every
+    module constant named ``…_HINT`` (a hint another module puts in a refusal, e.g. update's)."""
     found = []
     for path in sorted((PACKAGE / "memory" / "gates").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.endswith("_HINT")
+                                                    for t in node.targets):
+                text = _render(node.value)
+                if text is not None:
+                    found.append((path.name, text))
             if isinstance(node, ast.Call):
                 for keyword in node.keywords:
                     if keyword.arg == "hint":

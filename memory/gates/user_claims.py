@@ -70,6 +70,14 @@ def find_user_claims(text: str, screened: bool = True) -> list[str]:
     return [label for _, label in sorted(hits)]
 
 
+# an update cannot change a memory into a user-inference (that needs the user's confirmation), so its hint says how instead
+UPDATE_HINT = (
+    "A memory cannot become a user-inference by update: write the claim anew with memory_write and "
+    "category='user-inference' so the user can confirm it, then memory_remove this one; if the subject is "
+    "someone else (an application's users, a colleague), pass acknowledge_user_claim=True."
+)
+
+
 def check(content: str, category: str, acknowledge_user_claim: bool = False) -> GateRefusal | None:
     """Refuse a claim about the user filed under any category but user-inference, unless acknowledged."""
     if category == USER_CATEGORY or acknowledge_user_claim:
