@@ -166,9 +166,13 @@ def sync_command(
 ) -> None:
     """Read edits to MEMORY.md / USER.md back: an edited body updates, a deleted block removes (restorable),
     a new paragraph writes, all through the write gates. A mangled block is reported, never guessed at."""
+    from kenning.commands.hints import for_cli
     from kenning.recall.markdown import sync
 
     report = sync(cli_store(ctx), directory)
+    for item in report["refused"]:  # the gates' hints name tool arguments: said as kenning's options here
+        if item.get("hint"):
+            item["hint"] = for_cli(item["hint"])
     if as_json:
         emit_json(report)
         return
@@ -185,7 +189,13 @@ def sync_command(
             where = f"{item.get('file')}" + (f":{item['line']}" if item.get("line") else "")
             what = item.get("id") or item.get("pending_id") or ""
             why = item.get("why") or item.get("problem") or ""
-            ui.out.print(f"{label}: {where} {what} {why}".rstrip())
+            ui.out.print(" ".join(part for part in (f"{label}: {where}", what, for_cli(why)) if part))
+            if key == "refused" and item.get("hint"):
+                instead = (f"change it with `kenning update {item['id']}` and those options, then export"
+                           if item.get("id") else "write it with `kenning write` and those options and delete the paragraph")
+                no_override = (f" Sync itself passes no overrides: edit the text in the file and sync again, or {instead}."
+                               if item.get("override") else "")
+                ui.out.print(f"  hint: {item['hint']}{no_override}")
     if quiet:
         ui.out.print("no edits to take in")
     if report["mangled"] or report["refused"] or report["conflicts"]:

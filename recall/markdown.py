@@ -286,7 +286,7 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
     try:
         updated = store.update(block.id, text=text.replace("\r\n", "\n") if newline == "\r\n" else text)
     except KenningError as exc:
-        report["refused"].append({"file": rel, "id": block.id, "line": block.line, "why": str(exc)})
+        report["refused"].append({"file": rel, "id": block.id, "line": block.line} | _why(exc))
         return written or sha(memory.content)
     edits.append((block.start, block.end, render_block(updated, newline)))
     report["updated"].append({"file": rel, "id": block.id})
@@ -324,8 +324,19 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
         report["pending"].append({"file": rel, "line": seg.line, "pending_id": result.pending_id, "still": False})
         return None
     report["refused"].append({"file": rel, "line": seg.line, "status": result.status,
-                              "why": result.reason or result.status, "match": result.id})
+                              "why": result.reason or result.status, "match": result.id}
+                             | ({"hint": result.hint, "override": result.override} if result.hint else {}))
     return None
+
+
+def _why(exc: KenningError) -> dict[str, str | None]:
+    """A refused edit's reason, and a gate's hint and override as fields of their own (as a refused
+    new paragraph has them): the command line restates the hint and says what sync cannot do."""
+    refusal = getattr(exc, "refusal", None)
+    if refusal is None:
+        return {"why": str(exc)}
+    return {"why": f"{refusal.gate} gate refused it: {refusal.reason}", "hint": refusal.hint,
+            "override": refusal.override}
 
 
 def _confirmed_memory(store: "Store", pending_id: str) -> Memory | None:

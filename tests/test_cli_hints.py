@@ -156,6 +156,26 @@ def test_an_update_into_a_user_claim_says_how_to_file_one_since_update_cannot(tm
     assert acked.returncode == 0 and acked.stdout.startswith("updated"), acked.stdout + acked.stderr
 
 
+def test_a_sync_refusal_gives_the_gates_hint_in_cli_terms_and_says_sync_passes_no_overrides(tmp_path):
+    store, folder = tmp_path / "s", tmp_path / "notes"
+    mid = written_id(kenning_cli(store, "write", "The on-call rota changes every Monday at 09:00 UTC", "--scope",
+                                 "ops", "--json"))
+    assert kenning_cli(store, "export", "--markdown", str(folder)).returncode == 0
+    notes = folder / "ops" / "MEMORY.md"
+    notes.write_text(notes.read_text().replace("Monday", "Monday, and I am going to run the tests now")
+                     + "\nThe user prefers tabs over spaces\n")
+    done = kenning_cli(store, "sync", str(folder))
+    assert done.returncode == 1, done.stdout + done.stderr
+    hints = [line for line in done.stdout.splitlines() if line.startswith("  hint: ")]
+    assert len(hints) == 2 and all("Sync itself passes no overrides" in h for h in hints), done.stdout
+    assert "--ack-transient" in hints[0] and f"`kenning update {mid}`" in hints[0]
+    assert "--category user-inference" in hints[1] and "`kenning write`" in hints[1]
+    assert_cli_terms(done.stdout)
+    reported = json.loads(kenning_cli(store, "sync", str(folder), "--json").stdout)
+    assert [r["override"] for r in reported["refused"]] == ["acknowledge_transient", "acknowledge_user_claim"]
+    assert_cli_terms(" ".join(r["hint"] for r in reported["refused"]))
+
+
 def test_help_describes_the_overrides(tmp_path):
     write_help = kenning_cli(tmp_path / "s", "write", "--help").stdout
     for option in ("--force", "--ack-scope-mismatch", "--ack-transient", "--ack-user-claim"):
