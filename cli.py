@@ -459,7 +459,7 @@ def import_(
 
     records, labels = _read_jsonl(file)
     store = _store(ctx)
-    with Progress(console=ui.err, transient=True, disable=as_json) as progress:
+    with Progress(console=ui.err, transient=True, disable=ui.no_bar(as_json)) as progress:
         task = progress.add_task("importing", total=len(records))
         committed = [0]
 
@@ -553,7 +553,7 @@ def _embed_pending(store, as_json: bool) -> dict:
     started = time.monotonic()
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                TimeRemainingColumn())
-    with Progress(*columns, console=ui.err, transient=True, disable=as_json) as progress:
+    with Progress(*columns, console=ui.err, transient=True, disable=ui.no_bar(as_json)) as progress:
         task = progress.add_task("embedding", total=pending, rate="")
 
         def advance(n: int) -> None:

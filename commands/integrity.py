@@ -71,7 +71,7 @@ def rebuild(
     from rich.progress import Progress
 
     store = _store(ctx)
-    with Progress(console=ui.err, transient=True, disable=as_json) as progress:
+    with Progress(console=ui.err, transient=True, disable=ui.no_bar(as_json)) as progress:
         tasks: dict[str, int] = {}
 
         def step(stage: str, done: int, total: int) -> None:

@@ -44,7 +44,7 @@ def add(
 
     index = index_for(cli_store(ctx))
     with Progress(TextColumn("indexing ledgers"), BarColumn(), MofNCompleteColumn(), console=ui.err,
-                  transient=True, disable=as_json) as bar:
+                  transient=True, disable=ui.no_bar(as_json)) as bar:
         task = bar.add_task("index", total=None)
         added = index.add_source(path, project=project, progress=lambda done, total: bar.update(task, completed=done, total=total))
     if as_json:
@@ -90,7 +90,7 @@ def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
     index = index_for(cli_store(ctx))
     index.sync()
     with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=ui.err,
-                  transient=True, disable=as_json) as bar:
+                  transient=True, disable=ui.no_bar(as_json)) as bar:
         task = bar.add_task("embed", total=None)
         done = index.vectors.embed_pending(progress=lambda n, total: bar.update(task, completed=n, total=total))
     left = index.vectors.pending()

@@ -202,6 +202,12 @@ def emit_json(payload: Any) -> None:
     sys.stdout.write(text)
 
 
+def no_bar(as_json: bool) -> bool:
+    """Whether a progress bar stays off: under --json, and when stderr is no terminal (a log or a pipe
+    gets no frames of it, and no blank line where it stopped)."""
+    return as_json or not (globals().get("err") or __getattr__("err")).is_terminal
+
+
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     """``1 memory``, ``2 memories``: the count with the right form of the noun."""
     return f"{count} {singular if count == 1 else plural_form or singular + 's'}"

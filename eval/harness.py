@@ -60,9 +60,10 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 
+            console = Console(stderr=True)
             self._bar = RichProgress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=True,
+                console=console, transient=True, disable=not console.is_terminal,  # no blank line in a log
             )
 
     def __enter__(self) -> Progress:

@@ -129,6 +129,15 @@ def test_import_dash_reads_stdin(home):
     assert report["committed"] == 2 and [ln["label"] for ln in report["lines"]] == ["stdin:1", "stdin:2"]
 
 
+def test_a_progress_bar_leaves_nothing_on_a_stderr_that_is_no_terminal(home):
+    """A log or a pipe gets neither the bar's frames nor the blank line a stopped bar used to leave."""
+    lines = "".join(json.dumps({"text": f"Service {i} listens on port {8000 + i}"}) + "\n" for i in range(30))
+    done = ok(kenning("import", "-", home=home, stdin=lines))
+    assert done.stderr == "" and done.stdout.startswith("imported 30")
+    rebuilt = ok(kenning("rebuild", "lexical", home=home))
+    assert rebuilt.stderr == "", repr(rebuilt.stderr)
+
+
 # ---------------------------------------------------------------- item 1: import runs the gates
 NOTES = "\n".join(json.dumps(r) for r in [
     {"text": "The wifi password=Sunflower2024xyz"},
