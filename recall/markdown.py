@@ -323,10 +323,17 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
         pending[key] = result.pending_id
         report["pending"].append({"file": rel, "line": seg.line, "pending_id": result.pending_id, "still": False})
         return None
+    hint = USER_CLAIM_HINT if result.gate == "user_claims" else result.hint
     report["refused"].append({"file": rel, "line": seg.line, "status": result.status,
                               "why": result.reason or result.status, "match": result.id}
-                             | ({"hint": result.hint, "override": result.override} if result.hint else {}))
+                             | ({"hint": hint, "override": result.override} if hint else {}))
     return None
+
+
+# a MEMORY.md paragraph about the user: the mirror's own place for it is USER.md, which stages it for the user
+USER_CLAIM_HINT = (f"A note about the user belongs in {USER_FILE}, where sync stages it for the user to confirm: "
+                   "move the paragraph there and sync again; if the subject is someone else (an application's "
+                   "users, a colleague), pass acknowledge_user_claim=True.")
 
 
 def _why(exc: KenningError) -> dict[str, str | None]:

@@ -169,7 +169,7 @@ def test_a_sync_refusal_gives_the_gates_hint_in_cli_terms_and_says_sync_passes_n
     hints = [line for line in done.stdout.splitlines() if line.startswith("  hint: ")]
     assert len(hints) == 2 and all("Sync itself passes no overrides" in h for h in hints), done.stdout
     assert "--ack-transient" in hints[0] and f"`kenning update {mid}`" in hints[0]
-    assert "--category user-inference" in hints[1] and "`kenning write`" in hints[1]
+    assert "USER.md" in hints[1] and "--ack-user-claim" in hints[1] and "`kenning write`" in hints[1]
     assert_cli_terms(done.stdout)
     reported = json.loads(kenning_cli(store, "sync", str(folder), "--json").stdout)
     assert [r["override"] for r in reported["refused"]] == ["acknowledge_transient", "acknowledge_user_claim"]
