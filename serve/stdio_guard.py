@@ -30,10 +30,26 @@ def screen(line: str) -> tuple[Any, int, str] | None:
         obj = json.loads(line)
     except ValueError as exc:
         return None, PARSE_ERROR, f"parse error: {exc}"
+    except RecursionError:
+        return None, PARSE_ERROR, "parse error: the JSON is nested too deeply"
+    try:
+        return _screened(obj)
+    except RecursionError:  # parsed, but too deep to walk (Python's limit is below json's)
+        rid = obj.get("id") if isinstance(obj, dict) else None
+        rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        return (... if isinstance(obj, dict) and "id" not in obj else rid), INVALID_REQUEST, \
+            "invalid request: the message is nested too deeply"
+
+
+def _screened(obj: Any) -> tuple[Any, int, str] | None:
+    """``screen`` of a parsed line."""
     rid = obj.get("id") if isinstance(obj, dict) else None
     if not isinstance(rid, (str, int)) or isinstance(rid, bool):
         rid = None
     is_notification = isinstance(obj, dict) and "method" in obj and "id" not in obj
+    if isinstance(obj, dict) and "method" in obj and "id" in obj and rid is None:
+        # the SDK would take it for a notification and never answer: a client waiting on it would hang
+        return None, INVALID_REQUEST, "invalid request: id: must be a string or an integer"
     if _has_lone_surrogate(obj):
         return (... if is_notification else rid), INVALID_PARAMS, \
             "invalid params: a string holds a lone surrogate (such as \\ud800); send valid Unicode"

@@ -116,3 +116,23 @@ def test_the_issue_cases(server):
     assert server.call('{"jsonrpc":"2.0","id":"a","method":"tools/call","params":"x"}', "a")["error"]["code"] == -32602
     line = '{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"memory_search","arguments":{"query":"a \\ud800"}}}'
     assert server.call(line, "b")["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("depth", [500, 990, 1000, 5000, 100_000])
+def test_a_deeply_nested_line_gets_an_error_and_the_server_stays(server, depth):
+    """The guard's walk and json's own decoder stop at Python's recursion limit: either is an error answer."""
+    line = ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":'
+            + "[" * depth + "]" * depth + "}}}")
+    server.send_line(line)
+    response = server.receive()
+    assert "error" in response or response.get("result", {}).get("isError"), response
+    assert response["id"] in (7, None)
+    server.next_id += 1
+    assert "result" in server.request({"jsonrpc": "2.0", "id": server.next_id, "method": "tools/list"})
+
+
+@pytest.mark.parametrize("rid", ["null", "1.5", "[1]", "true"])
+def test_a_request_whose_id_is_no_string_or_integer_is_answered(server, rid):
+    server.send_line('{"jsonrpc":"2.0","id":' + rid + ',"method":"tools/list"}')
+    response = server.receive(timeout=30)
+    assert response["id"] is None and response["error"]["code"] == -32600
