@@ -6,6 +6,10 @@ both digests intact is read on from the offset; one that shrank, or whose digest
 rewritten and is read again from the start. Only whole lines are consumed, so a line being
 written right now is picked up whole at the next read (a last line without a newline counts
 once it parses).
+
+A line that cannot be read is counted as malformed and skipped, whatever is wrong with it (not
+JSON, not an object, nested too deeply, a field of the wrong type, a timestamp that is no date: see
+readers.py); the lines around it are read as usual.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .readers import Message, read_line
+from .readers import Malformed, Message, read_line
 
 HEAD_BYTES = 1024
 TAIL_BYTES = 256
@@ -68,7 +72,7 @@ def read_from(path: str, stat: os.stat_result, offset: int, lines_before: int, s
             try:  # a final line without its newline: take it if it is already whole
                 json.loads(rest)
                 body, end = data, len(data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         consumed = offset + end
         chunks = body.split(b"\n")
@@ -78,15 +82,15 @@ def read_from(path: str, stat: os.stat_result, offset: int, lines_before: int, s
             inc.lines += 1
             if not raw.strip():
                 continue
-            try:
+            try:  # not JSON, nested past the parser's depth, or fields read_line cannot use
                 obj = json.loads(raw)
-            except ValueError:
+                if not isinstance(obj, dict):
+                    raise Malformed("not a JSON object")
+                messages = read_line(obj, state)
+            except (ValueError, RecursionError):  # Malformed is a ValueError; state is left as it was
                 inc.malformed += 1
                 continue
-            if not isinstance(obj, dict):
-                inc.malformed += 1
-                continue
-            for message in read_line(obj, state):
+            for message in messages:
                 inc.messages.append((inc.lines, message))
         f.seek(0)
         head = f.read(min(consumed, HEAD_BYTES))

@@ -38,7 +38,7 @@ from kenning.store.models import MODES, Degraded, iso, utcnow
 
 from .folders import LedgerFolders
 from .ledger import Mark, marks_hold, read_from
-from .readers import identity
+from .readers import epoch as _epoch, identity  # _epoch: readers.py checked it when the line was read
 from .transcript_models import TranscriptHit, TranscriptResult
 from .transcript_vectors import TranscriptVectors, forget
 
@@ -505,18 +505,6 @@ def _in_project(ledger_project: str | None, scope: str) -> bool:
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _epoch(ts: Any) -> float | None:
-    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-        return float(ts) / 1000.0 if ts > 1e11 else float(ts)
-    if isinstance(ts, str) and ts:
-        try:
-            parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
-    return None
 
 
 def _stamp(ts: Any) -> str | None:
