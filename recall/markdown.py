@@ -11,8 +11,13 @@ Sync goes through the library, so through the gates: an edited body is an update
 block a tombstone ("removed from MEMORY.md"), a paragraph outside the blocks a write (in
 USER.md a profile note, staged until the user confirms it). A mangled block is reported and left
 as it is; while a file has one, its deletions are held, since the mangled block may be one of
-them. Changes are written back by replacing exactly the characters of the blocks concerned, under
-the folder's lock, through a temp file and a rename.
+them. A block moved (or copied) by hand into a file it does not belong in (its memory's first
+scope has another file) is reported as a conflict, not applied, and its removal from its own file
+is held: a memory whose block is still somewhere in the folder is never removed, and export refuses
+to overwrite the pasted block until the memory is re-scoped (`kenning update ID --scope …`) or the
+block moved back. Changes are written back by replacing exactly the characters of the blocks
+concerned, under the folder's lock, through a temp file and a rename, in the file's own line
+endings (and after its byte-order mark, if it has one).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from kenning.store.models import Memory
 
 from . import profile
 from .files import DirLock, atomic_write, read_text
-from .markdown_format import Parsed, Segment, parse, render_block, render_file
+from .markdown_format import BOM, Parsed, Segment, normalised, parse, render_block, render_file
 
 if TYPE_CHECKING:
     from kenning.memory.facade import Store
@@ -118,7 +123,10 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                 if not (folder / parent).exists():
                     created.append(folder / parent)
             path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists() and read_text(path) == text:
+            old = read_text(path) if path.exists() else None
+            if old is not None:  # a file a person's editor saved with CRLF or a byte-order mark keeps them
+                text = _in_style_of(old, text)
+            if old == text:
                 unchanged.append(rel)
             else:
                 atomic_write(path, text)
@@ -136,6 +144,18 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
     _remember_folder(store, folder)
     return {"folder": str(folder), "written": written, "unchanged": unchanged, "removed": removed,
             "memories": sum(len(m) for _, _, m in wanted.values())}
+
+
+def _in_style_of(old: str, text: str) -> str:
+    """``text`` (LF, no byte-order mark) with the line endings and the leading byte-order mark of ``old``."""
+    if "\r\n" in old:
+        text = text.replace("\n", "\r\n")
+    return BOM + text if old.startswith(BOM) else text
+
+
+def home_file(memory: Memory) -> str:
+    """The file a memory's block belongs in: USER.md for a profile note, else its first scope's MEMORY.md."""
+    return USER_FILE if profile.is_profile(memory) else scope_path(memory.scopes[0])
 
 
 def _files_for(store: "Store") -> dict[str, tuple[dict, str, list[Memory]]]:
@@ -163,7 +183,9 @@ def _unsynced(path: Path, entry: dict[str, Any], store: "Store") -> bool:
     present = {b.id for b in parsed.blocks}
     for block in parsed.blocks:
         written = entry["ids"].get(block.id)
-        if written is not None and sha(block.body) != written:
+        if written is None:  # a block kenning did not write here: pasted by hand (moved from another file)
+            return True
+        if sha(block.body) != written and sha(normalised(block.body)) != written:
             return True
     gone = set(entry["ids"]) - present
     return any(_live(store, mid) for mid in gone)
@@ -200,18 +222,27 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
         for path in folder.rglob("*.md"):
             if path.name in (MEMORY_FILE, USER_FILE):
                 files.add(str(path.relative_to(folder)))
+        where: dict[str, dict[str, str | None]] = {}  # id -> {file holding a block with it: that file's scope}
+        for rel in sorted(files):
+            if (folder / rel).exists():
+                parsed = parse(read_text(folder / rel))
+                scope = (parsed.kind or {}).get("scope") if isinstance(parsed.kind, dict) else None
+                for seg in parsed.segments:
+                    if seg.id:  # a block, or a mangled one naming an id
+                        where.setdefault(seg.id, {})[rel] = scope if isinstance(scope, str) else None
         for rel in sorted(files):
             path = folder / rel
             if not path.exists():
                 report["missing_files"].append(rel)  # deleting a file is not read as deleting its memories
                 continue
-            _sync_file(store, folder, rel, manifest, report)
+            _sync_file(store, folder, rel, manifest, report, where)
         _save(folder, manifest)
     _remember_folder(store, folder)
     return {"folder": str(folder), **report}
 
 
-def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any], report: dict[str, list]) -> None:
+def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any], report: dict[str, list],
+               where: dict[str, dict[str, str | None]]) -> None:
     path = folder / rel
     text = read_text(path)
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -227,6 +258,8 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
     for seg in parsed.mangled:
         report["mangled"].append({"file": rel, "line": seg.line, "id": seg.id, "problem": seg.problem})
     for block in parsed.blocks:
+        if block.id not in written_ids and _pasted_here(store, rel, kind, block, report):
+            continue  # not applied and not this file's: deleting it here later is no removal
         ids_now[block.id] = _sync_block(store, rel, block, written_ids.get(block.id), newline, edits, report)
     pending = manifest["pending"].setdefault(rel, {})
     for seg in parsed.new:
@@ -236,6 +269,16 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
             ids_now[memory.id] = sha(memory.content)
     gone = [mid for mid in written_ids if mid not in ids_now and mid not in {s.id for s in parsed.mangled}]
     for mid in gone:
+        elsewhere = sorted(set(where.get(mid, {})) - {rel})
+        if elsewhere:  # the block was moved (or copied) to another file: never a removal
+            home = _home_of(store, mid)
+            if home is not None and home != rel and home in elsewhere:
+                continue  # re-scoped, and its block is in its new file: it just left this one
+            hint = _move_hint(mid, rel, where[mid][elsewhere[0]])
+            report["held"].append({"file": rel, "id": mid,
+                                   "why": f"its block is in {elsewhere[0]} now, so the memory is not removed; {hint}"})
+            ids_now[mid] = written_ids[mid]
+            continue
         if parsed.mangled:
             report["held"].append({"file": rel, "id": mid, "why": "the file has a mangled block, which may be this one"})
             ids_now[mid] = written_ids[mid]
@@ -259,6 +302,34 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
     manifest["files"][rel] = {"kind": kind, "ids": ids_now}
 
 
+def _home_of(store: "Store", memory_id: str) -> str | None:
+    try:
+        return home_file(store.get(memory_id))
+    except NotFound:
+        return None
+
+
+def _move_hint(memory_id: str, home: str, scope: str | None) -> str:
+    """How to settle a block a person moved from ``home`` into the file of ``scope`` (None: USER.md or unknown)."""
+    move = (f"to file it under {scope}, run `kenning update {memory_id} --scope {scope}` (repeat --scope for any "
+            f"other scope it keeps), then sync again; " if scope else "")
+    return f"{move}otherwise move the block back to {home}"
+
+
+def _pasted_here(store: "Store", rel: str, kind: dict, block: Segment, report: dict[str, list]) -> bool:
+    """A block kenning did not write in this file, for a memory that belongs in another one (a person
+    moved or copied it here): reported, not applied, not recorded as this file's. False when it is
+    this file's after all (or names no live memory: `_sync_block` reports that)."""
+    home = _home_of(store, block.id)
+    if home is None or home == rel:
+        return False
+    hint = _move_hint(block.id, home, kind.get("scope"))
+    report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
+                                "why": f"the block belongs in {home}, so it was not applied here and its removal "
+                                       f"from {home} is held; {hint}"})
+    return True
+
+
 def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, newline: str,
                 edits: list, report: dict[str, list]) -> str:
     """Apply one block's edit; returns the body hash the manifest keeps for it."""
@@ -269,22 +340,23 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
                                     "why": "no live memory has this id (removed in the store, or never there); "
                                            "delete the block, or `kenning restore` it"})
         return written or sha(block.body)
-    if block.body == memory.content:
-        return sha(memory.content)
-    if written is not None and sha(block.body) == written:
+    body = normalised(block.body) if newline == "\r\n" else block.body
+    if block.body == memory.content or body == memory.content:
+        return sha(memory.content)  # the same text (a CRLF file's line endings are no edit)
+    if written is not None and written in (sha(block.body), sha(body)):
         return written  # the store changed since the export, the file did not: export brings it in
     if written is not None and sha(memory.content) != written:
         report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
                                     "why": "edited here and changed in the store since the export; "
                                            "settle it with `kenning update`, then export with --force"})
         return written
-    text = block.body.strip("\r\n")
+    text = body.strip("\r\n")
     if not text.strip():
         report["refused"].append({"file": rel, "id": block.id, "line": block.line,
                                   "why": "the body is empty; delete the whole block to remove the memory"})
         return written or sha(memory.content)
     try:
-        updated = store.update(block.id, text=text.replace("\r\n", "\n") if newline == "\r\n" else text)
+        updated = store.update(block.id, text=text)
     except KenningError as exc:
         report["refused"].append({"file": rel, "id": block.id, "line": block.line} | _why(exc))
         return written or sha(memory.content)

@@ -14,7 +14,9 @@ Between the header (the provenance: id, scopes, category, created, updated, orig
 marker is the body. Text outside every block is new: each paragraph becomes a memory. Parsing
 keeps exact character offsets, so a change can be written back by replacing one block's
 characters and nothing else. Lines are split at ``\n`` only (a ``\r`` before it belongs to the line
-ending), so a body's lines are the lines a text editor shows.
+ending), so a body's lines are the lines a text editor shows. A byte-order mark at the very start
+(Notepad writes one) is not text: parsing starts after it, and sync, which rewrites only the
+characters of blocks, keeps it.
 
 A memory's text may itself hold a line that looks like a marker (a note about this format, say).
 Written as it is, that line would end or start a block when the file is read back, and sync would
@@ -43,6 +45,7 @@ from kenning.store.models import Memory, iso
 HEADER_PREFIX = "<!-- kenning:memory"
 END_LINE = "<!-- /kenning:memory -->"
 FILE_PREFIX = "<!-- kenning:file"
+BOM = "\ufeff"  # a UTF-8 byte-order mark some editors (Notepad) put first: not text, kept where it is
 HEADER_FIELDS = ("id", "scopes", "category", "created", "updated", "origin")
 HOW_TO = ("Edit a body between its markers to update that memory; delete a whole block (header to end marker) "
           "to remove it; add a paragraph outside the blocks to write a new memory. Then run `kenning sync` "
@@ -86,7 +89,16 @@ def render_header(memory: Memory) -> str:
 
 
 def render_block(memory: Memory, newline: str = "\n") -> str:
-    return f"{render_header(memory)}{newline}{escape_body(memory.content)}{newline}{END_LINE}{newline}"
+    """One block; ``newline`` ends every line of it, the body's own lines too (a CRLF file stays CRLF)."""
+    body = escape_body(memory.content)
+    if newline != "\n":
+        body = re.sub(r"(?<!\r)\n", newline, body)
+    return f"{render_header(memory)}{newline}{body}{newline}{END_LINE}{newline}"
+
+
+def normalised(body: str) -> str:
+    """A body with CRLF line endings read as LF: a file converted to CRLF says the same thing."""
+    return body.replace("\r\n", "\n")
 
 
 def render_file(kind: dict[str, Any], title: str, memories: list[Memory]) -> str:
@@ -126,9 +138,10 @@ class Parsed:
 
 
 def _lines(text: str) -> list[tuple[int, str, int]]:
-    """(start offset, line without its newline, end offset including the newline) for every line."""
-    out, pos = [], 0
-    for raw in text.split("\n"):
+    """(start offset, line without its newline, end offset including the newline) for every line.
+    A leading byte-order mark belongs to no line: the first line starts after it."""
+    out, pos = [], len(BOM) if text.startswith(BOM) else 0
+    for raw in text[pos:].split("\n"):
         end = min(pos + len(raw) + 1, len(text))
         if pos < end:
             out.append((pos, raw.rstrip("\r"), end))

@@ -360,3 +360,93 @@ def test_render_then_parse_returns_any_text(content):
     parsed = parse(render_file({"scope": "docs"}, "Memories · docs", memories))
     assert not parsed.mangled and not parsed.new
     assert [(b.id, b.body) for b in parsed.blocks] == [(m.id, m.content) for m in memories]
+
+
+# ---------------------------------------------------------------- editors' habits: byte-order mark, CRLF, moved blocks
+def test_a_byte_order_mark_is_not_text_and_stays_where_it_is(store, mirror):
+    folder, ids = mirror
+    path = folder / "projects/auth/MEMORY.md"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # what Notepad does on save
+    before = {p: p.read_bytes() for p in folder.rglob("*.md")}
+    report = _sync(store, folder)
+    assert not any(report[k] for k in ("updated", "written", "pending", "removed", "refused", "mangled", "files_changed"))
+    assert len(store.list(limit=100, auto_scope=False)) == 5  # the preamble is no new memory
+    assert markdown.export(store, folder)["written"] == []
+    assert {p: p.read_bytes() for p in folder.rglob("*.md")} == before
+    path.write_bytes(path.read_bytes().replace(b"port 8443", b"port 9443"))
+    assert _sync(store, folder)["updated"] == [{"file": "projects/auth/MEMORY.md", "id": ids["port"]}]
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf<!-- kenning:file")  # kept when sync rewrites a block
+    store.update(ids["backup"], text="Postgres backups keep 30 daily snapshots")
+    assert markdown.export(store, folder)["written"] == ["projects/auth/MEMORY.md"]
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf<!-- kenning:file")  # and when export rewrites the file
+
+
+def test_crlf_conversion_alone_is_no_edit_and_a_rewritten_block_stays_crlf(store, tmp_path):
+    memory_id = store.write("Deploy checklist:\n- run migrations\n- flip the feature flag\n\nThen watch the dashboards.",
+                            scopes=["ops"]).id
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "ops/MEMORY.md"
+    before = store.get(memory_id)
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    crlf = path.read_bytes()
+    report = _sync(store, folder)
+    assert not report["updated"] and not report["files_changed"] and path.read_bytes() == crlf
+    after = store.get(memory_id)
+    assert (after.content, after.updated, after.version) == (before.content, before.updated, before.version)
+    assert markdown.export(store, folder)["written"] == [] and path.read_bytes() == crlf  # nothing unsynced, kept CRLF
+    path.write_bytes(crlf.replace(b"flip the feature flag", b"flip the rollout flag"))
+    assert _sync(store, folder)["updated"] == [{"file": "ops/MEMORY.md", "id": memory_id}]
+    assert store.get(memory_id).content == \
+        "Deploy checklist:\n- run migrations\n- flip the rollout flag\n\nThen watch the dashboards."
+    data = path.read_bytes()
+    assert b"flip the rollout flag\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")  # no mixed endings
+
+
+def _move_block(src, dst, memory_id: str, keep: bool = False) -> None:
+    text = src.read_text()
+    start, end = _block_span(text, memory_id)
+    if not keep:
+        src.write_text(text[:start] + text[end:])
+    dst.write_text(dst.read_text() + "\n" + text[start:end])
+
+
+def test_a_block_moved_to_another_file_is_never_a_removal(store, mirror):
+    folder, ids = mirror
+    auth, ops = folder / "projects/auth/MEMORY.md", folder / "ops/MEMORY.md"
+    _move_block(auth, ops, ids["port"])
+    for _ in range(2):  # and a second sync neither removes it nor calls the pasted block a dead one
+        report = _sync(store, folder)
+        assert not report["removed"] and not report["updated"]
+        assert store.get(ids["port"]).content == "The auth service listens on port 8443"
+        (held,) = report["held"]
+        assert held["file"] == "projects/auth/MEMORY.md" and held["id"] == ids["port"] and "ops/MEMORY.md" in held["why"]
+        (conflict,) = report["conflicts"]
+        assert conflict["file"] == "ops/MEMORY.md" and conflict["id"] == ids["port"]
+        assert "belongs in projects/auth/MEMORY.md" in conflict["why"]
+        assert f"kenning update {ids['port']} --scope ops" in conflict["why"]
+    with pytest.raises(InvalidInput, match="not synced yet"):  # export would drop the pasted block: it refuses
+        markdown.export(store, folder)
+    assert ids["port"] in ops.read_text()
+    store.update(ids["port"], scopes=["ops"])  # the re-scope the report asks for
+    report = _sync(store, folder)
+    assert not any(report[k] for k in ("removed", "held", "conflicts", "updated"))
+    markdown.export(store, folder)
+    assert ids["port"] in ops.read_text() and ids["port"] not in auth.read_text()
+    assert store.get(ids["port"]).scopes == ["ops"]
+
+
+def test_a_block_copied_to_another_file_is_reported_and_export_keeps_it(store, mirror):
+    folder, ids = mirror
+    auth, ops = folder / "projects/auth/MEMORY.md", folder / "ops/MEMORY.md"
+    _move_block(auth, ops, ids["port"], keep=True)
+    ops.write_text(ops.read_text().replace("listens on port 8443", "listens on port 9443"))
+    report = _sync(store, folder)
+    assert [c["id"] for c in report["conflicts"]] == [ids["port"]] and not report["updated"] and not report["removed"]
+    assert store.get(ids["port"]).content == "The auth service listens on port 8443"  # not applied from a foreign file
+    with pytest.raises(InvalidInput, match="ops/MEMORY.md has edits not synced yet"):
+        markdown.export(store, folder)
+    ops.write_text(ops.read_text()[: _block_span(ops.read_text(), ids["port"])[0]].rstrip("\n") + "\n")
+    report = _sync(store, folder)  # deleting the copy is no removal either: it never was that file's
+    assert not report["removed"] and not report["conflicts"] and store.get(ids["port"])
+    markdown.export(store, folder)
