@@ -5,6 +5,7 @@ from __future__ import annotations
 from kenning.errors import NotFound
 
 from . import events, scopes
+from .gates import write_enabled
 from .gates.limits import check_scopes
 from .session import Session
 
@@ -35,6 +36,7 @@ def rename(s: Session, old: str, new: str) -> int:
     from .requests import no_secret
 
     no_secret(new, "the new scope name")
+    write_enabled.require(s.config)  # it rewrites memories, as an update does
     with s.transaction() as c:
         changed = scopes.rename(c, old, new)
         events.log(c, s.clock(), s.session_id, events.RENAME_SCOPE, None,

@@ -163,3 +163,16 @@ def test_transcript_search_obeys_search_enabled(store):
     store.configure(search_enabled=False)
     with pytest.raises(SearchDisabled):
         index_for(store).search("auth port", all_projects=True)
+
+
+def test_writes_disabled_refuses_a_scope_rename_and_changes_nothing(store):
+    """A rename rewrites every memory of the scope: with write_enabled false it is refused as an update is."""
+    from kenning.memory.gates import GateRefused
+
+    mid = store.write("The auth service listens on port 8443", scopes=["projects:auth"]).id
+    store.configure(write_enabled=False)
+    with pytest.raises(GateRefused, match="writes are disabled"):
+        store.rename_scope("projects:auth", "projects:login")
+    assert store.get(mid).scopes == ["projects:auth"]
+    store.configure(write_enabled=True)
+    assert store.rename_scope("projects:auth", "projects:login") == 1
