@@ -22,6 +22,7 @@ endings (and after its byte-order mark, if it has one).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from kenning.errors import InvalidInput, KenningError, NotFound
+from kenning.errors import InvalidInput, KenningError, NotFound, StorageError
 from kenning.store.models import Memory
 
 from . import profile
@@ -48,6 +49,29 @@ ALL_MEMORIES = 10**9
 DIRS_META_KEY = "markdown_dirs"
 
 
+def _filesystem_errors(fn):
+    """The folder's own failures as the project's errors, naming the path: a folder that cannot be made
+    (a path through a file, /proc), a name the file system refuses, a full disk, a NUL in the path.
+    Every file is replaced whole (atomic_write), so what was written before the failure is intact."""
+    @functools.wraps(fn)
+    def guarded(store, directory, *args, **kwargs):
+        if isinstance(directory, str) and "\0" in directory:
+            raise InvalidInput("the folder path holds a NUL character")
+        try:
+            return fn(store, directory, *args, **kwargs)
+        except KenningError:
+            raise
+        except OSError as exc:
+            where = exc.filename or directory
+            raise StorageError(f"{where}: {exc.strerror or exc}; files written before it are complete, "
+                               "and a second run after the fix finishes the job") from exc
+    return guarded
+
+
+# a file system's limit for one name (ext4, APFS, NTFS): a longer scope part is cut and told apart by a hash
+MAX_NAME_BYTES = 255
+
+
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
@@ -57,7 +81,12 @@ def scope_path(scope: str) -> str:
     parts = []
     for part in scope.split(":"):
         safe = quote(part, safe=" -_.@+=,")
-        parts.append({"": "%20", ".": "%2E", "..": "%2E%2E"}.get(safe, safe))
+        safe = {"": "%20", ".": "%2E", "..": "%2E%2E"}.get(safe, safe)
+        if len(safe.encode()) > MAX_NAME_BYTES:  # 29 CJK characters quote to 255 bytes
+            cut = safe[:MAX_NAME_BYTES - 20]
+            cut = cut[:cut.rfind("%")] if "%" in cut[-2:] else cut  # never half an escape
+            safe = f"{cut}~{sha(part)[:12]}"
+        parts.append(safe)
     return "/".join(parts + [MEMORY_FILE])
 
 
@@ -97,6 +126,7 @@ def known_folders(store: "Store") -> list[Path]:
 
 
 # ---------------------------------------------------------------------------------------- export
+@_filesystem_errors
 def export(store: "Store", directory: str | os.PathLike, force: bool = False) -> dict[str, Any]:
     """Write every live memory into the folder (only files whose text changes are rewritten).
 
@@ -209,6 +239,7 @@ def _prune_folders(folder: Path, manifest: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------- sync
+@_filesystem_errors
 def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
     """Read a person's edits back into the store; returns what happened, file by file."""
     folder = Path(directory).expanduser().resolve()

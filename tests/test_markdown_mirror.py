@@ -450,3 +450,31 @@ def test_a_block_copied_to_another_file_is_reported_and_export_keeps_it(store, m
     report = _sync(store, folder)  # deleting the copy is no removal either: it never was that file's
     assert not report["removed"] and not report["conflicts"] and store.get(ids["port"])
     markdown.export(store, folder)
+
+
+@pytest.mark.parametrize("part", ["é" * 60, "在庫管理システム" * 4, "ü%" * 60])
+def test_a_scope_part_too_long_for_a_file_name_is_cut_and_still_syncs(store, tmp_path, part):
+    scope = f"projects:{part}"
+    mid = store.write("The inventory service listens on port 9000", scopes=[scope]).id
+    folder = tmp_path / "notes"
+    report = markdown.export(store, folder)
+    (rel,) = [r for r in report["written"] if r.startswith("projects/")]
+    assert all(len(name.encode()) <= markdown.MAX_NAME_BYTES for name in rel.split("/"))
+    path = folder / rel
+    assert mid in path.read_text()
+    path.write_text(path.read_text() + "\nThe inventory service retries three times\n")
+    (written,) = _sync(store, folder)["written"]
+    assert store.get(written["id"]).scopes == [scope]
+    assert markdown.scope_path(scope) != markdown.scope_path(scope + "x")  # told apart by a hash
+
+
+def test_a_folder_that_cannot_be_made_is_one_error_naming_it(store, tmp_path):
+    from kenning.errors import KenningError
+
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(KenningError, match=r"file/notes.*Not a directory"):
+        markdown.export(store, blocker / "notes")
+    with pytest.raises(InvalidInput, match="NUL"):
+        markdown.export(store, str(tmp_path / "a\0b"))
