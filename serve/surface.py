@@ -27,6 +27,10 @@ _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
      r"only the user can turn it back on (the \1 setting); no tool changes it"),
     (re.compile(r"e\.g\. --reason '([^']*)'"), r"e.g. reason='\1'"),
     (re.compile(r"e\.g\. --scope (\S+)"), r'e.g. scopes=["\1"]'),
+    # the markdown mirror's folder
+    (re.compile(r"`kenning export --markdown ([^`]+)`"), r"memory_export_markdown(directory=\1)"),
+    (re.compile(r"run `kenning sync ([^`]+)` first \(or export with --force to overwrite them\)"),
+     r"call memory_sync_markdown(directory=\1) first (or memory_export_markdown with force=True to overwrite them)"),
 ]
 
 

@@ -212,3 +212,25 @@ def test_mcp_server_embeds_transcripts_in_the_background_and_no_search_waits(tmp
             time.sleep(0.2)
         found = call("session_search", query="two transactions waiting on each other forever", all=True)
         assert any(h["role"] == "transcript" and "deadlock" in h["snippet"] and "vector" in h["legs"] for h in found["hits"])
+
+
+def test_mcp_markdown_folder_errors_name_the_reason_in_tool_terms(tmp_path):
+    store, work = tmp_path / "store", tmp_path / "work"
+    work.mkdir()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with mcp(store, work, {}) as call:
+        call("memory_write", content="The auth service listens on port 8443", scopes=["projects:auth"])
+        under_a_file = call.raw("memory_export_markdown", directory=str(blocker / "notes"))
+        assert under_a_file.is_error and "Not a directory" in under_a_file.content[0].text
+        missing = call.raw("memory_sync_markdown", directory=str(tmp_path / "nowhere"))
+        text = missing.content[0].text
+        assert missing.is_error and "memory_export_markdown(directory=" in text and "kenning" not in text.split(
+            "nowhere")[-1], text
+        notes = tmp_path / "notes"
+        call("memory_export_markdown", directory=str(notes))
+        path = notes / "projects" / "auth" / "MEMORY.md"
+        path.write_text(path.read_text().replace("8443", "9443"))
+        call("memory_write", content="Postgres backups keep 14 daily snapshots", scopes=["projects:auth"])
+        unsynced = call.raw("memory_export_markdown", directory=str(notes)).content[0].text
+        assert "memory_sync_markdown(directory=" in unsynced and "force=True" in unsynced, unsynced
