@@ -255,3 +255,33 @@ def test_an_imported_id_with_slashes_is_reachable_on_every_memory_route(client, 
     page = client.get("/ui/memories/wiki/ops/7")
     assert page.status_code == 200 and "03:00" in page.text
     assert "/memories/{id}" in client.get("/openapi.json").json()["paths"]  # the schema names it plainly
+
+
+def test_every_override_a_refusal_names_is_a_field_the_api_takes(client):
+    """A refusal's ``override`` names the field that accepts the risk; sending it must work."""
+    text = "The billing service runs nightly reconciliation at 02:00 UTC and writes its report to the finance bucket."
+    mid = _write(client, content=text, scopes=("projects:billing",))
+    duplicate = client.post("/memories", json={"content": text, "scopes": ["projects:billing"]})
+    assert duplicate.status_code == 409 and duplicate.json()["status"] == "duplicate"
+    forced = client.post("/memories", json={"content": text, "scopes": ["projects:billing"], "force": True})
+    assert forced.status_code == 201, forced.text
+    cut = {"text": "The billing service runs nightly reconciliation at"}
+    truncated = client.patch(f"/memories/{mid}", json=cut)
+    assert truncated.status_code == 422 and truncated.json()["override"] == "acknowledge_truncation"
+    acked = client.patch(f"/memories/{mid}", json={**cut, "acknowledge_truncation": True})
+    assert acked.status_code == 200, acked.text
+    for field in ("acknowledge_scope_mismatch", "acknowledge_ungrounded", "acknowledge_transient",
+                  "acknowledge_user_claim"):
+        taken = client.post("/memories", json={"content": f"The {field} probe service listens on port 7000",
+                                               "scopes": ["x"], field: True})
+        assert taken.status_code == 201, (field, taken.text)
+
+
+def test_an_update_with_an_old_version_is_a_409_and_writes_nothing(client):
+    mid = _write(client)
+    version = client.get(f"/memories/{mid}").json()["version"]
+    assert client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 9443",
+                                                  "version": version}).status_code == 200
+    stale = client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 7443", "version": version})
+    assert stale.status_code == 409 and stale.json()["code"] == "stale" and "changed since" in stale.json()["error"]
+    assert client.get(f"/memories/{mid}").json()["content"].endswith("9443")

@@ -41,6 +41,12 @@ class WriteBody(_Body):
     claims: list[str] | None = None
     acknowledge_transient: bool = False
     acknowledge_user_claim: bool = False
+    # every override a refusal's hint can name is a field here, as on the MCP tool
+    acknowledge_scope_mismatch: bool = False
+    acknowledge_ungrounded: bool = False
+    force: bool = False
+    groundedness_check: bool = False
+    source_transcript: str | None = None
 
 
 class UpdateBody(_Body):
@@ -52,6 +58,9 @@ class UpdateBody(_Body):
     metadata: dict[str, Any] | None = None
     acknowledge_transient: bool = False
     acknowledge_user_claim: bool = False
+    acknowledge_truncation: bool = False
+    version: str | None = Field(None, description="The memory's version from show or search: a memory changed "
+                                                  "since is refused with 409 instead of overwritten.")
 
 
 class VerifyBody(_Body):

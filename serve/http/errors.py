@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kenning.errors import KenningError, NotFound, SearchDisabled
+from kenning.errors import KenningError, NotFound, SearchDisabled, Stale
 from kenning.memory.gates import GateRefused
 from kenning.store.models import WriteResult
 
@@ -56,6 +56,8 @@ def _kenning_error(_: Request, exc: KenningError) -> JSONResponse:
         return error(409, str(exc), setting="search_enabled")
     if isinstance(exc, NotFound):
         return error(404, str(exc))
+    if isinstance(exc, Stale):  # changed since the caller read it: a conflict with the store's state
+        return error(409, str(exc), code="stale")
     return error(400, str(exc))
 
 
