@@ -33,12 +33,20 @@ def screen(line: str) -> tuple[Any, int, str] | None:
     except RecursionError:
         return None, PARSE_ERROR, "parse error: the JSON is nested too deeply"
     try:
+        if any("\udc80" <= ch <= "\udcff" for ch in line):  # bytes the UTF-8 decoder could not read
+            return _reply_to(obj), INVALID_PARAMS, "invalid params: the request is not valid UTF-8; send UTF-8 text"
         return _screened(obj)
     except RecursionError:  # parsed, but too deep to walk (Python's limit is below json's)
-        rid = obj.get("id") if isinstance(obj, dict) else None
-        rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
-        return (... if isinstance(obj, dict) and "id" not in obj else rid), INVALID_REQUEST, \
-            "invalid request: the message is nested too deeply"
+        return _reply_to(obj), INVALID_REQUEST, "invalid request: the message is nested too deeply"
+
+
+def _reply_to(obj: Any) -> Any:
+    """The id an error about a parsed line answers: its own, None when it has none usable, ``...``
+    (no answer) for a notification."""
+    if isinstance(obj, dict) and "method" in obj and "id" not in obj:
+        return ...
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
 
 
 def _screened(obj: Any) -> tuple[Any, int, str] | None:
@@ -79,7 +87,9 @@ class _ScreenedStdin:
     """An async line source for the SDK's stdio transport that keeps back the lines it answers itself."""
 
     def __init__(self) -> None:
-        self._inner = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        # surrogateescape keeps a byte that is no UTF-8 visible to ``screen`` (as U+DC80-U+DCFF), which
+        # refuses its line; "replace" stored such text silently altered (U+FFFD)
+        self._inner = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape"))
         self._replies: Any = None
         self._ready = anyio.Event()
 

@@ -136,3 +136,16 @@ def test_a_request_whose_id_is_no_string_or_integer_is_answered(server, rid):
     server.send_line('{"jsonrpc":"2.0","id":' + rid + ',"method":"tools/list"}')
     response = server.receive(timeout=30)
     assert response["id"] is None and response["error"]["code"] == -32600
+
+
+def test_a_request_that_is_not_utf8_is_refused_not_stored_altered(server):
+    before = server.request({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+                             "params": {"name": "memory_list", "arguments": {}}})
+    server.proc.stdin.write(b'{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{"name":"memory_write",'
+                            b'"arguments":{"content":"The build cache lives in \xff\xfe bucket nine","scopes":["a"]}}}\n')
+    server.proc.stdin.flush()
+    response = server.receive()
+    assert response["id"] == 901 and response["error"]["code"] == -32602 and "UTF-8" in response["error"]["message"]
+    after = server.request({"jsonrpc": "2.0", "id": 902, "method": "tools/call",
+                            "params": {"name": "memory_list", "arguments": {}}})
+    assert "bucket nine" not in json.dumps(after) and after["result"] == before["result"]
