@@ -22,7 +22,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from kenning import __version__
-from kenning.errors import KenningError, Stale
+from kenning.errors import InvalidInput, KenningError, Stale
 from kenning.memory import audit
 from kenning.memory.curation import MAX_REASON_CHARS
 from kenning.memory.gates import GateRefused
@@ -411,6 +411,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         early): later hits then carry recent_negative_outcomes so the memory is not pushed again.
         Returns {status: recorded, outcome, memory_ids, at}.
         """
+        if claim_excerpts is not None and excerpts is not None and claim_excerpts != excerpts:
+            raise InvalidInput("claim_excerpts and excerpts are the same argument: give one of them")
         return store.record_use(memory_ids, outcome, note=note,
                                 excerpt=claim_excerpts if claim_excerpts is not None else excerpts)
 

@@ -528,6 +528,10 @@ def test_record_use(s):
     out = s.call("memory_record_use", memory_ids=[mid], outcome="corrected", claim_excerpts=["SNS"])
     assert out["status"] == "recorded"
     assert "claim_excerpts" in s.error("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=[""])
+    both = s.error("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=["SNS"], excerpts=["bat"])
+    assert "give one of them" in both  # two different lists for one argument: neither is silently dropped
+    assert s.call("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=["SNS"],
+                  excerpts=["SNS"])["status"] == "recorded"
 
 
 @spec("memory_audit_turn: verdict miss | ok | no_signal")
