@@ -6,6 +6,8 @@ id, 409/422 for a refused write with gate and hint; no bad input reaches a 500.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -285,3 +287,21 @@ def test_an_update_with_an_old_version_is_a_409_and_writes_nothing(client):
     stale = client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 7443", "version": version})
     assert stale.status_code == 409 and stale.json()["code"] == "stale" and "changed since" in stale.json()["error"]
     assert client.get(f"/memories/{mid}").json()["content"].endswith("9443")
+
+
+def test_messages_and_hints_are_worded_for_an_http_client(client):
+    """No CLI option or MCP tool name in what the API answers: routes and JSON fields instead."""
+    mid = _write(client)
+    duplicate = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]})
+    hint = duplicate.json()["hint"]
+    assert f"PATCH /memories/{mid}" in hint and '"force": true' in hint and "memory_update" not in hint, hint
+    no_reason = client.delete(f"/memories/{mid}").json()["error"]
+    assert "reason=" in no_reason and "--reason" not in no_reason, no_reason
+    unknown = client.get("/memories/01M91DG228HV3WV7D6SH392VG0").json()["error"]
+    assert "GET /memories" in unknown and "kenning list" not in unknown, unknown
+    truncated = client.patch(f"/memories/{mid}", json={"text": "The auth service listens on"}).json()
+    assert '"acknowledge_truncation": true' in truncated["hint"], truncated
+    run_state = client.post("/memories", json={"content": "I am going to run the tests now", "scopes": ["x"]}).json()
+    assert "episode_write" not in run_state["hint"] and '"acknowledge_transient": true' in run_state["hint"]
+    for text in (hint, no_reason, unknown, truncated["hint"], truncated["error"], run_state["hint"]):
+        assert not re.search(r"--[a-z]|`kenning |memory_[a-z]+", text), text

@@ -12,7 +12,7 @@ from kenning.errors import InvalidInput
 from kenning.store.models import LIVE_SETTINGS
 from kenning.memory.facade import MAX_LIMIT, Store
 
-from .errors import write_status
+from .errors import http_result, write_status
 
 router = APIRouter()
 
@@ -141,7 +141,7 @@ def health(request: Request, all_repos: bool = AllQuery, limit: int = Query(10, 
                         422: {"description": "refused by a gate (gate, code, reason, hint)"}})
 def write(request: Request, body: WriteBody) -> JSONResponse:
     result = _store(request).write(**body.model_dump())
-    return JSONResponse(result.to_dict(), status_code=write_status(result))
+    return JSONResponse(http_result(result), status_code=write_status(result))
 
 
 @router.patch("/memories/{id:path}", tags=["memories"], summary="Change fields; a new text passes the content gates")
@@ -169,7 +169,7 @@ def verify(request: Request, id: str, body: VerifyBody | None = None) -> dict[st
 @router.post("/pending/{pending_id}/confirm", tags=["pending writes"], summary="Commit a staged write")
 def confirm(request: Request, pending_id: str) -> JSONResponse:
     result = _store(request).confirm_write(pending_id)
-    return JSONResponse(result.to_dict(), status_code=write_status(result) if result.status != "committed" else 200)
+    return JSONResponse(http_result(result), status_code=write_status(result) if result.status != "committed" else 200)
 
 
 @router.post("/pending/{pending_id}/cancel", tags=["pending writes"], summary="Drop a staged write")

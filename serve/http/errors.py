@@ -7,6 +7,7 @@ The body of every error is ``{"error": "<the library's one-line message>"}``, pl
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,6 +33,40 @@ WRITE_STATUS = {
 }
 
 
+_ID = r"([0-9A-Za-z]{26})"  # a memory id (ULID)
+
+# the library and the gates word their messages for the CLI or the MCP tools; an HTTP client reads routes and fields
+_TO_HTTP: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"Rely on {_ID}, or memory_update it"), r"Rely on \1, or change it with PATCH /memories/\1"),
+    (re.compile(rf"\bmemory_update {_ID}"), r"PATCH /memories/\1"),
+    (re.compile(rf"\bmemory_restore {_ID}"), r"POST /memories/\1/restore"),
+    (re.compile(r"\(?\bepisode_write\b\)?"), "(an MCP tool: the HTTP API writes no episodes)"),
+    (re.compile(r"`kenning list` shows the ids"), "GET /memories lists the ids"),
+    (re.compile(r"`kenning restore ([^`]+)`"), r"POST /memories/\1/restore"),
+    (re.compile(r"e\.g\. --reason '([^']*)'"), r"e.g. DELETE /memories/ID?reason=\1"),
+    (re.compile(r"e\.g\. --scope (\S+)"), r'e.g. "scopes": ["\1"]'),
+    (re.compile(r"\b(force|acknowledge_\w+)=True"), r'"\1": true'),
+]
+
+
+def for_http(text: str | None) -> str | None:
+    """A library message or gate hint restated for an HTTP client: routes and JSON fields."""
+    if text is None:
+        return None
+    for pattern, replacement in _TO_HTTP:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def http_result(result: WriteResult) -> dict[str, Any]:
+    """A write result's JSON with its reason and hint in HTTP terms."""
+    body = result.to_dict()
+    for key in ("reason", "hint"):
+        if body.get(key):
+            body[key] = for_http(body[key])
+    return body
+
+
 def refusal_status(gate: str | None) -> int:
     return 409 if gate in SETTING_GATES else 422
 
@@ -50,15 +85,15 @@ def error(status: int, message: str, **extra: Any) -> JSONResponse:
 def _kenning_error(_: Request, exc: KenningError) -> JSONResponse:
     if isinstance(exc, GateRefused):
         r = exc.refusal
-        return error(refusal_status(r.gate), str(exc), gate=r.gate, code=r.status, reason=r.reason, hint=r.hint,
-                     matched=r.matched or None, override=r.override)
+        return error(refusal_status(r.gate), for_http(str(exc)), gate=r.gate, code=r.status, reason=r.reason,
+                     hint=for_http(r.hint), matched=r.matched or None, override=r.override)
     if isinstance(exc, SearchDisabled):
         return error(409, str(exc), setting="search_enabled")
     if isinstance(exc, NotFound):
-        return error(404, str(exc))
+        return error(404, for_http(str(exc)))
     if isinstance(exc, Stale):  # changed since the caller read it: a conflict with the store's state
         return error(409, str(exc), code="stale")
-    return error(400, str(exc))
+    return error(400, for_http(str(exc)))
 
 
 def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
