@@ -632,7 +632,12 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         """
         from kenning.recall.markdown import sync
 
-        return sync(store, directory)
+        report = sync(store, directory)
+        for entries in report.values():  # the reasons name kenning commands: restated as tools here
+            for entry in entries if isinstance(entries, list) else ():
+                if isinstance(entry, dict) and isinstance(entry.get("why"), str):
+                    entry["why"] = for_tools(entry["why"])
+        return report
 
     @file_writer
     def memory_clean(

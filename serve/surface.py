@@ -27,6 +27,12 @@ _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
      r"only the user can turn it back on (the \1 setting); no tool changes it"),
     (re.compile(r"e\.g\. --reason '([^']*)'"), r"e.g. reason='\1'"),
     (re.compile(r"e\.g\. --scope (\S+)"), r'e.g. scopes=["\1"]'),
+    # the markdown mirror's reasons
+    (re.compile(r"run `kenning update (\S+) --scope ([^`]+)` \(repeat --scope for any other scope it keeps\)"),
+     r'call memory_update(id=\1, scopes=["\2", …the other scopes it keeps])'),
+    (re.compile(r"or `kenning restore` it"), "or memory_restore it"),
+    (re.compile(r"settle it with `kenning update`, then export with --force"),
+     "settle it with memory_update, then memory_export_markdown with force=True"),
     # the markdown mirror's folder
     (re.compile(r"`kenning export --markdown ([^`]+)`"), r"memory_export_markdown(directory=\1)"),
     (re.compile(r"run `kenning sync ([^`]+)` first \(or export with --force to overwrite them\)"),

@@ -234,3 +234,23 @@ def test_mcp_markdown_folder_errors_name_the_reason_in_tool_terms(tmp_path):
         call("memory_write", content="Postgres backups keep 14 daily snapshots", scopes=["projects:auth"])
         unsynced = call.raw("memory_export_markdown", directory=str(notes)).content[0].text
         assert "memory_sync_markdown(directory=" in unsynced and "force=True" in unsynced, unsynced
+
+
+def test_mcp_sync_reasons_name_tools_not_commands(tmp_path):
+    from kenning.recall.markdown_format import parse
+
+    store, work, notes = tmp_path / "store", tmp_path / "work", tmp_path / "notes"
+    work.mkdir()
+    with mcp(store, work, {}) as call:
+        mid = call("memory_write", content="The auth service listens on port 8443", scopes=["projects:auth"])["id"]
+        call("memory_write", content="Grafana dashboards live in the ops repository", scopes=["ops"])
+        call("memory_export_markdown", directory=str(notes))
+        auth, ops = notes / "projects" / "auth" / "MEMORY.md", notes / "ops" / "MEMORY.md"
+        text = auth.read_text()
+        (block,) = [b for b in parse(text).blocks if b.id == mid]
+        auth.write_text(text[: block.start] + text[block.end :])
+        ops.write_text(ops.read_text() + "\n" + text[block.start : block.end] + "\n")
+        report = call("memory_sync_markdown", directory=str(notes))
+        reasons = [entry["why"] for key in ("conflicts", "held") for entry in report[key]]
+        assert reasons and all(f"memory_update(id={mid}" in why for why in reasons), reasons
+        assert not any("`kenning" in why or "--scope" in why for why in reasons), reasons
