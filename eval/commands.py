@@ -281,7 +281,7 @@ def run_command(
     if plot is not None:
         from .plot import check_can_plot
 
-        check_can_plot()
+        check_can_plot(plot)
     data = _load(collection)
     base = _baseline(baseline, data.name)
     report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,

@@ -77,8 +77,8 @@ def compare(report: Mapping, baseline: Mapping, tolerance: float = 0.005) -> dic
     machine). A mode the baseline has and the report lacks is listed under ``missing_modes``, not
     counted as a regression.
     """
-    if tolerance < 0:
-        raise InvalidInput("tolerance must be zero or positive")
+    if not tolerance >= 0 or tolerance == float("inf"):  # NaN compares false both ways: it passed every drop
+        raise InvalidInput("tolerance must be a finite number, zero or positive")
     out: dict = {
         "dataset": report.get("dataset"), "baseline_dataset": baseline.get("dataset"),
         "tolerance": tolerance, "differences": differences(report, baseline),

@@ -18,8 +18,15 @@ from .metrics import METRICS
 MISSING = '--plot needs matplotlib; install it with: pip install "kenning[eval]"'
 
 
-def check_can_plot() -> None:
-    """Called before a run: a missing matplotlib found only after it would lose the results."""
+# the formats matplotlib's Agg canvas writes: another suffix failed only after the whole run
+FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_can_plot(path: str | Path | None = None) -> None:
+    """Called before a run: a missing matplotlib, or a file suffix it cannot write, found only after
+    the run would lose the results."""
+    if path is not None and Path(path).suffix.lower() not in FORMATS:
+        raise InvalidInput(f"--plot {path}: give a file ending in {', '.join(FORMATS)} (.png is the usual one)")
     if importlib.util.find_spec("matplotlib") is None:
         raise InvalidInput(MISSING)
 

@@ -176,6 +176,22 @@ def test_cli_run_json_out_and_plot(grouped, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_plot_path_matplotlib_cannot_write_is_refused_before_the_run(grouped, tmp_path):
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--group-sep", ":",
+                                      "--plot", str(tmp_path / "r.txt"), "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 2 and "--plot" in result.stderr and ".png" in result.stderr, result.output
+    assert not (tmp_path / "r.json").exists()  # refused before the run, not after it
+
+
+@pytest.mark.parametrize("tolerance", ["nan", "inf", "-0.1"])
+def test_cli_compare_refuses_a_tolerance_that_would_pass_every_drop(tmp_path, tolerance):
+    base, bad = tmp_path / "base.json", tmp_path / "bad.json"
+    base.write_text(json.dumps(_report(0.70)))
+    bad.write_text(json.dumps(_report(0.10)))
+    result = runner.invoke(eval_app, ["compare", str(bad), str(base), "--tolerance", tolerance])
+    assert result.exit_code == 2 and "tolerance" in result.stderr, result.output
+
+
 def test_cli_table_output(grouped):
     result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "keyword,bm25", "--group-sep", ":"])
     assert result.exit_code == 0, result.output
