@@ -338,7 +338,8 @@ def list_(
         emit_json([m.model_dump(mode="json") for m in memories])
         return
     if not memories:
-        ui.out.print("no memories" + (" here (--no-auto-scope lists every project)" if not no_auto_scope else ""))
+        ui.out.print("no memories" + (f" with scope {', '.join(scope)}" if scope else
+                                      " here (--no-auto-scope lists every project)" if not no_auto_scope else ""))
         return
     ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
     for m in memories:
@@ -828,12 +829,19 @@ def cancel(
     pending_id: str = typer.Argument(..., help="The pending_id a write returned."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Drop a pending write without committing it."""
+    """Drop a pending write without committing it. Exits 1 when there was none to drop (expired, never
+    there, or already confirmed or cancelled), as `kenning confirm` does."""
     report = _store(ctx).cancel_write(pending_id)
     if as_json:
         emit_json(report)
-    else:
+    elif report["existed"]:
         ui.out.print(f"{report['status']} {pending_id}")
+    else:
+        why = ("it expired (nothing was written)" if report["status"] == "expired" else
+               "no pending write has this id: it never existed, or was already confirmed or cancelled")
+        ui.out.print(f"{report['status']} {pending_id or '(empty id)'}: {why}")
+    if not report["existed"]:
+        raise typer.Exit(1)
 
 
 @app.command(epilog="Example: kenning pending --json")

@@ -180,7 +180,7 @@ def _lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[int, str
     with entry.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                yield number, raw.decode("utf-8")
+                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a BOM an editor added
             except UnicodeDecodeError as exc:
                 raise InvalidInput(f"{shown}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
                                    f"{exc.start + 1}); save the file as UTF-8") from None

@@ -64,19 +64,20 @@ class ClaimResult:
         return self.status == "ok"
 
 
-def normalize_claim_path(path: str) -> str:
-    """A worktree-relative POSIX path: ``./`` dropped; absolute paths and ``..`` refused."""
+def normalize_claim_path(path: str, what: str = "claim path") -> str:
+    """A worktree-relative POSIX path: ``./`` dropped; absolute paths and ``..`` refused. ``what``
+    names it in an error (a claim's path, a verified path)."""
     raw = path.strip().replace("\\", "/")
     if not raw:
-        raise InvalidInput("a claim needs a path, e.g. src/app.py or src/app.py::main")
+        raise InvalidInput(f"a {what} is empty; give one such as src/app.py")
     pure = PurePosixPath(raw)
     if pure.is_absolute() or re.match(r"^[A-Za-z]:", raw):
-        raise InvalidInput(f"claim path {path!r} is absolute; give it relative to the repository root")
+        raise InvalidInput(f"{what} {path!r} is absolute; give it relative to the repository root")
     if ".." in pure.parts:
-        raise InvalidInput(f"claim path {path!r} leaves the worktree ('..' is not allowed)")
+        raise InvalidInput(f"{what} {path!r} leaves the worktree ('..' is not allowed)")
     parts = [p for p in pure.parts if p != "."]
     if not parts:
-        raise InvalidInput(f"claim path {path!r} names the worktree itself; name a file or directory in it")
+        raise InvalidInput(f"{what} {path!r} names the worktree itself; name a file or directory in it")
     return "/".join(parts)
 
 

@@ -9,11 +9,13 @@ from kenning.store import records
 from kenning.store.models import Link
 
 from . import health, reads, requests, writes
+from .gates.limits import check_count
 from .session import Session
 
 
 def conflicts(s: Session, auto_scope: bool, limit: int) -> list[dict[str, Any]]:
     """Contradiction pairs among visible live memories (one row per pair), with both summaries."""
+    limit = check_count(limit)  # 0 or -1 listed nothing while a conflict stood, as health refuses
     report = health.report(s.db, s.config.verification_stale_days, s.view(auto_scope), s.clock(), limit)
     pairs = report["conflicts"]
     summaries = records.summaries(s.db, [p["id"] for p in pairs] + [p["contradicts"] for p in pairs])

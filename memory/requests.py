@@ -133,7 +133,9 @@ def labels(values: Iterable[str], what: str) -> list[str]:
 
 
 def paths(values: Iterable[str], what: str) -> list[str]:
-    return list(dict.fromkeys(normalize_claim_path(p) for p in texts(values, what)))
+    """Worktree-relative paths, named in an error as ``what`` says (verified_paths: "verified path")."""
+    singular = what.replace("_", " ").removesuffix("s")
+    return list(dict.fromkeys(normalize_claim_path(p, singular) for p in texts(values, what)))
 
 
 def note(text: str | None) -> str | None:

@@ -202,3 +202,13 @@ def test_memval_set_shape_and_paraphrases():
     assert kinds == {"exact": 40, "paraphrase": 50, "typo": 15, "wordform": 15, "unanswerable": 40, "unknown-name": 20}
     assert unheard == 17
     assert all(2 in judged.values() for judged in data.qrels.values())
+
+
+@pytest.mark.parametrize("filename", ["corpus.jsonl", "queries.jsonl"])
+def test_a_byte_order_mark_an_editor_added_is_no_error(tmp_path, filename):
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "the deploy uses helm"}],
+                              [{"_id": "q", "text": "helm deploy"}], [("q", "d", 1)])
+    path = folder / filename
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    data = load_dataset(folder)
+    assert list(data.documents) == ["d"] and list(data.queries) == ["q"] and data.qrels == {"q": {"d": 1}}

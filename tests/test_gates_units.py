@@ -158,11 +158,14 @@ def test_scope_limits_and_their_messages():
 
     assert check_scopes("ops") == ["ops"] and check_scopes([" ops ", "ops", "x"]) == ["ops", "x"]
     assert check_scopes(["s" * MAX_SCOPE_CHARS]) == ["s" * MAX_SCOPE_CHARS]
+    assert check_scopes(["team:a,b"]) == ["team:a,b"]  # a comma alone is a character of the tag, as before
     cases = [(None, r"^at least one scope is required"), ("", r"^at least one scope is required"),
              ({"ops": 1}, r"^scopes must be a list of strings, got dict$"),
              ([" "], r"^a scope is empty; use a short tag such as projects:kenning$"),
              ([3], r"^a scope must be a string, got int"), (["a\tb"], r"^scope 'a\\tb' contains a control character$"),
-             (["s" * (MAX_SCOPE_CHARS + 1)], rf"is longer than {MAX_SCOPE_CHARS} characters$")]
+             (["s" * (MAX_SCOPE_CHARS + 1)], rf"is longer than {MAX_SCOPE_CHARS} characters$"),
+             ("projects:c, projects:d", r"reads as a list; give each scope on its own"),
+             (["ops", "a,\tb"], r"control character"), (["x,  y"], r"reads as a list")]
     for scopes, message in cases:
         with pytest.raises(InvalidInput, match=message):
             check_scopes(scopes)

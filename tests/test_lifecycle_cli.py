@@ -53,7 +53,12 @@ def test_write_options_gates_and_pending_round_trip(cli):
     assert pending["status"] == "pending"
     assert [p["pending_id"] for p in as_json(cli("pending", "--json"))] == [pending["pending_id"]]
     assert as_json(cli("confirm", pending["pending_id"], "--json"))["status"] == "committed"
-    assert as_json(cli("cancel", pending["pending_id"], "--json"))["status"] == "not_found"
+    assert as_json(cli("cancel", pending["pending_id"], "--json"), exit_code=1)["status"] == "not_found"
+    gone = cli("cancel", pending["pending_id"])  # a script can tell a cancel that dropped nothing
+    assert gone.exit_code == 1 and "no pending write has this id" in gone.stdout, gone.output
+    staged = as_json(cli("write", "The user prefers dark mode", "--scope", "user", "--category", "user-inference",
+                         "--json"))
+    assert as_json(cli("cancel", staged["pending_id"], "--json"))["status"] == "cancelled"
     assert "not_found" in cli("confirm", pending["pending_id"]).stdout
 
 
@@ -63,6 +68,9 @@ def test_verify_record_use_search_options_scopes_and_health(cli):
     assert verified["status"] == "verified" and verified["verified_paths"] == ["src/app.py"]
     failed = cli("verify", mid, "--verified-path", "gone.py")
     assert failed.exit_code == 2 and "gone.py" in failed.stderr
+    absolute = cli("verify", mid, "--verified-path", "/etc/app.py")  # no claim was given: say what was
+    assert absolute.exit_code == 2 and "verified path '/etc/app.py' is absolute" in absolute.stderr, absolute.stderr
+    assert cli("list", "--scope", "nope:x").stdout.strip() == "no memories with scope nope:x"
     assert as_json(cli("record-use", mid, "--outcome", "ignored", "--json"))["status"] == "recorded"
     hit = as_json(cli("search", "service port", "--mode", "bm25", "--expand-top", "--json"))["hits"][0]
     assert hit["id"] == mid and hit["content"].startswith("The service port") and hit["recent_negative_outcomes"]

@@ -178,3 +178,13 @@ def test_a_session_with_low_curation_pressure_does_not_rescan_the_store_on_every
     clock.now += timedelta(minutes=11)
     store.write("Kites fly best in laminar wind", scopes=["x"])
     assert len(scans) == 2
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True])
+def test_conflicts_refuses_a_limit_that_would_hide_them(store, limit):
+    a = store.write("The staging database host is pg-stage-2", scopes=["projects:db"]).id
+    store.write("The staging database host is pg-stage-9 since the move", scopes=["projects:db"],
+                links=[{"kind": "contradicts", "target": a}])
+    assert len(store.conflicts(auto_scope=False, limit=1)) == 1
+    with pytest.raises(InvalidInput, match="limit must be a whole number"):
+        store.conflicts(auto_scope=False, limit=limit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 
@@ -54,6 +55,9 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
             raise InvalidInput(f"scope {scope!r} contains a control character")
         if len(scope) > MAX_SCOPE_CHARS:
             raise InvalidInput(f"scope {scope[:40]!r}… is longer than {MAX_SCOPE_CHARS} characters")
+        if re.search(r",\s", scope.strip()):  # "projects:c, projects:d" was one scope no search ever named
+            raise InvalidInput(f"scope {scope!r} reads as a list; give each scope on its own (a list of scopes, "
+                               "or --scope once per scope)")
         if scope.strip() not in clean:
             clean.append(scope.strip())
     if not clean:
