@@ -294,6 +294,19 @@ class Store(SessionState):
         self.close()
 
 
-def open_store(path: str | os.PathLike | None = None, **kwargs: Any) -> Store:
-    """Open (creating if needed) the store at ``path`` or the default location (see store/location.py)."""
-    return Store(path, **kwargs)
+def open_store(path: str | os.PathLike | None = None, *, clock: Callable[[], datetime] = utcnow,
+               session_id: str | None = None, cwd: str | os.PathLike | None = None, **unknown: Any) -> Store:
+    """Open the store at ``path``, creating it on first use, and return it (a context manager: ``with
+    open_store("~/notes") as store: store.write(...)``).
+
+    ``path``: a folder (its ``kenning.sqlite3`` is the store), a ``postgresql://`` URL, or None for the
+    default: ``$KENNING_URL``, else ``$KENNING_HOME``, else ``./.kenning`` when the current folder has
+    one, else the user data folder. ``clock`` gives "now" (tests); ``session_id`` names this session in
+    the event log (one is made otherwise); ``cwd`` is the folder whose git repository scopes writes and
+    searches (default: the process's). Mistakes raise kenning.errors types (InvalidInput, StorageError)."""
+    if unknown:
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"open_store() takes no argument {next(iter(unknown))!r}; "
+                           "it takes path, clock, session_id and cwd")
+    return Store(path, clock=clock, session_id=session_id, cwd=cwd)
