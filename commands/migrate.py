@@ -16,15 +16,10 @@ def migrate_command(
 ) -> None:
     """Copy every memory, tombstone, link, event, episode, pending write, verification and embedding
     from SRC into DST, which must hold no store yet. SRC is left as it was."""
-    from pathlib import Path
-
-    from kenning.store.backend import is_url
     from kenning.store.transfer import migrate
 
-    def where(text: str):
-        return text if is_url(text) else Path(text).expanduser()
-
-    report = migrate(where(source), where(destination),
+    # given as typed: migrate refuses an empty one, or a URL other than postgresql://, as --store does
+    report = migrate(source, destination,
                      progress=None if as_json else lambda table, n: ui.out.print(f"  {table}: {plural(n, 'row')}"))
     if as_json:
         emit_json(report)

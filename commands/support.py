@@ -58,7 +58,12 @@ def located(store_dir: str | None, create: bool) -> Any:
 
     directory, why = locate_store(store_dir)
     if not create and not exists(directory):
-        raise KenningError(f"no kenning store at {directory} ({why}); check the path, "
+        shown = directory
+        if isinstance(directory, str):  # a server URL: never print its password
+            from kenning.store.postgres.database import display_url
+
+            shown = display_url(directory)
+        raise KenningError(f"no kenning store at {shown} ({why}); check the path, "
                            "or write a memory to create it")
     return directory
 

@@ -40,6 +40,10 @@ def open_backend(location: str | os.PathLike) -> Opened:
     """The store at ``location``: a ``postgresql://`` URL, else a directory holding the SQLite file."""
     if is_url(location):
         return open_postgres(str(location), cache_directory(str(location)))
+    if isinstance(location, str):
+        from .location import refuse_other_schemes
+
+        refuse_other_schemes(location, "the store location")
     directory = Path(location)
     if os.environ.get(TEST_SERVER):
         files.prepare_directory(directory)
@@ -82,7 +86,11 @@ def open_postgres(url: str, directory: Path) -> Opened:
 def exists(location: str | os.PathLike) -> bool:
     """Whether a store is already there (a command that only reads must not create one)."""
     if is_url(location):
-        return True  # a server the user named; opening it says clearly when it cannot be reached
+        # kenning's tables in the database (schema) the URL names; asking creates nothing, and a
+        # server that cannot be reached, or a schema that does not exist, is said in one line
+        from .postgres.database import holds_store
+
+        return holds_store(str(location))
     if os.environ.get(TEST_SERVER):
         return _test_database(Path(location), create=False) is not None
     return (Path(location) / DB_FILENAME).is_file()

@@ -4,12 +4,44 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 LOCAL_DIRNAME = ".kenning"
 
 
 URL_PREFIXES = ("postgresql://", "postgres://")
+SUPPORTED = "a store folder path, or a postgresql://user:pass@host/db URL"
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: never a drive letter
+
+
+def refuse_other_schemes(text: str, what: str) -> None:
+    """InvalidInput when ``text`` is a URL of another kind (mysql://, sqlite:///...): such a location
+    must not silently become a local folder named after it. Only the scheme is repeated (no password)."""
+    found = _SCHEME.match(text.strip())
+    if found and not text.strip().startswith(URL_PREFIXES):
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"{what} is a {found.group(1)}:// URL, which kenning cannot use; give {SUPPORTED}")
+
+
+def transfer_location(location: str | os.PathLike, role: str) -> Path | str:
+    """The folder or URL ``kenning migrate``'s source or destination (``role``) names, refused as
+    ``--store`` is when it is empty, a URL of another kind, or a file."""
+    what = f"the migrate {role}"
+    if not isinstance(location, (str, os.PathLike)):
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"{what} must be {SUPPORTED}, got {type(location).__name__}")
+    if isinstance(location, str):
+        if not location.strip():
+            from kenning.errors import InvalidInput
+
+            raise InvalidInput(f"{what} is empty; give {SUPPORTED}")
+        if location.startswith(URL_PREFIXES):
+            return location
+        refuse_other_schemes(location, what)
+    return _folder(Path(location).expanduser(), what)[0]
 
 
 def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str, str]:
@@ -31,6 +63,8 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
                                "or leave --store out for the default store")
         if isinstance(explicit, str) and explicit.startswith(URL_PREFIXES):
             return explicit, "given with --store"
+        if isinstance(explicit, str):
+            refuse_other_schemes(explicit, "the store location (--store)")
         return _folder(Path(explicit).expanduser(), "given with --store")
     url = os.environ.get("KENNING_URL")
     if url:
@@ -41,6 +75,7 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
         return url, "set by $KENNING_URL"
     env = os.environ.get("KENNING_HOME")
     if env:
+        refuse_other_schemes(env, "$KENNING_HOME (a folder; a postgresql:// URL goes in $KENNING_URL)")
         return _folder(Path(env).expanduser(), "set by $KENNING_HOME")
     local = Path.cwd() / LOCAL_DIRNAME
     if local.is_dir():

@@ -86,10 +86,18 @@ def copy(source: Any, target: Any, progress: Callable[[str, int], None] | None =
 
 def migrate(source: str | os.PathLike, destination: str | os.PathLike,
             progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
-    """Open both stores through the backend seam (the destination is created) and copy."""
-    from .backend import exists, open_backend
+    """Open both stores through the backend seam (the destination is created) and copy. A source
+    that holds no store is refused, and nothing is created there (SRC is left as it was)."""
+    from .backend import exists, is_url, open_backend
+    from .location import transfer_location
 
+    source = transfer_location(source, "source")
+    destination = transfer_location(destination, "destination")
     if not exists(source):
+        if is_url(source):
+            from .postgres.database import display_url
+
+            raise InvalidInput(f"no kenning store at {display_url(str(source))}")
         raise InvalidInput(f"no kenning store at {source}")
     src = open_backend(source)
     try:

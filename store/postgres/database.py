@@ -206,6 +206,7 @@ class PostgresDatabase:
         self.path = display_url(url)
         with pg_errors(self.path):  # one direct connection first: a wrong URL fails at once, in one line
             with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                require_schema(conn, self.path)  # before see_pgvector, which may append pgvector's schema
                 see_pgvector(conn)
                 self._migrate(conn)
                 # a role that may only read serves reads; every transaction then says why it cannot write
@@ -238,6 +239,13 @@ class PostgresDatabase:
                 for statement in schema.MIGRATIONS[step]:
                     try:
                         conn.execute(statement)
+                    except psycopg.errors.DuplicateTable as exc:
+                        if version > 0:
+                            raise
+                        from kenning.errors import StorageError
+
+                        raise StorageError(f"{self.path} already holds a table named {_relation(exc)} that is not "
+                                           "kenning's; use another database or schema") from exc
                     except psycopg.Error as exc:
                         if statement.startswith("CREATE EXTENSION"):
                             from kenning.errors import KenningError
@@ -426,6 +434,50 @@ class PostgresDatabase:
         self.pool.close()
 
 
+def _relation(exc: Any) -> str:
+    """The name in PostgreSQL's 'relation "x" already exists' (or the message when it has no name)."""
+    import re
+
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    found = re.search(r'relation "([^"]+)"', text)
+    return found.group(1) if found else f"like one of kenning's ({text})"
+
+
+def search_path_schema(conn: Any) -> str:
+    """The schema the URL's search_path names first (the one a store's tables are created in)."""
+    setting = conn.execute("SELECT current_setting('search_path')").fetchone()[0] or ""
+    names = [n.strip() for n in setting.split(",") if n.strip()]
+    named = [n for n in names if n != '"$user"' and n != "$user"]
+    return (named[0] if named else setting or "public").strip('"')
+
+
+def missing_schema(name: str, where: str) -> str:
+    quoted = name if name.isidentifier() and name.islower() else '"' + name.replace('"', '""') + '"'
+    return f"schema {name} does not exist in {where}; create it first (CREATE SCHEMA {quoted})"
+
+
+def require_schema(conn: Any, where: str) -> None:
+    """A StorageError when no schema of the search path exists (``?options=-csearch_path=team_a``
+    before ``CREATE SCHEMA team_a``): there is nowhere to find or create the store's tables."""
+    if conn.execute("SELECT current_schema()").fetchone()[0] is None:
+        from kenning.errors import StorageError
+
+        raise StorageError(missing_schema(search_path_schema(conn), where))
+
+
+def holds_store(url: str) -> bool:
+    """Whether the database (schema) ``url`` names holds a kenning store: creates nothing. A schema
+    that does not exist, or a server that cannot be reached, is a StorageError."""
+    import psycopg
+
+    where = display_url(url)
+    with pg_errors(where), psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        require_schema(conn, where)
+        return conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_name = 'kenning_schema'").fetchone() is not None
+
+
 @contextmanager
 def pg_errors(where: str) -> Iterator[None]:
     """PostgreSQL's failures as the project's errors, as store/db.py's storage_errors does for SQLite."""
@@ -443,6 +495,9 @@ def pg_errors(where: str) -> Iterator[None]:
         raise InvalidInput(f"a number is too large ({exc})") from exc
     except psycopg.errors.DataError as exc:
         raise InvalidInput(f"a value the store cannot hold ({str(exc).splitlines()[0]})") from exc
+    except psycopg.errors.InvalidSchemaName as exc:
+        raise StorageError(f"{where}: the schema its search_path names does not exist "
+                           f"({str(exc).strip().splitlines()[0]}); create it first (CREATE SCHEMA ...)") from exc
     except psycopg.errors.LockNotAvailable as exc:
         raise StorageError(f"{where} stayed locked by another process for too long; retry") from exc
     except psycopg.errors.DiskFull as exc:
