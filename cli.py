@@ -60,6 +60,11 @@ def _mount_subcommands() -> None:
 
     app.command("check", epilog="Example: kenning check --json   (exit 1 when something is damaged)")(check)
     app.command("rebuild", epilog="Example: kenning rebuild lexical   (or vectors, or all)")(rebuild)
+    from kenning.commands.conflicts import conflicts_command, resolve_command
+
+    app.command("conflicts", epilog="Example: kenning conflicts --json")(conflicts_command)
+    app.command("resolve", epilog="Example: kenning resolve 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 01JD0Q7A9B8C7D6E5F4G3H2J1K "
+                "--keep 01JD0Q6ZP3M2W9X8Y7V6T5S4R3")(resolve_command)
     from kenning.commands.migrate import migrate_command
 
     app.command("migrate", epilog="Example: kenning migrate ~/.kenning postgresql://kenning:secret@db.internal/kenning"
@@ -926,7 +931,8 @@ def health(
     for row in report["drifted"]:
         ui.out.print(f"drifted {row['id']}: missing {', '.join(row['missing'] + row['claim_anchored_missing'])}")
     for row in report["conflicts"]:
-        ui.out.print(f"conflict: {row['id']} contradicts {row['contradicts']}")
+        ui.out.print(f"conflict: {row['id']} contradicts {row['contradicts']} (`kenning conflicts` shows both; "
+                     f"`kenning resolve` settles it)")
 
 
 @app.command(epilog="Example: kenning info --json")

@@ -37,6 +37,8 @@ _TOOLS_TO_CLI: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\backnowledge_truncation=True"), "--ack-truncation"),
     (re.compile(r"\bforce=True"), "--force"),
     # tool names without an id (e.g. the curation nudge a commit carries)
+    (re.compile(r"\bmemory_conflicts\b"), "`kenning conflicts`"),
+    (re.compile(r"supersede needs keep_id"), "--keep needs"),
     (re.compile(r"\bmemory_write\b"), "`kenning write`"),
     (re.compile(r"\bmemory_health\b"), "`kenning health`"),
     (re.compile(r"\bmemory_remove\b"), "`kenning remove`"),

@@ -91,3 +91,22 @@ def test_lifecycle_commands_have_help_with_an_example(cli):
     for command in ("verify", "record-use", "confirm", "cancel", "pending", "scopes", "rename-scope", "health"):
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "Example: kenning" in result.stdout, command
+
+
+def test_conflicts_are_listed_and_settled_at_the_command_line(cli):
+    old = as_json(cli("write", "The staging database host is pg-stage-2", "--scope", "db", "--json"))["id"]
+    new = as_json(cli("write", "The staging database host is pg-stage-9 since the move", "--scope", "db",
+                      "--link", f"contradicts:{old}", "--json"))["id"]
+    assert "`kenning resolve`" in cli("health").stdout
+    (pair,) = as_json(cli("conflicts", "--no-auto-scope", "--json"))
+    assert {pair["id"], pair["other_id"]} == {old, new} and pair["summary"] and pair["other_summary"]
+    assert f"kenning resolve {pair['id']} {pair['other_id']}" in cli("conflicts", "--no-auto-scope").stdout
+    for args, said in ((), "give --keep ID"), (("--keep-both",), "needs --note"), (("--keep", "nope"), "--keep needs"):
+        refused = cli("resolve", old, new, *args)
+        assert refused.exit_code == 2 and said in refused.stderr, refused.output
+    settled = as_json(cli("resolve", old, new, "--keep", new, "--json"))
+    assert (settled["id"], settled["other_id"]) == (new, old)
+    assert as_json(cli("conflicts", "--no-auto-scope", "--json")) == []
+    again = cli("resolve", old, new, "--keep", new)
+    assert again.exit_code == 2 and "`kenning conflicts` lists the pairs" in again.stderr, again.stderr
+    assert as_json(cli("show", new, "--json"))["links"][0]["kind"] == "supersedes"
