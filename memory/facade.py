@@ -274,12 +274,8 @@ class Store(SessionState):
         """Append one event for this session (other modules log their own kinds: the audit, episodes)."""
         self._s.log(kind, memory_id, payload)
 
-    def events(
-        self,
-        session: str | None = None,
-        since: datetime | str | None = None,
-        kinds: Iterable[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    def events(self, session: str | None = None, since: datetime | str | None = None,
+               kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Logged events, oldest first: {at, session, kind, memory_id, payload}."""
         return events.query(self._s.db, session=session, since=since, kinds=kinds)
 
@@ -296,17 +292,8 @@ class Store(SessionState):
 
 def open_store(path: str | os.PathLike | None = None, *, clock: Callable[[], datetime] = utcnow,
                session_id: str | None = None, cwd: str | os.PathLike | None = None, **unknown: Any) -> Store:
-    """Open the store at ``path``, creating it on first use, and return it (a context manager: ``with
-    open_store("~/notes") as store: store.write(...)``).
-
-    ``path``: a folder (its ``kenning.sqlite3`` is the store), a ``postgresql://`` URL, or None for the
-    default: ``$KENNING_URL``, else ``$KENNING_HOME``, else ``./.kenning`` when the current folder has
-    one, else the user data folder. ``clock`` gives "now" (tests); ``session_id`` names this session in
-    the event log (one is made otherwise); ``cwd`` is the folder whose git repository scopes writes and
-    searches (default: the process's). Mistakes raise kenning.errors types (InvalidInput, StorageError)."""
-    if unknown:
-        from kenning.errors import InvalidInput
-
-        raise InvalidInput(f"open_store() takes no argument {next(iter(unknown))!r}; "
-                           "it takes path, clock, session_id and cwd")
+    """Open (creating if needed) the store at ``path``: a folder, a ``postgresql://`` URL, or None for the first set of
+    $KENNING_URL, $KENNING_HOME, ./.kenning, the user data folder. ``cwd``'s git repository scopes writes."""
+    if unknown:  # a misspelt keyword is named, not a TypeError
+        raise boundary.InvalidInput(f"open_store() takes path, clock, session_id and cwd, not {next(iter(unknown))!r}")
     return Store(path, clock=clock, session_id=session_id, cwd=cwd)

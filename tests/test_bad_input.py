@@ -115,7 +115,7 @@ def test_a_closed_store_and_a_location_of_the_wrong_type_say_so(tmp_path):
             call()
     with pytest.raises(InvalidInput, match="must be a folder path or a postgresql:// URL, got int"):
         kenning.open_store(5)
-    with pytest.raises(InvalidInput, match="takes no argument 'sesion_id'; it takes path, clock, session_id and cwd"):
+    with pytest.raises(InvalidInput, match="takes path, clock, session_id and cwd, not 'sesion_id'"):
         kenning.open_store(tmp_path / "s", sesion_id="a")  # a typo is named, not a TypeError
     assert "postgresql://" in kenning.open_store.__doc__ and "KENNING_HOME" in kenning.open_store.__doc__
     again = kenning.open_store(tmp_path / "s")
