@@ -518,6 +518,12 @@ def tune_command(
 
     from .tuning import tune, write_config as persist
 
+    if write_config is not None:  # before the run: a mistyped path must neither cost it nor start a new store
+        from kenning.store.backend import exists
+
+        if not exists(write_config.expanduser()):
+            raise InvalidInput(f"--write-config {write_config}: no kenning store there; check the path "
+                               "(`kenning info` names the default store)")
     result = tune([_load(c) for c in collections], group_sep=group_sep, metric=metric, progress=not as_json,
                   limit_queries=limit_queries)
     if write_config is not None:

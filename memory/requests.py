@@ -119,7 +119,9 @@ def texts(values: Iterable[str] | str | None, what: str) -> list[str]:
         raise InvalidInput(f"{what} must be a list of non-empty strings, got {type(values).__name__}")
     values = [values] if isinstance(values, str) else list(values)
     if not all(isinstance(v, str) and v.strip() for v in values):
-        raise InvalidInput(f"{what} must be a list of non-empty strings")
+        singular = what.replace("_", " ").removesuffix("s")  # verified_paths -> "a verified path is empty"
+        raise InvalidInput(f"{what} must be a list of non-empty strings" if singular == what else
+                           f"a {singular} is empty (or not text); give each as non-empty text")
     return values
 
 

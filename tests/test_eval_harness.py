@@ -192,6 +192,13 @@ def test_cli_compare_refuses_a_tolerance_that_would_pass_every_drop(tmp_path, to
     assert result.exit_code == 2 and "tolerance" in result.stderr, result.output
 
 
+def test_cli_tune_refuses_a_write_config_path_with_no_store_before_the_run(grouped, tmp_path):
+    typo = tmp_path / "no-such-store"
+    result = runner.invoke(eval_app, ["tune", str(grouped), "--group-sep", ":", "--write-config", str(typo)])
+    assert result.exit_code == 2 and "no kenning store there" in result.stderr, result.output
+    assert not typo.exists()  # a mistyped path starts no second store
+
+
 def test_cli_table_output(grouped):
     result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "keyword,bm25", "--group-sep", ":"])
     assert result.exit_code == 0, result.output

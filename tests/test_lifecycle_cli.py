@@ -71,6 +71,8 @@ def test_verify_record_use_search_options_scopes_and_health(cli):
     absolute = cli("verify", mid, "--verified-path", "/etc/app.py")  # no claim was given: say what was
     assert absolute.exit_code == 2 and "verified path '/etc/app.py' is absolute" in absolute.stderr, absolute.stderr
     assert cli("list", "--scope", "nope:x").stdout.strip() == "no memories with scope nope:x"
+    blank = cli("verify", mid, "--verified-path", "")
+    assert blank.exit_code == 2 and "a verified path is empty" in blank.stderr, blank.stderr
     assert as_json(cli("record-use", mid, "--outcome", "ignored", "--json"))["status"] == "recorded"
     hit = as_json(cli("search", "service port", "--mode", "bm25", "--expand-top", "--json"))["hits"][0]
     assert hit["id"] == mid and hit["content"].startswith("The service port") and hit["recent_negative_outcomes"]
