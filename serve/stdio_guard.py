@@ -51,15 +51,12 @@ def _reply_to(obj: Any) -> Any:
 
 def _screened(obj: Any) -> tuple[Any, int, str] | None:
     """``screen`` of a parsed line."""
-    rid = obj.get("id") if isinstance(obj, dict) else None
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
-        rid = None
-    is_notification = isinstance(obj, dict) and "method" in obj and "id" not in obj
-    if isinstance(obj, dict) and "method" in obj and "id" in obj and rid is None:
+    reply = _reply_to(obj)
+    if reply is None and isinstance(obj, dict) and "method" in obj and "id" in obj:
         # the SDK would take it for a notification and never answer: a client waiting on it would hang
         return None, INVALID_REQUEST, "invalid request: id: must be a string or an integer"
     if _has_lone_surrogate(obj):
-        return (... if is_notification else rid), INVALID_PARAMS, \
+        return reply, INVALID_PARAMS, \
             "invalid params: a string holds a lone surrogate (such as \\ud800); send valid Unicode"
     try:
         types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
@@ -69,7 +66,7 @@ def _screened(obj: Any) -> tuple[Any, int, str] | None:
         detail = first.get("msg", "not a JSON-RPC 2.0 message")
         code = INVALID_PARAMS if isinstance(obj, dict) and "params" in obj and not isinstance(obj["params"], dict) \
             else INVALID_REQUEST
-        return (... if is_notification else rid), code, f"invalid request: {where}: {detail}"
+        return reply, code, f"invalid request: {where}: {detail}"
     return None
 
 
