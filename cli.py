@@ -946,7 +946,7 @@ def info(
     from kenning.store.location import locate_store
 
     directory, why = locate_store(ctx.find_root().obj["store_dir"])
-    report = {"store": _shown(directory), "chosen_because": why, "exists": exists(directory)}
+    report = {"store": ui.shown_location(directory), "chosen_because": why, "exists": exists(directory)}
     if report["exists"]:
         report.update(_store(ctx, create=False).stats())
     if as_json:
@@ -964,17 +964,6 @@ def info(
     ui.out.print(f"  {plural(report['embedded'], 'memory', 'memories')} embedded, {report['embed_pending']} waiting "
               f"(`kenning index`); default mode {report['default_mode']}")
     ui.out.print(f"  {report['size_bytes'] / 1e6:.1f} MB on disk")
-
-
-def _shown(location) -> str:
-    """A store's location as it may be printed: a server URL loses its password."""
-    from kenning.store.backend import is_url
-
-    if is_url(location):
-        from kenning.store.postgres.database import display_url
-
-        return display_url(location)
-    return str(location)
 
 
 _mount_subcommands()

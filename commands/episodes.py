@@ -136,9 +136,7 @@ def serve(
     directory, why = locate_store(_store_dir(ctx))
     if sys.stdin.isatty():
         _exit_on_first_interrupt()
-        from kenning.cli import _shown
-
-        ui.err.print(f"kenning MCP server (store {_shown(directory)}, {why}): waiting for an MCP client on stdin. "
+        ui.err.print(f"kenning MCP server (store {ui.shown_location(directory)}, {why}): waiting for an MCP client on stdin. "
                   "An agent client starts this command itself; press Ctrl-C to stop.", soft_wrap=True)
     run_server(directory)
 

@@ -58,14 +58,20 @@ def located(store_dir: str | None, create: bool) -> Any:
 
     directory, why = locate_store(store_dir)
     if not create and not exists(directory):
-        shown = directory
-        if isinstance(directory, str):  # a server URL: never print its password
-            from kenning.store.postgres.database import display_url
-
-            shown = display_url(directory)
-        raise KenningError(f"no kenning store at {shown} ({why}); check the path, "
+        raise KenningError(f"no kenning store at {shown_location(directory)} ({why}); check the path, "
                            "or write a memory to create it")
     return directory
+
+
+def shown_location(location: Any) -> str:
+    """A store's location as it may be printed: a server URL loses its password."""
+    from kenning.store.backend import is_url
+
+    if is_url(location):
+        from kenning.store.postgres.database import display_url
+
+        return display_url(location)
+    return str(location)
 
 
 # commands that run long or do bulk numeric work, where OpenBLAS's threads may pay for themselves
