@@ -219,6 +219,7 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
                               view.hidden_keys(s.db) if view else ())
     if mode in ("semantic", "hybrid") and not plain:
         s.semantic.availability()  # a server's encoder still loading is waited for here, not under the lock
+        s.semantic.settle_fresh()  # and the vectors of the writes it just answered (a few: read your writes)
     # one ranking at a time per Store: threads sharing it (a server) would otherwise see the
     # lexicon's cached postings and doc arrays refreshed or grown halfway through (KeyError)
     def run() -> tuple[Any, dict[str, Any]]:

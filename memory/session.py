@@ -126,12 +126,14 @@ class Session:
             yield c
 
     def embed_if_loaded(self, ids: list[str] | None = None) -> None:
-        """Embed a written text now (milliseconds once the encoder is loaded, no torch); without a
-        working extra it stays queued. Bulk writes (no ids) stay queued for `kenning index` or a
-        server's background embedder, which is woken: no write or search waits for a backlog."""
+        """Embed a written text: in a server, its background embedder does it next (the write
+        answers after its commit; the server's next search waits for those few vectors); in a
+        library process, now (milliseconds once the encoder is loaded, no torch). Without a working
+        extra it stays queued. Bulk writes (no ids) stay queued for `kenning index` or a server's
+        background embedder, which is woken: no write or search waits for a backlog."""
         if ids is None:
             self.semantic.wake_background()
-        elif self.semantic.availability().working:
+        elif not self.semantic.embed_soon(ids) and self.semantic.availability().working:
             self.semantic.embed_memories(ids)
 
     def close(self) -> None:

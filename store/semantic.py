@@ -2,9 +2,12 @@
 backend's vector leg (``db.vector_leg``: for SQLite a derived index file, store/vector_file.py; for
 PostgreSQL the pgvector column and its HNSW index, store/postgres/vectors.py).
 
-No search waits for embedding. A write embeds its own text when the encoder can run (a few ms
-with the ONNX encoder) and otherwise queues it in ``embed_queue`` in the same transaction; bulk
-imports queue everything. A search uses the vectors that exist and reports how many memories are
+No search waits for embedding. A write queues its text in ``embed_queue`` in its own transaction;
+in a library process it then embeds it at once when the encoder can run (a few ms with the ONNX
+encoder), while a server, whose background embedder runs, answers the write after its commit and
+hands the text to that thread (``embed_soon``): the encode no longer adds to the write's reply, and a
+search of the same server first waits for those few vectors (``settle_fresh``), so it reads its own
+writes. Bulk imports queue everything, and no search waits for such a backlog. A search uses the vectors that exist and reports how many memories are
 still queued; ``kenning index``, ``kenning import --embed`` and a server's background embedder
 (``start_background``; it also runs what ``also_in_background`` registers, the transcript
 messages' vectors) drain the queue. One recall encodes its query once for all its searches
@@ -55,6 +58,11 @@ BACKGROUND_POLL_S = 5.0
 # How long a server's search waits for the encoder its background thread is loading (a fraction of a
 # second normally) before answering lexically; one that is being converted to ONNX is not waited for.
 LOADING_WAIT_S = 5.0
+# A server's search waits for the vectors of the writes it answered just before (``settle_fresh``),
+# up to this long and only while no more than FRESH_WAIT_MAX are on their way (one small batch,
+# tens of milliseconds); a larger burst is not waited for: the search says how many are pending.
+FRESH_WAIT_S = 1.0
+FRESH_WAIT_MAX = 16
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
 
@@ -176,6 +184,8 @@ class Semantic:
         self._background: _BackgroundEmbedder | None = None
         self._shared_queries = threading.local()  # see one_encoding_per_query
         self._more_work: list[Callable[[threading.Event], object]] = []
+        self._fresh: list[str] = []  # written memories handed to the background embedder (embed_soon)
+        self._fresh_done = threading.Condition()
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
@@ -285,6 +295,8 @@ class Semantic:
         done = 0
         with self._drain_lock:
             while stop is None or not stop.is_set():
+                if self._fresh and self._background is not None:
+                    self.embed_fresh()  # a write answered meanwhile goes before the rest of a backlog
                 if self.db.read(lambda c: c.execute("SELECT 1 FROM embed_queue LIMIT 1").fetchone()) is None:
                     break  # the usual answer, asked first: the join below walks every live memory to say it
                 rows = self.db.read(lambda c: c.execute(
@@ -322,6 +334,49 @@ class Semantic:
             log.warning("embedding %d new memor%s failed, left queued: %s", len(ids),
                         "y" if len(ids) == 1 else "ies", exc)
             return 0
+
+    def embed_soon(self, ids: list[str]) -> bool:
+        """On a server: have the background embedder embed these written memories next, so the write
+        answers after its commit instead of after its encode. False when no background embedder runs
+        (a library process): the caller embeds them itself."""
+        background = self._background
+        if background is None:
+            return False
+        with self._fresh_done:
+            self._fresh.extend(ids)
+        background.wake()
+        return True
+
+    def embed_fresh(self) -> None:
+        """The background embedder's first task: the memories ``embed_soon`` handed over. Whatever
+        the outcome they leave the hand-over list (one that failed stays queued, for the drain),
+        and the searches waiting for them go on."""
+        with self._fresh_done:
+            taken = list(self._fresh)
+        if not taken:
+            return
+        try:
+            self.embed_memories(taken)
+        finally:
+            self._let_go(taken)
+
+    def _let_go(self, ids: list[str] | None = None) -> None:
+        """Take ``ids`` (None: all) off the hand-over list and wake the searches waiting for it."""
+        with self._fresh_done:
+            for id in self._fresh[:] if ids is None else ids:
+                self._fresh.remove(id)
+            self._fresh_done.notify_all()
+
+    def settle_fresh(self, wait: float = FRESH_WAIT_S) -> None:
+        """Before a search ranks with vectors: wait (up to ``wait`` seconds) for the vectors of the
+        writes handed to the background embedder, if there are only a few (``FRESH_WAIT_MAX``), so
+        a search reads its own writes as it did when a write encoded its text itself. A larger
+        burst, or an encoder not loaded yet, is not waited for: the search reports it pending."""
+        if self._background is None or self._encoder is None:
+            return
+        with self._fresh_done:
+            if 0 < len(self._fresh) <= FRESH_WAIT_MAX:
+                self._fresh_done.wait_for(lambda: not self._fresh, wait)
 
     def _still_queued(self, mem: int) -> bool:
         return self.db.read(lambda c: c.execute("SELECT 1 FROM embed_queue WHERE mem = ?", (mem,)).fetchone()) is not None
@@ -415,6 +470,7 @@ class Semantic:
         if self._background is not None:
             self._background.stop()
             self._background = None
+            self._let_go()  # what it did not get to stays queued for the next drain
         self.save()
 
     # ------------------------------------------------------------------ search
@@ -633,12 +689,15 @@ class _BackgroundEmbedder:
                     warmed = True
                 self._settled.set()
                 if working:
+                    self.semantic.embed_fresh()  # writes just answered; not saved to the index file per write
                     if self.semantic.pending_count():
                         self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
                         self.semantic.save()
                     for drain in list(self.semantic._more_work):
                         if not self._stop.is_set():
                             drain(self._stop)
+                else:
+                    self.semantic._let_go()  # no encoder: the writes stay queued, no search waits for them
             except Exception as exc:  # keep serving; say so once, try again at the next poll
                 self._settled.set()
                 if not self._warned:
