@@ -34,11 +34,11 @@ from .embeddings import REPAIR_COMMAND
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 # Texts are tokenized, sorted by length and run in batches this large: padding stays short.
 DEFAULT_BATCH = 32
-# A long encode (indexing, background embedding) runs this many batches at once. They share the
-# session's intra-op pool (the calling threads do most of the work, its one extra thread helps), so
-# two cores run at most three threads; per CPU-second this measured within noise of one batch on two
-# threads and of two batches on one thread each (bench/README.md). KENNING_ONNX_BATCH_WORKERS overrides.
-DEFAULT_BATCH_WORKERS = min(2, os.cpu_count() or 1)
+# A long encode (indexing, background embedding) runs this many batches at once. One: two batches
+# sharing the session's two intra-op threads ran 114 texts/s against 132 for one batch at a time
+# (quiet 2-core machine, bench/README.md "Session 21"); an earlier loaded machine could not tell
+# them apart. KENNING_ONNX_BATCH_WORKERS overrides.
+DEFAULT_BATCH_WORKERS = 1
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
 
