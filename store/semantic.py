@@ -55,13 +55,17 @@ EMBED_BATCH = 256
 # The background embedder commits smaller batches, so a close or a write never waits long for it.
 BACKGROUND_BATCH = 32
 BACKGROUND_POLL_S = 5.0
+# The background embedder saves the vector index file after a drain of at least this many.
+SAVE_AFTER = 256
 # How long a server's search waits for the encoder its background thread is loading (a fraction of a
 # second normally) before answering lexically; one that is being converted to ONNX is not waited for.
 LOADING_WAIT_S = 5.0
 # A server's search waits for the vectors of the writes it answered just before (``settle_fresh``),
 # up to this long and only while no more than FRESH_WAIT_MAX are on their way (one small batch,
-# tens of milliseconds); a larger burst is not waited for: the search says how many are pending.
-FRESH_WAIT_S = 1.0
+# tens of milliseconds), and one search at a time: a larger burst, or a search arriving while
+# another waits (a busy server: 16 HTTP clients ran 47 requests/s with every search waiting, 75
+# without), is not waited for; the search says how many are pending.
+FRESH_WAIT_S = 0.25
 FRESH_WAIT_MAX = 16
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
@@ -184,8 +188,12 @@ class Semantic:
         self._background: _BackgroundEmbedder | None = None
         self._shared_queries = threading.local()  # see one_encoding_per_query
         self._more_work: list[Callable[[threading.Event], object]] = []
-        self._fresh: list[str] = []  # written memories handed to the background embedder (embed_soon)
+        # written memories handed to the background embedder (embed_soon), each with its ticket
+        self._fresh: list[tuple[int, str]] = []
+        self._tickets = 0
         self._fresh_done = threading.Condition()
+        self._settling = False  # a search is waiting for handed-over vectors
+        self._settled_here = threading.local()  # see settled()
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
@@ -343,7 +351,9 @@ class Semantic:
         if background is None:
             return False
         with self._fresh_done:
-            self._fresh.extend(ids)
+            for id in ids:
+                self._tickets += 1
+                self._fresh.append((self._tickets, id))
         background.wake()
         return True
 
@@ -356,27 +366,47 @@ class Semantic:
         if not taken:
             return
         try:
-            self.embed_memories(taken)
+            self.embed_memories([id for _, id in taken])
         finally:
             self._let_go(taken)
 
-    def _let_go(self, ids: list[str] | None = None) -> None:
-        """Take ``ids`` (None: all) off the hand-over list and wake the searches waiting for it."""
+    def _let_go(self, taken: list[tuple[int, str]] | None = None) -> None:
+        """Take ``taken`` (None: all) off the hand-over list and wake the searches waiting for it."""
         with self._fresh_done:
-            for id in self._fresh[:] if ids is None else ids:
-                self._fresh.remove(id)
+            gone = set(self._fresh if taken is None else taken)  # two drains may have taken the same
+            self._fresh = [entry for entry in self._fresh if entry not in gone]
             self._fresh_done.notify_all()
 
-    def settle_fresh(self, wait: float = FRESH_WAIT_S) -> None:
-        """Before a search ranks with vectors: wait (up to ``wait`` seconds) for the vectors of the
+    def settle_fresh(self, wait: float | None = None) -> None:
+        """Before a search ranks with vectors: wait (up to ``wait``, FRESH_WAIT_S seconds) for the vectors of the
         writes handed to the background embedder, if there are only a few (``FRESH_WAIT_MAX``), so
         a search reads its own writes as it did when a write encoded its text itself. A larger
-        burst, or an encoder not loaded yet, is not waited for: the search reports it pending."""
-        if self._background is None or self._encoder is None:
+        burst, an encoder not loaded yet, or a search arriving while another waits (a busy server)
+        is not waited for: the search reports them pending."""
+        if self._background is None or self._encoder is None or getattr(self._settled_here, "done", False):
             return
         with self._fresh_done:
-            if 0 < len(self._fresh) <= FRESH_WAIT_MAX:
-                self._fresh_done.wait_for(lambda: not self._fresh, wait)
+            if self._settling or not 0 < len(self._fresh) <= FRESH_WAIT_MAX:
+                return
+            last = self._fresh[-1][0]  # writes answered after this search began are not waited for
+            self._settling = True
+            try:
+                self._fresh_done.wait_for(lambda: not self._fresh or self._fresh[0][0] > last,
+                                          FRESH_WAIT_S if wait is None else wait)
+            finally:
+                self._settling = False
+
+    @contextmanager
+    def settled(self) -> Iterator[None]:
+        """``settle_fresh`` now, and not again by this thread inside the block: a server that runs
+        every Store call under a lock of its own (the HTTP server) waits before taking it, so a
+        search waiting for vectors never holds up the other requests."""
+        self.settle_fresh()
+        self._settled_here.done = True
+        try:
+            yield
+        finally:
+            self._settled_here.done = False
 
     def _still_queued(self, mem: int) -> bool:
         return self.db.read(lambda c: c.execute("SELECT 1 FROM embed_queue WHERE mem = ?", (mem,)).fetchone()) is not None
@@ -645,6 +675,7 @@ class _BackgroundEmbedder:
         self._settled = threading.Event()  # its first look at the encoder is over: loaded, absent or failed
         self._began = time.monotonic()
         self._warned = False
+        self.passes = 0  # looks at the queue it has finished (a test waits on it to know a pass ended)
 
     def start(self) -> None:
         self._thread.start()
@@ -691,8 +722,10 @@ class _BackgroundEmbedder:
                 if working:
                     self.semantic.embed_fresh()  # writes just answered; not saved to the index file per write
                     if self.semantic.pending_count():
-                        self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH)
-                        self.semantic.save()
+                        # a backlog (an import) is saved to the index file for the next cold start;
+                        # a few writes are not (the whole file, 324 MB at 100k): close saves them
+                        if self.semantic.embed_pending(stop=self._stop, batch=BACKGROUND_BATCH) >= SAVE_AFTER:
+                            self.semantic.save()
                     for drain in list(self.semantic._more_work):
                         if not self._stop.is_set():
                             drain(self._stop)
@@ -703,5 +736,6 @@ class _BackgroundEmbedder:
                 if not self._warned:
                     log.warning("background embedding failed (will retry): %s", exc)
                     self._warned = True
+            self.passes += 1
             self._wake.wait(self.poll_s)
             self._wake.clear()

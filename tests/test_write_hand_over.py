@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -133,3 +134,96 @@ def test_a_server_killed_before_the_encode_loses_nothing(tmp_path):
         assert store.get(memory_id).content == WRITTEN and store.semantic.pending_count() == 1
         assert store.semantic.embed_pending() == 1
         assert store.search(ASKED, mode="semantic", limit=3, auto_scope=False).hits[0].id == memory_id
+
+
+def test_a_search_waits_only_for_the_writes_answered_before_it(served, monkeypatch):
+    """Under a steady stream of writes the hand-over list is never empty; a search waits for the
+    writes answered before it began, not for the ones that keep arriving."""
+    store, _, _ = served
+    monkeypatch.setattr(semantic, "FRESH_WAIT_S", 120.0)
+    encoder = store.semantic.encoder()
+    inner = encoder.encode
+    turns, entered = threading.Semaphore(0), threading.Event()
+
+    def encode(texts, **kwargs):  # one encode per turn given
+        entered.set()
+        turns.acquire(timeout=120)
+        return inner(texts, **kwargs)
+
+    encoder.encode = encode
+    try:
+        written = store.write(WRITTEN, scopes=["x"])
+        assert entered.wait(60)  # the background thread holds the first write's text
+        search, box = _in_thread(lambda: store.search(ASKED, mode="semantic", limit=3, auto_scope=False))
+        search.join(0.5)
+        assert search.is_alive()
+        later = store.write("Grafana dashboards are provisioned from the ops repository", scopes=["x"])
+        assert later.status == "committed"
+        turns.release()  # the first write's vector only; the later one's encode stays held
+        search.join(60)
+        assert not search.is_alive(), "the search waited for a write answered after it began"
+        assert box["value"].hits[0].id == written.id
+    finally:
+        for _ in range(4):
+            turns.release()
+
+
+def test_the_http_server_waits_outside_its_lock_so_other_requests_go_on(served, monkeypatch):
+    """The HTTP server runs every Store call under one lock; a search waiting for a write's vector
+    must wait before taking it, or every other request would wait too."""
+    pytest.importorskip("fastapi")
+    from kenning.serve.http.app import Serialised
+
+    store, gate, _ = served
+    monkeypatch.setattr(semantic, "FRESH_WAIT_S", 120.0)
+    server = Serialised(store)
+    gate.clear()
+    written = server.write(WRITTEN, scopes=["x"])
+    search, box = _in_thread(lambda: server.search(ASKED, mode="semantic", limit=3, auto_scope=False))
+    search.join(0.5)
+    assert search.is_alive()  # waiting for the vector
+    listed, other = _in_thread(lambda: server.get(written.id))
+    listed.join(60)
+    assert not listed.is_alive() and other["value"].id == written.id  # another request was served meanwhile
+    gate.set()
+    search.join(120)
+    assert box["value"].hits[0].id == written.id and box["value"].pending_embeddings == 0
+
+
+def _after_a_pass(store) -> None:
+    """Wait until the queue is empty and the background thread has finished the pass that emptied it."""
+    deadline = time.monotonic() + 120
+    while store.semantic.pending_count() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    background = store.semantic._background
+    seen = background.passes
+    store.semantic.wake_background()
+    while background.passes == seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert store.semantic.pending_count() == 0 and background.passes > seen
+
+
+@pytest.mark.sqlite_only  # about the index file, which PostgreSQL does not have
+def test_handed_over_writes_do_not_rewrite_the_index_file_a_backlog_does(served):
+    """The whole vector index file is rewritten by a save (324 MB at 100k): the background thread
+    saves after draining a backlog (an import), not after a few writes; close saves those."""
+    store, gate, _ = served
+    saves: list[str] = []
+    real = store.semantic.save
+
+    def save(force: bool = True) -> None:
+        saves.append(threading.current_thread().name)
+        real(force)
+
+    store.semantic.save = save
+    gate.clear()  # the later writes queue up behind the first one's encode
+    for i in range(5):
+        assert store.write(f"The {WORDS[i]} service stores its {WORDS[-1 - i]} settings in region {i}",
+                           scopes=["x"]).status == "committed"
+    gate.set()
+    _after_a_pass(store)
+    assert "kenning-embedder" not in saves
+    store.import_records([{"content": f"Imported note {i}: the {WORDS[i % len(WORDS)]} runbook, revision {i * 7}",
+                           "scopes": ["bulk"]} for i in range(semantic.SAVE_AFTER + 50)])
+    _after_a_pass(store)
+    assert saves.count("kenning-embedder") == 1

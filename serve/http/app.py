@@ -75,9 +75,16 @@ class Serialised:
         self._lock = threading.RLock()
 
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """``fn(store, ...)`` under the same lock: for library functions that take the Store."""
-        with self._lock:
+        """``fn(store, ...)`` under the same lock: for library functions that take the Store (recall,
+        which searches: the vectors of writes just answered are waited for before the lock)."""
+        with self._store.semantic.settled(), self._lock:
             return fn(self._store, *args, **kwargs)
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        """``Store.search`` under the lock, after waiting outside it for the vectors of the writes
+        just answered (``Semantic.settled``): a waiting search must not hold up every other request."""
+        with self._store.semantic.settled(), self._lock:
+            return self._store.search(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         with self._lock:
