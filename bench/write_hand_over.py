@@ -31,11 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from corpus import Corpus  # noqa: E402
-
-
-def cpu_of(process) -> float:
-    times = process.cpu_times()
-    return times.user + times.system
+from mcp_roundtrip import cpu_of  # noqa: E402
 
 
 def serve(store: Path, tree: Path | None, texts: list[list[str]]) -> dict:
