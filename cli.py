@@ -542,7 +542,7 @@ def _exit_if_refused(report) -> None:
 
 def _embed_pending(store, as_json: bool) -> dict:
     """Embed the queue with a progress bar and the rate: {pending_before, embedded, pending, seconds,
-    per_second}, plus degraded and fix when the encoder cannot run, and interrupted after a Ctrl-C."""
+    per_second, runtime (what ran the last encode)}, plus degraded and fix when the encoder cannot run, and interrupted after a Ctrl-C."""
     import threading
     import time
 
@@ -574,6 +574,7 @@ def _embed_pending(store, as_json: bool) -> dict:
     seconds = time.monotonic() - started
     return {**report, "embedded": done, "pending": store.semantic.pending_count(), "seconds": round(seconds, 2),
             "per_second": round(done / seconds, 1) if seconds > 0 and done else None,
+            "runtime": store.semantic.encoder().last_runtime if done else None,
             **({"interrupted": True} if stop.is_set() else {})}
 
 
@@ -606,7 +607,8 @@ def _print_embedding(report: dict) -> None:
         ui.err.print(f"interrupted: embedded {report['embedded']}, {report['pending']} still pending; "
                      "run kenning index again to finish")
         raise typer.Exit(INTERRUPTED)
-    rate = f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s)" if report["per_second"] else ""
+    rate = (f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s on {report['runtime']})"
+            if report["per_second"] else "")
     ui.out.print(f"embedded {report['embedded']}{rate}; {report['pending']} pending")
 
 
@@ -722,7 +724,8 @@ def models(
              "onnx_rows8": (str(onnx_export.onnx_file(spec, "onnx-rows8"))
                             if onnx_export.problem(spec, "onnx-rows8") is None else None)}
             for spec in embeddings.list_models()]
-    payload = {"configured": configured, "backend": backend, "store": info, "models": rows}
+    long_encodes = _long_encodes(backend)
+    payload = {"configured": configured, "backend": backend, "long_encodes": long_encodes, "store": info, "models": rows}
     if as_json:
         emit_json(payload)
         return
@@ -734,6 +737,7 @@ def models(
     if not rows:
         ui.out.print('no model available; install one with: pip install "kenning[embeddings]"')
         return
+    ui.out.print(f"long encodes (index, import --embed, eval): {long_encodes}")
     for row in rows:
         marks = ", ".join(m for m, on in (("configured", row["configured"]), ("indexed", row["store_indexed_with"])) if on)
         _entry(f"{row['name']}  {row['source']}" + (f"  ({marks})" if marks else ""),
@@ -741,6 +745,18 @@ def models(
                + (f"  ·  8-bit: {row['onnx_q8'] or 'not made yet (kenning models --convert)'}" if backend == "onnx-q8" else "")
                + (f"  ·  int8 rows: {row['onnx_rows8'] or 'not made yet (kenning models --convert)'}"
                   if backend == "onnx-rows8" else ""))
+
+
+def _long_encodes(backend: str) -> str:
+    """What runs long encodes for this backend (retrieval/openvino_bulk.py serves the float graph)."""
+    if backend != "onnx":
+        return backend
+    from kenning.retrieval import openvino_bulk
+
+    try:
+        return openvino_bulk.plan()
+    except InvalidInput as exc:  # a KENNING_BULK_RUNTIME typo: say it here, the encoder refuses to load
+        return f"onnxruntime ({exc})"
 
 
 def _convert(spec, variant: str, as_json: bool) -> None:

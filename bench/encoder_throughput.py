@@ -1,12 +1,14 @@
 """Batch throughput of encoder configurations, torch in the same run: texts per wall second and per
 CPU second (process time, all threads), medians of --repeats after one warm-up pass.
 
-A configuration is ``torch[:batch[:threads]]`` (sentence-transformers, which sorts by length too)
-or ``<onnx file or fp32>[@chars]:<batch>:<parallel batches>:<intra-op threads>`` (``@chars``: batches
-sorted by characters, not tokens):
+A configuration is ``torch[:batch[:threads]]`` (sentence-transformers, which sorts by length too),
+``<onnx file or fp32>[@chars]:<batch>:<parallel batches>:<intra-op threads>`` (onnxruntime only;
+``@chars``: batches sorted by characters, not tokens), or ``shipped`` (the float encoder as kenning
+loads it: long encodes on the bulk runtime, retrieval/openvino_bulk.py, when this machine has it):
 
     KENNING_CACHE_DIR=/work/wt/cache nice python bench/encoder_throughput.py short \\
         torch:32,fp32:32:1:1,fp32:32:2:1,fp32:32:1:2,torch:32:2,torch:32 --repeats 3
+    python bench/encoder_throughput.py short torch:32:2,shipped,fp32:32:1:2,torch:32:2 --repeats 5
 
 ``short``: 512 synthetic memories (bench/corpus.py, ~40 words); ``long``: the first 160 scifact
 abstracts (~250 tokens). Put torch first and last: on a shared machine the load moves during a run.
@@ -57,6 +59,10 @@ def runner(config: str, spec, texts: list[str]):
     from kenning.retrieval import onnx_export
     from kenning.retrieval.onnx_encoder import OnnxEncoder
 
+    if config == "shipped":
+        encoder = OnnxEncoder(spec, onnx_export.onnx_file(spec), model_id="throughput", bulk=True)
+        print(f"shipped: long encodes on {encoder.bulk_runtime}", flush=True)
+        return lambda: encoder.encode(texts)
     name, batch, workers, threads = config.split(":")
     name, _, order = name.partition("@")
     path = onnx_export.onnx_file(spec) if name == "fp32" else Path(name)

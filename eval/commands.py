@@ -108,7 +108,8 @@ def _what_ran(report: Mapping) -> str:
         f"lexical sums: {c['lexical_sums']}" if "lexical_sums" in c else "",
     ]
     if "model_id" in c:
-        parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}")
+        parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}"
+                     + (f", corpus encoded on {c['long_encodes']}" if "long_encodes" in c else ""))
     for key in sorted(k for k in c if k.startswith("label")):
         parts.append(f"{key} {c[key]}")
     return "what ran: " + "; ".join(p for p in parts if p)

@@ -368,8 +368,10 @@ def what_ran(store: Store, semantic: bool = True) -> dict:
     # the same answers either way; the latency column differs
     out["lexical_sums"] = "compiled (retrieval/_postings.c)" if lexical.kernel is not None else "numpy"
     if semantic and store.semantic.availability().working:
-        store.semantic.encoder()
+        encoder = store.semantic.encoder()
         out["model_id"] = store.semantic.model_info()["model_id"]
+        # what encodes a corpus (vectors a cache holds are reused whichever runtime made them)
+        out["long_encodes"] = getattr(encoder, "bulk_runtime", encoder.backend)
         out["vector_floor_applied"] = store.semantic.floor()
     return out
 

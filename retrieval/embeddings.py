@@ -332,7 +332,8 @@ def _probed(spec: ModelSpec, variant: str, path: Path, manifest: dict, cache_opt
 
     _import_runtime()
     try:
-        encoder = OnnxEncoder(spec, path, encoder_id(spec, variant), cache_optimized=cache_optimized)
+        encoder = OnnxEncoder(spec, path, encoder_id(spec, variant), cache_optimized=cache_optimized,
+                              bulk=variant == "onnx")
         vector = encoder.encode_query(manifest["probe"]["text"])
         expected = np.asarray(manifest["probe"]["vector"], dtype=np.float32)
     except NonFiniteVectors as exc:

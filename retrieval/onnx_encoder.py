@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable, InvalidInput
 
+from . import openvino_bulk
 from .embeddings import REPAIR_COMMAND
 
 # Two intra-op threads (when there are two cores): a query or a write's one text is a short matrix
@@ -41,6 +43,8 @@ DEFAULT_BATCH = 32
 DEFAULT_BATCH_WORKERS = 1
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
+# Texts the bulk runtime must reproduce before it is used: one word, and a memory-sized sentence.
+_BULK_PROBES = ["probe", "The deploy script restarts the queue workers after the database migration has run."]
 
 
 def max_seq_length(model_dir: Path) -> int:
@@ -88,10 +92,12 @@ def batch_workers() -> int:
 
 
 def check_settings() -> None:
-    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number: the probe asks before
-    loading, so a typo is reported as the setting it is, not as a damaged model file."""
+    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number or an unknown
+    KENNING_BULK_RUNTIME: the probe asks before loading, so a typo is reported as the setting it is,
+    not as a damaged model file."""
     intra_op_threads()
     batch_workers()
+    openvino_bulk.setting()
 
 
 class InvalidSetting(InvalidInput):
@@ -227,7 +233,7 @@ class OnnxEncoder:
     backend = "onnx"
 
     def __init__(self, spec, onnx_file: Path, model_id: str, dim: int | None = None, threads: int | None = None,
-                 cache_optimized: bool = False):
+                 cache_optimized: bool = False, bulk: bool = False):
         self.spec = spec
         self.model_id = model_id
         self.onnx_file = onnx_file
@@ -238,6 +244,11 @@ class OnnxEncoder:
         self.threads = intra_op_threads(threads)  # cores one encode keeps busy (Semantic.query_vector_ahead asks)
         self._session = session(onnx_file, self.threads, cache_optimized)
         self._inputs = {i.name for i in self._session.get_inputs()}
+        # Long encodes may run on OpenVINO (openvino_bulk.py): loaded by the first one, when ``bulk``.
+        self._bulk_allowed = bulk
+        self._bulk: tuple | None = None  # (runner or None, what runs long encodes and why)
+        self._bulk_lock = threading.Lock()
+        self.last_runtime = "onnxruntime"  # what ran the latest encode() (``kenning index`` reports it)
         self.dim = dim if dim is not None else int(self._encode_batch(["probe"]).shape[1])
 
     def encode(
@@ -256,14 +267,21 @@ class OnnxEncoder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        runner = self.bulk_runner() if len(texts) >= openvino_bulk.BULK_MIN else None
+        if runner is not None:
+            batch_size = openvino_bulk.BULK_BATCH
+        self.last_runtime = runner.description if runner is not None else "onnxruntime"
         order = sorted(range(len(texts)), key=self._token_counts(texts).__getitem__, reverse=True)
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-        workers = min(len(batches), batch_workers())
+        workers = 1 if runner is not None else min(len(batches), batch_workers())
         pool = ThreadPoolExecutor(workers, thread_name_prefix="kenning-encode") if workers > 1 else None
         try:
             run = pool.map if pool is not None else map  # onnxruntime releases the GIL while it runs
             done_since = 0
-            results = run(lambda rows: self._encode_batch([texts[i] for i in rows]), batches)
+            if runner is not None:
+                results = map(lambda rows: self._encode_bulk_batch([texts[i] for i in rows], runner), batches)
+            else:
+                results = run(lambda rows: self._encode_batch([texts[i] for i in rows]), batches)
             for n, (rows, vectors) in enumerate(zip(batches, results), start=1):
                 out[rows] = vectors
                 done_since += len(rows)
@@ -274,6 +292,37 @@ class OnnxEncoder:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         return out
+
+    def bulk_runner(self):
+        """The OpenVINO runner for long encodes, loaded on first use; None when this encoder is not the
+        float graph, OpenVINO is not to be used here, or its probe vectors stray from onnxruntime's."""
+        if not self._bulk_allowed or openvino_bulk.setting() == "onnxruntime":  # read each time: tests switch it
+            return None
+        with self._bulk_lock:
+            if self._bulk is None:
+                self._bulk = self._load_bulk()
+            return self._bulk[0]
+
+    @property
+    def bulk_runtime(self) -> str:
+        """What runs (or will run) this encoder's long encodes, and why; loads the runner to say."""
+        if not self._bulk_allowed:
+            return "onnxruntime (the bulk runtime serves the float graph only)"
+        if self.bulk_runner() is None and self._bulk is None:
+            return openvino_bulk.TURNED_OFF
+        return self._bulk[1]
+
+    def _load_bulk(self) -> tuple:
+        runner, why = openvino_bulk.load(self.onnx_file, self.threads)
+        if runner is None:
+            return None, why
+        try:
+            cosines = (self._encode_batch(_BULK_PROBES) * self._encode_bulk_batch(_BULK_PROBES, runner)).sum(axis=1)
+        except Exception as exc:  # NaN out of it included
+            return None, f"onnxruntime (openvino failed its probe: {type(exc).__name__})"
+        if not cosines.min() >= openvino_bulk.MIN_PROBE_COSINE:
+            return None, f"onnxruntime (openvino's probe vectors stray from the float graph's: cosine {cosines.min():.5f})"
+        return runner, why
 
     def _token_counts(self, texts: list[str]) -> list[int]:
         """Each text's token count, truncation included (a few microseconds a text, against
@@ -297,6 +346,23 @@ class OnnxEncoder:
         return text.lower() if self._lower else text
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        feed = self._feed(texts)
+        pooled = self._session.run(None, feed)[0]
+        if not np.isfinite(pooled).all():
+            raise self._broken(NonFiniteVectors(
+                f"the ONNX file {self.onnx_file} gave non-finite values (NaN or infinity) for a text, so it is "
+                "damaged", fix=REPAIR_COMMAND))
+        return _unit_rows(pooled, feed["attention_mask"])
+
+    def _encode_bulk_batch(self, texts: list[str], runner) -> np.ndarray:
+        feed = self._feed(texts)
+        pooled = runner.run(feed)
+        if not np.isfinite(pooled).all():  # the runtime's fault, not the file's: the float graph answers from here on
+            self._bulk = (None, "onnxruntime (openvino gave non-finite values)")
+            return self._encode_batch(texts)
+        return _unit_rows(pooled, feed["attention_mask"])
+
+    def _feed(self, texts: list[str]) -> dict[str, np.ndarray]:
         if len(texts) == 1:  # a query or one write: nothing to pad, no list of encodings to walk
             one = self._tokenizer.encode(texts[0], add_special_tokens=True)
             ids, mask, types = ([one.ids], [one.attention_mask], [one.type_ids])
@@ -305,23 +371,23 @@ class OnnxEncoder:
             ids = [e.ids for e in encoded]
             mask = [e.attention_mask for e in encoded]
             types = [e.type_ids for e in encoded]
-        mask = np.array(mask, dtype=np.int64)
-        feed = {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": mask}
+        feed = {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": np.array(mask, dtype=np.int64)}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.array(types, dtype=np.int64)
-        pooled = self._session.run(None, feed)[0]
-        if not np.isfinite(pooled).all():
-            raise self._broken(NonFiniteVectors(
-                f"the ONNX file {self.onnx_file} gave non-finite values (NaN or infinity) for a text, so it is "
-                "damaged", fix=REPAIR_COMMAND))
-        if pooled.ndim == 3:  # a graph of the bare transformer: mean over the tokens the mask keeps
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (pooled * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return feed
 
     def _broken(self, exc: EmbeddingsUnavailable) -> EmbeddingsUnavailable:
         """Remember the first break: the probe then reports this encoder broken instead of working."""
         if self.failure is None:
             self.failure = exc
         return exc
+
+
+def _unit_rows(pooled: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The graph's output as L2-normalised float32 rows; a graph of the bare transformer is
+    mean-pooled over the tokens the mask keeps first."""
+    if pooled.ndim == 3:
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (pooled * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

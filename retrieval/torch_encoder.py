@@ -51,6 +51,7 @@ class TorchEncoder:
     """A loaded sentence-transformers model that returns L2-normalised float32 rows."""
 
     backend = "torch"
+    last_runtime = "torch"  # what ran the latest encode(), as OnnxEncoder says it
 
     def __init__(self, spec, model_id: str | None = None):
         self.spec = spec

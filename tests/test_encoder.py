@@ -123,6 +123,7 @@ def test_a_graph_the_optimizer_cannot_fuse_is_left_as_exported(tmp_path):
 
 def test_parallel_batches_return_the_rows_in_input_order(onnx_encoder, monkeypatch):
     texts = parity_texts(120)
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "onnxruntime")  # parallel batches are onnxruntime's
     monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "1")
     serial = onnx_encoder.encode(texts, batch_size=8)
     monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "3")

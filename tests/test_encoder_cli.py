@@ -199,7 +199,7 @@ def test_a_conversion_is_readable_by_other_users_of_a_shared_cache(cache, tmp_pa
 
 def test_ctrl_c_during_index_commits_what_is_done_and_says_what_is_left(cache, tmp_path):
     store = tmp_path / "store"
-    total = 3000
+    total = 12000  # more than either runtime embeds in the 6 s before the signal
     lines = tmp_path / "many.jsonl"
     lines.write_text("".join(json.dumps({"content": f"note {i}: the build agent {i} rotates its logs at {i % 24}:00 "
                                                     f"and keeps {i % 9} days of them"}) + "\n" for i in range(total)))

@@ -1,0 +1,138 @@
+"""Long encodes (indexing, imports, eval corpora) on OpenVINO, with bfloat16 matrix products where
+the CPU multiplies bfloat16 itself (AMX or AVX512-BF16).
+
+Why a second runtime: a float32 batch on two cores runs at about torch's rate whatever the runtime,
+because the matrix products are the work (bench/README.md, "Session 21"), and every int8 recipe for
+onnxruntime either moved nDCG@10 too far, made a vector depend on its batch-mates or was no faster.
+OpenVINO compiles the same ONNX file (the fused graph's com.microsoft ops included) and, asked for
+bfloat16, runs the products on the CPU's bfloat16 units with float32 sums, layer norms and softmax:
+3.4-3.8x onnxruntime's float32 batches at cosine >= 0.99997 to them, the same vector for a text
+alone or in a batch (bench/encoder_throughput.py; bench/README.md "Session 22").
+
+Only long encodes use it. A query or a write stays on onnxruntime, which is as fast for one text and
+keeps a serving process ~60 MB smaller; so a server's vectors of single writes and its queries are
+the float graph's, and a text embedded in bulk lies within cosine 0.9999 of them.
+
+``KENNING_BULK_RUNTIME``: ``auto`` (default: OpenVINO when installed and the CPU has bfloat16),
+``openvino`` (also without bfloat16, in float32), ``onnxruntime`` (never OpenVINO).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+SETTINGS = ("auto", "openvino", "onnxruntime")
+TURNED_OFF = "onnxruntime (KENNING_BULK_RUNTIME=onnxruntime)"
+# Texts in one encode from which the bulk runtime is worth loading (~0.1-0.3 s to compile, less from
+# its cache). A server's background embedder drains in batches of 32, so a serving process never
+# loads it; `kenning index`, `import --embed` (256 a batch) and the eval harness (2,048) do.
+BULK_MIN = 64
+# Texts per OpenVINO call: 8 and 16 ran fastest on two cores, 32 ~10% and 64 ~15% slower.
+BULK_BATCH = 16
+# The bulk runtime must reproduce the float graph's probe vector this closely, or it is not used.
+MIN_PROBE_COSINE = 0.999
+
+
+def setting() -> str:
+    """``$KENNING_BULK_RUNTIME``, default auto; InvalidSetting for anything else."""
+    from .onnx_encoder import InvalidSetting
+
+    value = os.environ.get("KENNING_BULK_RUNTIME", "").strip().lower() or "auto"
+    if value not in SETTINGS:
+        raise InvalidSetting(f"KENNING_BULK_RUNTIME={value!r} is not a runtime; set it to one of "
+                             f"{', '.join(SETTINGS)} (default auto), or unset it", "KENNING_BULK_RUNTIME")
+    return value
+
+
+def installed() -> bool:
+    return importlib.util.find_spec("openvino") is not None
+
+
+def _openvino():
+    """``import openvino`` without its telemetry. The package's model-conversion tools, imported with
+    it, report every import to Google Analytics and keep a client id under ~/intel unless the user
+    opted out; they fall back to a silent stub when ``openvino_telemetry`` does not import, so this
+    process never lets it (kenning sends nothing anywhere)."""
+    sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]  # None: "cannot be imported"
+    import openvino
+
+    return openvino
+
+
+class BulkRunner:
+    """The ONNX file compiled by OpenVINO; ``run(feed)`` gives the graph's first output. One call at
+    a time (a compiled model's implicit request is not shared between threads)."""
+
+    def __init__(self, onnx_file: Path, threads: int, bfloat16: bool):
+        ov = _openvino()
+        core = ov.Core()
+        config = {"INFERENCE_PRECISION_HINT": "bf16" if bfloat16 else "f32",
+                  "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+        self.description = f"openvino {'bf16' if bfloat16 else 'f32'}"
+        cache = cache_dir(onnx_file)
+        try:  # the compiled blob beside the file: a later compile takes ~0.1 s instead of ~0.3 s
+            cache.mkdir(exist_ok=True)
+            self._model = core.compile_model(str(onnx_file), "CPU", {**config, "CACHE_DIR": str(cache)})
+        except Exception:  # a read-only or damaged cache: compile without it
+            self._model = core.compile_model(str(onnx_file), "CPU", config)
+        self._lock = threading.Lock()
+
+    def run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        with self._lock:
+            return np.array(self._model(feed)[0], dtype=np.float32)
+
+
+def cache_dir(onnx_file: Path) -> Path:
+    return onnx_file.parent / f"{onnx_file.stem}.openvino"
+
+
+def cpu_has_bfloat16() -> bool:
+    return "BF16" in _openvino().Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def plan() -> str:
+    """What long encodes will run on here, and why, without compiling anything (``kenning models``)."""
+    return _choose()[1]
+
+
+def _choose() -> tuple[bool | None, str]:
+    """(bfloat16 or not, a phrase) when OpenVINO is to run long encodes, else (None, why not)."""
+    chosen = setting()
+    if chosen == "onnxruntime":
+        return None, TURNED_OFF
+    if not installed():
+        return None, "onnxruntime (openvino is not installed)"
+    try:
+        bfloat16 = cpu_has_bfloat16()
+    except Exception as exc:
+        return None, _failed(exc)
+    if chosen == "auto" and not bfloat16:
+        return None, "onnxruntime (this CPU has no bfloat16 units for openvino to use)"
+    return bfloat16, f"openvino {'bf16' if bfloat16 else 'f32'}"
+
+
+def _failed(exc: BaseException) -> str:
+    return f"onnxruntime (openvino failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]})"
+
+
+def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str]:
+    """The bulk runner this machine and setting call for, or None, and a phrase saying which and why.
+    Never raises for OpenVINO's sake: without it a long encode runs on onnxruntime as before."""
+    bfloat16, why = _choose()
+    if bfloat16 is None:
+        return None, why
+    try:
+        runner = BulkRunner(onnx_file, threads, bfloat16)
+    except Exception as exc:
+        log.warning("openvino could not compile %s, long encodes run on onnxruntime: %s", onnx_file, exc)
+        return None, _failed(exc)
+    return runner, runner.description

@@ -1,0 +1,153 @@
+"""Long encodes on OpenVINO (retrieval/openvino_bulk.py): the same vectors as the float graph within
+cosine 0.9999, whatever a text's batch-mates, used only from BULK_MIN texts, and never a failure of
+its own: a broken, missing or straying OpenVINO leaves long encodes on onnxruntime."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kenning.retrieval import embeddings, onnx_export, openvino_bulk
+from kenning.retrieval.onnx_encoder import InvalidSetting, OnnxEncoder
+
+pytestmark = pytest.mark.embeddings
+
+BUILTIN = Path(__file__).resolve().parent.parent / "eval" / "builtin"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    pytest.importorskip("onnxruntime")
+    spec = embeddings.resolve_model()
+    embeddings.get_encoder(spec, "onnx")  # converts first on a machine that never did
+    return spec
+
+
+def fresh(spec, bulk: bool = True) -> OnnxEncoder:
+    return OnnxEncoder(spec, onnx_export.onnx_file(spec), model_id="bulk-test", bulk=bulk)
+
+
+def corpus(n: int) -> list[str]:
+    docs = [json.loads(line)["text"] for line in (BUILTIN / "corpus.jsonl").read_text().splitlines() if line]
+    texts = docs + [" ".join(docs[i : i + 12]) for i in range(0, len(docs), 5)]  # long ones: truncated at 256
+    assert len(texts) >= n
+    return texts[:n]
+
+
+def test_a_long_encode_runs_on_openvino_where_the_cpu_has_bfloat16_and_keeps_the_float_vectors(spec, monkeypatch):
+    monkeypatch.delenv("KENNING_BULK_RUNTIME", raising=False)
+    texts = corpus(150)
+    bulk, plain = fresh(spec), fresh(spec, bulk=False)
+    got, want = bulk.encode(texts), plain.encode(texts)
+    if openvino_bulk.installed() and openvino_bulk.cpu_has_bfloat16():
+        assert bulk.last_runtime == bulk.bulk_runtime == "openvino bf16"
+    else:
+        assert bulk.last_runtime == "onnxruntime" and bulk.bulk_runtime.startswith("onnxruntime (")
+    cosines = (got * want).sum(axis=1)
+    assert got.dtype == np.float32 and cosines.min() >= 0.9999, cosines.min()
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # a text's vector does not depend on the texts it is batched with
+    shuffled = list(reversed(texts[40:])) + texts[:40]
+    again = bulk.encode(shuffled)
+    moved = dict(zip(shuffled, again))
+    assert min(float(moved[t] @ v) for t, v in zip(texts, got)) >= 0.99999
+
+
+def test_a_short_encode_and_a_query_stay_on_onnxruntime_exactly(spec, monkeypatch):
+    monkeypatch.delenv("KENNING_BULK_RUNTIME", raising=False)
+    texts = corpus(openvino_bulk.BULK_MIN - 1)
+    bulk, plain = fresh(spec), fresh(spec, bulk=False)
+    assert np.array_equal(bulk.encode(texts), plain.encode(texts)) and bulk.last_runtime == "onnxruntime"
+    assert bulk._bulk is None  # nothing compiled for it
+    assert np.array_equal(bulk.encode_query(texts[0]), plain.encode_query(texts[0]))
+
+
+def test_the_setting_turns_it_off_and_a_typo_is_named(spec, monkeypatch):
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "onnxruntime")
+    texts = corpus(openvino_bulk.BULK_MIN)
+    bulk = fresh(spec)
+    assert np.array_equal(bulk.encode(texts), fresh(spec, bulk=False).encode(texts))
+    assert bulk.bulk_runtime == "onnxruntime (KENNING_BULK_RUNTIME=onnxruntime)"
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "gpu")
+    with pytest.raises(InvalidSetting, match=r"KENNING_BULK_RUNTIME='gpu' is not a runtime; set it to one of "
+                                             r"auto, openvino, onnxruntime") as caught:
+        openvino_bulk.setting()
+    assert caught.value.fix == "unset KENNING_BULK_RUNTIME"
+
+
+def test_openvino_straying_from_the_float_graph_is_not_used(spec, monkeypatch):
+    """The probe is what keeps a runtime that computes something else out: with a bar no runtime can
+    pass, long encodes stay on onnxruntime and say why."""
+    if not openvino_bulk.installed():
+        pytest.skip("openvino is not installed here")  # the embeddings extra installs it on x86-64
+    monkeypatch.setattr(openvino_bulk, "MIN_PROBE_COSINE", 1.01)
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "openvino")
+    texts = corpus(openvino_bulk.BULK_MIN)
+    bulk = fresh(spec)
+    assert np.array_equal(bulk.encode(texts), fresh(spec, bulk=False).encode(texts))
+    assert bulk.last_runtime == "onnxruntime"
+    assert bulk.bulk_runtime.startswith("onnxruntime (openvino's probe vectors stray from the float graph's: cosine 0.9")
+
+
+@pytest.mark.slow
+def test_a_broken_openvino_install_costs_kenning_index_nothing(spec, tmp_path):
+    """An openvino that fails to import (a half-removed install): `kenning index` embeds on
+    onnxruntime, says so, and every vector is there."""
+    fake = tmp_path / "site" / "openvino"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('libopenvino.so.2026: cannot open shared object file')\n")
+    store = tmp_path / "store"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))}
+    env.pop("KENNING_BULK_RUNTIME", None)
+    memories = "".join(json.dumps({"content": f"memory {i}: {t}"}) + "\n" for i, t in enumerate(corpus(80)))
+    (tmp_path / "m.jsonl").write_text(memories)
+    run = [sys.executable, "-m", "kenning.cli", "--store", str(store)]
+    subprocess.run([*run, "import", "--no-gates", str(tmp_path / "m.jsonl")], env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run([*run, "index", "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["embedded"] == 80 and report["pending"] == 0 and report["runtime"] == "onnxruntime", report
+    assert "Traceback" not in done.stderr
+    probe = textwrap.dedent("""
+        import sys
+        from kenning.retrieval import embeddings, onnx_export
+        from kenning.retrieval.onnx_encoder import OnnxEncoder
+        spec = embeddings.resolve_model()
+        print(OnnxEncoder(spec, onnx_export.onnx_file(spec), "x", bulk=True).bulk_runtime)
+    """)
+    said = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert said.stdout.strip() == "onnxruntime (openvino failed: ImportError: libopenvino.so.2026: cannot open " \
+                                  "shared object file)"
+
+
+@pytest.mark.slow
+def test_a_bulk_encode_sends_no_telemetry_and_leaves_nothing_in_home(spec, tmp_path):
+    """openvino's conversion tools report each import and keep a client id under ~/intel; kenning's
+    import of it goes through the tools' silent stub."""
+    if not openvino_bulk.installed():
+        pytest.skip("openvino is not installed here")  # the embeddings extra installs it on x86-64
+    home = tmp_path / "home"
+    home.mkdir()
+    script = textwrap.dedent("""
+        import sys
+        from kenning.retrieval import embeddings, onnx_export
+        from kenning.retrieval.onnx_encoder import OnnxEncoder
+        spec = embeddings.resolve_model()
+        encoder = OnnxEncoder(spec, onnx_export.onnx_file(spec), "x", bulk=True)
+        encoder.encode([f"text number {i}" for i in range(70)])
+        print(encoder.last_runtime, sys.modules.get("openvino_telemetry"), "openvino" in sys.modules)
+    """)
+    cache = onnx_export.onnx_file(spec).parents[2]  # this session's conversion, not a new one under HOME
+    env = {**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "KENNING_BULK_RUNTIME": "openvino",
+           "KENNING_CACHE_DIR": str(cache)}
+    said = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert said.stdout.split()[-2:] == ["None", "True"] and said.stdout.startswith("openvino "), said.stdout
+    assert not (home / "intel").exists()  # where openvino_telemetry keeps its client id and counts
