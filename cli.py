@@ -689,7 +689,9 @@ def index(
     """Embed every memory still waiting for a vector (bulk imports queue theirs; searches never wait for them).
 
     Exits 2 when the encoder cannot run (with --json too). Ctrl-C stops after the batch in progress
-    (a few seconds at most): what is embedded stays, the rest stays queued for the next run (exit 130)."""
+    (a few seconds at most): what is embedded stays, the rest stays queued for the next run (exit 130).
+    On a CPU with bfloat16 units, KENNING_BULK_RUNTIME=openvino (pip install "kenning[openvino]")
+    embeds ~3.5x faster, at cosine >= 0.9999 to the float vectors."""
     report = _embed_pending(_store(ctx), as_json)
     if as_json:
         emit_json(report)
@@ -754,7 +756,10 @@ def _long_encodes(backend: str) -> str:
     from kenning.retrieval import openvino_bulk
 
     try:
-        return openvino_bulk.plan()
+        chosen = openvino_bulk.plan()
+        return chosen if chosen != "onnxruntime" else (
+            "onnxruntime (float32; KENNING_BULK_RUNTIME=openvino runs them in bfloat16, ~3.5x faster on a CPU "
+            "with bfloat16 units)")
     except InvalidInput as exc:  # a KENNING_BULK_RUNTIME typo: say it here, the encoder refuses to load
         return f"onnxruntime ({exc})"
 

@@ -309,7 +309,7 @@ class OnnxEncoder:
         if not self._bulk_allowed:
             return "onnxruntime (the bulk runtime serves the float graph only)"
         if self.bulk_runner() is None and self._bulk is None:
-            return openvino_bulk.TURNED_OFF
+            return "onnxruntime"
         return self._bulk[1]
 
     def _load_bulk(self) -> tuple:

@@ -6,15 +6,21 @@ because the matrix products are the work (bench/README.md, "Session 21"), and ev
 onnxruntime either moved nDCG@10 too far, made a vector depend on its batch-mates or was no faster.
 OpenVINO compiles the same ONNX file (the fused graph's com.microsoft ops included) and, asked for
 bfloat16, runs the products on the CPU's bfloat16 units with float32 sums, layer norms and softmax:
-3.4-3.8x onnxruntime's float32 batches at cosine >= 0.99997 to them, the same vector for a text
-alone or in a batch (bench/encoder_throughput.py; bench/README.md "Session 22").
+3.4-3.8x torch's batches in the same run, at cosine >= 0.99997 to the float graph's vectors, the same
+vector for a text alone or in a batch (bench/encoder_throughput.py; bench/README.md "Session 22").
+
+It is an option, not the default, by the rule the 8-bit encoders follow: near-ties between two
+texts' cosines (gaps under 0.001) reorder, which moves nDCG@10 of some development collections by
+more than the 0.003 the float graph keeps to torch (up to +0.0057, builtin semantic), though within
+the 0.01 a reduced-precision encoder is offered under.
 
 Only long encodes use it. A query or a write stays on onnxruntime, which is as fast for one text and
-keeps a serving process ~60 MB smaller; so a server's vectors of single writes and its queries are
-the float graph's, and a text embedded in bulk lies within cosine 0.9999 of them.
+keeps a serving process ~60 MB smaller; so queries and single writes get the float graph's vectors,
+and a text embedded in bulk lies within cosine 0.9999 of them (the same model id: a store is not
+re-embedded for switching).
 
-``KENNING_BULK_RUNTIME``: ``auto`` (default: OpenVINO when installed and the CPU has bfloat16),
-``openvino`` (also without bfloat16, in float32), ``onnxruntime`` (never OpenVINO).
+``KENNING_BULK_RUNTIME``: ``onnxruntime`` (default) or ``openvino`` (bfloat16 where the CPU has it,
+else float32, which is about onnxruntime's speed). Install with ``pip install "kenning[openvino]"``.
 """
 
 from __future__ import annotations
@@ -30,11 +36,11 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-SETTINGS = ("auto", "openvino", "onnxruntime")
-TURNED_OFF = "onnxruntime (KENNING_BULK_RUNTIME=onnxruntime)"
+SETTINGS = ("onnxruntime", "openvino")
+DEFAULT = "onnxruntime"
 # Texts in one encode from which the bulk runtime is worth loading (~0.1-0.3 s to compile, less from
 # its cache). A server's background embedder drains in batches of 32, so a serving process never
-# loads it; `kenning index`, `import --embed` (256 a batch) and the eval harness (2,048) do.
+# loads it; `kenning index`, `import --embed` (256 a batch) and the eval harness (2,048) may.
 BULK_MIN = 64
 # Texts per OpenVINO call: 8 and 16 ran fastest on two cores, 32 ~10% and 64 ~15% slower.
 BULK_BATCH = 16
@@ -43,13 +49,13 @@ MIN_PROBE_COSINE = 0.999
 
 
 def setting() -> str:
-    """``$KENNING_BULK_RUNTIME``, default auto; InvalidSetting for anything else."""
+    """``$KENNING_BULK_RUNTIME``, default onnxruntime; InvalidSetting for anything else."""
     from .onnx_encoder import InvalidSetting
 
-    value = os.environ.get("KENNING_BULK_RUNTIME", "").strip().lower() or "auto"
+    value = os.environ.get("KENNING_BULK_RUNTIME", "").strip().lower() or DEFAULT
     if value not in SETTINGS:
         raise InvalidSetting(f"KENNING_BULK_RUNTIME={value!r} is not a runtime; set it to one of "
-                             f"{', '.join(SETTINGS)} (default auto), or unset it", "KENNING_BULK_RUNTIME")
+                             f"{', '.join(SETTINGS)} (default {DEFAULT}), or unset it", "KENNING_BULK_RUNTIME")
     return value
 
 
@@ -106,17 +112,14 @@ def plan() -> str:
 
 def _choose() -> tuple[bool | None, str]:
     """(bfloat16 or not, a phrase) when OpenVINO is to run long encodes, else (None, why not)."""
-    chosen = setting()
-    if chosen == "onnxruntime":
-        return None, TURNED_OFF
+    if setting() == "onnxruntime":
+        return None, "onnxruntime"
     if not installed():
-        return None, "onnxruntime (openvino is not installed)"
+        return None, 'onnxruntime (openvino is not installed: pip install "kenning[openvino]")'
     try:
         bfloat16 = cpu_has_bfloat16()
     except Exception as exc:
         return None, _failed(exc)
-    if chosen == "auto" and not bfloat16:
-        return None, "onnxruntime (this CPU has no bfloat16 units for openvino to use)"
     return bfloat16, f"openvino {'bf16' if bfloat16 else 'f32'}"
 
 
@@ -125,8 +128,8 @@ def _failed(exc: BaseException) -> str:
 
 
 def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str]:
-    """The bulk runner this machine and setting call for, or None, and a phrase saying which and why.
-    Never raises for OpenVINO's sake: without it a long encode runs on onnxruntime as before."""
+    """The bulk runner the setting calls for, or None, and a phrase saying which and why. Never
+    raises for OpenVINO's sake: without it a long encode runs on onnxruntime as before."""
     bfloat16, why = _choose()
     if bfloat16 is None:
         return None, why

@@ -1,6 +1,7 @@
-"""Long encodes on OpenVINO (retrieval/openvino_bulk.py): the same vectors as the float graph within
-cosine 0.9999, whatever a text's batch-mates, used only from BULK_MIN texts, and never a failure of
-its own: a broken, missing or straying OpenVINO leaves long encodes on onnxruntime."""
+"""Long encodes on OpenVINO (retrieval/openvino_bulk.py, KENNING_BULK_RUNTIME=openvino): the same
+vectors as the float graph within cosine 0.9999, whatever a text's batch-mates, used only from
+BULK_MIN texts, and never a failure of its own: a broken, missing or straying OpenVINO leaves long
+encodes on onnxruntime. Unset, nothing of it loads."""
 
 from __future__ import annotations
 
@@ -41,15 +42,19 @@ def corpus(n: int) -> list[str]:
     return texts[:n]
 
 
-def test_a_long_encode_runs_on_openvino_where_the_cpu_has_bfloat16_and_keeps_the_float_vectors(spec, monkeypatch):
-    monkeypatch.delenv("KENNING_BULK_RUNTIME", raising=False)
+@pytest.fixture
+def openvino_on(monkeypatch):
+    if not openvino_bulk.installed():
+        pytest.skip("openvino is not installed here")  # the dev extra installs it
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "openvino")
+
+
+def test_a_long_encode_runs_on_openvino_in_bfloat16_and_keeps_the_float_vectors(spec, openvino_on):
     texts = corpus(150)
     bulk, plain = fresh(spec), fresh(spec, bulk=False)
     got, want = bulk.encode(texts), plain.encode(texts)
-    if openvino_bulk.installed() and openvino_bulk.cpu_has_bfloat16():
-        assert bulk.last_runtime == bulk.bulk_runtime == "openvino bf16"
-    else:
-        assert bulk.last_runtime == "onnxruntime" and bulk.bulk_runtime.startswith("onnxruntime (")
+    expected = "openvino bf16" if openvino_bulk.cpu_has_bfloat16() else "openvino f32"
+    assert bulk.last_runtime == bulk.bulk_runtime == expected
     cosines = (got * want).sum(axis=1)
     assert got.dtype == np.float32 and cosines.min() >= 0.9999, cosines.min()
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
@@ -60,8 +65,7 @@ def test_a_long_encode_runs_on_openvino_where_the_cpu_has_bfloat16_and_keeps_the
     assert min(float(moved[t] @ v) for t, v in zip(texts, got)) >= 0.99999
 
 
-def test_a_short_encode_and_a_query_stay_on_onnxruntime_exactly(spec, monkeypatch):
-    monkeypatch.delenv("KENNING_BULK_RUNTIME", raising=False)
+def test_a_short_encode_and_a_query_stay_on_onnxruntime_exactly(spec, openvino_on):
     texts = corpus(openvino_bulk.BULK_MIN - 1)
     bulk, plain = fresh(spec), fresh(spec, bulk=False)
     assert np.array_equal(bulk.encode(texts), plain.encode(texts)) and bulk.last_runtime == "onnxruntime"
@@ -69,26 +73,30 @@ def test_a_short_encode_and_a_query_stay_on_onnxruntime_exactly(spec, monkeypatc
     assert np.array_equal(bulk.encode_query(texts[0]), plain.encode_query(texts[0]))
 
 
-def test_the_setting_turns_it_off_and_a_typo_is_named(spec, monkeypatch):
-    monkeypatch.setenv("KENNING_BULK_RUNTIME", "onnxruntime")
+@pytest.mark.parametrize("value", [None, "onnxruntime", " ONNXRuntime "])
+def test_by_default_a_long_encode_is_the_float_graph_exactly(spec, monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv("KENNING_BULK_RUNTIME", raising=False)
+    else:
+        monkeypatch.setenv("KENNING_BULK_RUNTIME", value)
     texts = corpus(openvino_bulk.BULK_MIN)
     bulk = fresh(spec)
     assert np.array_equal(bulk.encode(texts), fresh(spec, bulk=False).encode(texts))
-    assert bulk.bulk_runtime == "onnxruntime (KENNING_BULK_RUNTIME=onnxruntime)"
+    assert bulk.bulk_runtime == bulk.last_runtime == "onnxruntime" and bulk._bulk is None
+
+
+def test_a_typo_in_the_setting_is_named(monkeypatch):
     monkeypatch.setenv("KENNING_BULK_RUNTIME", "gpu")
     with pytest.raises(InvalidSetting, match=r"KENNING_BULK_RUNTIME='gpu' is not a runtime; set it to one of "
-                                             r"auto, openvino, onnxruntime") as caught:
+                                             r"onnxruntime, openvino \(default onnxruntime\)") as caught:
         openvino_bulk.setting()
     assert caught.value.fix == "unset KENNING_BULK_RUNTIME"
 
 
-def test_openvino_straying_from_the_float_graph_is_not_used(spec, monkeypatch):
+def test_openvino_straying_from_the_float_graph_is_not_used(spec, monkeypatch, openvino_on):
     """The probe is what keeps a runtime that computes something else out: with a bar no runtime can
     pass, long encodes stay on onnxruntime and say why."""
-    if not openvino_bulk.installed():
-        pytest.skip("openvino is not installed here")  # the embeddings extra installs it on x86-64
     monkeypatch.setattr(openvino_bulk, "MIN_PROBE_COSINE", 1.01)
-    monkeypatch.setenv("KENNING_BULK_RUNTIME", "openvino")
     texts = corpus(openvino_bulk.BULK_MIN)
     bulk = fresh(spec)
     assert np.array_equal(bulk.encode(texts), fresh(spec, bulk=False).encode(texts))
@@ -106,7 +114,7 @@ def test_a_broken_openvino_install_costs_kenning_index_nothing(spec, tmp_path):
     store = tmp_path / "store"
     env = {**os.environ, "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))}
-    env.pop("KENNING_BULK_RUNTIME", None)
+    env["KENNING_BULK_RUNTIME"] = "openvino"
     memories = "".join(json.dumps({"content": f"memory {i}: {t}"}) + "\n" for i, t in enumerate(corpus(80)))
     (tmp_path / "m.jsonl").write_text(memories)
     run = [sys.executable, "-m", "kenning.cli", "--store", str(store)]
@@ -129,11 +137,9 @@ def test_a_broken_openvino_install_costs_kenning_index_nothing(spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_bulk_encode_sends_no_telemetry_and_leaves_nothing_in_home(spec, tmp_path):
+def test_a_bulk_encode_sends_no_telemetry_and_leaves_nothing_in_home(spec, tmp_path, openvino_on):
     """openvino's conversion tools report each import and keep a client id under ~/intel; kenning's
-    import of it goes through the tools' silent stub."""
-    if not openvino_bulk.installed():
-        pytest.skip("openvino is not installed here")  # the embeddings extra installs it on x86-64
+    import of it goes through the tools' silent stub. Unset, openvino is not even imported."""
     home = tmp_path / "home"
     home.mkdir()
     script = textwrap.dedent("""
@@ -150,4 +156,7 @@ def test_a_bulk_encode_sends_no_telemetry_and_leaves_nothing_in_home(spec, tmp_p
            "KENNING_CACHE_DIR": str(cache)}
     said = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert said.stdout.split()[-2:] == ["None", "True"] and said.stdout.startswith("openvino "), said.stdout
+    del env["KENNING_BULK_RUNTIME"]
+    said = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert said.stdout.split() == ["onnxruntime", "None", "False"], said.stdout
     assert not (home / "intel").exists()  # where openvino_telemetry keeps its client id and counts
