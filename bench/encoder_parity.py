@@ -6,7 +6,8 @@ Two measures, both with the reference computed in the same run:
    development collections, short and long);
 2. nDCG@10 of the semantic and hybrid modes per development collection (the bundled ``builtin``
    and every BEIR folder in the data dir), by running ``kenning eval run`` once per backend
-   (``KENNING_ENCODER=torch|onnx``). torch reads and fills the shared embedding cache
+   (``KENNING_ENCODER=torch|onnx``; ``onnx+openvino`` is the float graph with its corpus encoded
+   on the OpenVINO bulk runtime, ``KENNING_BULK_RUNTIME=openvino``). torch reads and fills the shared embedding cache
    ($KENNING_CACHE_DIR: its vectors depend only on the model). Each ONNX backend gets an embedding
    cache of its own under --work, sharing only the converted model, so every ONNX vector in the
    table was computed by the graph under test, never read from a run of an earlier export.
@@ -14,7 +15,8 @@ Two measures, both with the reference computed in the same run:
     KENNING_CACHE_DIR=/work/wt/cache python bench/encoder_parity.py ../shared/eval-data --out parity.json
 
 The issue's bar: cosine >= 0.999 on every text; nDCG@10 within 0.003 of torch for onnx on every
-collection; a quantised model is offered only if it stays within 0.01 everywhere.
+collection; a quantised model is offered only if it stays within 0.01 everywhere (onnx+openvino:
+bfloat16 products, offered by that rule).
 ``int8_recipes.py`` measures the quantisation recipes the same way (figures in
 results-encoder-int8.json): the weight-only 8-bit one is the onnx-q8 backend; no per-tensor int8
 recipe passed (results-encoder-parity.json keeps the int8 column of that withdrawn backend).
@@ -33,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 GROUP_SEP = {"locomo-dev": ":"}
-BACKENDS = ("onnx", "torch")  # torch last: its vectors are likely cached already
+BACKENDS = ("onnx", "onnx+openvino", "torch")  # torch last: its vectors are likely cached already
 
 
 def sample_texts(data_dir: Path, n: int, seed: int = 7) -> list[str]:
@@ -58,8 +60,11 @@ def cosine_parity(texts: list[str]) -> dict:
     spec = embeddings.resolve_model()
     reference = TorchEncoder(spec).encode(texts)
     out = {"texts": len(texts)}
-    for variant in ("onnx",):
-        vectors = embeddings.get_encoder(spec, variant).encode(texts)
+    for variant in ("onnx", "onnx+openvino"):
+        os.environ["KENNING_BULK_RUNTIME"] = "openvino" if variant.endswith("+openvino") else "onnxruntime"
+        encoder = embeddings.get_encoder(spec, "onnx")
+        vectors = encoder.encode(texts)
+        assert encoder.last_runtime.startswith("openvino" if variant.endswith("+openvino") else "onnxruntime")
         cos = np.sum(reference * vectors, axis=1)
         out[variant] = {"min": float(cos.min()), "p01": float(np.quantile(cos, 0.01)),
                         "median": float(np.median(cos)), "below_0.999": int((cos < 0.999).sum())}
@@ -75,10 +80,11 @@ def collections(data_dir: Path, only: list[str] | None) -> list[tuple[str, str]]
 
 
 def backend_env(backend: str, work: Path) -> dict:
-    env = {**os.environ, "KENNING_ENCODER": backend, "HF_HUB_OFFLINE": "1"}
+    encoder, _, bulk = backend.partition("+")
+    env = {**os.environ, "KENNING_ENCODER": encoder, "KENNING_BULK_RUNTIME": bulk or "onnxruntime", "HF_HUB_OFFLINE": "1"}
     if backend != "torch":
         shared = Path(os.environ.get("KENNING_CACHE_DIR") or _default_cache())
-        own = work / f"cache-{backend}"
+        own = work / f"cache-{backend.replace('+', '-')}"
         own.mkdir(parents=True, exist_ok=True)
         (shared / "onnx").mkdir(parents=True, exist_ok=True)
         if not (own / "onnx").exists():
@@ -119,12 +125,15 @@ def read_reports(data_dir: Path, work: Path, only: list[str] | None) -> dict:
 
 
 def print_table(ndcg: dict) -> None:
-    print(f"{'collection':15} {'mode':9} {'torch':>7} {'onnx':>7} {'Δ':>8}")
+    others = [b for b in BACKENDS if b != "torch"]
+    print(f"{'collection':15} {'mode':9} {'torch':>7} " + " ".join(f"{b:>13} {'Δ':>8}" for b in others))
     for name, rows in ndcg.items():
         for mode, ref in rows.get("torch", {}).items():
-            value = rows.get("onnx", {}).get(mode)
-            cell = "      -        -" if value is None else f"{value:7.4f} {value - ref:+8.4f}"
-            print(f"{name:15} {mode:9} {ref:7.4f} {cell}")
+            cells = []
+            for backend in others:
+                value = rows.get(backend, {}).get(mode)
+                cells.append(f"{'-':>13} {'-':>8}" if value is None else f"{value:13.4f} {value - ref:+8.4f}")
+            print(f"{name:15} {mode:9} {ref:7.4f} " + " ".join(cells))
 
 
 def main() -> None:

@@ -4,11 +4,13 @@ CPU second (process time, all threads), medians of --repeats after one warm-up p
 A configuration is ``torch[:batch[:threads]]`` (sentence-transformers, which sorts by length too),
 ``<onnx file or fp32>[@chars]:<batch>:<parallel batches>:<intra-op threads>`` (onnxruntime only;
 ``@chars``: batches sorted by characters, not tokens), or ``shipped`` (the float encoder as kenning
-loads it: long encodes on the bulk runtime, retrieval/openvino_bulk.py, when this machine has it):
+loads it, ``KENNING_BULK_RUNTIME`` included: with ``openvino``, long encodes on OpenVINO in bfloat16,
+retrieval/openvino_bulk.py):
 
     KENNING_CACHE_DIR=/work/wt/cache nice python bench/encoder_throughput.py short \\
         torch:32,fp32:32:1:1,fp32:32:2:1,fp32:32:1:2,torch:32:2,torch:32 --repeats 3
-    python bench/encoder_throughput.py short torch:32:2,shipped,fp32:32:1:2,torch:32:2 --repeats 5
+    KENNING_BULK_RUNTIME=openvino python bench/encoder_throughput.py short \\
+        torch:32:2,shipped,fp32:32:1:2,torch:32:2,shipped --repeats 3
 
 ``short``: 512 synthetic memories (bench/corpus.py, ~40 words); ``long``: the first 160 scifact
 abstracts (~250 tokens). Put torch first and last: on a shared machine the load moves during a run.
