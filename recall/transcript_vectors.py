@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kenning.store.db import Database
-from kenning.store.semantic import BACKGROUND_BATCH, Semantic
+from kenning.store.semantic import Semantic
 
 EMBED_BATCH = 128
 
@@ -86,10 +86,11 @@ class TranscriptVectors:
         return done
 
     def embed_in_background(self, stop: threading.Event) -> int:
-        """The background embedder's share (small batches, so a closing server never waits long)."""
+        """The background embedder's share (small batches, so a closing server never waits long;
+        the bulk runtime's size when one is set up)."""
         if self.db.read_only or not self.pending():
             return 0
-        return self.embed_pending(stop=stop, batch=BACKGROUND_BATCH)
+        return self.embed_pending(stop=stop, batch=self.semantic.background_batch())
 
     def search(self, query: str, k: int, allowed_keys: np.ndarray | None) -> list[tuple[int, float]]:
         """(message key, cosine) best first, above the model's no-match floor, over the vectors that exist."""

@@ -293,6 +293,13 @@ class OnnxEncoder:
                 pool.shutdown(cancel_futures=True)
         return out
 
+    def bulk_min(self) -> int | None:
+        """Texts from which an encode runs on the bulk runtime, or None when none is set up or it
+        failed here; a server's background drain sizes its batches by it (store/semantic.py)."""
+        if not self._bulk_allowed or openvino_bulk.setting() == "onnxruntime":
+            return None
+        return None if self._bulk is not None and self._bulk[0] is None else openvino_bulk.BULK_MIN
+
     def bulk_runner(self):
         """The OpenVINO runner for long encodes, loaded on first use; None when this encoder is not the
         float graph, OpenVINO is not to be used here, or its probe vectors stray from onnxruntime's."""

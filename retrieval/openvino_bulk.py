@@ -14,7 +14,7 @@ texts' cosines (gaps under 0.001) reorder, which moves nDCG@10 of some developme
 more than the 0.003 the float graph keeps to torch (up to +0.0057, builtin semantic), though within
 the 0.01 a reduced-precision encoder is offered under.
 
-Only long encodes use it. A query or a write stays on onnxruntime, which is as fast for one text and
+Only long encodes use it (a server's backlog included). A query or a write stays on onnxruntime, which is as fast for one text and
 keeps a serving process ~60 MB smaller; so queries and single writes get the float graph's vectors,
 and a text embedded in bulk lies within cosine 0.9999 of them (the same model id: a store is not
 re-embedded for switching).
@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 SETTINGS = ("onnxruntime", "openvino")
 DEFAULT = "onnxruntime"
 # Texts in one encode from which the bulk runtime is worth loading (~0.1-0.3 s to compile, less from
-# its cache). A server's background embedder drains in batches of 32, so a serving process never
-# loads it; `kenning index`, `import --embed` (256 a batch) and the eval harness (2,048) may.
+# its cache): `kenning index`, `import --embed` (256 a batch), the eval harness (2,048), and a server
+# draining a backlog, which then takes batches of this size (store/semantic.py); its single writes
+# stay on onnxruntime, so a server with no backlog never loads it.
 BULK_MIN = 64
 # Texts per OpenVINO call: 8 and 16 ran fastest on two cores, 32 ~10% and 64 ~15% slower.
 BULK_BATCH = 16

@@ -53,6 +53,11 @@ class TorchEncoder:
     backend = "torch"
     last_runtime = "torch"  # what ran the latest encode(), as OnnxEncoder says it
 
+    @staticmethod
+    def bulk_min() -> None:
+        """No bulk runtime: the reference encoder runs every encode itself (OnnxEncoder.bulk_min)."""
+        return None
+
     def __init__(self, spec, model_id: str | None = None):
         self.spec = spec
         self.model_id = model_id or spec.model_id

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +161,53 @@ def test_a_bulk_encode_sends_no_telemetry_and_leaves_nothing_in_home(spec, tmp_p
     said = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert said.stdout.split() == ["onnxruntime", "None", "False"], said.stdout
     assert not (home / "intel").exists()  # where openvino_telemetry keeps its client id and counts
+
+
+def test_the_bulk_size_is_given_only_where_the_bulk_runtime_may_run(spec, monkeypatch, openvino_on):
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    assert fresh(spec).bulk_min() == openvino_bulk.BULK_MIN
+    assert fresh(spec, bulk=False).bulk_min() is None  # a q8 encoder: the bulk runtime serves the float graph only
+    assert TorchEncoder.bulk_min() is None
+    monkeypatch.setattr(openvino_bulk, "MIN_PROBE_COSINE", 1.01)
+    strayed = fresh(spec)
+    strayed.encode(corpus(openvino_bulk.BULK_MIN))
+    assert strayed.last_runtime == "onnxruntime" and strayed.bulk_min() is None  # failed here: small batches again
+    monkeypatch.setenv("KENNING_BULK_RUNTIME", "onnxruntime")
+    assert fresh(spec).bulk_min() is None
+
+
+def test_a_server_drains_a_backlog_on_the_bulk_runtime_and_its_writes_on_onnxruntime(store, monkeypatch, openvino_on):
+    """A server started on an unembedded import (`kenning import` without --embed) embeds it in the
+    background in batches the bulk runtime takes; a write it answers meanwhile stays on onnxruntime."""
+    from kenning.store import semantic
+
+    texts = corpus(2 * openvino_bulk.BULK_MIN + 10)
+    store.import_records([{"content": f"note {i}: {t}", "scopes": ["bulk"]} for i, t in enumerate(texts)])
+    assert store.semantic.pending_count() == len(texts)  # imported, not embedded
+    encoder = store.semantic.encoder()
+    assert store.semantic.background_batch() == openvino_bulk.BULK_MIN
+    ran: list[tuple[int, str]] = []
+    original = encoder.encode
+
+    def encode(batch, **kwargs):
+        batch = list(batch)
+        out = original(batch, **kwargs)
+        ran.append((len(batch), encoder.last_runtime))
+        return out
+
+    monkeypatch.setattr(encoder, "encode", encode)
+    store.semantic.start_background(poll_s=0.1)
+    deadline = time.monotonic() + 120
+    while store.semantic.pending_count() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.semantic.pending_count() == 0
+    bulk = "openvino bf16" if openvino_bulk.cpu_has_bfloat16() else "openvino f32"
+    assert ran[:3] == [(64, bulk), (64, bulk), (10, "onnxruntime")], ran
+    written = store.write("The staging cluster is drained every Friday at noon", scopes=["x"])
+    assert written.status == "committed"
+    found = store.search("when is staging emptied", mode="semantic", limit=3)
+    assert found.pending_embeddings == 0 and found.hits[0].id == written.id
+    assert ran[-1] == (1, "onnxruntime"), ran
+    monkeypatch.delenv("KENNING_BULK_RUNTIME")
+    assert store.semantic.background_batch() == semantic.BACKGROUND_BATCH
