@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-_ID = r"([0-9A-Za-z]{26})"  # a memory id (ULID)
+from kenning.store.ids import ID_IN_TEXT as _ID
 
 _TOOLS_TO_CLI: list[tuple[re.Pattern[str], str]] = [
     # durability: there is no CLI command that writes an episode; say so instead of naming the tool

@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import time
 
+# A memory id inside a message, as one regex group: the surfaces that restate the gates' hints for
+# their users (commands/hints.py, serve/http/errors.py) carry the id over.
+ID_IN_TEXT = r"([0-9A-Za-z]{26})"
+
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # ten bits -> two characters
 

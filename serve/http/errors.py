@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kenning.errors import KenningError, NotFound, SearchDisabled, Stale
 from kenning.memory.gates import GateRefused
+from kenning.store.ids import ID_IN_TEXT as _ID
 from kenning.store.models import WriteResult
 
 # a refusal by a live setting is a conflict with the store's state; a gate's verdict on the
@@ -32,8 +33,6 @@ WRITE_STATUS = {
     "not_found": 404,
 }
 
-
-_ID = r"([0-9A-Za-z]{26})"  # a memory id (ULID)
 
 # the library and the gates word their messages for the CLI or the MCP tools; an HTTP client reads routes and fields
 _TO_HTTP: list[tuple[re.Pattern[str], str]] = [
