@@ -29,19 +29,7 @@ def transfer_location(location: str | os.PathLike, role: str) -> Path | str:
     """The folder or URL ``kenning migrate``'s source or destination (``role``) names, refused as
     ``--store`` is when it is empty, a URL of another kind, or a file."""
     what = f"the migrate {role}"
-    if not isinstance(location, (str, os.PathLike)):
-        from kenning.errors import InvalidInput
-
-        raise InvalidInput(f"{what} must be {SUPPORTED}, got {type(location).__name__}")
-    if isinstance(location, str):
-        if not location.strip():
-            from kenning.errors import InvalidInput
-
-            raise InvalidInput(f"{what} is empty; give {SUPPORTED}")
-        if location.startswith(URL_PREFIXES):
-            return location
-        refuse_other_schemes(location, what)
-    return _folder(Path(location).expanduser(), what)[0]
+    return _explicit(location, what, f"{what} is empty; give {SUPPORTED}", what)[0]
 
 
 def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str, str]:
@@ -51,21 +39,9 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
     default; an empty $KENNING_URL / $KENNING_HOME reads as unset, as shells treat an empty variable.
     A path that is a file (or lies under one) is refused here, so every command says so alike."""
     if explicit is not None:
-        if not isinstance(explicit, (str, os.PathLike)):
-            from kenning.errors import InvalidInput
-
-            raise InvalidInput(f"the store location must be a folder path or a postgresql:// URL, "
-                               f"got {type(explicit).__name__}")
-        if isinstance(explicit, str) and not explicit.strip():
-            from kenning.errors import InvalidInput
-
-            raise InvalidInput("the store path (--store) is empty; give a store folder or a postgresql:// URL, "
-                               "or leave --store out for the default store")
-        if isinstance(explicit, str) and explicit.startswith(URL_PREFIXES):
-            return explicit, "given with --store"
-        if isinstance(explicit, str):
-            refuse_other_schemes(explicit, "the store location (--store)")
-        return _folder(Path(explicit).expanduser(), "given with --store")
+        return _explicit(explicit, "the store location (--store)",
+                         "the store path (--store) is empty; give a store folder or a postgresql:// URL, "
+                         "or leave --store out for the default store", "given with --store")
     url = os.environ.get("KENNING_URL")
     if url:
         if not url.startswith(URL_PREFIXES):
@@ -84,6 +60,25 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
 
     default = Path(platformdirs.user_data_dir("kenning", appauthor=False))
     return _folder(default, "the default (no --store, no $KENNING_HOME, no ./.kenning)")
+
+
+def _explicit(location: object, what: str, empty: str, why: str) -> tuple[Path | str, str]:
+    """A location given outright: a postgresql:// URL as it is, else a folder path (``_folder``);
+    InvalidInput when it is neither text nor a path, empty (``empty`` says so), a URL of another kind
+    or a file."""
+    if not isinstance(location, (str, os.PathLike)):
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"{what} must be a folder path or a postgresql:// URL, got {type(location).__name__}")
+    if isinstance(location, str):
+        if not location.strip():
+            from kenning.errors import InvalidInput
+
+            raise InvalidInput(empty)
+        if location.startswith(URL_PREFIXES):
+            return location, why
+        refuse_other_schemes(location, what)
+    return _folder(Path(location).expanduser(), why)
 
 
 def _folder(path: Path, why: str) -> tuple[Path, str]:
