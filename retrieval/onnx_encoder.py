@@ -14,6 +14,7 @@ No torch here: this module is the query and write path. The ONNX graph comes fro
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -28,6 +29,8 @@ from kenning.errors import EmbeddingsUnavailable, InvalidInput
 
 from . import openvino_bulk
 from .embeddings import REPAIR_COMMAND
+
+log = logging.getLogger(__name__)
 
 # Two intra-op threads (when there are two cores): a query or a write's one text is a short matrix
 # product per layer that mostly waits on reading the weights, and two cores read them in about
@@ -288,6 +291,8 @@ class OnnxEncoder:
                 if progress is not None and (n % _BATCHES_PER_CHUNK == 0 or n == len(batches)):
                     progress(done_since)
                     done_since = 0
+            if runner is not None and self._bulk[0] is not runner:  # it failed part-way: say what ran instead
+                self.last_runtime = self._bulk[1]
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -324,9 +329,13 @@ class OnnxEncoder:
         if runner is None:
             return None, why
         try:
-            cosines = (self._encode_batch(_BULK_PROBES) * self._encode_bulk_batch(_BULK_PROBES, runner)).sum(axis=1)
-        except Exception as exc:  # NaN out of it included
-            return None, f"onnxruntime (openvino failed its probe: {type(exc).__name__})"
+            feed = self._feed(_BULK_PROBES)
+            pooled = runner.run(feed)
+            if not np.isfinite(pooled).all():
+                return None, "onnxruntime (openvino gave non-finite values for its probe)"
+            cosines = (self._encode_batch(_BULK_PROBES) * _unit_rows(pooled, feed["attention_mask"])).sum(axis=1)
+        except Exception as exc:
+            return None, openvino_bulk.failed(exc)
         if not cosines.min() >= openvino_bulk.MIN_PROBE_COSINE:
             return None, f"onnxruntime (openvino's probe vectors stray from the float graph's: cosine {cosines.min():.5f})"
         return runner, why
@@ -362,9 +371,18 @@ class OnnxEncoder:
         return _unit_rows(pooled, feed["attention_mask"])
 
     def _encode_bulk_batch(self, texts: list[str], runner) -> np.ndarray:
+        """One batch on the bulk runtime. Should it raise or give non-finite values (its fault, not the
+        file's: the probe passed), this batch and every later one run on onnxruntime."""
+        if self._bulk is None or self._bulk[0] is not runner:  # it failed on an earlier batch
+            return self._encode_batch(texts)
         feed = self._feed(texts)
-        pooled = runner.run(feed)
-        if not np.isfinite(pooled).all():  # the runtime's fault, not the file's: the float graph answers from here on
+        try:
+            pooled = runner.run(feed)
+        except Exception as exc:
+            log.warning("openvino failed, long encodes run on onnxruntime: %s", exc)
+            self._bulk = (None, openvino_bulk.failed(exc))
+            return self._encode_batch(texts)
+        if not np.isfinite(pooled).all():
             self._bulk = (None, "onnxruntime (openvino gave non-finite values)")
             return self._encode_batch(texts)
         return _unit_rows(pooled, feed["attention_mask"])

@@ -120,11 +120,12 @@ def _choose() -> tuple[bool | None, str]:
     try:
         bfloat16 = cpu_has_bfloat16()
     except Exception as exc:
-        return None, _failed(exc)
+        return None, failed(exc)
     return bfloat16, f"openvino {'bf16' if bfloat16 else 'f32'}"
 
 
-def _failed(exc: BaseException) -> str:
+def failed(exc: BaseException) -> str:
+    """What runs long encodes after OpenVINO raised ``exc``: onnxruntime, and the error's first line."""
     return f"onnxruntime (openvino failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]})"
 
 
@@ -138,5 +139,5 @@ def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str]:
         runner = BulkRunner(onnx_file, threads, bfloat16)
     except Exception as exc:
         log.warning("openvino could not compile %s, long encodes run on onnxruntime: %s", onnx_file, exc)
-        return None, _failed(exc)
+        return None, failed(exc)
     return runner, runner.description

@@ -211,3 +211,45 @@ def test_a_server_drains_a_backlog_on_the_bulk_runtime_and_its_writes_on_onnxrun
     assert ran[-1] == (1, "onnxruntime"), ran
     monkeypatch.delenv("KENNING_BULK_RUNTIME")
     assert store.semantic.background_batch() == semantic.BACKGROUND_BATCH
+
+
+def test_openvino_failing_part_way_through_a_long_encode_hands_the_rest_to_onnxruntime(spec, monkeypatch, openvino_on):
+    """A runtime error after the probe passed (the real OpenVINO cannot be made to fail on demand, so
+    its run raises from the third batch): no batch is lost, the failed ones and every later one are
+    the float graph's, and the encoder says what ran."""
+    texts = corpus(6 * openvino_bulk.BULK_BATCH)
+    bulk, plain = fresh(spec), fresh(spec, bulk=False)
+    runner = bulk.bulk_runner()
+    assert runner is not None
+    real, calls = runner.run, []
+
+    def run(feed):
+        calls.append(len(feed["input_ids"]))
+        if len(calls) >= 3:
+            raise RuntimeError("Exception from src/inference/src/cpp/infer_request.cpp: out of memory")
+        return real(feed)
+
+    monkeypatch.setattr(runner, "run", run)
+    got, want = bulk.encode(texts), plain.encode(texts)
+    assert len(calls) == 3  # not tried again after it failed
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() >= 0.9999 and int((abs(cosines - 1) < 1e-6).sum()) >= 4 * openvino_bulk.BULK_BATCH
+    said = "onnxruntime (openvino failed: RuntimeError: Exception from src/inference/src/cpp/infer_request.cpp: out of memory)"
+    assert bulk.last_runtime == bulk.bulk_runtime == said and bulk.bulk_min() is None
+    assert np.array_equal(bulk.encode(texts), want) and bulk.last_runtime == "onnxruntime"
+
+
+@pytest.mark.parametrize("answer", ["nan", "raise"])
+def test_an_openvino_probe_that_gives_nan_or_raises_is_not_used(spec, monkeypatch, openvino_on, answer):
+    def run(self, feed):
+        if answer == "raise":
+            raise RuntimeError("compiled model has no CPU plugin")
+        return np.full((len(feed["input_ids"]), 384), np.nan, np.float32)
+
+    monkeypatch.setattr(openvino_bulk.BulkRunner, "run", run)
+    texts = corpus(openvino_bulk.BULK_MIN)
+    bulk = fresh(spec)
+    assert np.array_equal(bulk.encode(texts), fresh(spec, bulk=False).encode(texts))
+    assert bulk.last_runtime == "onnxruntime" and bulk.bulk_min() is None
+    assert bulk.bulk_runtime == {"nan": "onnxruntime (openvino gave non-finite values for its probe)",
+                                 "raise": "onnxruntime (openvino failed: RuntimeError: compiled model has no CPU plugin)"}[answer]
