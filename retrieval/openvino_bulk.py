@@ -14,10 +14,10 @@ texts' cosines (gaps under 0.001) reorder, which moves nDCG@10 of some developme
 more than the 0.003 the float graph keeps to torch (up to +0.0057, builtin semantic), though within
 the 0.01 a reduced-precision encoder is offered under.
 
-Only long encodes use it (a server's backlog included). A query or a write stays on onnxruntime, which is as fast for one text and
-keeps a serving process ~60 MB smaller; so queries and single writes get the float graph's vectors,
-and a text embedded in bulk lies within cosine 0.9999 of them (the same model id: a store is not
-re-embedded for switching).
+Only long encodes use it (a server's backlog included). A query or a write stays on onnxruntime,
+which is as fast for one text and keeps a serving process ~60 MB smaller; so queries and single
+writes get the float graph's vectors, and a text embedded in bulk lies within cosine 0.9999 of them
+(the same model id: a store is not re-embedded for switching).
 
 ``KENNING_BULK_RUNTIME``: ``onnxruntime`` (default) or ``openvino`` (bfloat16 where the CPU has it,
 else float32, which is about onnxruntime's speed). Install with ``pip install "kenning[openvino]"``.
