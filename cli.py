@@ -542,20 +542,26 @@ def _exit_if_refused(report) -> None:
 
 def _embed_pending(store, as_json: bool) -> dict:
     """Embed the queue with a progress bar and the rate: {pending_before, embedded, pending, seconds,
-    per_second, runtime (what ran the last encode)}, plus degraded and fix when the encoder cannot run, and interrupted after a Ctrl-C."""
+    per_second, runtime, runtimes}, plus degraded and fix when the encoder cannot run, and interrupted
+    after a Ctrl-C. ``runtimes`` counts the texts each runtime encoded in this drain, and ``runtime``
+    says it in words (the encoder's describe_runs: the main one, the others with counts, why any ran on
+    onnxruntime when OpenVINO was asked for); null and {} when nothing was encoded."""
     import threading
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     pending = store.semantic.pending_count()
-    report = {"pending_before": pending, "embedded": 0, "seconds": 0.0, "per_second": None}
+    report = {"pending_before": pending, "embedded": 0, "seconds": 0.0, "per_second": None, "runtime": None,
+              "runtimes": {}}
     if not pending:
         return {**report, "pending": 0}
     availability = store.semantic.availability()
     if not availability.working:
         return {**report, "pending": pending, "degraded": availability.cause,
                 "fix": availability.fix or INSTALL_EMBEDDINGS}
+    encoder = store.semantic.encoder()
+    before = encoder.runs.copy()  # nothing else encodes in this process meanwhile: the difference is the drain's
     started = time.monotonic()
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                TimeRemainingColumn())
@@ -572,9 +578,10 @@ def _embed_pending(store, as_json: bool) -> dict:
             done = store.semantic.embed_pending(progress=advance, stop=stop)
     store.semantic.save()
     seconds = time.monotonic() - started
+    ran = encoder.runs - before  # texts a stored vector of the same text served are in no runtime's count
     return {**report, "embedded": done, "pending": store.semantic.pending_count(), "seconds": round(seconds, 2),
             "per_second": round(done / seconds, 1) if seconds > 0 and done else None,
-            "runtime": store.semantic.encoder().last_runtime if done else None,
+            "runtime": encoder.describe_runs(ran), "runtimes": dict(ran),
             **({"interrupted": True} if stop.is_set() else {})}
 
 
@@ -607,8 +614,10 @@ def _print_embedding(report: dict) -> None:
         ui.err.print(f"interrupted: embedded {report['embedded']}, {report['pending']} still pending; "
                      "run kenning index again to finish")
         raise typer.Exit(INTERRUPTED)
-    rate = (f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s on {report['runtime']})"
-            if report["per_second"] else "")
+    rate = ""
+    if report["per_second"]:
+        rate = f" in {report['seconds']:.1f} s ({report['per_second']:.0f} memories/s)"
+        rate += f" on {report['runtime']}" if report["runtime"] else ""
     ui.out.print(f"embedded {report['embedded']}{rate}; {report['pending']} pending")
 
 

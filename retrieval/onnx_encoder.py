@@ -19,7 +19,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -109,6 +110,22 @@ class InvalidSetting(InvalidInput):
     def __init__(self, message: str, name: str):
         super().__init__(message)
         self.fix = f"unset {name}"
+
+
+def describe_runs(ran: Mapping[str, int], onnxruntime_why: str | None = None) -> str | None:
+    """What ran a command's encodes, from ``ran`` (texts per runtime): the runtime that ran most, then
+    the others with their counts, and why texts ran on onnxruntime when another was asked for; None
+    when nothing was encoded. ``{"openvino bf16": 256, "onnxruntime": 44}`` and short encodes' reason
+    give "openvino bf16 (44 on onnxruntime: fewer than 64 texts at a time)"."""
+    ran = {name: n for name, n in ran.items() if n > 0}
+    if not ran:
+        return None
+    head, *others = sorted(ran, key=lambda name: (-ran[name], name))
+    notes = [f"{ran[name]} on {name}" + (f": {onnxruntime_why}" if name == "onnxruntime" and onnxruntime_why else "")
+             for name in others]
+    if head == "onnxruntime" and onnxruntime_why:
+        notes.insert(0, onnxruntime_why)
+    return f"{head} ({'; '.join(notes)})" if notes else head
 
 
 def _count_setting(name: str, default: int) -> int:
@@ -251,7 +268,10 @@ class OnnxEncoder:
         self._bulk_allowed = bulk
         self._bulk: tuple | None = None  # (runner or None, what runs long encodes and why)
         self._bulk_lock = threading.Lock()
-        self.last_runtime = "onnxruntime"  # what ran the latest encode() (``kenning index`` reports it)
+        self.last_runtime = "onnxruntime"  # what ran the latest encode() (OpenVINO failing in it: what took over)
+        # texts encode() ran on each runtime over this encoder's life: `kenning index` reports what its drain added
+        self.runs: Counter[str] = Counter()
+        self._runs_lock = threading.Lock()
         self.dim = dim if dim is not None else int(self._encode_batch(["probe"]).shape[1])
 
     def encode(
@@ -284,9 +304,11 @@ class OnnxEncoder:
             if runner is not None:
                 results = map(lambda rows: self._encode_bulk_batch([texts[i] for i in rows], runner), batches)
             else:
-                results = run(lambda rows: self._encode_batch([texts[i] for i in rows]), batches)
-            for n, (rows, vectors) in enumerate(zip(batches, results), start=1):
+                results = run(lambda rows: (self._encode_batch([texts[i] for i in rows]), "onnxruntime"), batches)
+            for n, (rows, (vectors, ran_on)) in enumerate(zip(batches, results), start=1):
                 out[rows] = vectors
+                with self._runs_lock:
+                    self.runs[ran_on] += len(rows)
                 done_since += len(rows)
                 if progress is not None and (n % _BATCHES_PER_CHUNK == 0 or n == len(batches)):
                     progress(done_since)
@@ -323,6 +345,26 @@ class OnnxEncoder:
         if self.bulk_runner() is None and self._bulk is None:
             return "onnxruntime"
         return self._bulk[1]
+
+    def describe_runs(self, ran: Mapping[str, int]) -> str | None:
+        """``ran`` (texts per runtime, as ``runs`` counts them) as a phrase (module ``describe_runs``),
+        saying why texts ran on onnxruntime when the bulk runtime was asked for. Loads nothing."""
+        return describe_runs(ran, self._onnxruntime_why())
+
+    def _onnxruntime_why(self) -> str | None:
+        """Why long encodes run on onnxruntime though KENNING_BULK_RUNTIME asks for another, else None."""
+        try:
+            if openvino_bulk.setting() == "onnxruntime":
+                return None
+        except InvalidInput:  # changed since the probe checked it: this encoder ran whatever it ran
+            return None
+        if not self._bulk_allowed:
+            return "the bulk runtime serves the float graph only"
+        state = self._bulk
+        if state is None or state[0] is not None:  # not needed yet, or running: only short encodes stayed
+            return f"fewer than {openvino_bulk.BULK_MIN} texts at a time"
+        why = state[1]  # "onnxruntime (openvino failed: ...)": the reason inside
+        return why[len("onnxruntime ("):-1] if why.startswith("onnxruntime (") and why.endswith(")") else why
 
     def _load_bulk(self) -> tuple:
         runner, why = openvino_bulk.load(self.onnx_file, self.threads)
@@ -370,22 +412,23 @@ class OnnxEncoder:
                 "damaged", fix=REPAIR_COMMAND))
         return _unit_rows(pooled, feed["attention_mask"])
 
-    def _encode_bulk_batch(self, texts: list[str], runner) -> np.ndarray:
-        """One batch on the bulk runtime. Should it raise or give non-finite values (its fault, not the
-        file's: the probe passed), this batch and every later one run on onnxruntime."""
+    def _encode_bulk_batch(self, texts: list[str], runner) -> tuple[np.ndarray, str]:
+        """One batch on the bulk runtime, and the runtime that ran it. Should it raise or give non-finite
+        values (its fault, not the file's: the probe passed), this batch and every later one run on
+        onnxruntime."""
         if self._bulk is None or self._bulk[0] is not runner:  # it failed on an earlier batch
-            return self._encode_batch(texts)
+            return self._encode_batch(texts), "onnxruntime"
         feed = self._feed(texts)
         try:
             pooled = runner.run(feed)
         except Exception as exc:
             log.warning("openvino failed, long encodes run on onnxruntime: %s", exc)
             self._bulk = (None, openvino_bulk.failed(exc))
-            return self._encode_batch(texts)
+            return self._encode_batch(texts), "onnxruntime"
         if not np.isfinite(pooled).all():
             self._bulk = (None, "onnxruntime (openvino gave non-finite values)")
-            return self._encode_batch(texts)
-        return _unit_rows(pooled, feed["attention_mask"])
+            return self._encode_batch(texts), "onnxruntime"
+        return _unit_rows(pooled, feed["attention_mask"]), runner.description
 
     def _feed(self, texts: list[str]) -> dict[str, np.ndarray]:
         if len(texts) == 1:  # a query or one write: nothing to pad, no list of encodings to walk

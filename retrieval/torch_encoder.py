@@ -8,13 +8,15 @@ answers. Importing this module is cheap; loading a model imports torch (~7 s).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
 
-from .onnx_encoder import NonFiniteVectors
+from .onnx_encoder import NonFiniteVectors, describe_runs
 
 _BATCHES_PER_CHUNK = 8
 
@@ -58,10 +60,17 @@ class TorchEncoder:
         """No bulk runtime: the reference encoder runs every encode itself (OnnxEncoder.bulk_min)."""
         return None
 
+    @staticmethod
+    def describe_runs(ran: Mapping[str, int]) -> str | None:
+        """``ran`` as a phrase (OnnxEncoder.describe_runs): "torch", or None when nothing was encoded."""
+        return describe_runs(ran)
+
     def __init__(self, spec, model_id: str | None = None):
         self.spec = spec
         self.model_id = model_id or spec.model_id
         self.failure: EmbeddingsUnavailable | None = None  # set when an encode produced NaN or infinity
+        self.runs: Counter[str] = Counter()  # texts encode() ran, as OnnxEncoder counts them
+        self._runs_lock = threading.Lock()
         self._model = load_sentence_transformer(spec.path)
         self.dim = int(self._model.encode(["probe"], convert_to_numpy=True).shape[1])
 
@@ -89,6 +98,8 @@ class TorchEncoder:
                         "so its weights are damaged")
                 raise self.failure
             out[rows] = encoded
+            with self._runs_lock:
+                self.runs["torch"] += len(rows)
             if progress is not None:
                 progress(len(rows))
         return out

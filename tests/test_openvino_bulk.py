@@ -125,7 +125,9 @@ def test_a_broken_openvino_install_costs_kenning_index_nothing(spec, tmp_path):
     done = subprocess.run([*run, "index", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["embedded"] == 80 and report["pending"] == 0 and report["runtime"] == "onnxruntime", report
+    refused = "onnxruntime (openvino failed: ImportError: libopenvino.so.2026: cannot open shared object file)"
+    assert report["embedded"] == 80 and report["pending"] == 0, report
+    assert report["runtime"] == refused and report["runtimes"] == {"onnxruntime": 80}, report  # asked for, and why not
     assert "Traceback" not in done.stderr
     probe = textwrap.dedent("""
         import sys
@@ -255,3 +257,54 @@ def test_an_openvino_probe_that_gives_nan_or_raises_is_not_used(spec, monkeypatc
     assert bulk.last_runtime == "onnxruntime" and bulk.bulk_min() is None
     assert bulk.bulk_runtime == {"nan": "onnxruntime (openvino gave non-finite values for its probe)",
                                  "raise": "onnxruntime (openvino failed: RuntimeError: compiled model has no CPU plugin)"}[answer]
+
+
+def kenning(store: Path, *args: str, env: dict | None = None, prelude: str | None = None) -> subprocess.CompletedProcess:
+    """``kenning --store store args`` in a subprocess with KENNING_BULK_RUNTIME=openvino; ``prelude`` runs first."""
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "KENNING_BULK_RUNTIME": "openvino", **(env or {})}
+    command = ([sys.executable, "-m", "kenning.cli"] if prelude is None
+               else [sys.executable, "-c", f"{prelude}\nfrom kenning.cli import main; main()"])
+    return subprocess.run([*command, "--store", str(store), *args], capture_output=True, text=True, env=environ)
+
+
+def jsonl(path: Path, label: str, n: int) -> str:
+    path.write_text("".join(json.dumps({"content": f"{label} {i}: {t}"}) + "\n" for i, t in enumerate(corpus(n))))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_index_and_import_embed_name_every_runtime_that_ran_not_the_last_chunks(spec, tmp_path, openvino_on):
+    """300 pending memories are drained in chunks of 256 (store/semantic.py EMBED_BATCH): 256 run on
+    OpenVINO, the last 44 (under BULK_MIN) on onnxruntime. The report names both, with counts; it once
+    said "onnxruntime", the last chunk's. With nothing pending, runtime is there and null."""
+    bulk = "openvino bf16" if openvino_bulk.cpu_has_bfloat16() else "openvino f32"
+    store = tmp_path / "store"
+    queued = kenning(store, "import", "--no-gates", jsonl(tmp_path / "a.jsonl", "memory", 300))
+    assert queued.returncode == 0, queued.stderr
+    done = kenning(store, "index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["embedded"] == 300 and report["pending"] == 0, report
+    assert report["runtimes"] == {bulk: 256, "onnxruntime": 44}, report
+    assert report["runtime"] == f"{bulk} (44 on onnxruntime: fewer than {openvino_bulk.BULK_MIN} texts at a time)"
+    idle = json.loads(kenning(store, "index", "--json").stdout)
+    assert idle["embedded"] == 0 and "runtime" in idle and idle["runtime"] is None and idle["runtimes"] == {}, idle
+    embedded = kenning(store, "import", "--no-gates", "--embed", jsonl(tmp_path / "b.jsonl", "note", 300))
+    assert embedded.returncode == 0, embedded.stderr
+    said = embedded.stdout.splitlines()[-1]
+    assert said.startswith("embedded 300 in ") and said.endswith(
+        f" memories/s) on {bulk} (44 on onnxruntime: fewer than {openvino_bulk.BULK_MIN} texts at a time); 0 pending"), said
+
+
+@pytest.mark.slow
+def test_index_says_why_openvino_was_not_used_when_its_probe_refused_it(spec, tmp_path, openvino_on):
+    """OpenVINO installed and asked for, but its probe vectors miss the bar (set past reach here, as
+    the in-process test does): the runtime says onnxruntime and why, in JSON and in plain text."""
+    store = tmp_path / "store"
+    assert kenning(store, "import", "--no-gates", jsonl(tmp_path / "a.jsonl", "memory", 70)).returncode == 0
+    done = kenning(store, "index", "--json", prelude="from kenning.retrieval import openvino_bulk\n"
+                                                      "openvino_bulk.MIN_PROBE_COSINE = 1.01  # no runtime passes")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["runtimes"] == {"onnxruntime": 70}, report
+    assert report["runtime"].startswith("onnxruntime (openvino's probe vectors stray from the float graph's: cosine 0.9")
