@@ -760,17 +760,19 @@ def models(
 
 def _long_encodes(backend: str) -> str:
     """What runs long encodes for this backend (retrieval/openvino_bulk.py serves the float graph)."""
-    if backend != "onnx":
-        return backend
     from kenning.retrieval import openvino_bulk
 
     try:
-        chosen = openvino_bulk.plan()
-        return chosen if chosen != "onnxruntime" else (
-            "onnxruntime (float32; KENNING_BULK_RUNTIME=openvino runs them in bfloat16, ~3.5x faster on a CPU "
-            "with bfloat16 units)")
-    except InvalidInput as exc:  # a KENNING_BULK_RUNTIME typo: say it here, the encoder refuses to load
-        return f"onnxruntime ({exc})"
+        setting = openvino_bulk.setting()
+    except InvalidInput as exc:  # a KENNING_BULK_RUNTIME typo: every encoder refuses to load (embeddings.probe)
+        return f"none, the encoder does not load: {exc}"
+    if backend != "onnx":
+        only = " (KENNING_BULK_RUNTIME=openvino serves the onnx encoder only)"
+        return backend + (only if setting == "openvino" else "")
+    chosen = openvino_bulk.plan()
+    return chosen if chosen != "onnxruntime" else (
+        "onnxruntime (float32; KENNING_BULK_RUNTIME=openvino runs them in bfloat16, ~3.5x faster on a CPU "
+        "with bfloat16 units)")
 
 
 def _convert(spec, variant: str, as_json: bool) -> None:

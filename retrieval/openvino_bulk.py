@@ -101,8 +101,14 @@ def cpu_has_bfloat16() -> bool:
 
 
 def plan() -> str:
-    """What long encodes will run on here, and why, without compiling anything (``kenning models``)."""
-    return _choose()[1]
+    """What long encodes will run on here, and why, without compiling anything (``kenning models``).
+    Whether OpenVINO is used is settled only by a process's first long encode, which compiles it and
+    checks its probe vectors (OnnxEncoder.bulk_runner); this says so rather than promise it."""
+    bfloat16, why = _choose()
+    if bfloat16 is None:
+        return why
+    return (f"{why} if it compiles and reproduces the float graph's probe vectors (checked by each process's first "
+            "long encode; onnxruntime otherwise)")
 
 
 def _choose() -> tuple[bool | None, str]:

@@ -129,6 +129,8 @@ def test_a_broken_openvino_install_costs_kenning_index_nothing(spec, tmp_path):
     assert report["embedded"] == 80 and report["pending"] == 0, report
     assert report["runtime"] == refused and report["runtimes"] == {"onnxruntime": 80}, report  # asked for, and why not
     assert "Traceback" not in done.stderr
+    models = subprocess.run([*run, "models", "--json"], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(models.stdout)["long_encodes"] == refused
     probe = textwrap.dedent("""
         import sys
         from kenning.retrieval import embeddings, onnx_export
@@ -308,3 +310,17 @@ def test_index_says_why_openvino_was_not_used_when_its_probe_refused_it(spec, tm
     report = json.loads(done.stdout)
     assert report["runtimes"] == {"onnxruntime": 70}, report
     assert report["runtime"].startswith("onnxruntime (openvino's probe vectors stray from the float graph's: cosine 0.9")
+
+
+def test_kenning_models_does_not_promise_openvino_before_a_long_encode_checked_it(tmp_path, openvino_on):
+    """`kenning models` compiles nothing, so it cannot know that OpenVINO will pass its probe: it says
+    what it will run if it does, and what decides it (it once said just "openvino bf16")."""
+    bulk = "openvino bf16" if openvino_bulk.cpu_has_bfloat16() else "openvino f32"
+    shown = kenning(tmp_path / "store", "models", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["long_encodes"] == (
+        f"{bulk} if it compiles and reproduces the float graph's probe vectors (checked by each process's first "
+        "long encode; onnxruntime otherwise)")
+    assert kenning(tmp_path / "store", "models").stdout.count(bulk) == 1
+    q8 = json.loads(kenning(tmp_path / "store", "models", "--json", env={"KENNING_ENCODER": "onnx-q8"}).stdout)
+    assert q8["long_encodes"] == "onnx-q8 (KENNING_BULK_RUNTIME=openvino serves the onnx encoder only)"
