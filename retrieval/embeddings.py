@@ -96,6 +96,7 @@ class Availability:
     cause: str | None
     model: ModelSpec | None
     fix: str | None = None  # the command that repairs a broken extra, when it is not the install
+    setting: str | None = None  # the environment variable whose value broke it (no install mends that)
 
     @property
     def working(self) -> bool:
@@ -438,16 +439,18 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
     later search degrades quietly to the lexical legs; a break that a conversion repairs (one killed
     half-way) is looked at again every RECHECK_S, so `kenning models --convert` mends a running server.
     """
+    from . import openvino_bulk
     from .onnx_encoder import InvalidSetting, check_settings
 
     try:
         backend_name = backend()
+        openvino_bulk.setting()  # for every encoder: torch runs no bulk runtime, but a typo there is refused alike
         if backend_name != "torch":
-            check_settings()
+            check_settings()  # the onnxruntime counts
     except InvalidSetting as exc:
-        return Availability("broken", str(exc), None, exc.fix)
+        return Availability("broken", str(exc), None, exc.fix, setting=exc.name)
     except InvalidInput as exc:
-        return Availability("broken", str(exc), None, "unset KENNING_ENCODER")
+        return Availability("broken", str(exc), None, "unset KENNING_ENCODER", setting="KENNING_ENCODER")
     key = (model, None if models_dir is None else str(models_dir), backend_name)
     with _lock:
         cached = _availability.get(key)
@@ -576,6 +579,6 @@ def degraded_note(availability: Availability) -> dict | None:
     return {
         "reason": f"embeddings_{availability.state}",
         "message": availability.cause,
-        "install": INSTALL_EMBEDDINGS,
+        "install": "" if availability.setting else INSTALL_EMBEDDINGS,  # a setting's fix is its own, not the extra
         "fix": availability.fix or INSTALL_EMBEDDINGS,
     }

@@ -96,12 +96,11 @@ def batch_workers() -> int:
 
 
 def check_settings() -> None:
-    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number or an unknown
-    KENNING_BULK_RUNTIME: the probe asks before loading, so a typo is reported as the setting it is,
-    not as a damaged model file."""
+    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number: the probe asks before
+    loading, so a typo is reported as the setting it is, not as a damaged model file.
+    KENNING_BULK_RUNTIME is not among them: the probe checks it for every encoder, torch's included."""
     intra_op_threads()
     batch_workers()
-    openvino_bulk.setting()
 
 
 class InvalidSetting(InvalidInput):
@@ -109,6 +108,7 @@ class InvalidSetting(InvalidInput):
 
     def __init__(self, message: str, name: str):
         super().__init__(message)
+        self.name = name
         self.fix = f"unset {name}"
 
 

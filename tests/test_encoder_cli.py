@@ -124,6 +124,33 @@ def test_a_bad_batch_workers_setting_stops_index_with_one_line_naming_it(cache, 
     assert kenning("index", "--json", store=store).returncode == 0  # unset, the same queue embeds
 
 
+@pytest.mark.parametrize("encoder", ["onnx", "torch"])
+def test_a_bulk_runtime_typo_is_refused_by_every_encoder_with_the_settings_fix_not_an_install(cache, tmp_path, encoder):
+    """KENNING_BULK_RUNTIME is checked in one place (the probe) whichever encoder KENNING_ENCODER picks: the
+    torch encoder, which runs no bulk runtime, once loaded and searched as if nothing were wrong. The
+    degraded answer's hint is the setting's fix; it once also carried the embeddings install command."""
+    store = tmp_path / "store"
+    env = {"KENNING_ENCODER": encoder, "KENNING_BULK_RUNTIME": "openvnio"}
+    write(store, "The auth service listens on port 8443", env=env)  # queued: the encoder cannot run
+    before = snapshot(cache)
+    found = kenning("search", "auth port", "--json", store=store, env=env)
+    assert found.returncode == 0, found.stderr
+    result = json.loads(found.stdout)
+    typo = ("KENNING_BULK_RUNTIME='openvnio' is not a runtime; set it to one of onnxruntime, openvino (default "
+            "onnxruntime), or unset it")
+    assert result["legs_run"] == ["keyword", "bm25"] and "8443" in result["hits"][0]["snippet"]
+    assert result["degraded"] == {"reason": "embeddings_broken", "message": typo, "install": "",
+                                  "fix": "unset KENNING_BULK_RUNTIME"}
+    plain = kenning("search", "auth port", store=store, env=env)
+    assert f"note: {typo} (unset KENNING_BULK_RUNTIME)" in plain.stderr, plain.stderr
+    indexed = kenning("index", store=store, env=env)
+    assert indexed.returncode == 2 and indexed.stderr.splitlines()[-1] == (
+        f"error: 1 memory waits for embeddings, but {typo}; fix: unset KENNING_BULK_RUNTIME")
+    models = json.loads(kenning("models", "--json", store=store, env=env).stdout)
+    assert models["long_encodes"] == f"none, the encoder does not load: {typo}"
+    assert "convert" not in found.stderr + indexed.stderr and snapshot(cache) == before
+
+
 def test_one_pending_memory_is_one_memory_that_has_no_vector(cache, tmp_path):
     store = tmp_path / "store"
     lines = tmp_path / "one.jsonl"

@@ -295,6 +295,17 @@ def test_the_degraded_note_names_the_state_the_cause_and_the_fix():
                                                 "install": INSTALL_EMBEDDINGS, "fix": "kenning models --convert"}
 
 
+@pytest.mark.parametrize(("name", "value"), [("KENNING_ENCODER", "onnx-int8"), ("KENNING_BULK_RUNTIME", "openvnio"),
+                                           ("KENNING_ONNX_THREADS", "two")])
+def test_an_invalid_setting_is_degraded_with_the_settings_fix_and_no_install_command(monkeypatch, name, value):
+    """Installing the embeddings extra mends no typo: the note's only hint is the setting's fix."""
+    monkeypatch.setenv(name, value)
+    availability = embeddings.probe()
+    assert availability.state == "broken" and availability.cause.startswith(f"{name}={value!r} ")
+    note = embeddings.degraded_note(availability)
+    assert note["install"] == "" and note["fix"] == f"unset {name}" and INSTALL_EMBEDDINGS not in str(note)
+
+
 # --- embeddings.py: the probe's three states ----------------------------------------------------
 
 def test_a_half_installed_extra_is_broken_and_names_what_to_install(monkeypatch):
