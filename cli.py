@@ -459,7 +459,8 @@ def import_(
     """Import memories in bulk through the same gates as `write`: each line is committed, refused (and
     why) or skipped as a duplicate, and a second import of the same file adds nothing. A line that is
     not a valid memory (bad JSON, empty text) stops the import before anything is written. Exits 1 when
-    a gate refused a line (the others are committed), as a refused `write` does."""
+    a gate refused a line (the others are committed), as a refused `write` does.
+    With --embed, KENNING_BULK_RUNTIME=openvino embeds ~3.5x faster on a CPU with bfloat16 units (see `index`)."""
     from rich.progress import Progress
 
 
@@ -718,7 +719,9 @@ def models(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """List the embedding models a name can resolve to, their ONNX conversions (in the model cache, shared
-    by every store) and, when there is a store, which model it is configured with and indexed by."""
+    by every store) and, when there is a store, which model it is configured with and indexed by.
+    It also says what runs long encodes (index, import --embed, eval): KENNING_BULK_RUNTIME=openvino
+    runs them in bfloat16, ~3.5x faster on a CPU with bfloat16 units."""
     from kenning.retrieval import embeddings, onnx_export
 
     store, location = _store_if_any(ctx)

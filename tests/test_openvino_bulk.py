@@ -324,3 +324,15 @@ def test_kenning_models_does_not_promise_openvino_before_a_long_encode_checked_i
     assert kenning(tmp_path / "store", "models").stdout.count(bulk) == 1
     q8 = json.loads(kenning(tmp_path / "store", "models", "--json", env={"KENNING_ENCODER": "onnx-q8"}).stdout)
     assert q8["long_encodes"] == "onnx-q8 (KENNING_BULK_RUNTIME=openvino serves the onnx encoder only)"
+
+
+def test_every_command_that_runs_long_encodes_mentions_the_bulk_runtime_in_its_help():
+    """index, import --embed and a server draining a backlog run long encodes; models says what runs them.
+    (`kenning eval run` runs them too; its help is in eval/commands.py, which this change left alone.)"""
+    from typer.testing import CliRunner
+
+    from kenning.cli import app
+
+    for command in (["index"], ["import"], ["models"], ["serve"]):
+        shown = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+        assert shown.exit_code == 0 and "KENNING_BULK_RUNTIME=openvino" in shown.stdout, command
