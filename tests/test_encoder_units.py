@@ -374,7 +374,8 @@ def test_a_bad_backend_setting_probes_broken_with_the_fix(fresh_caches, monkeypa
     monkeypatch.setenv("KENNING_ENCODER", "cuda")
     availability = embeddings.probe()
     assert availability == embeddings.Availability(
-        "broken", "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, onnx-rows8, torch", None, "unset KENNING_ENCODER")
+        "broken", "KENNING_ENCODER='cuda' is not a backend; choose one of onnx, onnx-q8, onnx-rows8, torch", None, "unset KENNING_ENCODER",
+        setting="KENNING_ENCODER")
     assert embeddings._availability == {}  # not cached: fixing the setting takes effect at once
     assert embeddings.loaded(embeddings.ModelSpec("x", Path("."), "local", "x:0")) is False
     with pytest.raises(EmbeddingsUnavailable) as refused:
