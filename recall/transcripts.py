@@ -410,11 +410,12 @@ class TranscriptIndex:
         shown = spelling.shown(query, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
+        names_something = labels.names_something(query) if engine.VECTOR_LEG in runs else False
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
                            vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), runner_up=runner_up,
-                           ceiling=ceiling)
+                           ceiling=ceiling, names_something=names_something)
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -93,6 +93,7 @@ def explain(
     runner_up: float | None = None,
     text_of: Callable[[int], str] | None = None,
     ceiling: str = "high",
+    names_something: bool = False,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -105,7 +106,8 @@ def explain(
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
     them; ``text=None`` labels without a snippet (the rank-only path), reading the text with
     ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``).
-    ``ceiling``: the best label this query's hits may get (``labels.ceiling``).
+    ``ceiling``: the best label this query's hits may get (``labels.ceiling``); ``names_something``:
+    the query writes a word as a name (``labels.names_something``).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -124,6 +126,6 @@ def explain(
     else:
         asks = None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       labels.lead_of(top, runner_up), asks, ceiling)
+                                       labels.lead_of(top, runner_up), asks, ceiling, names_something)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

@@ -169,6 +169,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             ahead.settle()
     # without the vector leg a high needs every term, so only a vector search asks which are unknown
     ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
+    names_something = labels.names_something(query) if "vector" in runs else False
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         candidates = [c for c in candidates if c.key in ids]  # an orphaned index entry is no memory
@@ -179,7 +180,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), runner_up=runner_up,
-                                            text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling).relevance
+                                            text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
+                                            names_something=names_something).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
@@ -191,7 +193,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                       known_coverage=known.get(cand.key), runner_up=runner_up, ceiling=ceiling)
+                       known_coverage=known.get(cand.key), runner_up=runner_up, ceiling=ceiling,
+                       names_something=names_something)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,

@@ -12,6 +12,9 @@ from kenning.retrieval.labels import (
     LEAD_COSINE,
     LONG_LEAD,
     LONG_QUERY_TERMS,
+    EVERY_TERM_COSINE,
+    EVERY_TERM_LEAD,
+    PARAPHRASE_COSINE,
     MANY_COSINE,
     MANY_COVERAGE,
     MANY_TERMS,
@@ -26,6 +29,7 @@ from kenning.retrieval.labels import (
     describe,
     label,
     lead_of,
+    names_something,
 )
 from kenning.retrieval.text import match_terms, query_tokens
 
@@ -101,7 +105,8 @@ def test_describe_names_every_threshold_the_rule_uses():
     line = describe()
     for value in (NEAR_TOP, HIGH_COSINE_ALONE, HIGH_COSINE, HIGH_COVERAGE, SEVERAL_COSINE, SEVERAL_TERMS,
                   SEVERAL_COVERAGE, MANY_COSINE, MANY_TERMS, MANY_COVERAGE, MEDIUM_COSINE, MEDIUM_TERM_SHARE,
-                  LEAD_COSINE, LEAD, LONG_QUERY_TERMS, LONG_LEAD):
+                  LEAD_COSINE, LEAD, LONG_QUERY_TERMS, LONG_LEAD, EVERY_TERM_COSINE, EVERY_TERM_LEAD,
+                  PARAPHRASE_COSINE):
         assert str(value) in line
 
 
@@ -172,8 +177,9 @@ def test_a_long_question_needs_a_long_lead_whatever_the_cosine():
     terms = LONG_QUERY_TERMS
     assert label(0.854, 7 / 9, 9, 1.0, 1.0, coverage=0.737) == "high"  # no second hit: nothing competes
     assert label(0.854, 7 / 9, 9, 1.0, 1.0, coverage=0.737, lead=0.115) == "medium"
-    assert label(0.95, 1.0, terms, 1.0, 1.0, coverage=1.0, lead=LONG_LEAD - 0.01) == "medium"
-    assert label(0.95, 1.0, terms, 1.0, 1.0, coverage=1.0, lead=LONG_LEAD) == "high"
+    share = (terms - 1) / terms  # a word of the question missing (a hit holding them all: every_term_high)
+    assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD - 0.01) == "medium"
+    assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD) == "high"
     assert label(0.95, 1.0, terms - 1, 1.0, 1.0, coverage=1.0, lead=0.0) == "high"  # one term fewer: short
     # the lexical-only label is unchanged: every term of the query, near the top
     assert label(None, 1.0, terms, 1.0, 1.0, lead=0.0) == "high"
@@ -341,3 +347,69 @@ def test_a_real_store_does_not_promise_an_answer_about_someone_it_has_never_hear
         for mode in ("keyword", "bm25", "hybrid"):
             hits = s.search("the and is", mode=mode, auto_scope=False).hits
             assert hits and {h.relevance for h in hits} == {"low"}
+
+
+def test_a_hit_holding_every_word_of_the_question_is_high_when_close_and_ahead():
+    """memval's keyword questions (bench/relevance, fourteenth pass): "Halvard Utilities rate limit on
+    kestrel-api" finds the memory holding all six terms at cosine .883, lead .66 - medium under the
+    long-question lead, judged relevant. Every word, cosine and lead are each needed; the near miss
+    "Argo CD version" -> a rollback memory naming Argo CD and a <version> placeholder holds every
+    word at cosine .54."""
+    assert label(0.883, 1.0, 6, 1.0, 1.0, coverage=1.0, lead=0.66) == "high"
+    assert label(EVERY_TERM_COSINE, 1.0, 4, 1.0, 1.0, coverage=1.0, lead=EVERY_TERM_LEAD) == "high"  # inclusive
+    assert label(EVERY_TERM_COSINE - 0.01, 1.0, 6, 1.0, 1.0, coverage=1.0, lead=LONG_LEAD - 0.01) == "medium"
+    assert label(0.883, 1.0, 6, 1.0, 1.0, coverage=1.0, lead=EVERY_TERM_LEAD - 0.01) == "medium"
+    assert label(0.883, 5 / 6, 6, 1.0, 1.0, coverage=0.9, lead=0.66) == "medium"  # a word missing
+    assert label(0.542, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=0.54) == "medium"  # Argo CD version
+    assert label(0.72, 1.0, 1, 1.0, 1.0, coverage=1.0, lead=0.6) == "medium"  # one word proves little
+    assert label(0.883, 1.0, 6, NEAR_TOP - 0.05, 1.0, coverage=1.0, lead=0.66) == "medium"  # not near the top
+
+
+def test_a_hit_sharing_no_word_is_high_when_close_in_meaning_and_the_question_names_nothing():
+    """A paraphrase's cosine comes from meaning alone: memval's "Who can't drink cow's milk?" ->
+    "The user is lactose intolerant ..." (no shared word, cosine .479). A question naming someone
+    ("what did Diego decide about the iOS widget", cosine .49 to another person's work) is not
+    answered by a hit that does not name them. A hit sharing some words is held to the other
+    branches."""
+    assert label(0.479, 0.0, 4, 1.0, 1.0, lead=0.29) == "high"
+    assert label(PARAPHRASE_COSINE, 0.0, 3, 1.0, 1.0, lead=0.0) == "high"  # inclusive, no lead asked
+    assert label(PARAPHRASE_COSINE - 0.01, 0.0, 3, 1.0, 1.0) == "medium"
+    assert label(0.491, 0.0, 4, 1.0, 1.0, lead=0.02, names_something=True) == "medium"
+    assert label(0.479, 0.25, 4, 1.0, 1.0, coverage=0.2, lead=0.29) == "medium"  # a shared word: not this branch
+    assert label(0.479, 0.0, 4, NEAR_TOP - 0.05, 1.0) == "medium"  # not near the top
+    assert label(0.5, 0.0, LONG_QUERY_TERMS - 1, 1.0, 1.0) == "high"
+    assert label(0.5, 0.0, LONG_QUERY_TERMS, 1.0, 1.0) == "medium"  # a long question: a topic, not a paraphrase
+    assert label(0.6, 0.0, 4, 1.0, 1.0, ceiling="medium") == "medium"  # an unknown name still caps it
+    assert names_something("what did Diego decide about the iOS widget")
+    assert names_something("which Terraform version does fern-infra pin")
+    assert names_something("port of us7")
+    assert not names_something("Who can't drink cow's milk?")  # a capital on a stopword names nothing
+    assert not names_something("how long until a login session credential expires")
+
+
+PARAPHRASED = ["The user is lactose intolerant and asks for dairy-free options at work events.",
+               "Gatehouse access tokens live for 15 minutes; refresh tokens for 30 days.",
+               "Diego organises the monthly game night.",
+               "Aiko Tanaka designed the new onboarding screens for the Heron mobile app.",
+               "Halvard Utilities has a raised rate limit of 2,000 requests per minute on kestrel-api.",
+               "kestrel-api rate-limits public API clients to 600 requests per minute by default.",
+               "Chime listens on port 3005 in the production cluster.",
+               "Sift staging runs on port 7701 on the shared cluster."]
+
+
+@pytest.mark.embeddings
+def test_a_real_store_promises_a_paraphrase_and_an_every_word_answer_but_not_a_named_near_miss(tmp_path):
+    """Real store, real model, memval's and builtin's shapes: a paraphrase sharing no word is high,
+    ranked or explained; a question naming Diego is not answered high by a memory about someone
+    else; a long keyword question whose answer holds every word is high; "Chime staging port"
+    (the production port's memory, a word missing) is not."""
+    with kenning.open_store(tmp_path / "s") as s:
+        for text in PARAPHRASED:
+            s.write(text, scopes=["ops"])
+        hits = s.search("Who can't drink cow's milk?", mode="hybrid", auto_scope=False).hits
+        assert hits[0].snippet.startswith("The user is lactose") and not hits[0].match_terms
+        assert hits[0].relevance == "high" and _labels(s, "Who can't drink cow's milk?", 1) == ["high"]
+        assert _labels(s, "how long until a login session credential expires", 1) == ["high"]
+        assert _labels(s, "what did Diego decide about the iOS widget", 10)[0] != "high"
+        assert _labels(s, "Halvard Utilities rate limit on kestrel-api", 1) == ["high"]
+        assert _labels(s, "Chime staging port", 10)[0] != "high"

@@ -91,6 +91,22 @@ def line(o, n, removed=None):
         n, 100 * share, prec, nh, un, nu, gone)
 
 
+def report(table, names, shipped, line, choose):
+    """The shipped rule, the rule chosen on every collection, then each chosen on the others and
+    scored on the one left out (``line(o, name)`` prints one row, ``choose(table, train)`` picks)."""
+    print("shipped", shipped)
+    for n in names:
+        print("  " + line(table[shipped], n))
+    rule = choose(table, names)
+    print("chosen on all:", rule)
+    for n in names:
+        print("  " + line(table[rule], n))
+    print("leave-one-collection-out (chosen on the others, scored on the one left out)")
+    for n in names:
+        rule = choose(table, [m for m in names if m != n])
+        print("  %s\n    %s" % (rule, line(table[rule], n) if rule else "no admissible rule"))
+
+
 if __name__ == "__main__":
     data = prepared(load())
     table = {rule: {n: score(rows, rule_of(*rule)) for n, rows in data.items()} for rule in GRID}

@@ -59,14 +59,4 @@ if __name__ == "__main__":
     data = prepared(load())
     names = [n for n in NAMES if n in data]
     table = {rule: {n: score(rows, rule_of(*rule)) for n, rows in data.items()} for rule in GRID + [SHIPPED]}
-    print("shipped", SHIPPED)
-    for n in names:
-        print("  " + line(table[SHIPPED], n))
-    rule = choose(table, names)
-    print("chosen on all:", rule)
-    for n in names:
-        print("  " + line(table[rule], n))
-    print("leave-one-collection-out (chosen on the others, scored on the one left out)")
-    for n in names:
-        rule = choose(table, [m for m in names if m != n])
-        print("  %s\n    %s" % (rule, line(table[rule], n) if rule else "no admissible rule"))
+    labelrule7.report(table, names, SHIPPED, line, choose)
