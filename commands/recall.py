@@ -82,22 +82,32 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
 @handle_errors
 def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Embed every transcript message that has no vector yet, so the vector leg can find it (needs the
-    embeddings extra). No search embeds; a running server embeds new messages in the background."""
+    embeddings extra). No search embeds; a running server embeds new messages in the background.
+
+    KENNING_BULK_RUNTIME=openvino (with kenning[openvino]) runs these long encodes on OpenVINO bf16,
+    about three times faster on a CPU with bfloat16 units; the report says which runtime ran them."""
+    from collections import Counter
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from kenning.recall.transcripts import index_for
 
     index = index_for(cli_store(ctx))
     index.sync()
+    encoder = index.vectors.semantic.encoder() if index.vectors.pending() else None
+    before = Counter(encoder.runs) if encoder is not None else Counter()
     with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=ui.err,
                   transient=True, disable=ui.no_bar(as_json)) as bar:
         task = bar.add_task("embed", total=None)
         done = index.vectors.embed_pending(progress=lambda n, total: bar.update(task, completed=n, total=total))
     left = index.vectors.pending()
+    ran = Counter(encoder.runs) - before if encoder is not None else Counter()
+    runtime = encoder.describe_runs(ran) if encoder is not None else None
     if as_json:
-        emit_json({"embedded": done, "pending": left})
+        emit_json({"embedded": done, "pending": left, "runtime": runtime, "runtimes": dict(ran)})
     else:
-        ui.out.print(f"embedded {plural(done, 'message')}; {left} without a vector")
+        ui.out.print(f"embedded {plural(done, 'message')}" + (f" on {runtime}" if runtime else "")
+                     + f"; {left} without a vector")
 
 
 @transcripts_app.command("remove", epilog="Example: kenning transcripts remove ~/.codex/sessions")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -131,6 +132,7 @@ def loaded_store(
     config_overrides: Mapping | None = None,
     semantic: bool = False,
     store_url: str | None = None,
+    encoded: Counter | None = None,
 ) -> Iterator[Store]:
     """A store holding the collection, in a temporary directory removed afterwards (with
     ``store_url``, in a scratch schema on that PostgreSQL server, dropped afterwards).
@@ -139,7 +141,8 @@ def loaded_store(
     restricted to its own group with the ordinary scope filter. With ``semantic`` (and a working
     embeddings extra) the corpus is embedded up front through the shared embedding cache, keyed
     by (model id, text hash): a second run of the same collection encodes nothing, and query
-    latencies never include the corpus's encoding.
+    latencies never include the corpus's encoding. ``encoded`` is given the texts each runtime
+    encoded for the corpus (the encoder's ``runs``; none for vectors the cache held).
     """
     progress = progress or Progress(False)
     docs = indexable(dataset)
@@ -167,7 +170,11 @@ def loaded_store(
                         done += n
                         advance(done)
 
+                    encoder = store.semantic.encoder()
+                    before = Counter(getattr(encoder, "runs", {}))
                     store.semantic.embed_pending(progress=step)
+                    if encoded is not None:
+                        encoded.update(Counter(getattr(encoder, "runs", {})) - before)
             yield store
         finally:
             store.close()
@@ -347,9 +354,13 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def what_ran(store: Store, semantic: bool = True) -> dict:
+CACHE_ONLY = "nothing encoded, the embedding cache held every vector"
+
+
+def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | None = None) -> dict:
     """Every setting that shaped the figures: the store's config, the token stream, BM25's fixed
-    constants, the vector leg's floor and model, and the rule behind the relevance labels."""
+    constants, the vector leg's floor and model, what encoded the corpus (``encoded``: texts per
+    runtime, ``loaded_store``'s) and the rule behind the relevance labels."""
     from kenning.retrieval import bm25, feedback, fusion, labels, lexical, spelling, text
 
     # the model and floor are reported as applied (model_id, vector_floor_applied), not as the
@@ -370,8 +381,10 @@ def what_ran(store: Store, semantic: bool = True) -> dict:
     if semantic and store.semantic.availability().working:
         encoder = store.semantic.encoder()
         out["model_id"] = store.semantic.model_info()["model_id"]
-        # what encodes a corpus (vectors a cache holds are reused whichever runtime made them)
-        out["long_encodes"] = getattr(encoder, "bulk_runtime", encoder.backend)
+        if encoded is None:  # what would encode a corpus
+            out["long_encodes"] = getattr(encoder, "bulk_runtime", encoder.backend)
+        else:  # what did: the embedding cache's vectors are reused whichever runtime made them
+            out["long_encodes"] = encoder.describe_runs(encoded) or CACHE_ONLY
         out["vector_floor_applied"] = store.semantic.floor()
     return out
 
@@ -420,9 +433,10 @@ def run_eval(
     }
     with Progress(progress) as bar:
         semantic = any(mode in SEMANTIC_MODES for mode in wanted)
-        with loaded_store(data, group_sep, bar, config_overrides, semantic, store_url) as store:
+        encoded: Counter = Counter()
+        with loaded_store(data, group_sep, bar, config_overrides, semantic, store_url, encoded) as store:
             config = store.config
-            report["config"] = what_ran(store, semantic)
+            report["config"] = what_ran(store, semantic, encoded)
             for mode in wanted:
                 report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar), depth)
         if "rank-bm25" in reference:

@@ -327,12 +327,36 @@ def test_kenning_models_does_not_promise_openvino_before_a_long_encode_checked_i
 
 
 def test_every_command_that_runs_long_encodes_mentions_the_bulk_runtime_in_its_help():
-    """index, import --embed and a server draining a backlog run long encodes; models says what runs them.
-    (`kenning eval run` runs them too; its help is in eval/commands.py, which this change left alone.)"""
+    """index, import --embed, eval run and a server draining a backlog run long encodes; models says
+    what runs them."""
     from typer.testing import CliRunner
 
     from kenning.cli import app
 
-    for command in (["index"], ["import"], ["models"], ["serve"]):
+    for command in (["index"], ["import"], ["models"], ["serve"], ["eval", "run"]):
         shown = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
         assert shown.exit_code == 0 and "KENNING_BULK_RUNTIME=openvino" in shown.stdout, command
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_an_eval_report_says_what_encoded_its_corpus_and_when_the_cache_held_it_all(spec, tmp_path, monkeypatch, bulk):
+    """`kenning eval run`'s "what ran" names the runtime that encoded the corpus in this run, not the
+    setting: texts the shared embedding cache already held were encoded by whatever made them, so a
+    second run of the same collection says nothing was encoded."""
+    import uuid
+
+    from kenning.eval.harness import CACHE_ONLY, run_eval
+    from test_eval_datasets import write_collection
+
+    if bulk:
+        if not openvino_bulk.installed():
+            pytest.skip("openvino is not installed here")
+        monkeypatch.setenv("KENNING_BULK_RUNTIME", "openvino")
+    tag = uuid.uuid4().hex  # texts no earlier test put in the session's embedding cache
+    texts = corpus(openvino_bulk.BULK_MIN + 6)
+    folder = write_collection(tmp_path / "c", [{"_id": f"d{i}", "title": "", "text": f"{tag} {t}"} for i, t in enumerate(texts)],
+                              [{"_id": "q1", "text": "who approves refunds"}], [("q1", "d0", 1)])
+    first = run_eval(folder, modes=["semantic"], progress=False)["config"]["long_encodes"]
+    expected = ("openvino bf16" if openvino_bulk.cpu_has_bfloat16() else "openvino f32") if bulk else "onnxruntime"
+    assert first == expected
+    assert run_eval(folder, modes=["semantic"], progress=False)["config"]["long_encodes"] == CACHE_ONLY

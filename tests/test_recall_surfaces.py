@@ -57,6 +57,11 @@ def test_cli_transcripts_add_list_recall_remove(tmp_path, ledgers):
     assert CODEX_SESSION not in {h.get("session") for h in json.loads(mine.stdout)["hits"]}
     here = kenning(store, "recall", "refund idempotency", cwd=tmp_path)  # another project than the ledgers'
     assert here.returncode == 0 and "nothing matches" in here.stdout and "--all" in here.stdout
+    indexed = json.loads(kenning(store, "transcripts", "index", "--json").stdout)
+    assert indexed["embedded"] > 10 and indexed["pending"] == 0
+    assert indexed["runtime"] == "onnxruntime" and indexed["runtimes"] == {"onnxruntime": indexed["embedded"]}
+    again = json.loads(kenning(store, "transcripts", "index", "--json").stdout)
+    assert again == {"embedded": 0, "pending": 0, "runtime": None, "runtimes": {}}
     removed = json.loads(kenning(store, "transcripts", "remove", str(ledgers), "--json").stdout)
     assert removed["messages_dropped"] > 10
     assert [h["role"] for h in json.loads(kenning(store, "recall", "pgbouncer", "--all", "--json").stdout)["hits"]] == ["memory"]
