@@ -333,7 +333,7 @@ def test_every_command_that_runs_long_encodes_mentions_the_bulk_runtime_in_its_h
 
     from kenning.cli import app
 
-    for command in (["index"], ["import"], ["models"], ["serve"], ["eval", "run"]):
+    for command in (["index"], ["import"], ["models"], ["serve"], ["eval", "run"], ["transcripts", "index"]):
         shown = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
         assert shown.exit_code == 0 and "KENNING_BULK_RUNTIME=openvino" in shown.stdout, command
 
