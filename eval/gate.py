@@ -57,6 +57,7 @@ class Case:
 CASES = (
     Case("builtin"),
     Case("memval"),
+    Case("memval2"),
     Case("med", foreign="cranfield"),
     Case("cranfield"),
     Case("npl"),

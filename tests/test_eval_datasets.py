@@ -101,7 +101,7 @@ def test_locomo_categories_are_named_even_without_evidence():
 
 
 def test_missing_folder_and_missing_file(tmp_path):
-    with pytest.raises(InvalidInput, match="no such collection folder .*the shipped sets are builtin and memval"):
+    with pytest.raises(InvalidInput, match="no such collection folder .*the shipped sets are builtin, memval and memval2"):
         load_dataset(tmp_path / "nope")
     folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}], [])
     (folder / "queries.jsonl").unlink()
@@ -201,6 +201,26 @@ def test_memval_set_shape_and_paraphrases():
                 assert grade < 2 or not shared, (qid, doc_id, shared)
     assert kinds == {"exact": 40, "paraphrase": 50, "typo": 15, "wordform": 15, "unanswerable": 40, "unknown-name": 20}
     assert unheard == 17
+    assert all(2 in judged.values() for judged in data.qrels.values())
+
+
+def test_memval2_set_shape():
+    """The third shipped memory-style set, written blind in another domain: 300 memories, 130 queries
+    of four kinds; unanswerable <=> no judgments, every answerable one has a grade-2 answer; most
+    paraphrases share no token with their grade-2 answer (the one token stream)."""
+    data = load_dataset("memval2")
+    assert data.name == "memval2" and data.unknown_qrels == 0
+    assert len(data.documents) == 300 and len(data.queries) == 130
+    kinds: dict[str, int] = {}
+    disjoint = 0
+    for qid, query in data.queries.items():
+        kinds[query.category] = kinds.get(query.category, 0) + 1
+        assert (query.category == "unanswerable") == (qid not in data.qrels)
+        if query.category == "paraphrase":
+            answers = [d for d, grade in data.qrels[qid].items() if grade == 2]
+            disjoint += all(not set(query_tokens(query.text)) & set(tokenize(data.documents[d].content)) for d in answers)
+    assert kinds == {"exact": 35, "paraphrase": 40, "typo": 10, "unanswerable": 45}
+    assert disjoint == 29
     assert all(2 in judged.values() for judged in data.qrels.values())
 
 
