@@ -596,9 +596,12 @@ def _interrupt_sets(stop) -> Iterator[None]:
     import signal
 
     def interrupted(signum, frame) -> None:
-        if not stop.is_set():
-            ui.err.print("interrupting: finishing the batch in progress")
+        # set first: a second Ctrl-C arriving while this one prints (rich imports its emoji table on a
+        # first print) returns at once instead of printing into a half-imported module and raising
+        if stop.is_set():
+            return
         stop.set()
+        ui.err.print("interrupting: finishing the batch in progress", emoji=False)
 
     previous = signal.signal(signal.SIGINT, interrupted)
     try:

@@ -271,3 +271,27 @@ def test_a_search_through_the_mcp_server_reports_the_pending_count_of_a_broken_e
     assert result["degraded"]["reason"] == "embeddings_broken"
     assert result["degraded"]["fix"] == "pip install --force-reinstall onnxruntime"
     assert result["pending_embeddings"] == 2
+
+
+def test_a_second_ctrl_c_arriving_while_the_first_prints_returns_at_once(monkeypatch):
+    """The handler `kenning index` installs: a second SIGINT can land while the first one's message is
+    printing (rich imports its emoji table on a first print; CI saw the re-entered print raise
+    ImportError from the half-imported module, ending the drain with a traceback). The re-entered
+    handler must return without printing, and the drain is stopped once."""
+    import threading
+
+    from kenning import cli
+
+    stop = threading.Event()
+    printed = []
+
+    def slow_print(*args, **kwargs):
+        printed.append(args[0])
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the second Ctrl-C, mid-print
+
+    monkeypatch.setattr(cli.ui.err, "print", slow_print)
+    before = signal.getsignal(signal.SIGINT)
+    with cli._interrupt_sets(stop):
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+    assert stop.is_set() and printed == ["interrupting: finishing the batch in progress"]
+    assert signal.getsignal(signal.SIGINT) is before
