@@ -150,8 +150,10 @@ def _exit_on_first_interrupt() -> None:
     import signal
 
     def stop(signum: int, frame: object) -> None:
-        ui.err.print("stopped")
-        os._exit(130)
+        try:  # no emoji lookup: rich's first one imports a module a second Ctrl-C could land in
+            ui.err.print("stopped", emoji=False)
+        finally:
+            os._exit(130)
 
     signal.signal(signal.SIGINT, stop)
 
