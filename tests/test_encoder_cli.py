@@ -295,3 +295,26 @@ def test_a_second_ctrl_c_arriving_while_the_first_prints_returns_at_once(monkeyp
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
     assert stop.is_set() and printed == ["interrupting: finishing the batch in progress"]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_ctrl_c_that_ends_a_server_exits_130_even_when_its_line_fails_to_print(monkeypatch):
+    """`kenning serve` in a terminal ends at the first Ctrl-C; should printing "stopped" fail (a second
+    Ctrl-C landing in rich's first emoji import), it still exits 130 rather than with a traceback."""
+    from kenning.commands import episodes
+
+    exits = []
+
+    def broken_print(*args, **kwargs):
+        raise ImportError("cannot import name 'EMOJI' from partially initialized module")
+
+    monkeypatch.setattr(episodes.ui.err, "print", broken_print)
+    monkeypatch.setattr(os, "_exit", exits.append)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        episodes._exit_on_first_interrupt()
+        handler = signal.getsignal(signal.SIGINT)
+        with pytest.raises(ImportError):
+            handler(signal.SIGINT, None)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert exits == [130]
