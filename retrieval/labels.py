@@ -212,8 +212,7 @@ def every_term_high(cosine: float, term_share: float, distinct_terms: int, lead:
     production port), and those holding them all sit lower ("Argo CD version" -> a rollback memory
     naming Argo CD and a version placeholder, cosine .54; LoCoMo's questions with their answers taken
     out, .67 at most with such a lead)."""
-    return (term_share >= 1.0 and distinct_terms >= 2 and cosine >= EVERY_TERM_COSINE
-            and lead >= EVERY_TERM_LEAD)
+    return vectorless_high(term_share, distinct_terms) and cosine >= EVERY_TERM_COSINE and lead >= EVERY_TERM_LEAD
 
 
 def paraphrase_high(cosine: float, term_share: float, distinct_terms: int, names_something: bool) -> bool:
