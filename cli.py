@@ -561,8 +561,9 @@ def _embed_pending(store, as_json: bool) -> dict:
     if not availability.working:
         return {**report, "pending": pending, "degraded": availability.cause,
                 "fix": availability.fix or INSTALL_EMBEDDINGS}
+    from kenning.retrieval.onnx_encoder import counting_runs
+
     encoder = store.semantic.encoder()
-    before = encoder.runs.copy()  # nothing else encodes in this process meanwhile: the difference is the drain's
     started = time.monotonic()
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                TimeRemainingColumn())
@@ -575,11 +576,10 @@ def _embed_pending(store, as_json: bool) -> dict:
             progress.update(task, rate=f"{done / max(time.monotonic() - started, 1e-9):.0f} memories/s")
 
         stop = threading.Event()
-        with _interrupt_sets(stop):
+        with _interrupt_sets(stop), counting_runs(encoder) as ran:  # nothing else encodes in this process
             done = store.semantic.embed_pending(progress=advance, stop=stop)
     store.semantic.save()
     seconds = time.monotonic() - started
-    ran = encoder.runs - before  # texts a stored vector of the same text served are in no runtime's count
     return {**report, "embedded": done, "pending": store.semantic.pending_count(), "seconds": round(seconds, 2),
             "per_second": round(done / seconds, 1) if seconds > 0 and done else None,
             "runtime": encoder.describe_runs(ran), "runtimes": dict(ran),

@@ -86,22 +86,22 @@ def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
 
     KENNING_BULK_RUNTIME=openvino (with kenning[openvino]) runs these long encodes on OpenVINO bf16,
     about three times faster on a CPU with bfloat16 units; the report says which runtime ran them."""
-    from collections import Counter
+    from contextlib import nullcontext
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from kenning.recall.transcripts import index_for
+    from kenning.retrieval.onnx_encoder import counting_runs
 
     index = index_for(cli_store(ctx))
     index.sync()
     encoder = index.vectors.semantic.encoder() if index.vectors.pending() else None
-    before = Counter(encoder.runs) if encoder is not None else Counter()
     with Progress(TextColumn("embedding messages"), BarColumn(), MofNCompleteColumn(), console=ui.err,
-                  transient=True, disable=ui.no_bar(as_json)) as bar:
+                  transient=True, disable=ui.no_bar(as_json)) as bar, \
+            (counting_runs(encoder) if encoder is not None else nullcontext({})) as ran:
         task = bar.add_task("embed", total=None)
         done = index.vectors.embed_pending(progress=lambda n, total: bar.update(task, completed=n, total=total))
     left = index.vectors.pending()
-    ran = Counter(encoder.runs) - before if encoder is not None else Counter()
     runtime = encoder.describe_runs(ran) if encoder is not None else None
     if as_json:
         emit_json({"embedded": done, "pending": left, "runtime": runtime, "runtimes": dict(ran)})

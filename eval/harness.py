@@ -160,6 +160,7 @@ def loaded_store(
                 store.import_records(records, progress=advance)
             if semantic and store.semantic.availability().working:
                 from kenning.retrieval.embedding_cache import EmbeddingCache
+                from kenning.retrieval.onnx_encoder import counting_runs
 
                 cache = store.semantic.cache = EmbeddingCache()
                 with progress.task(f"embedding {dataset.name}", store.semantic.pending_count()) as advance:
@@ -170,11 +171,10 @@ def loaded_store(
                         done += n
                         advance(done)
 
-                    encoder = store.semantic.encoder()
-                    before = Counter(getattr(encoder, "runs", {}))
-                    store.semantic.embed_pending(progress=step)
+                    with counting_runs(store.semantic.encoder()) as ran:
+                        store.semantic.embed_pending(progress=step)
                     if encoded is not None:
-                        encoded.update(Counter(getattr(encoder, "runs", {})) - before)
+                        encoded.update(ran)
             yield store
         finally:
             store.close()

@@ -20,8 +20,9 @@ import shutil
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +127,19 @@ def describe_runs(ran: Mapping[str, int], onnxruntime_why: str | None = None) ->
     if head == "onnxruntime" and onnxruntime_why:
         notes.insert(0, onnxruntime_why)
     return f"{head} ({'; '.join(notes)})" if notes else head
+
+
+@contextmanager
+def counting_runs(encoder) -> Iterator[Counter]:
+    """The texts each runtime encodes while the block runs, from ``encoder.runs`` before and after
+    (filled on leaving). Right where nothing else encodes with this encoder meanwhile (a command's
+    drain, an eval's corpus); texts a stored vector served are in no runtime's count."""
+    ran: Counter[str] = Counter()
+    before = Counter(encoder.runs)
+    try:
+        yield ran
+    finally:
+        ran.update(encoder.runs - before)
 
 
 def _count_setting(name: str, default: int) -> int:
