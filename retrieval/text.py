@@ -202,7 +202,8 @@ def only_stopwords(query: str) -> bool:
 def written_as_names(query: str, tokens: Iterable[str]) -> list[str]:
     """Those of ``tokens`` the query writes as a name or an identifier somewhere: with a capital
     letter or a digit ("Tanaka", "Quokka", "us7"), or joined to another word by ``- / @ :``
-    ("bramble-infra")."""
+    ("bramble-infra"). A hyphenated phrase joined through a stopword ("speech-to-text",
+    "end-of-day", "up-to-date") is English, not an identifier: identifiers join names."""
     wanted = set(tokens)
     if not wanted:
         return []
@@ -214,12 +215,26 @@ def written_as_names(query: str, tokens: Iterable[str]) -> list[str]:
         word = norm[start:end]
         joined = (start > 1 and norm[start - 1] in _JOINERS and norm[start - 2].isalnum()) or (
             end + 1 < len(norm) and norm[end] in _JOINERS and norm[end + 1].isalnum())
+        if joined and _through_a_stopword(norm, start, end):
+            joined = False
         if joined or any(ch.isupper() or ch.isdigit() for ch in word):
             found[token] = None
     return list(found)
 
 
 _JOINERS = "-/@:"
+_HYPHENATED = re.compile(r"\w+(?:-\w+)+")
+
+
+def _through_a_stopword(text: str, start: int, end: int) -> bool:
+    """Whether the word at ``start:end`` belongs to a phrase joined by hyphens alone, one of whose
+    words is a stopword ("speech-to-text")."""
+    for m in _HYPHENATED.finditer(text):
+        if m.start() <= start and end <= m.end():
+            whole = (m.start() == 0 or text[m.start() - 1] not in _JOINERS) and (
+                m.end() == len(text) or text[m.end()] not in _JOINERS)
+            return whole and any(part.lower() in STOPWORDS for part in m.group().split("-"))
+    return False
 
 
 def content_terms(text: str) -> frozenset[str]:

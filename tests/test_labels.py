@@ -310,6 +310,7 @@ def test_a_query_caps_its_labels_at_medium_when_it_names_what_no_text_holds_and_
     assert ceiling("which Terraform version does bramble-infra pin", ["brambl"]) == "medium"
     assert ceiling("PostgreSQL version of pg-main-us7", ["us7"]) == "medium"
     assert ceiling("scraping interval of Prometheus", ["interv"]) == "high"
+    assert ceiling("How accurate is our speech-to-text?", ["speech", "text"]) == "high"  # English, not an identifier
     assert ceiling("Yuki Tanaka parental leave dates", []) == "high"
     assert ceiling("the", []) == ceiling("what is it?", ["it"]) == "low"
     strong = dict(cosine=0.9, term_share=1.0, distinct_terms=3, score=1.0, top_score=1.0, coverage=1.0)
@@ -385,6 +386,7 @@ def test_a_hit_sharing_no_word_is_high_when_close_in_meaning_and_the_question_na
     assert names_something("port of us7")
     assert not names_something("Who can't drink cow's milk?")  # a capital on a stopword names nothing
     assert not names_something("how long until a login session credential expires")
+    assert not names_something("How accurate is our speech-to-text?")
 
 
 PARAPHRASED = ["The user is lactose intolerant and asks for dairy-free options at work events.",

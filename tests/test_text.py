@@ -238,6 +238,16 @@ def test_written_as_names_finds_capitals_digits_and_joined_words_but_not_plain_l
     assert written_as_names("anything", []) == []
 
 
+def test_a_hyphenated_phrase_joined_through_a_stopword_is_english_not_an_identifier():
+    from kenning.retrieval.text import query_terms, written_as_names
+    for query in ("How accurate is our speech-to-text?", "end-of-day report", "who is on-call", "state-of-the-art"):
+        assert written_as_names(query, query_terms(query)) == [], query
+    # identifiers join names; a capital or a digit still marks a name; a chain that goes on through / is one
+    assert written_as_names("sift-indexer lag", query_terms("sift-indexer lag")) == ["sift", "index"]
+    assert written_as_names("Speech-to-Text API", query_terms("Speech-to-Text API")) == ["speech", "text", "api"]
+    assert written_as_names("out-of-band/x docs", ["band", "x"]) == ["band", "x"]
+
+
 def test_only_stopwords_is_a_query_with_no_content_word():
     from kenning.retrieval.text import only_stopwords
     assert only_stopwords("the") and only_stopwords("What is it?")
