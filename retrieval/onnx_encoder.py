@@ -280,7 +280,7 @@ class OnnxEncoder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         # Long encodes may run on OpenVINO (openvino_bulk.py): loaded by the first one, when ``bulk``.
         self._bulk_allowed = bulk
-        self._bulk: tuple | None = None  # (runner or None, what runs long encodes and why)
+        self._bulk: tuple | None = None  # (runner, None) or (None, why OpenVINO is not running long encodes)
         self._bulk_lock = threading.Lock()
         self.last_runtime = "onnxruntime"  # what ran the latest encode() (OpenVINO failing in it: what took over)
         # texts encode() ran on each runtime over this encoder's life: `kenning index` reports what its drain added
@@ -328,7 +328,7 @@ class OnnxEncoder:
                     progress(done_since)
                     done_since = 0
             if runner is not None and self._bulk[0] is not runner:  # it failed part-way: say what ran instead
-                self.last_runtime = self._bulk[1]
+                self.last_runtime = openvino_bulk.fallback(self._bulk[1])
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -355,10 +355,11 @@ class OnnxEncoder:
     def bulk_runtime(self) -> str:
         """What runs (or will run) this encoder's long encodes, and why; loads the runner to say."""
         if not self._bulk_allowed:
-            return "onnxruntime (the bulk runtime serves the float graph only)"
-        if self.bulk_runner() is None and self._bulk is None:
-            return "onnxruntime"
-        return self._bulk[1]
+            return openvino_bulk.fallback("the bulk runtime serves the float graph only")
+        runner = self.bulk_runner()
+        if runner is not None:
+            return runner.description
+        return openvino_bulk.fallback(None if self._bulk is None else self._bulk[1])
 
     def describe_runs(self, ran: Mapping[str, int]) -> str | None:
         """``ran`` (texts per runtime, as ``runs`` counts them) as a phrase (module ``describe_runs``),
@@ -377,8 +378,7 @@ class OnnxEncoder:
         state = self._bulk
         if state is None or state[0] is not None:  # not needed yet, or running: only short encodes stayed
             return f"fewer than {openvino_bulk.BULK_MIN} texts at a time"
-        why = state[1]  # "onnxruntime (openvino failed: ...)": the reason inside
-        return why[len("onnxruntime ("):-1] if why.startswith("onnxruntime (") and why.endswith(")") else why
+        return state[1]
 
     def _load_bulk(self) -> tuple:
         runner, why = openvino_bulk.load(self.onnx_file, self.threads)
@@ -388,13 +388,13 @@ class OnnxEncoder:
             feed = self._feed(_BULK_PROBES)
             pooled = runner.run(feed)
             if not np.isfinite(pooled).all():
-                return None, "onnxruntime (openvino gave non-finite values for its probe)"
+                return None, "openvino gave non-finite values for its probe"
             cosines = (self._encode_batch(_BULK_PROBES) * _unit_rows(pooled, feed["attention_mask"])).sum(axis=1)
         except Exception as exc:
             return None, openvino_bulk.failed(exc)
         if not cosines.min() >= openvino_bulk.MIN_PROBE_COSINE:
-            return None, f"onnxruntime (openvino's probe vectors stray from the float graph's: cosine {cosines.min():.5f})"
-        return runner, why
+            return None, f"openvino's probe vectors stray from the float graph's: cosine {cosines.min():.5f}"
+        return runner, None
 
     def _token_counts(self, texts: list[str]) -> list[int]:
         """Each text's token count, truncation included (a few microseconds a text, against
@@ -440,7 +440,7 @@ class OnnxEncoder:
             self._bulk = (None, openvino_bulk.failed(exc))
             return self._encode_batch(texts), "onnxruntime"
         if not np.isfinite(pooled).all():
-            self._bulk = (None, "onnxruntime (openvino gave non-finite values)")
+            self._bulk = (None, "openvino gave non-finite values")
             return self._encode_batch(texts), "onnxruntime"
         return _unit_rows(pooled, feed["attention_mask"]), runner.description
 

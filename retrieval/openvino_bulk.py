@@ -106,32 +106,39 @@ def plan() -> str:
     checks its probe vectors (OnnxEncoder.bulk_runner); this says so rather than promise it."""
     bfloat16, why = _choose()
     if bfloat16 is None:
-        return why
-    return (f"{why} if it compiles and reproduces the float graph's probe vectors (checked by each process's first "
-            "long encode; onnxruntime otherwise)")
+        return fallback(why)
+    return (f"openvino {'bf16' if bfloat16 else 'f32'} if it compiles and reproduces the float graph's probe "
+            "vectors (checked by each process's first long encode; onnxruntime otherwise)")
 
 
-def _choose() -> tuple[bool | None, str]:
-    """(bfloat16 or not, a phrase) when OpenVINO is to run long encodes, else (None, why not)."""
+def _choose() -> tuple[bool | None, str | None]:
+    """(bfloat16 or not, None) when OpenVINO is to run long encodes, else (None, why not; None when
+    the setting asks for onnxruntime)."""
     if setting() == "onnxruntime":
-        return None, "onnxruntime"
+        return None, None
     if not installed():
-        return None, 'onnxruntime (openvino is not installed: pip install "kenning[openvino]")'
+        return None, 'openvino is not installed: pip install "kenning[openvino]"'
     try:
         bfloat16 = cpu_has_bfloat16()
     except Exception as exc:
         return None, failed(exc)
-    return bfloat16, f"openvino {'bf16' if bfloat16 else 'f32'}"
+    return bfloat16, None
 
 
 def failed(exc: BaseException) -> str:
-    """What runs long encodes after OpenVINO raised ``exc``: onnxruntime, and the error's first line."""
-    return f"onnxruntime (openvino failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]})"
+    """Why OpenVINO stopped running long encodes when it raised ``exc``: the error's first line."""
+    return f"openvino failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
 
 
-def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str]:
-    """The bulk runner the setting calls for, or None, and a phrase saying which and why. Never
-    raises for OpenVINO's sake: without it a long encode runs on onnxruntime as before."""
+def fallback(why: str | None) -> str:
+    """What runs long encodes when OpenVINO does not, as reported: onnxruntime, and why when OpenVINO
+    was asked for (``why`` None: the setting asks for onnxruntime)."""
+    return "onnxruntime" if why is None else f"onnxruntime ({why})"
+
+
+def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str | None]:
+    """The bulk runner the setting calls for, or None and why not (None when the setting asks for
+    onnxruntime). Never raises for OpenVINO's sake: without it a long encode runs on onnxruntime as before."""
     bfloat16, why = _choose()
     if bfloat16 is None:
         return None, why
@@ -140,4 +147,4 @@ def load(onnx_file: Path, threads: int) -> tuple[BulkRunner | None, str]:
     except Exception as exc:
         log.warning("openvino could not compile %s, long encodes run on onnxruntime: %s", onnx_file, exc)
         return None, failed(exc)
-    return runner, runner.description
+    return runner, None
