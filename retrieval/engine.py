@@ -72,12 +72,27 @@ def rank(
     return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
 
 
-def rank_with_runner_up(legs: dict[str, LegRun], depth: int, limit: int, **fusing) -> tuple[list[Candidate], float | None]:
-    """``rank`` cut to ``limit``, and the score of the second hit whatever the limit (None: there is
-    none): the label asks how far the best hit leads the second (``labels.lead_of``), so a search for
-    one hit ranks one more and keeps its score, and ``limit=1`` labels as ``limit=10`` does."""
+def rank_with_lead(legs: dict[str, LegRun], depth: int, limit: int, **fusing) -> tuple[list[Candidate], float]:
+    """``rank`` cut to ``limit``, and how far its best hit stands ahead of the second whatever the
+    limit (``lead``): the label asks it, so a search for one hit ranks one more, and ``limit=1``
+    labels as ``limit=10`` does."""
     candidates = rank(legs, depth, max(limit, 2), **fusing)
-    return candidates[:limit], candidates[1].score if len(candidates) > 1 else None
+    lexical_only = len(legs) > 1 and VECTOR_LEG not in legs
+    return candidates[:limit], lead(candidates[:2], lexical_only)
+
+
+def lead(top_two: list[Candidate], lexical_only: bool = False) -> float:
+    """How far the best hit stands ahead of the second, as a share of its score (``labels.lead_of``;
+    1.0 without a second). On the fused score, except when lexical legs alone were fused
+    (``lexical_only``): then on BM25's own scores (the first leg's when BM25 did not run), since
+    rank fusion gives a first and a second hit scores a rank's share apart whatever their texts hold."""
+    if len(top_two) < 2:
+        return 1.0
+    best, second = top_two
+    if not lexical_only:
+        return labels.lead_of(best.score, second.score)
+    leg = "bm25" if "bm25" in best.legs else next(iter(best.legs))
+    return labels.lead_of(best.legs[leg][1], second.legs.get(leg, (0, 0.0))[1])
 
 
 def explain(
@@ -90,7 +105,7 @@ def explain(
     coverage: float = 0.0,
     matched: list[str] | None = None,
     known_coverage: float | None = None,
-    runner_up: float | None = None,
+    lead: float = 1.0,
     text_of: Callable[[int], str] | None = None,
     ceiling: str = "high",
     names_something: bool = False,
@@ -101,8 +116,8 @@ def explain(
     what ``match_terms`` reports. ``top_score`` is the best score of this result and
     ``vector_ran`` whether the vector leg took part and ``coverage`` the hit's IDF-weighted share of
     the query terms (see ``labels`` for what a label promises), ``known_coverage`` its share of the
-    terms some stored text holds (None: all of them), ``runner_up`` the score of this result's second
-    hit (None: it has none; the label asks how far the best stands ahead). ``matched``: the terms the text
+    terms some stored text holds (None: all of them), ``lead`` how far this result's best hit stands
+    ahead of its second (``lead``; the label asks it). ``matched``: the terms the text
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
     them; ``text=None`` labels without a snippet (the rank-only path), reading the text with
     ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``).
@@ -126,6 +141,6 @@ def explain(
     else:
         asks = None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       labels.lead_of(top, runner_up), asks, ceiling, names_something)
+                                       lead, asks, ceiling, names_something)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

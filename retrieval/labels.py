@@ -33,7 +33,10 @@
   that is a question. In a conversation the turn that repeats a question ("What made you choose
   that shade?") shares its words and leads the turn that answers it; a question is not an answer.
   Without the vector leg (keyword, bm25, a hybrid without the extra): every distinct query term (at
-  least two), that near the top, in a hit that does not ask about them. Coverage and the count of
+  least two), in a hit that does not ask about them and leads the second by ``LEXICAL_LEAD`` of its
+  BM25 score (``engine.lead``): in a chat several turns hold every word of "When did Caroline go to
+  the LGBTQ support group?", and the first of them was judged relevant half the time (LoCoMo, bm25
+  .55, keyword .50); standing out, 87 % and 84 % (eval/baselines/README.md, "Fifteenth pass"). Coverage and the count of
   matched terms matter because a question about something the store lacks is close in meaning to
   what is there: "the budget for the Heron
   redesign" finds "The Heron redesign kicks off on 2024-07-01." at cosine .77, with two of three
@@ -100,6 +103,7 @@ MEDIUM_TERM_SHARE = 0.5
 EVERY_TERM_COSINE = 0.7
 EVERY_TERM_LEAD = 0.5
 PARAPHRASE_COSINE = 0.45
+LEXICAL_LEAD = 0.3
 
 
 _RANK = {"low": 0, "medium": 1, "high": 2}
@@ -155,7 +159,7 @@ def _label(
                     or every_term_high(cosine, term_share, distinct_terms, lead)
                     or paraphrase_high(cosine, term_share, distinct_terms, names_something))
     else:
-        evidence = vectorless_high(term_share, distinct_terms)
+        evidence = vectorless_high(term_share, distinct_terms) and lead >= LEXICAL_LEAD
     if may_be_high and near_top and evidence and not (asks is not None and asks()):
         return "high"
     if (cosine is not None and cosine >= MEDIUM_COSINE) or term_share >= MEDIUM_TERM_SHARE:
@@ -249,7 +253,7 @@ def describe() -> str:
             f"{EVERY_TERM_LEAD}, or no term at cosine >= {PARAPHRASE_COSINE} when the query has < {LONG_QUERY_TERMS} terms and writes no word "
             f"as a name; "
             f"and no sentence holding a query term is a question; without vectors every "
-            f"term (>= 2), not asked; medium: cosine >= {MEDIUM_COSINE} or "
+            f"term (>= 2), not asked, leading the second by >= {LEXICAL_LEAD} of its BM25 score; medium: cosine >= {MEDIUM_COSINE} or "
             f">= {MEDIUM_TERM_SHARE} of the terms; at most medium when a query word no stored text holds is written "
             f"as a name (a capital, a digit, or joined by {_JOINED}, not a hyphenated phrase through a stopword), "
             f"low when the query is stopwords alone")

@@ -161,7 +161,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                     "power": config.evidence_power}
     try:
-        candidates, runner_up = engine.rank_with_runner_up(
+        candidates, lead = engine.rank_with_lead(
             runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
     finally:
@@ -179,7 +179,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                                            known_coverage=known.get(cand.key), runner_up=runner_up,
+                                            known_coverage=known.get(cand.key), lead=lead,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
                                             names_something=names_something).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
@@ -193,7 +193,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         by_id[memory.id] = memory
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
-                       known_coverage=known.get(cand.key), runner_up=runner_up, ceiling=ceiling,
+                       known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
                        names_something=names_something)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,

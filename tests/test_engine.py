@@ -27,15 +27,27 @@ def test_one_leg_passes_through_with_its_own_ranks_and_scores():
     assert [(c.key, c.score, c.legs) for c in out] == [(7, 3.0, {"bm25": (1, 3.0)}), (5, 2.0, {"bm25": (2, 2.0)})]
 
 
-def test_rank_with_runner_up_keeps_the_second_score_whatever_the_limit():
+def test_rank_with_lead_keeps_the_second_score_whatever_the_limit():
     asked = []
     leg = lambda n: asked.append(n) or [(7, 3.0), (5, 2.0), (9, 1.0)][:n]
-    out, runner_up = engine.rank_with_runner_up({"bm25": leg}, depth=20, limit=1)
+    out, lead = engine.rank_with_lead({"bm25": leg}, depth=20, limit=1)
     assert asked == [2]  # one more than asked for, so the label's lead is the same at limit 1 and 10
-    assert [c.key for c in out] == [7] and runner_up == 2.0
-    out, runner_up = engine.rank_with_runner_up({"bm25": lambda n: [(7, 3.0)]}, depth=20, limit=10)
-    assert [c.key for c in out] == [7] and runner_up is None
+    assert [c.key for c in out] == [7] and lead == pytest.approx(1 / 3)
+    out, lead = engine.rank_with_lead({"bm25": lambda n: [(7, 3.0)]}, depth=20, limit=10)
+    assert [c.key for c in out] == [7] and lead == 1.0
 
+
+def test_without_the_vector_leg_the_lead_is_read_on_bm25s_own_scores_not_on_rank_fusion():
+    """Two lexical legs are fused by rank: a first and a second hit are a rank's share apart whatever
+    their texts hold, so the lead is BM25's (far ahead here, 10 against 2); with the vector leg in, the
+    fused scores are absolute and the lead is theirs."""
+    legs = {"keyword": lambda n: [(1, 4.0), (2, 3.9)][:n], "bm25": lambda n: [(1, 10.0), (2, 2.0)][:n]}
+    out, lead = engine.rank_with_lead(legs, depth=20, limit=10)
+    fused = 1 - out[1].score / out[0].score
+    assert [c.key for c in out] == [1, 2] and lead == pytest.approx(0.8) and fused < 0.05
+    with_vector = dict(legs, vector=lambda n: [(1, 0.9), (2, 0.85)][:n])
+    out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10)
+    assert lead == pytest.approx(1 - out[1].score / out[0].score)
 
 def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}

@@ -10,6 +10,7 @@ from kenning.retrieval.labels import (
     KNOWN_TERMS,
     LEAD,
     LEAD_COSINE,
+    LEXICAL_LEAD,
     LONG_LEAD,
     LONG_QUERY_TERMS,
     EVERY_TERM_COSINE,
@@ -78,8 +79,12 @@ def test_medium_is_related_evidence_on_either_leg():
     assert label(MEDIUM_COSINE - 0.01, MEDIUM_TERM_SHARE - 0.01, 4, 1.0, 1.0) == "low"
 
 
-def test_without_the_vector_leg_every_term_at_the_top_is_high():
-    assert label(None, 1.0, 2, 1.0, 1.0) == "high"
+def test_without_the_vector_leg_every_term_at_the_top_is_high_when_it_stands_out():
+    """Several texts holding every word (a chat's question, its answer and the thanks that repeats it)
+    are candidates, not an answer: the best must lead the second by ``LEXICAL_LEAD`` of its BM25 score."""
+    assert label(None, 1.0, 2, 1.0, 1.0) == "high"  # no second hit
+    assert label(None, 1.0, 2, 1.0, 1.0, lead=LEXICAL_LEAD) == "high"
+    assert label(None, 1.0, 2, 1.0, 1.0, lead=LEXICAL_LEAD - 0.01) == "medium"
     assert label(None, 1.0, 1, 1.0, 1.0) == "medium"  # one matching word proves little
     assert label(None, 0.75, 4, 1.0, 1.0) == "medium"
     assert label(None, 0.25, 4, 1.0, 1.0) == "low"
@@ -181,8 +186,8 @@ def test_a_long_question_needs_a_long_lead_whatever_the_cosine():
     assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD - 0.01) == "medium"
     assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD) == "high"
     assert label(0.95, 1.0, terms - 1, 1.0, 1.0, coverage=1.0, lead=0.0) == "high"  # one term fewer: short
-    # the lexical-only label is unchanged: every term of the query, near the top
-    assert label(None, 1.0, terms, 1.0, 1.0, lead=0.0) == "high"
+    # the lexical-only label asks every term and its own lead, whatever the query's length
+    assert label(None, 1.0, terms, 1.0, 1.0, lead=LEXICAL_LEAD) == "high"
 
 
 def test_measured_locomo_hits_that_lead_narrowly_are_not_promised():

@@ -19,7 +19,7 @@ OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 TOP = 10
 
 
-def dump(source, foreign, group_sep, limit, removed=False):
+def dump(source, foreign, group_sep, limit, removed=False, mode="hybrid"):
     data = load_dataset(source)
     if foreign:
         data = with_foreign_queries(data, load_dataset(foreign))
@@ -43,6 +43,7 @@ def dump(source, foreign, group_sep, limit, removed=False):
     rows = {}
     try:
         with harness.loaded_store(data, group_sep, semantic=True) as store:
+            vectors = store.semantic.availability().working  # KENNING_ENCODER=none: a base install's labels
             model = store.semantic.model_info()["model_id"]
             cache = EmbeddingCache()
             for n, q in enumerate(data.queries.values()):
@@ -55,14 +56,15 @@ def dump(source, foreign, group_sep, limit, removed=False):
                     continue
                 for d in answers:
                     store.remove(d, "near miss")
-                result = store.rank(q.text, mode="hybrid", depth=100, scopes=harness.query_scopes(q.id, group_sep),
+                result = store.rank(q.text, mode=mode, depth=100, scopes=harness.query_scopes(q.id, group_sep),
                                     explain=False)
                 for d in answers:
                     store.restore(d)
-                store.semantic.embed_pending()
+                if vectors:
+                    store.semantic.embed_pending()
                 hits = result.hits[:TOP]
                 texts = [data.documents[h.id].content for h in hits]
-                vecs = cache.get_many(model, texts[:3]) if texts else []
+                vecs = cache.get_many(model, texts[:3]) if texts and vectors else []
                 sims = [float(np.dot(vecs[0], v)) if vecs[0] is not None and v is not None else None for v in vecs[1:]]
                 rows[q.id] = {"text": q.text, "answerable": data.is_answerable(q.id) and not removed,
                               "foreign": q.id.startswith("foreign"),
@@ -82,10 +84,11 @@ if __name__ == "__main__":
     ap.add_argument("--group-sep")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--removed", action="store_true")
+    ap.add_argument("--mode", default="hybrid", help="the search mode dumped (semantic: labelfeat7-<name>-semantic.pkl)")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     t = time.time()
-    rows = dump(a.source, a.foreign, a.group_sep, a.limit, a.removed)
-    name = os.path.basename(a.source.rstrip("/")) + "-removed" * a.removed
+    rows = dump(a.source, a.foreign, a.group_sep, a.limit, a.removed, a.mode)
+    name = os.path.basename(a.source.rstrip("/")) + "-removed" * a.removed + ("" if a.mode == "hybrid" else f"-{a.mode}")
     pickle.dump(rows, open(f"{OUT}/labelfeat7-{name}.pkl", "wb"))
     print(name, len(rows), "queries", round(time.time() - t), "s")
