@@ -10,6 +10,7 @@ from kenning.retrieval.labels import (
     KNOWN_TERMS,
     LEAD,
     LEAD_COSINE,
+    TIE,
     LEXICAL_LEAD,
     LONG_LEAD,
     LONG_QUERY_TERMS,
@@ -166,8 +167,9 @@ def test_a_short_question_below_the_lead_cosine_is_high_only_when_its_best_hit_s
     assert label(0.61, 2 / 3, 3, 1.0, 1.0, coverage=0.58, known_coverage=1.0, lead=0.71) == "high"
     assert label(0.61, 2 / 3, 3, 1.0, 1.0, coverage=0.58, known_coverage=1.0, lead=LEAD) == "high"  # inclusive
     assert label(0.61, 2 / 3, 3, 1.0, 1.0, coverage=0.58, known_coverage=1.0, lead=LEAD - 0.01) == "medium"
-    assert label(LEAD_COSINE, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=0.0) == "high"  # close in meaning: no lead needed
-    assert label(LEAD_COSINE - 0.01, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=0.0) == "medium"
+    assert label(LEAD_COSINE, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=TIE) == "high"  # close in meaning: a small lead does
+    assert label(LEAD_COSINE, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=TIE - 0.01) == "medium"  # a tie is two candidates
+    assert label(LEAD_COSINE - 0.01, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=TIE) == "medium"
     # the Heron near miss leads as clearly (.71) and stays medium: the lead is asked on top of the rest
     assert label(0.77, 2 / 3, 3, 1.0, 1.0, coverage=0.64, known_coverage=0.64, lead=0.71) == "medium"
 
@@ -185,7 +187,7 @@ def test_a_long_question_needs_a_long_lead_whatever_the_cosine():
     share = (terms - 1) / terms  # a word of the question missing (a hit holding them all: every_term_high)
     assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD - 0.01) == "medium"
     assert label(0.95, share, terms, 1.0, 1.0, coverage=0.9, lead=LONG_LEAD) == "high"
-    assert label(0.95, 1.0, terms - 1, 1.0, 1.0, coverage=1.0, lead=0.0) == "high"  # one term fewer: short
+    assert label(0.95, 1.0, terms - 1, 1.0, 1.0, coverage=1.0, lead=TIE) == "high"  # one term fewer: short
     # the lexical-only label asks every term and its own lead, whatever the query's length
     assert label(None, 1.0, terms, 1.0, 1.0, lead=LEXICAL_LEAD) == "high"
 
@@ -255,14 +257,18 @@ def _labels(s, query, limit):
 def test_a_real_store_promises_high_only_for_a_hit_that_stands_out(tmp_path):
     """Real store, real model. Two memories answer "who approves refunds" equally well (cosines .60
     and .65, both words each): neither is promised, at any limit (the lead is read from the second
-    hit even when only one is asked for). Naming the amount singles one out (cosine .79): high. A
-    plain question with one answer stays high."""
+    hit even when only one is asked for). "over" and "under" are stopwords, so the two refund
+    memories hold every word of "who approves refunds over (under) 500 euros" and tie, 1 % apart,
+    whichever is asked: the over-500 memory comes first for both, at cosine .79 - which was high,
+    a promise that was wrong for the under-500 question. Now neither. A plain question with one
+    answer stays high."""
     with kenning.open_store(tmp_path / "s") as s:
         for text in REFUNDS:
             s.write(text, scopes=["ops"])
         assert _labels(s, "who approves refunds", 10)[:2] == ["medium", "medium"]
         assert _labels(s, "who approves refunds", 1) == ["medium"]
-        assert _labels(s, "who approves refunds over 500 euros", 1) == ["high"]
+        for amount in ("over", "under"):
+            assert _labels(s, f"who approves refunds {amount} 500 euros", 2) == ["medium", "medium"]
         assert _labels(s, "which port does Atlas listen on in production", 10)[0] == "high"
         assert _labels(s, "when is Priya's birthday", 1) == ["high"]
 
