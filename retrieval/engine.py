@@ -77,21 +77,23 @@ def rank_with_lead(legs: dict[str, LegRun], depth: int, limit: int, **fusing) ->
     limit (``lead``): the label asks it, so a search for one hit ranks one more, and ``limit=1``
     labels as ``limit=10`` does."""
     candidates = rank(legs, depth, max(limit, 2), **fusing)
-    lexical_only = len(legs) > 1 and VECTOR_LEG not in legs
-    return candidates[:limit], lead(candidates[:2], lexical_only)
+    by_rank = len(legs) > 1 and not (fusing.get("evidence") is not None and fusing.get("coverage_of") is not None
+                                     and VECTOR_LEG in legs)  # as ``rank`` chooses RRF
+    return candidates[:limit], lead(candidates[:2], by_rank)
 
 
-def lead(top_two: list[Candidate], lexical_only: bool = False) -> float:
+def lead(top_two: list[Candidate], by_rank: bool = False) -> float:
     """How far the best hit stands ahead of the second, as a share of its score (``labels.lead_of``;
-    1.0 without a second). On the fused score, except when lexical legs alone were fused
-    (``lexical_only``): then on BM25's own scores (the first leg's when BM25 did not run), since
-    rank fusion gives a first and a second hit scores a rank's share apart whatever their texts hold."""
+    1.0 without a second). On the fused score, unless the legs were fused by rank (``by_rank``: RRF,
+    whose scores put a first and a second hit a rank's share apart whatever their texts hold): then
+    on one leg's own scores - the vector leg's cosines when it ran (as semantic mode reads them),
+    else BM25's (else the first leg's)."""
     if len(top_two) < 2:
         return 1.0
     best, second = top_two
-    if not lexical_only:
+    if not by_rank:
         return labels.lead_of(best.score, second.score)
-    leg = "bm25" if "bm25" in best.legs else next(iter(best.legs))
+    leg = next((name for name in (VECTOR_LEG, "bm25") if name in best.legs), next(iter(best.legs)))
     return labels.lead_of(best.legs[leg][1], second.legs.get(leg, (0, 0.0))[1])
 
 

@@ -37,17 +37,22 @@ def test_rank_with_lead_keeps_the_second_score_whatever_the_limit():
     assert [c.key for c in out] == [7] and lead == 1.0
 
 
-def test_without_the_vector_leg_the_lead_is_read_on_bm25s_own_scores_not_on_rank_fusion():
-    """Two lexical legs are fused by rank: a first and a second hit are a rank's share apart whatever
-    their texts hold, so the lead is BM25's (far ahead here, 10 against 2); with the vector leg in, the
-    fused scores are absolute and the lead is theirs."""
+def test_legs_fused_by_rank_are_led_on_one_legs_own_scores():
+    """RRF puts a first and a second hit a rank's share apart whatever their texts hold, so the lead is
+    read on one leg's scores: BM25's without the vector leg (far ahead here, 10 against 2), the
+    cosines with it (.9 against .85, as semantic mode reads them). Evidence fusion's scores are
+    absolute: its lead is the fused one."""
     legs = {"keyword": lambda n: [(1, 4.0), (2, 3.9)][:n], "bm25": lambda n: [(1, 10.0), (2, 2.0)][:n]}
     out, lead = engine.rank_with_lead(legs, depth=20, limit=10)
     fused = 1 - out[1].score / out[0].score
     assert [c.key for c in out] == [1, 2] and lead == pytest.approx(0.8) and fused < 0.05
     with_vector = dict(legs, vector=lambda n: [(1, 0.9), (2, 0.85)][:n])
     out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10)
-    assert lead == pytest.approx(1 - out[1].score / out[0].score)
+    assert lead == pytest.approx(0.05 / 0.9)
+    evidence = {"alpha": 0.78, "cos_floor": 0.1, "power": 3.0}
+    coverage_of = lambda keys: ({1: 1.0, 2: 0.5}, ())  # noqa: E731
+    out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10, evidence=evidence, coverage_of=coverage_of)
+    assert lead == pytest.approx(1 - out[1].score / out[0].score) and lead > 0.5
 
 def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}
