@@ -54,6 +54,7 @@ def test_legs_fused_by_rank_are_led_on_one_legs_own_scores():
     out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10, evidence=evidence, coverage_of=coverage_of)
     assert lead == pytest.approx(1 - out[1].score / out[0].score) and lead > 0.5
 
+
 def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}
     settings = {"alpha": 0.5, "cos_floor": 0.0, "power": 1.0}
