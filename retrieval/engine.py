@@ -63,7 +63,7 @@ def rank(
         (name, run), = legs.items()
         return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(run(limit)[:limit], 1)]
     rankings = {name: run(depth) for name, run in legs.items()}
-    if evidence is not None and coverage_of is not None and VECTOR_LEG in rankings:
+    if _by_evidence(legs, evidence, coverage_of):
         keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
         coverage, lone = coverage_of(keys)
         fused = fusion.evidence(rankings, coverage, **evidence, limit=limit, lone=lone)
@@ -77,9 +77,14 @@ def rank_with_lead(legs: dict[str, LegRun], depth: int, limit: int, **fusing) ->
     limit (``lead``): the label asks it, so a search for one hit ranks one more, and ``limit=1``
     labels as ``limit=10`` does."""
     candidates = rank(legs, depth, max(limit, 2), **fusing)
-    by_rank = len(legs) > 1 and not (fusing.get("evidence") is not None and fusing.get("coverage_of") is not None
-                                     and VECTOR_LEG in legs)  # as ``rank`` chooses RRF
+    by_rank = len(legs) > 1 and not _by_evidence(legs, fusing.get("evidence"), fusing.get("coverage_of"))
     return candidates[:limit], lead(candidates[:2], by_rank)
+
+
+def _by_evidence(legs: Collection[str], evidence: dict | None, coverage_of: Callable | None) -> bool:
+    """Whether ``rank`` fuses several legs on evidence (the vector leg in, with its settings and a
+    coverage lookup) rather than by RRF."""
+    return evidence is not None and coverage_of is not None and VECTOR_LEG in legs
 
 
 def lead(top_two: list[Candidate], by_rank: bool = False) -> float:
