@@ -236,7 +236,7 @@ def _category_table(report: Mapping, metric: str = "nDCG@10"):
 @eval_app.command("run")
 @_one_line_errors
 def run_command(
-    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), or 'builtin' / 'memval' / 'memval2' (shipped memory-style sets)."),
+    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), or 'builtin' / 'memval' / 'memval2' / 'memval3' (shipped memory-style sets)."),
     modes: Optional[str] = typer.Option(
         None, "--modes", help="Comma-separated modes (keyword,bm25,semantic,hybrid). Default: every mode that can run here."),
     group_sep: Optional[str] = typer.Option(
@@ -504,7 +504,7 @@ def _describe_setting(s: Mapping) -> str:
 @eval_app.command("tune")
 @_one_line_errors
 def tune_command(
-    collections: list[str] = typer.Argument(..., help="One or more BEIR folders (development splits), 'builtin', 'memval' or 'memval2'."),
+    collections: list[str] = typer.Argument(..., help="One or more BEIR folders (development splits), 'builtin', 'memval', 'memval2' or 'memval3'."),
     group_sep: Optional[str] = typer.Option(
         None, "--group-sep", help="As for `eval run`; ids without the separator are not grouped."),
     metric: str = typer.Option("nDCG@10", "--metric", help="What to maximise (mean over the collections): nDCG@10, R@10 or MRR@10."),

@@ -1,6 +1,6 @@
 """Load BEIR-format relevance collections: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv``.
 
-A collection is a folder (or ``"builtin"`` / ``"memval"`` / ``"memval2"``, the memory-style sets shipped in the package). The
+A collection is a folder (or ``"builtin"`` / ``"memval"`` / ``"memval2"`` / ``"memval3"``, the memory-style sets shipped in the package). The
 loader is strict about the files themselves - a missing file or a malformed line is an
 ``InvalidInput`` naming the file and line, and a collection without documents or queries is an
 error too - and lenient about judgments: qrels rows naming a query or document the collection does
@@ -21,7 +21,8 @@ from kenning.errors import InvalidInput
 
 BUILTIN = "builtin"
 # collections shipped in the package, by the name ``load_dataset`` takes
-PACKAGED = {BUILTIN: "kenning.eval.builtin", "memval": "kenning.eval.memval", "memval2": "kenning.eval.memval2"}
+PACKAGED = {BUILTIN: "kenning.eval.builtin", "memval": "kenning.eval.memval", "memval2": "kenning.eval.memval2",
+            "memval3": "kenning.eval.memval3"}
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels.tsv"
@@ -132,7 +133,7 @@ def group_of(item_id: str, sep: str | None) -> str | None:
 
 
 def load_dataset(source: str | Path) -> Dataset:
-    """Load a BEIR folder, or a memory-style set shipped in the package (``PACKAGED``: "builtin", "memval", "memval2")."""
+    """Load a BEIR folder, or a memory-style set shipped in the package (``PACKAGED``: "builtin", "memval", "memval2", "memval3")."""
     if str(source) in PACKAGED:
         return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()

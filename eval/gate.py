@@ -58,6 +58,7 @@ CASES = (
     Case("builtin"),
     Case("memval"),
     Case("memval2"),
+    Case("memval3"),
     Case("med", foreign="cranfield"),
     Case("cranfield"),
     Case("npl"),

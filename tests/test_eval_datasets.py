@@ -101,7 +101,7 @@ def test_locomo_categories_are_named_even_without_evidence():
 
 
 def test_missing_folder_and_missing_file(tmp_path):
-    with pytest.raises(InvalidInput, match="no such collection folder .*the shipped sets are builtin, memval and memval2"):
+    with pytest.raises(InvalidInput, match="no such collection folder .*the shipped sets are builtin, memval, memval2 and memval3"):
         load_dataset(tmp_path / "nope")
     folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "x"}], [])
     (folder / "queries.jsonl").unlink()
@@ -204,23 +204,28 @@ def test_memval_set_shape_and_paraphrases():
     assert all(2 in judged.values() for judged in data.qrels.values())
 
 
-def test_memval2_set_shape():
-    """The third shipped memory-style set, written blind in another domain: 300 memories, 130 queries
-    of four kinds; unanswerable <=> no judgments, every answerable one has a grade-2 answer; most
-    paraphrases share no token with their grade-2 answer (the one token stream)."""
-    data = load_dataset("memval2")
-    assert data.name == "memval2" and data.unknown_qrels == 0
-    assert len(data.documents) == 300 and len(data.queries) == 130
-    kinds: dict[str, int] = {}
-    disjoint = 0
+@pytest.mark.parametrize("name, documents, kinds, disjoint", [
+    ("memval2", 300, {"exact": 35, "paraphrase": 40, "typo": 10, "unanswerable": 45}, 29),
+    ("memval3", 400, {"exact": 50, "paraphrase": 60, "typo": 15, "wordform": 15, "unanswerable": 20}, 53),
+])
+def test_memory_sets_written_blind_have_their_shape(name, documents, kinds, disjoint):
+    """The shipped memory-style sets written blind in other domains (memval2: 300 memories, 130
+    queries; memval3: the held-out set's shape, 400 memories, 160 queries): unanswerable <=> no
+    judgments, every answerable one has a grade-2 answer; most paraphrases share no token with their
+    grade-2 answer (the one token stream)."""
+    data = load_dataset(name)
+    assert data.name == name and data.unknown_qrels == 0
+    assert len(data.documents) == documents and len(data.queries) == sum(kinds.values())
+    found: dict[str, int] = {}
+    apart = 0
     for qid, query in data.queries.items():
-        kinds[query.category] = kinds.get(query.category, 0) + 1
+        found[query.category] = found.get(query.category, 0) + 1
         assert (query.category == "unanswerable") == (qid not in data.qrels)
         if query.category == "paraphrase":
             answers = [d for d, grade in data.qrels[qid].items() if grade == 2]
-            disjoint += all(not set(query_tokens(query.text)) & set(tokenize(data.documents[d].content)) for d in answers)
-    assert kinds == {"exact": 35, "paraphrase": 40, "typo": 10, "unanswerable": 45}
-    assert disjoint == 29
+            apart += all(not set(query_tokens(query.text)) & set(tokenize(data.documents[d].content)) for d in answers)
+    assert found == kinds
+    assert apart == disjoint
     assert all(2 in judged.values() for judged in data.qrels.values())
 
 
