@@ -373,6 +373,8 @@ def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | N
     out["query_spelling"] = spelling.describe()
     out["evidence_bm25_share"] = fusion.BM25_SHARE
     out["evidence_lone_term_weight"] = fusion.LONE_TERM_WEIGHT
+    out["evidence_partial_coverage"] = fusion.PARTIAL_COVERAGE
+    out["evidence_far_cosine"] = fusion.FAR_COSINE
     out["hybrid_bm25_feedback"] = (f"rm3: {feedback.FEEDBACK_DOCS} texts, {feedback.FEEDBACK_TERMS} terms, "
                                    f"query keeps {feedback.KEEP_QUERY}")
     out["label_rule"] = labels.describe()

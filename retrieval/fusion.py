@@ -19,6 +19,17 @@ BM25_SHARE = 0.5
 # an answer, and in a store of short memories it is what buried paraphrased questions' answers,
 # which share no word with the question (eval/baselines/README.md, "Eighth pass")
 LONE_TERM_WEIGHT = 0.4
+# a text holding less than PARTIAL_COVERAGE of the query's IDF weight at a cosine below FAR_COSINE is
+# about something else that shares a few of its words: its lexical evidence is scaled by
+# (cosine / FAR_COSINE) ** power, as its coverage would be. In a store of short memories such a text
+# buried paraphrased answers: "How late can a wheelchair user request help boarding?" found "The user
+# takes a week off in late July every year to help Rob's band ..." (two shared words, cosine .29)
+# above "Disabled passengers can book assistance in TideDesk up to 24 hours before sailing." (no
+# shared word, cosine .48). A text holding most of the query keeps its evidence whatever its cosine,
+# as a chat turn naming the people and the thing asked about must (eval/baselines/README.md,
+# "Sixteenth pass")
+PARTIAL_COVERAGE = 0.7
+FAR_COSINE = 0.4
 
 
 @dataclass
@@ -85,6 +96,8 @@ def evidence(
     limit: int | None = None,
     lone: Collection[int] = (),
     lone_weight: float = LONE_TERM_WEIGHT,
+    partial_coverage: float = PARTIAL_COVERAGE,
+    far_cosine: float = FAR_COSINE,
 ) -> list[Fused]:
     """Fuse on absolute evidence instead of ranks: ``alpha * lexical + (1 - alpha) * cos'``.
 
@@ -93,7 +106,10 @@ def evidence(
     + bm25_share * bm25 / best bm25 of this query)``: coverage says how much of the query a text
     holds, the BM25 ratio (term frequency, length) which of the texts holding it says it most
     (a text outside BM25's list counts 0 there), times ``lone_weight`` for a key in ``lone`` (a text
-    holding one of the query's two or more distinct terms). ``cos'`` rescales the vector leg's cosine above
+    holding one of the query's two or more distinct terms), times ``(cosine / far_cosine) ** power`` for a
+    text holding less than ``partial_coverage`` of the query at a cosine below ``far_cosine`` (a few
+    shared words in a text about something else; a text the vector leg did not return has no cosine
+    to judge by and keeps its evidence). ``cos'`` rescales the vector leg's cosine above
     ``cos_floor`` to 0-1. Both are absolute, so a leg that found nothing convincing for *this* query
     contributes little, where RRF would hand its rank 1 the same credit as a perfect match. That is
     what makes the hybrid at least as good as its better leg on every development set (see the
@@ -111,13 +127,16 @@ def evidence(
         for key in native:
             if key in scores:
                 continue
-            lexical = coverage.get(key, 0.0) ** power
+            covered = coverage.get(key, 0.0)
+            lexical = covered ** power
             if best_bm25 > 0:
                 bm25 = bm25_of.get(key)
                 lexical *= (1.0 - bm25_share) + bm25_share * (bm25 / best_bm25 if bm25 is not None else 0.0)
             if key in lone:
                 lexical *= lone_weight
             vector = vector_of.get(key)
+            if vector is not None and covered < partial_coverage and vector < far_cosine:
+                lexical *= (max(0.0, vector) / far_cosine) ** power
             semantic = max(0.0, vector - cos_floor) / span if vector is not None else 0.0
             scores[key] = alpha * lexical + (1.0 - alpha) * semantic
     keys = list(scores)

@@ -155,6 +155,8 @@ def test_evidence_equals_a_plain_reference_on_random_legs():
             if best_bm25 > 0:
                 lexical *= (1.0 - bm25_share) + bm25_share * (legs["bm25"][1] / best_bm25 if "bm25" in legs else 0.0)
             cos = legs["vector"][1] if "vector" in legs else None
+            if cos is not None and coverage.get(key, 0.0) < 0.7 and cos < 0.4:  # part of the query, far in meaning
+                lexical *= (max(0.0, cos) / 0.4) ** power
             semantic = max(0.0, cos - cos_floor) / max(1e-9, 1.0 - cos_floor) if cos is not None else 0.0
             rows.append((-(alpha * lexical + (1.0 - alpha) * semantic), min(r for r, _ in legs.values()), key, legs))
         rows.sort(key=lambda row: row[:3])
@@ -187,16 +189,40 @@ def test_evidence_breaks_equal_scores_by_the_best_rank_in_any_leg_then_the_key()
 
 def test_one_shared_word_of_several_is_weak_lexical_evidence():
     """A text holding one of the query's several terms (``lone``) keeps LONE_TERM_WEIGHT of its
-    lexical evidence; the same coverage from the other text counts in full."""
+    lexical evidence; the same coverage from the other text counts in full (the far-in-meaning
+    discount switched off, ``far_cosine=0``: it is the next test's)."""
     from kenning.retrieval.fusion import LONE_TERM_WEIGHT, evidence
 
     rankings = {"bm25": [(1, 4.0), (2, 4.0)], "vector": [(3, 0.5), (1, 0.2), (2, 0.2)]}
     coverage = {1: 0.5, 2: 0.5, 3: 0.0}
-    fused = evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5, lone={2})
+    fused = evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5, lone={2}, far_cosine=0.0)
     scores = {f.key: f.score for f in fused}
     semantic = 0.2 * (0.2 - 0.1) / 0.9
     assert scores[1] == pytest.approx(0.8 * 0.5**3 + semantic)
     assert scores[2] == pytest.approx(0.8 * 0.5**3 * LONE_TERM_WEIGHT + semantic)
     assert scores[3] == pytest.approx(0.2 * (0.5 - 0.1) / 0.9)
     assert [f.key for f in fused] == [1, 3, 2]
-    assert [f.key for f in evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5)] == [1, 2, 3]
+    assert [f.key for f in evidence(rankings, coverage, alpha=0.8, cos_floor=0.1, power=3.0, bm25_share=0.5,
+                                    far_cosine=0.0)] == [1, 2, 3]
+
+
+def test_part_of_the_query_far_in_meaning_is_weak_lexical_evidence():
+    """A text holding less than PARTIAL_COVERAGE of the query at a cosine below FAR_COSINE keeps
+    (cosine / FAR_COSINE) ** power of its lexical evidence: memval3's "How late can a wheelchair user
+    request help boarding?" - a holiday memory sharing "late" and "help" (coverage .43, cosine .29)
+    came before the answer sharing no word (cosine .48). A text holding most of the query, or one the
+    vector leg did not return (no cosine to judge by), keeps its evidence in full."""
+    from kenning.retrieval.fusion import FAR_COSINE, PARTIAL_COVERAGE, evidence
+
+    assert (PARTIAL_COVERAGE, FAR_COSINE) == (0.7, 0.4)
+    rankings = {"bm25": [(1, 3.0), (4, 3.0), (5, 3.0)], "vector": [(2, 0.48), (1, 0.29), (4, 0.29)]}
+    coverage = {1: 0.43, 2: 0.0, 4: 0.7, 5: 0.43}
+    settings = {"alpha": 0.78, "cos_floor": 0.1, "power": 3.0, "bm25_share": 0.5}
+    scores = {f.key: f.score for f in evidence(rankings, coverage, **settings)}
+    far = 0.22 * (0.29 - 0.1) / 0.9
+    assert scores[1] == pytest.approx(0.78 * 0.43**3 * (0.29 / 0.4) ** 3 + far)
+    assert scores[2] == pytest.approx(0.22 * (0.48 - 0.1) / 0.9)
+    assert scores[4] == pytest.approx(0.78 * 0.7**3 + far)  # most of the query: in full
+    assert scores[5] == pytest.approx(0.78 * 0.43**3)  # not in the vector leg's list: in full
+    assert [f.key for f in evidence(rankings, coverage, **settings)][:2] == [4, 2]
+    assert [f.key for f in evidence(rankings, coverage, **settings, far_cosine=0.0)][:3] == [4, 1, 2]

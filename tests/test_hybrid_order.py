@@ -60,3 +60,34 @@ def test_a_paraphrased_question_finds_its_answer_over_texts_sharing_one_word(tmp
         full = bm25.fusion_coverage
         monkeypatch.setattr(bm25, "fusion_coverage", lambda *args: (full(*args)[0], frozenset()))
         assert [h.id for h in s.search(query, mode="hybrid", limit=3).hits][2] == answer
+
+
+FAR_IN_MEANING = [
+    "Disabled passengers can book assistance in TideDesk up to 24 hours before sailing.",
+    "The user takes a week off in late July every year to help Rob's band at the Kilbray Music Festival.",
+    "The user wants the assistant to flag any sailing with less than 80% crew availability.",
+    "MV Corran: gross tonnage 4,120; built 2009 in Gdansk.",
+    "Deck crew on the island run work two weeks on, two weeks off.",
+    "Boarding for the 07:10 Kilbray sailing closes 20 minutes before departure.",
+    "Freight boarding at Rossness starts at 05:30 on weekdays.",
+    "Timetable change requests go to Fiona by the 10th of the month.",
+    "Refund requests for cancelled sailings are handled by the Port Ailish desk.",
+]
+
+
+def test_a_paraphrased_question_finds_its_answer_over_a_text_sharing_words_but_not_meaning(tmp_path, monkeypatch):
+    """memval3's "How late can a wheelchair user request help boarding?": the answer shares no word
+    with it (cosine .48); the holiday memory shares "late", "user" and "help" (most of the weight the
+    store gives the question's words, with "request" and "boarding" common here) at cosine .29. Its
+    lexical evidence discounted as far in meaning (fusion.FAR_COSINE) the answer comes first; counted
+    in full (``far_cosine=0``), the holiday memory outranks it."""
+    import functools
+
+    from kenning.retrieval import fusion
+
+    query = "How late can a wheelchair user request help boarding?"
+    with kenning.open_store(tmp_path / "s") as s:
+        ids = [s.write(text, scopes=["ops"]).id for text in FAR_IN_MEANING]
+        assert [h.id for h in s.search(query, mode="hybrid", limit=3).hits][:2] == [ids[0], ids[1]]
+        monkeypatch.setattr(fusion, "evidence", functools.partial(fusion.evidence, far_cosine=0.0))
+        assert [h.id for h in s.search(query, mode="hybrid", limit=3).hits][:2] == [ids[1], ids[0]]
