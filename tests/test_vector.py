@@ -264,7 +264,7 @@ def test_load_answers_none_for_another_dimension(saved_graph):
 
 @pytest.mark.embeddings
 @pytest.mark.slow
-def test_graph_recall_at_10_against_exact_search_on_real_embeddings(request):
+def test_graph_recall_at_10_against_exact_search_on_real_embeddings(request, tmp_path):
     """hnswlib must find >= 95% of the exact top 10 on real MiniLM vectors (scifact-train)."""
     pytest.importorskip("sentence_transformers")
     from kenning.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
@@ -281,7 +281,9 @@ def test_graph_recall_at_10_against_exact_search_on_real_embeddings(request):
         queries = [json.loads(line)["text"] for line in lines][:200]
 
     encoder = require()
-    cache_dir = Path(request.config.cache.mkdir("kenning-embeddings"))  # survives between runs
+    # pytest's cache survives between runs; without it (-p no:cacheprovider) the vectors are encoded here
+    cache = getattr(request.config, "cache", None)
+    cache_dir = Path(cache.mkdir("kenning-embeddings")) if cache is not None else tmp_path
     with EmbeddingCache(cache_dir / "embeddings.sqlite") as cache:
         vectors = embed_with_cache(encoder, texts, cache)
         query_vectors = embed_with_cache(encoder, queries, cache)
