@@ -3,7 +3,9 @@
 A misspelt query word ("terrafrom", "bastoin", "pasword") matches nothing, so BM25 and coverage
 lose it and the hit that answers looks like a near miss. Only two slips are undone: two adjacent
 letters swapped (terrafrom -> terraform, prot -> port) and one letter left out of a word of at
-least ``MIN_INSERT_LENGTH`` letters (pasword -> password, lisen -> listen). A substitution is not
+least ``MIN_INSERT_LENGTH`` letters (pasword -> password, lisen -> listen). A swap is also undone in
+the word as written when stemming hides it: "kilbary" stems to "kilbari", none of whose swaps is
+"kilbray", and "secruity" to "secruiti". A substitution is not
 tried: it turns one real word into another (find/mind, interval/internal, home/come), and in a
 small store a correctly spelt word the store lacks would be "corrected" into a wrong one. Among
 candidates the one most documents hold wins. Only a token no document holds is touched, so a
@@ -16,35 +18,51 @@ is no word), at most 17 of the other collections' hundreds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from .text import surface_forms
+from .text import surface_forms, tokenize
 
 MIN_LENGTH = 4  # shorter tokens are left alone: too many real words are one swap apart
 MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+def _swaps(word: str) -> set[str]:
+    return {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1) if word[i] != word[i + 1]}
+
+
 def slips(token: str) -> list[str]:
     """Every word ``token`` could be a slip of: adjacent letters swapped back, or a letter put back."""
-    out = {token[:i] + token[i + 1] + token[i] + token[i + 2:] for i in range(len(token) - 1) if token[i] != token[i + 1]}
+    out = _swaps(token)
     if len(token) >= MIN_INSERT_LENGTH:
         out |= {token[:i] + c + token[i:] for i in range(1, len(token) + 1) for c in _LETTERS}
     out.discard(token)
     return sorted(out)
 
 
-def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]]) -> dict[str, str]:
+def written_swaps(word: str, token: str) -> list[str]:
+    """The tokens of ``word`` (as the query writes it, casefolded) with two adjacent letters swapped
+    back, when stemming made ``token`` something else: a swap near the word's end can be hidden by
+    the stemmer ("kilbary" -> "kilbari", whose swaps miss "kilbray")."""
+    if word == token or not word.isalpha():
+        return []
+    return sorted({t for swap in _swaps(word) for t in tokenize(swap)} - {token})
+
+
+def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]],
+                written: Mapping[str, str] | None = None) -> dict[str, str]:
     """Token -> the word it was meant to be, for each token no document holds that has a slip some
     document does; ``doc_freqs`` counts the documents holding each term (one call for the query's
-    terms, one for the candidates of those it lacks)."""
+    terms, one for the candidates of those it lacks); ``written``: each token's word as the query
+    writes it (``text.surface_forms``), whose swaps are tried too (``written_swaps``)."""
     terms = [t for t in dict.fromkeys(tokens) if len(t) >= MIN_LENGTH and t.isascii() and t.isalpha()]
     if not terms:
         return {}
     unseen = [t for t, n in doc_freqs(terms).items() if n == 0]
     if not unseen:
         return {}
-    candidates = {t: slips(t) for t in unseen}
+    written = written or {}
+    candidates = {t: slips(t) + written_swaps(written.get(t, t), t) for t in unseen}
     df = doc_freqs(sorted({c for cs in candidates.values() for c in cs}))
     out = {}
     for token, cs in candidates.items():  # the most common; among equals the first in order
@@ -56,8 +74,11 @@ def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str
 
 def respelt(word: str, token: str, fixed: str) -> str:
     """The written form of a corrected token, to show in ``match_terms``: the query's word with its
-    stem's slip undone when the word starts with its stem ("relase" -> "release"), else the stem."""
-    return fixed + word[len(token):] if word.startswith(token) else fixed
+    stem's slip undone when the word starts with its stem ("relase" -> "release"), or with two of
+    its letters swapped back when that is the fix ("secruity" -> "security"), else the stem."""
+    if word.startswith(token):
+        return fixed + word[len(token):]
+    return next((swap for swap in sorted(_swaps(word)) if tokenize(swap) == [fixed]), fixed)
 
 
 def describe() -> str:

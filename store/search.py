@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.retrieval import bm25, engine, feedback, keyword, labels, spelling
 from kenning.retrieval.lexical import contains, unknown
-from kenning.retrieval.text import query_tokens, search_tokens
+from kenning.retrieval.text import query_tokens, search_tokens, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
@@ -114,15 +114,17 @@ def run_plain(
     return PlainResult(fields), by_id
 
 
-def _corrections(db: Database, lexicon: Lexicon, tokens: list[str]) -> dict[str, str]:
-    """``spelling.corrections`` of the query's tokens, each token's answer remembered until the store
-    changes: an unknown word's slips are a few hundred look-ups (0.3 ms of CPU) every time it is asked."""
+def _corrections(db: Database, lexicon: Lexicon, tokens: list[str], written: dict[str, str]) -> dict[str, str]:
+    """``spelling.corrections`` of the query's tokens, each (token, written word)'s answer remembered
+    until the store changes: an unknown word's slips are a few hundred look-ups (0.3 ms of CPU) every
+    time it is asked."""
     held = memo(db, "spelling")
-    todo = [t for t in dict.fromkeys(tokens) if t not in held]
+    keys = {t: (t, written.get(t, t)) for t in tokens}
+    todo = [t for t, key in keys.items() if key not in held]
     if todo:
-        found = spelling.corrections(todo, lexicon.doc_freqs)
-        held.update({t: found.get(t) for t in todo})
-    return {t: held[t] for t in dict.fromkeys(tokens) if held[t]}
+        found = spelling.corrections(todo, lexicon.doc_freqs, written)
+        held.update({keys[t]: found.get(t) for t in todo})
+    return {t: held[key] for t, key in keys.items() if held[key]}
 
 
 def _no_semantic() -> Semantic:
@@ -134,7 +136,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
     tokens = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
-    fixed = _corrections(db, lexicon, tokens)
+    fixed = _corrections(db, lexicon, tokens, surface_forms(query))
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))
     # asked once: a server's encoder may finish loading during the search (Semantic.availability)

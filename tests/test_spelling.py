@@ -50,6 +50,18 @@ def test_the_doc_freqs_it_asks_are_the_query_terms_then_the_candidates_of_the_un
 def test_respelt_keeps_the_written_ending():
     assert spelling.respelt("relase", "relas", "releas") == "release"
     assert spelling.respelt("many", "mani", "main") == "main"
+    assert spelling.respelt("secruity", "secruiti", "secur") == "security"  # the swap undone in the word
+
+
+def test_a_swap_the_stemmer_hides_is_undone_in_the_word_as_written():
+    """The real Snowball stemmer turns "kilbary" into "kilbari" and "secruity" into "secruiti"; no
+    swap of those stems is a stored word, a swap of the written word is."""
+    df = counts({"kilbray": 3, "secur": 2, "festiv": 1})
+    assert "kilbray" not in spelling.slips("kilbari")
+    assert spelling.corrections(["kilbari", "festiv"], df) == {}  # without the written words
+    assert spelling.corrections(["kilbari", "secruiti", "festiv"], df,
+                                {"kilbari": "kilbary", "secruiti": "secruity"}) == {"kilbari": "kilbray", "secruiti": "secur"}
+    assert spelling.written_swaps("kilbray", "kilbray") == []  # the stem is the word: its swaps are slips()'
 
 
 def test_a_misspelt_query_finds_its_memory_with_the_respelt_words(tmp_path):
@@ -79,6 +91,17 @@ def test_a_query_word_no_memory_holds_does_not_count_against_the_answer(tmp_path
         assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "high")
         top = s.search("scraping budget of Prometheus", mode="hybrid", auto_scope=False).hits[0]
         assert (top.id, top.match_terms, top.relevance) == (answer, ["scraping", "prometheus"], "medium")
+
+
+def test_a_name_misspelt_where_the_stemmer_hides_the_slip_finds_its_memory(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        festival = s.write("A late 21:30 sailing from Kilbray was added for the music festival.", scopes=["ops"]).id
+        lead = s.write("The security lead is Dana Whitfield.", scopes=["ops"]).id
+        s.write("Sailings from Inchmorra stop at 16:30 in winter.", scopes=["ops"])
+        hit = s.search("Kilbary music festival", mode="bm25", auto_scope=False).hits[0]
+        assert (hit.id, hit.match_terms, hit.relevance) == (festival, ["kilbray", "music", "festival"], "high")
+        hit = s.search("who is the secruity lead", mode="bm25", auto_scope=False).hits[0]
+        assert (hit.id, hit.match_terms) == (lead, ["security", "lead"])
 
 
 def test_a_correction_remembered_for_a_store_is_asked_again_after_a_write(tmp_path):
