@@ -1,7 +1,8 @@
 """What a hit's ``relevance`` promises, and the rule that decides it.
 
-- ``high``: the answer is very likely here. With the vector leg: a score within ``NEAR_TOP`` of the
-  best hit of this result, and one of
+- ``high``: the answer is very likely here. Only the best hit of a result can be ``high``: a hit
+  the best one leads is not what stands out, and a question with two answers close together gets
+  two candidates (``medium``), not an answer. With the vector leg, one of
   - cosine >= ``HIGH_COSINE_ALONE``: a paraphrase, close in meaning whatever the words;
   - cosine >= ``HIGH_COSINE`` with at least ``HIGH_COVERAGE`` of the query's IDF-weighted terms,
     or of the terms the store knows when the hit holds at least ``KNOWN_TERMS`` of them: a query
@@ -24,7 +25,7 @@
   many texts, so several hits look like its answer and the best is judged relevant a third to
   two thirds of the time; the labels cannot tell which, so they promise none unless one is far
   ahead. Two memories answering a short question equally well are two candidates, not an answer.
-  Two more kinds of hit are ``high`` without that test (near the top all the same):
+  Two more kinds of hit are ``high`` without that test (the best hit all the same):
   - one holding every distinct query term (two or more) at cosine >= ``EVERY_TERM_COSINE`` that
     leads the second by ``EVERY_TERM_LEAD`` (``every_term_high``), whatever the query's length;
   - one sharing no word with a short query (fewer than ``LONG_QUERY_TERMS`` terms) at cosine >=
@@ -74,7 +75,9 @@ What it does not promise: a question with two good answers in the store gets ``m
 time and ``high`` 7 %). The rule was chosen in hybrid, the default; in semantic mode a hit's score is
 its cosine, so leads are small and a short question's ``high`` mostly needs cosine ``LEAD_COSINE``
 without a tie, a paraphrase or every word (builtin's top hits 37 % ``high``, memval's 23 %, judged
-relevant 100 %; memval2's 19 %, 83 %; none on LoCoMo, whose chat turns tie).
+relevant 100 %; memval3's 22 %, 94 %; memval2's 19 %, 88 %: an old version's memory at cosine .87,
+"Fetchline ran Airflow 2.5.3 until the January 2025 upgrade", for which version runs now; none on
+LoCoMo, whose chat turns tie).
 The thresholds are per model; only MiniLM's are measured.
 """
 
@@ -85,7 +88,6 @@ from collections.abc import Callable, Iterable
 
 from .text import match_terms, only_stopwords, search_tokens, written_as_names
 
-NEAR_TOP = 0.95
 KNOWN_TERMS = 2
 HIGH_COSINE_ALONE = 0.8
 HIGH_COSINE = 0.4
@@ -153,9 +155,9 @@ def _label(
     (None: every term is known); ``lead`` is how far this result's best hit stands ahead of its
     second (``lead_of``; 1.0 when it has no second). ``asks`` tells whether the hit asks about the
     query's words (``asks_about``); it is called only when everything else says ``high`` and
-    ``may_be_high`` (the query's ceiling) allows it, so the rank-only path reads the text of at most
-    the few hits near the top."""
-    near_top = top_score <= 0 or score >= NEAR_TOP * top_score
+    ``may_be_high`` (the query's ceiling) allows it, so the rank-only path reads the text of the best
+    hit at most."""
+    best = top_score <= 0 or score >= top_score
     if cosine is not None:
         evidence = ((vector_high(cosine, coverage, round(term_share * distinct_terms), term_share, known_coverage)
                      and stands_out(cosine, lead, distinct_terms))
@@ -163,7 +165,7 @@ def _label(
                     or paraphrase_high(cosine, term_share, distinct_terms, names_something))
     else:
         evidence = vectorless_high(term_share, distinct_terms) and lead >= LEXICAL_LEAD
-    if may_be_high and near_top and evidence and not (asks is not None and asks()):
+    if may_be_high and best and evidence and not (asks is not None and asks()):
         return "high"
     if (cosine is not None and cosine >= MEDIUM_COSINE) or term_share >= MEDIUM_TERM_SHARE:
         return "medium"
@@ -251,7 +253,7 @@ def names_something(query: str) -> bool:
 
 def describe() -> str:
     """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
-    return (f"high: score >= {NEAR_TOP} x best and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
+    return (f"high: the best hit and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
             f"coverage >= {HIGH_COVERAGE} (of the known terms when >= {KNOWN_TERMS} match), or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
             f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms, >= {MEDIUM_TERM_SHARE} of them, and coverage >= {MANY_COVERAGE}) "
             f"and (cosine >= {LEAD_COSINE} with a lead >= {TIE}, or the best hit leads the second by >= {LEAD} of its score; with >= {LONG_QUERY_TERMS} "
