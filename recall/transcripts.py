@@ -31,7 +31,7 @@ import numpy as np
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval import bm25, engine, keyword, labels, spelling
 from kenning.retrieval.lexical import unknown
-from kenning.retrieval.text import fingerprint, search_tokens
+from kenning.retrieval.text import fingerprint, search_tokens, surface_forms
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
@@ -380,7 +380,8 @@ class TranscriptIndex:
         lexicon = self.lexicon.refresh()
         # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
         tokens = search_tokens(query)
-        fixed = spelling.corrections(tokens, lexicon.doc_freqs)
+        written = surface_forms(query)
+        fixed = spelling.corrections(tokens, lexicon.doc_freqs, written)
         tokens = [fixed.get(t, t) for t in tokens]
         terms = list(dict.fromkeys(tokens))
         allowed = self._allowed(lexicon, scope, exclude)
@@ -407,7 +408,7 @@ class TranscriptIndex:
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
-        shown = spelling.shown(query, fixed)
+        shown = spelling.shown(written, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
         names_something = labels.names_something(query) if engine.VECTOR_LEG in runs else False

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from .text import surface_forms, tokenize
+from .text import tokenize
 
 MIN_LENGTH = 4  # shorter tokens are left alone: too many real words are one swap apart
 MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
@@ -50,7 +50,7 @@ def written_swaps(word: str, token: str) -> list[str]:
 
 
 def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]],
-                written: Mapping[str, str] | None = None) -> dict[str, str]:
+                written: Mapping[str, str]) -> dict[str, str]:
     """Token -> the word it was meant to be, for each token no document holds that has a slip some
     document does; ``doc_freqs`` counts the documents holding each term (one call for the query's
     terms, one for the candidates of those it lacks); ``written``: each token's word as the query
@@ -61,7 +61,6 @@ def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str
     unseen = [t for t, n in doc_freqs(terms).items() if n == 0]
     if not unseen:
         return {}
-    written = written or {}
     candidates = {t: slips(t) + written_swaps(written.get(t, t), t) for t in unseen}
     df = doc_freqs(sorted({c for cs in candidates.values() for c in cs}))
     out = {}
@@ -88,10 +87,10 @@ def describe() -> str:
             f"letter away")
 
 
-def shown(query: str, fixed: dict[str, str]) -> dict[str, str]:
-    """What ``match_terms`` shows for each query term: the query's word, respelt where ``fixed``
-    (``corrections``' answer) corrected its token."""
-    out = surface_forms(query)
+def shown(written: Mapping[str, str], fixed: dict[str, str]) -> dict[str, str]:
+    """What ``match_terms`` shows for each query term: the query's word (``written``, the query's
+    ``text.surface_forms``), respelt where ``fixed`` (``corrections``' answer) corrected its token."""
+    out = dict(written)
     for token, right in fixed.items():
         out.setdefault(right, respelt(out.get(token, token), token, right))
     return out

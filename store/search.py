@@ -136,7 +136,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
     tokens = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
-    fixed = _corrections(db, lexicon, tokens, surface_forms(query))
+    written = surface_forms(query)
+    fixed = _corrections(db, lexicon, tokens, written)
     tokens = [fixed.get(t, t) for t in tokens]
     terms = list(dict.fromkeys(tokens))
     # asked once: a server's encoder may finish loading during the search (Semantic.availability)
@@ -187,7 +188,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
-    shown = spelling.shown(query, fixed)
+    shown = spelling.shown(written, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     hits, by_id = [], {}
     for cand in candidates:

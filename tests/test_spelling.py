@@ -28,10 +28,10 @@ def test_slips_are_swaps_and_left_out_letters_only():
 
 def test_only_an_unindexed_token_is_corrected_to_the_most_common_slip():
     df = counts({"port": 5, "terraform": 2, "state": 3, "interval": 1, "internal": 4, "trap": 1, "tarp": 3})
-    assert spelling.corrections(["terrafrom", "state", "prot"], df) == {"terrafrom": "terraform", "prot": "port"}
-    assert spelling.corrections(["interval"], df) == {}  # indexed as written: never second-guessed
-    assert spelling.corrections(["tapr"], df) == {"tapr": "tarp"}  # tarp (3) over trap (1)
-    assert spelling.corrections(["abc", "3.12", "zzzz"], df) == {}  # short, not a word, no indexed slip
+    assert spelling.corrections(["terrafrom", "state", "prot"], df, {}) == {"terrafrom": "terraform", "prot": "port"}
+    assert spelling.corrections(["interval"], df, {}) == {}  # indexed as written: never second-guessed
+    assert spelling.corrections(["tapr"], df, {}) == {"tapr": "tarp"}  # tarp (3) over trap (1)
+    assert spelling.corrections(["abc", "3.12", "zzzz"], df, {}) == {}  # short, not a word, no indexed slip
 
 
 def test_the_doc_freqs_it_asks_are_the_query_terms_then_the_candidates_of_the_unseen():
@@ -41,10 +41,10 @@ def test_the_doc_freqs_it_asks_are_the_query_terms_then_the_candidates_of_the_un
         asked.append(list(terms))
         return {t: {"port": 1}.get(t, 0) for t in terms}
 
-    assert spelling.corrections(["prot", "prot", "host"], df) == {"prot": "port"}
+    assert spelling.corrections(["prot", "prot", "host"], df, {}) == {"prot": "port"}
     assert asked[0] == ["prot", "host"] and "port" in asked[1] and len(asked) == 2
     asked.clear()
-    assert spelling.corrections(["port"], df) == {} and asked == [["port"]]
+    assert spelling.corrections(["port"], df, {}) == {} and asked == [["port"]]
 
 
 def test_respelt_keeps_the_written_ending():
@@ -58,7 +58,7 @@ def test_a_swap_the_stemmer_hides_is_undone_in_the_word_as_written():
     swap of those stems is a stored word, a swap of the written word is."""
     df = counts({"kilbray": 3, "secur": 2, "festiv": 1})
     assert "kilbray" not in spelling.slips("kilbari")
-    assert spelling.corrections(["kilbari", "festiv"], df) == {}  # without the written words
+    assert spelling.corrections(["kilbari", "festiv"], df, {}) == {}  # without the written words
     assert spelling.corrections(["kilbari", "secruiti", "festiv"], df,
                                 {"kilbari": "kilbary", "secruiti": "secruity"}) == {"kilbari": "kilbray", "secruiti": "secur"}
     assert spelling.written_swaps("kilbray", "kilbray") == []  # the stem is the word: its swaps are slips()'

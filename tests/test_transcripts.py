@@ -115,6 +115,15 @@ def test_a_misspelt_query_word_is_respelt_as_memory_search_does(index):
     assert set(hit.match_terms) == {"pgbouncer", "port", "6432"}
 
 
+def test_a_swap_the_stemmer_hides_is_respelt_in_the_word_as_written(index):
+    """"idempotnecy" stems to "idempotneci", none of whose swaps is a stored stem; the word as written,
+    swapped back, is "idempotency" (stem "idempot"), as memory search respells it."""
+    right = index.search("refund idempotency", project=PAYMENTS).hits[0]
+    hit = index.search("refund idempotnecy", project=PAYMENTS).hits[0]
+    assert hit.id == right.id and hit.score == right.score
+    assert set(hit.match_terms) == {"refund", "idempotency"}
+
+
 
 def test_a_contractions_piece_is_no_term_a_message_must_hold(index):
     """"What's" is the stopword "what" and a piece "s" that any "it's" holds; written out, as memory

@@ -47,7 +47,7 @@ def respell(tag, embed=False):
     fb_r, content, changed, fixes = {**r, "legs": {}}, {}, [], {}
     for q in r["queries"]:
         raw = text.query_tokens(r["qtext"][q])
-        fixed = spelling.corrections(raw, doc_freqs(idx))
+        fixed = spelling.corrections(raw, doc_freqs(idx), {})  # the rule as measured: the stem's slips only
         toks = [fixed.get(t, t) for t in raw]
         terms = list(dict.fromkeys(toks))
         if fixed:

@@ -22,7 +22,7 @@ def changes(source, inserts):
     freqs = lambda terms: {t: df.get(t, 0) for t in terms}
     for q in data.queries.values():
         tokens = text.search_tokens(q.text)
-        fixed, words, new = spelling.corrections(tokens, freqs), text.surface_forms(q.text), {}
+        fixed, words, new = spelling.corrections(tokens, freqs, {}), text.surface_forms(q.text), {}
         for t in dict.fromkeys(tokens):
             word = words.get(t, t)
             if t in fixed or df.get(t) or len(t) < spelling.MIN_LENGTH or word == t or not word.isalpha():
