@@ -7,10 +7,11 @@ score)]`` and a text lookup, and gets back fused candidates with ``matched_leg``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from . import fusion, labels
+from . import answer_types, fusion, labels
 from .text import match_terms, snippet
 
 LEXICAL_LEGS = ("keyword", "bm25")
@@ -127,7 +128,8 @@ def explain(
     ahead of its second (``lead``; the label asks it). ``matched``: the terms the text
     contains when the index already told (``lexical.contains``), so the text is not tokenized for
     them; ``text=None`` labels without a snippet (the rank-only path), reading the text with
-    ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``).
+    ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``,
+    or that lacks words whose values it may hold, ``answer_types``).
     ``ceiling``: the best label this query's hits may get (``labels.ceiling``); ``names_something``:
     the query writes a word as a name (``labels.names_something``).
     """
@@ -141,13 +143,11 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
-    if text is not None:
-        asks = lambda: labels.asks_about(matched, text)  # noqa: E731 (read only for a would-be high)
-    elif text_of is not None:
-        asks = lambda: labels.asks_about(matched, text_of(candidate.key))  # noqa: E731
-    else:
-        asks = None
+    read = (lambda: text) if text is not None else functools.cache(lambda: text_of(candidate.key)) if text_of else None
+    # both read the text only for a would-be high
+    asks = (lambda: labels.asks_about(matched, read())) if read else None  # noqa: E731
+    answers = (lambda: answer_types.answers_missing([t for t in terms if t not in matched], read())) if read else None  # noqa: E731
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       lead, asks, ceiling, names_something)
+                                       lead, asks, ceiling, names_something, answers)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

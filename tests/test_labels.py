@@ -25,6 +25,7 @@ from kenning.retrieval.labels import (
     SEVERAL_COSINE,
     SEVERAL_COVERAGE,
     SEVERAL_TERMS,
+    TYPED_COSINE,
     asks_about,
     ceiling,
     describe,
@@ -453,3 +454,57 @@ def test_a_real_store_promises_a_paraphrase_and_an_every_word_answer_but_not_a_n
         assert _labels(s, "what did Diego decide about the iOS widget", 10)[0] != "high"
         assert _labels(s, "Halvard Utilities rate limit on kestrel-api", 1) == ["high"]
         assert _labels(s, "Chime staging port", 10)[0] != "high"
+
+
+def test_a_hit_lacking_only_attribute_words_whose_values_it_holds_is_high_when_not_tied():
+    """``typed_high``: some of a short question's words held, the rest answered by a value of their
+    kind (bench/relevance/typed_high.py). The check reads the text, so it runs last and only for a
+    would-be high best hit."""
+    yes = lambda: True  # noqa: E731
+    assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=yes) == "high"
+    assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=lambda: False) == "medium"
+    assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE) == "medium"  # nothing to read
+    assert label(TYPED_COSINE - 0.01, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=yes) != "high"
+    assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE - 0.005, answers_missing=yes) == "medium"  # a tie
+    # holding none of the words (and naming something, so no paraphrase either)
+    assert label(TYPED_COSINE, 0.0, 3, 1.0, 1.0, lead=TIE, answers_missing=yes, names_something=True) != "high"
+    long_share = (LONG_QUERY_TERMS - 1) / LONG_QUERY_TERMS
+    assert label(TYPED_COSINE, long_share, LONG_QUERY_TERMS, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=yes) == "medium"
+    assert label(0.9, 2 / 3, 3, 0.9, 1.0, coverage=0.6, lead=TIE, answers_missing=yes) == "medium"  # not the best hit
+    called = []
+    probe = lambda: called.append(1) or True  # noqa: E731
+    assert label(0.9, 1.0, 3, 1.0, 1.0, coverage=1.0, lead=1.0, answers_missing=probe) == "high"  # high already
+    assert label(0.9, 2 / 3, 3, 0.9, 1.0, coverage=0.6, lead=TIE, answers_missing=probe) == "medium"
+    assert label(0.9, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=probe, ceiling="medium") == "medium"
+    assert called == []
+    assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=yes,
+                 asks=lambda: True) == "medium"  # a question is still no answer
+
+
+TYPED = ["Kestrel is the pipeline that loads product events into the warehouse.",
+         "Kestrel runs on Apache Airflow 2.8.1.",
+         "Kestrel backfills run with airflow dags backfill and must be announced in #data-kestrel first.",
+         "Kestrel DAGs run hourly, except the finance DAG, which runs daily at 05:00 UTC.",
+         "The Heron redesign kicks off on 2024-07-01.",
+         "Heron is the customer-facing mobile app for iOS and Android.",
+         "Heron's minimum supported Android version is API level 26.",
+         "The marketing budget for 2025 is 40,000 euros."]
+
+
+@pytest.mark.embeddings
+def test_a_real_store_promises_the_memory_holding_the_value_asked_for_but_not_its_neighbour(tmp_path):
+    """Real store, real model, builtin's memories. "Kestrel Airflow version" finds "Kestrel runs on
+    Apache Airflow 2.8.1." barely ahead of the backfill memory naming Kestrel and Airflow too (fused
+    lead about .1, cosine .77): it was `medium`; it holds a version, the word it lacks asks for one,
+    so it is `high` now, ranked or explained, in hybrid and in semantic mode. "the budget for the
+    Heron redesign" finds the redesign's start date, which holds no sum of money, and "Kestrel
+    Airflow owner" the version memory, which names nobody: neither is promised."""
+    with kenning.open_store(tmp_path / "s") as s:
+        for text in TYPED:
+            s.write(text, scopes=["ops"])
+        hits = s.search("Kestrel Airflow version", mode="hybrid", auto_scope=False).hits
+        assert hits[0].snippet.startswith("Kestrel runs on Apache Airflow") and "version" not in hits[0].match_terms
+        assert _labels(s, "Kestrel Airflow version", 1) == ["high"]
+        assert s.search("Kestrel Airflow version", mode="semantic", auto_scope=False).hits[0].relevance == "high"
+        assert _labels(s, "what is the budget for the Heron redesign", 10)[0] == "medium"
+        assert _labels(s, "Kestrel Airflow owner", 10)[0] == "medium"

@@ -1,0 +1,98 @@
+"""Whether a text holds the kind of value a query word asks for: "Kestrel Airflow version" is
+answered by "Kestrel runs on Apache Airflow 2.8.1." although the text lacks the word "version",
+because it holds a version number; "the budget for the Heron redesign" is not answered by "The
+Heron redesign kicks off on 2024-07-01.", which holds no sum of money.
+
+An agent's questions about its memories mostly name the thing and the attribute asked (a date, a
+version, a port, a price): the memory answering them holds the thing's words and the attribute's
+value, rarely the attribute's own word, while the near miss that holds the thing's words lacks the
+value. ``labels`` reads this for a hit that misses some of the query's words (``answers_missing``).
+The attribute words are general English, grouped by the value that answers them; a word missing
+from the list is no attribute, so its absence from the hit still counts against it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+
+from .text import search_tokens
+
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_DATE = (rf"\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s*[-–]\s*\d{{1,2}}(?:st|nd|rd|th)?)?\s+(?:of\s+)?{_MONTH}"
+         rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b{_MONTH}\s+\d{{4}}\b"
+         r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
+_TIME = r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\b(?:noon|midnight)\b"
+_NUMBER = r"\b\d[\d,.]*\b"
+_MONEY = (r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:k|m|bn|million|billion|thousand)?\s?"
+          r"(?:eur|euros?|gbp|usd|dollars?|pounds?|pence|cents?|francs?|yen|kr|sek|nok|dkk|chf)\b")
+_PERCENT = r"\d\s?%|\bper\s?cent\b"
+_DURATION = (r"\b\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wks?|"
+             r"months?|years?|yrs?)\b")
+
+# value kind -> the pattern of a value of that kind
+VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in {
+    "date": _DATE,
+    "year": rf"{_DATE}|\b(?:19|20)\d{{2}}\b",
+    "time": _TIME,
+    "schedule": rf"{_TIME}|{_DATE}|\b{_WEEKDAY}\b|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|every)\b",
+    "version": r"\b\d+\.\d+(?:\.\d+)*\b|\bv\d+\b",
+    "money": _MONEY,
+    "percent": _PERCENT,
+    "discount": rf"{_PERCENT}|{_MONEY}|\bfree\b",
+    "number": _NUMBER,
+    "port": r"\bports?\s+\d{2,5}\b|:\d{2,5}\b",
+    "address": (r"https?://|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
+                r"|\b(?:street|road|avenue|lane|rua|rue|via|calle|strasse|straße|straat|gade|gatan|vej)\b"),
+    "path": r"(?:^|[\s(`'\"])[~.]?/[\w.-]+|\w/\w|[a-z]:\\\w",
+    "email": r"[\w.+-]+@[\w-]+\.[\w.-]+",
+    "phone": r"\+?\d[\d\s().-]{6,}\d",
+    "duration": _DURATION,
+    "identifier": r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{3,}\b",
+}.items()}
+
+# attribute word -> the value kind that answers it
+ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
+    "date": "date dates deadline deadlines birthday anniversary expiry expiration due day",
+    "year": "year",
+    "time": "time times hour",
+    "schedule": "schedule timetable frequency",
+    "version": "version versions release",
+    "money": "budget cost costs price prices fee fees salary revenue value amount fare fares tariff charge dues wage pay spend",
+    "percent": "percentage percent",
+    "discount": "discount",
+    "number": "number count capacity size limit length weight height width depth population headcount quantity total",
+    "port": "port ports",
+    "address": "address url hostname host domain website endpoint",
+    "path": "path folder directory",
+    "email": "email",
+    "phone": "phone mobile telephone",
+    "duration": "retention duration ttl lifetime timeout",
+    "identifier": "id identifier",
+}.items() for word in words.split()}
+
+
+@cache
+def _kinds() -> dict[str, str]:
+    """Attribute stems -> value kind, through the search tokenizer (so "dates" and "date" are one)."""
+    kinds: dict[str, str] = {}
+    for word, kind in ATTRIBUTES.items():
+        for token in search_tokens(word):
+            kinds.setdefault(token, kind)
+    return kinds
+
+
+def kind_of(term: str) -> str | None:
+    """The value kind a query term (a search token) asks for, None when it names no attribute."""
+    return _kinds().get(term)
+
+
+def answers_missing(missing: Iterable[str], text: str) -> bool:
+    """Whether ``text`` holds a value of the kind each of the ``missing`` query terms asks for: every
+    one of them must name an attribute (``ATTRIBUTES``) and the text must hold such a value. False
+    when nothing is missing (there is nothing to answer this way)."""
+    kinds = [kind_of(term) for term in missing]
+    return bool(kinds) and None not in kinds and all(VALUES[kind].search(text) for kind in dict.fromkeys(kinds))
