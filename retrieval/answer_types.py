@@ -26,11 +26,10 @@ _DATE = (rf"\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s*[-–]\s*\d{{1,2}}(?:st|nd|rd|th)?)
          rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b{_MONTH}\s+\d{{4}}\b"
          r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _TIME = r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\b(?:noon|midnight)\b"
-_NUMBER = r"\b\d[\d,.]*\b"
 _MONEY = (r"[£$€¥]\s?\d|\b\d[\d,.]*\s?(?:k|m|bn|million|billion|thousand)?\s?"
           r"(?:eur|euros?|gbp|usd|dollars?|pounds?|pence|cents?|francs?|yen|kr|sek|nok|dkk|chf)\b")
 _PERCENT = r"\d\s?%|\bper\s?cent\b"
-_DURATION = (r"\b\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wks?|"
+_DURATION = (r"\b\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|"
              r"months?|years?|yrs?)\b")
 
 # value kind -> the pattern of a value of that kind
@@ -43,16 +42,21 @@ VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) f
     "money": _MONEY,
     "percent": _PERCENT,
     "discount": rf"{_PERCENT}|{_MONEY}|\bfree\b",
-    "number": _NUMBER,
+    "number": r"\b\d[\d,.]*\b",
     "port": r"\bports?\s+\d{2,5}\b|:\d{2,5}\b",
     "address": (r"https?://|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
-                r"|\b(?:street|road|avenue|lane|rua|rue|via|calle|strasse|straße|straat|gade|gatan|vej)\b"),
-    "path": r"(?:^|[\s(`'\"])[~.]?/[\w.-]+|\w/\w|[a-z]:\\\w",
+                r"|\b(?:street|road|avenue|lane|rua|calle|strasse|straße|straat|gade|gatan|vej)\b"),
+    "path": r"(?:^|[\s(`'\"])~?/[\w.-]+|\b[\w.-]+/[\w.-]+/|[a-z]:\\\w",
     "email": r"[\w.+-]+@[\w-]+\.[\w.-]+",
-    "phone": r"\+?\d[\d\s().-]{6,}\d",
+    "phone": r"(?<![\w.-])(?!\d{4}-\d{2}-\d{2}\b)\+?\(?\d(?:[\s().-]?\d){6,}",
     "duration": _DURATION,
     "identifier": r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{3,}\b",
 }.items()}
+
+# a date, a time, a version, a year or a code holding digits ("HL7", "t_0007") is no quantity: it is
+# taken out of the text before a "number" is looked for
+_NOT_A_QUANTITY = re.compile(rf"{_DATE}|{_TIME}|\b\d+\.\d+\.\d+\b|\b(?:19|20)\d{{2}}\b|\b\w*(?:[a-z_]\d|\d[a-z_])\w*\b",
+                             re.IGNORECASE)
 
 # attribute word -> the value kind that answers it
 ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
@@ -95,4 +99,12 @@ def answers_missing(missing: Iterable[str], text: str) -> bool:
     one of them must name an attribute (``ATTRIBUTES``) and the text must hold such a value. False
     when nothing is missing (there is nothing to answer this way)."""
     kinds = [kind_of(term) for term in missing]
-    return bool(kinds) and None not in kinds and all(VALUES[kind].search(text) for kind in dict.fromkeys(kinds))
+    return bool(kinds) and None not in kinds and all(holds(kind, text) for kind in dict.fromkeys(kinds))
+
+
+def holds(kind: str, text: str) -> bool:
+    """Whether ``text`` holds a value of ``kind`` (a number only outside dates, times, versions,
+    years and codes: "built 2009" holds no capacity)."""
+    if kind == "number":
+        text = _NOT_A_QUANTITY.sub(" ", text)
+    return VALUES[kind].search(text) is not None

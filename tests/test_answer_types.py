@@ -43,6 +43,11 @@ def test_a_text_holding_the_value_a_missing_attribute_word_asks_for_answers_it(w
     ("port", "Mistletoe processes roughly 9,500 HL7 messages a month."),  # a count, no port
     ("email", "Lena Vogt is the product owner for Lantern."),
     ("dates", "I got 8 marks out of 10."),  # "marks" is no month
+    ("mobile", "The Heron redesign kicks off on 2024-07-01."),  # a date, no phone number
+    ("capacity", "MV Corran was built in 2009 at Gdansk, engines 6L32, certified 1 March."),  # a year, a code, a date
+    ("path", "Reviews happen on Mondays and/or Thursdays."),
+    ("address", "Credentials reach the containers via Vault."),
+    ("retention", "The trailer deck is 13.6 m long."),  # metres, not minutes
     ("staging", "Chime listens on port 3005 in production."),  # names no attribute
     ("owner", "Kestrel runs on Apache Airflow 2.8.1."),
     ("version owner", "Kestrel runs on Apache Airflow 2.8.1."),  # one missing word names no attribute
