@@ -38,8 +38,8 @@
   that is a question. In a conversation the turn that repeats a question ("What made you choose
   that shade?") shares its words and leads the turn that answers it; a question is not an answer.
   Without the vector leg (keyword, bm25, a hybrid without the extra): every distinct query term (at
-  least two), in a hit that does not ask about them and leads the second by ``LEXICAL_LEAD`` of its
-  BM25 score (``engine.lead``): in a chat several turns hold every word of "When did Caroline go to
+  least two), or some of them and the values the rest ask for (``typed_high``), in a hit that does
+  not ask about them and leads the second by ``LEXICAL_LEAD`` of its BM25 score (``engine.lead``): in a chat several turns hold every word of "When did Caroline go to
   the LGBTQ support group?", and the first of them was judged relevant half the time (LoCoMo, bm25
   .55, keyword .50); standing out, 87 % and 84 % (eval/baselines/README.md, "Fifteenth pass"). Coverage and the count of
   matched terms matter because a question about something the store lacks is close in meaning to
@@ -172,8 +172,7 @@ def _label(
                     or paraphrase_high(cosine, term_share, distinct_terms, names_something))
     else:
         evidence = vectorless_high(term_share, distinct_terms) and lead >= LEXICAL_LEAD
-    if (may_be_high and best and (evidence or (cosine is not None and typed_high(cosine, term_share, distinct_terms, lead,
-                                                                                answers_missing)))
+    if (may_be_high and best and (evidence or typed_high(cosine, term_share, distinct_terms, lead, answers_missing))
             and not (asks is not None and asks())):
         return "high"
     if (cosine is not None and cosine >= MEDIUM_COSINE) or term_share >= MEDIUM_TERM_SHARE:
@@ -254,7 +253,7 @@ def paraphrase_high(cosine: float, term_share: float, distinct_terms: int, names
             and cosine >= PARAPHRASE_COSINE)
 
 
-def typed_high(cosine: float, term_share: float, distinct_terms: int, lead: float,
+def typed_high(cosine: float | None, term_share: float, distinct_terms: int, lead: float,
                answers_missing: Callable[[], bool] | None) -> bool:
     """A hit holding some of a short question's words and, for each word it lacks, a value of the
     kind that word asks for (``answer_types``): "Kestrel Airflow version" -> "Kestrel runs on Apache
@@ -265,8 +264,10 @@ def typed_high(cosine: float, term_share: float, distinct_terms: int, lead: floa
     The near miss of a question about an attribute the store lacks holds the thing's words and not
     the value ("the budget for the Heron redesign" -> "The Heron redesign kicks off on
     2024-07-01.": no sum of money), and a missing word that names no attribute ("staging", a name)
-    is not answered this way."""
-    return (0 < term_share < 1 and distinct_terms < LONG_QUERY_TERMS and cosine >= TYPED_COSINE and lead >= TIE
+    is not answered this way. Without the vector leg (``cosine`` None) the hit must stand out as the
+    lexical ``high`` must (``LEXICAL_LEAD``)."""
+    close = lead >= LEXICAL_LEAD if cosine is None else cosine >= TYPED_COSINE and lead >= TIE
+    return (0 < term_share < 1 and distinct_terms < LONG_QUERY_TERMS and close
             and answers_missing is not None and answers_missing())
 
 
@@ -287,7 +288,8 @@ def describe() -> str:
             f"as a name, or (the query has < {LONG_QUERY_TERMS} terms) some terms and for each missing one a value of the kind it "
             f"asks (a date, a version, a price ...) at cosine >= {TYPED_COSINE} with a lead >= {TIE}; "
             f"and no sentence holding a query term is a question; without vectors every "
-            f"term (>= 2), not asked, leading the second by >= {LEXICAL_LEAD} of its BM25 score; medium: cosine >= {MEDIUM_COSINE} or "
+            f"term (>= 2), or some and a value of the kind each missing one asks, not asked, leading the second by >= "
+            f"{LEXICAL_LEAD} of its BM25 score; medium: cosine >= {MEDIUM_COSINE} or "
             f">= {MEDIUM_TERM_SHARE} of the terms; at most medium when a query word no stored text holds is written "
             f"as a name (a capital, a digit, or joined by {_JOINED}, not a hyphenated phrase through a stopword), "
             f"low when the query is stopwords alone")

@@ -479,6 +479,10 @@ def test_a_hit_lacking_only_attribute_words_whose_values_it_holds_is_high_when_n
     assert called == []
     assert label(TYPED_COSINE, 2 / 3, 3, 1.0, 1.0, coverage=0.6, lead=TIE, answers_missing=yes,
                  asks=lambda: True) == "medium"  # a question is still no answer
+    # without the vector leg, standing out as the lexical high must
+    assert label(None, 2 / 3, 3, 1.0, 1.0, lead=LEXICAL_LEAD, answers_missing=yes) == "high"
+    assert label(None, 2 / 3, 3, 1.0, 1.0, lead=LEXICAL_LEAD - 0.01, answers_missing=yes) == "medium"
+    assert label(None, 2 / 3, 3, 1.0, 1.0, lead=1.0, answers_missing=lambda: False) == "medium"
 
 
 TYPED = ["Kestrel is the pipeline that loads product events into the warehouse.",
@@ -488,7 +492,9 @@ TYPED = ["Kestrel is the pipeline that loads product events into the warehouse."
          "The Heron redesign kicks off on 2024-07-01.",
          "Heron is the customer-facing mobile app for iOS and Android.",
          "Heron's minimum supported Android version is API level 26.",
-         "The marketing budget for 2025 is 40,000 euros."]
+         "The marketing budget for 2025 is 40,000 euros.",
+         "Family holiday in Lisbon booked for 18–25 October 2025.",
+         "The Lisbon office has three parking spaces."]
 
 
 @pytest.mark.embeddings
@@ -498,7 +504,8 @@ def test_a_real_store_promises_the_memory_holding_the_value_asked_for_but_not_it
     lead about .1, cosine .77): it was `medium`; it holds a version, the word it lacks asks for one,
     so it is `high` now, ranked or explained, in hybrid and in semantic mode. "the budget for the
     Heron redesign" finds the redesign's start date, which holds no sum of money, and "Kestrel
-    Airflow owner" the version memory, which names nobody: neither is promised."""
+    Airflow owner" the version memory, which names nobody: neither is promised. Without vectors
+    (bm25, keyword) "lisbon holiday dates" finds the holiday's dates well ahead of the office: `high`."""
     with kenning.open_store(tmp_path / "s") as s:
         for text in TYPED:
             s.write(text, scopes=["ops"])
@@ -508,3 +515,7 @@ def test_a_real_store_promises_the_memory_holding_the_value_asked_for_but_not_it
         assert s.search("Kestrel Airflow version", mode="semantic", auto_scope=False).hits[0].relevance == "high"
         assert _labels(s, "what is the budget for the Heron redesign", 10)[0] == "medium"
         assert _labels(s, "Kestrel Airflow owner", 10)[0] == "medium"
+        for mode in ("bm25", "keyword"):  # without vectors, a hit that stands out by its words
+            hits = s.search("lisbon holiday dates", mode=mode, auto_scope=False).hits
+            assert hits[0].snippet.startswith("Family holiday") and hits[0].relevance == "high"
+            assert s.search("what is the budget for the Heron redesign", mode=mode, auto_scope=False).hits[0].relevance == "medium"
