@@ -60,10 +60,10 @@ _NOT_A_QUANTITY = re.compile(rf"{_DATE}|{_TIME}|\b\d+\.\d+\.\d+\b|\b(?:19|20)\d{
 
 # attribute word -> the value kind that answers it
 ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
-    "date": "date dates deadline deadlines birthday anniversary expiry expiration due day",
+    "date": "date dates deadline deadlines birthday anniversary expiry expiration",
     "year": "year",
     "time": "time times hour",
-    "schedule": "schedule timetable frequency",
+    "schedule": "schedule timetable frequency day",
     "version": "version versions release",
     "money": "budget cost costs price prices fee fees salary revenue value amount fare fares tariff charge dues wage pay spend",
     "percent": "percentage percent",

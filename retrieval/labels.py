@@ -39,13 +39,15 @@
   that shade?") shares its words and leads the turn that answers it; a question is not an answer.
   Without the vector leg (keyword, bm25, a hybrid without the extra): every distinct query term (at
   least two), or some of them and the values the rest ask for (``typed_high``), in a hit that does
-  not ask about them and leads the second by ``LEXICAL_LEAD`` of its BM25 score (``engine.lead``): in a chat several turns hold every word of "When did Caroline go to
-  the LGBTQ support group?", and the first of them was judged relevant half the time (LoCoMo, bm25
+  not ask about them and leads the second by ``LEXICAL_LEAD`` of its BM25 score (``engine.lead``):
+  in a chat several turns hold every word of "When did Caroline go to the LGBTQ support group?",
+  and the first of them was judged relevant half the time (LoCoMo, bm25
   .55, keyword .50); standing out, 87 % and 84 % (eval/baselines/README.md, "Fifteenth pass"). Coverage and the count of
   matched terms matter because a question about something the store lacks is close in meaning to
   what is there: "the budget for the Heron
   redesign" finds "The Heron redesign kicks off on 2024-07-01." at cosine .77, with two of three
-  terms and 64 % coverage - its missing word is the question.
+  terms and 64 % coverage - its missing word is the question, and the date it holds is no sum of
+  money (``typed_high``).
 - ``medium``: related - cosine >= ``MEDIUM_COSINE``, or at least ``MEDIUM_TERM_SHARE`` of the
   distinct query terms. Worth reading, not proof.
 - ``low``: weak evidence, most likely not an answer. A result whose hits are all ``low`` is the
@@ -78,8 +80,8 @@ What it does not promise: a question with two good answers in the store gets ``m
 time and ``high`` 7 %). The rule was chosen in hybrid, the default; in semantic mode a hit's score is
 its cosine, so leads are small and a short question's ``high`` mostly needs cosine ``LEAD_COSINE``
 without a tie, a paraphrase, every word or the value asked for (builtin's top hits 42 % ``high``,
-memval's 31 %, judged relevant 100 %; memval3's 27 %, 95 %; memval2's 21 %, 89 %: an old version's memory at cosine .87,
-"Fetchline ran Airflow 2.5.3 until the January 2025 upgrade", for which version runs now; none on
+memval's 31 %, judged relevant 100 %; memval3's 27 %, 95 %; memval2's 21 %, 89 %: an old version's
+memory at cosine .87, "Fetchline ran Airflow 2.5.3 until the January 2025 upgrade", for which version runs now; none on
 LoCoMo, whose chat turns tie).
 The thresholds are per model; only MiniLM's are measured.
 """
