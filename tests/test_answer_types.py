@@ -19,6 +19,7 @@ def _missing(words):
     ("schedule", "Tally's monthly invoice run starts on the 1st."),
     ("value", "Heather & Hearth contract value: £1.1 million a year."),
     ("budget", "The marketing budget for 2025 is 40,000 euros."),
+    ("salary", "On-call pay is GBP 220 per week plus GBP 40 per call-out."),
     ("capacity", "MV Inchmorra Lass is certified for 120 passengers."),
     ("port", "Chime listens on port 3005 in production."),
     ("port", "The read replica is at pawprint-ro.kvp.internal:1433."),
