@@ -143,10 +143,10 @@ def explain(
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
+    # the question check and the value check read the text only for a would-be high, once between them
     read = (lambda: text) if text is not None else functools.cache(lambda: text_of(candidate.key)) if text_of else None
-    # both read the text only for a would-be high
-    asks = (lambda: labels.asks_about(matched, read())) if read else None  # noqa: E731
-    answers = (lambda: answer_types.answers_missing([t for t in terms if t not in matched], read())) if read else None  # noqa: E731
+    asks = (lambda: labels.asks_about(matched, read())) if read else None
+    answers = (lambda: answer_types.answers_missing([t for t in terms if t not in matched], read())) if read else None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
                                        lead, asks, ceiling, names_something, answers)
     candidate.snippet = snippet(text, matched) if text is not None else ""
