@@ -66,7 +66,7 @@ ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
     "time": "time times hour",
     "schedule": "schedule timetable frequency day",
     "version": "version versions release",
-    "money": "budget cost costs price prices fee fees salary revenue value amount fare fares tariff charge dues wage pay spend",
+    "money": "budget cost costs price prices fee fees salary revenue value amount fare fares tariff charge wage pay spend",
     "percent": "percentage percent",
     "discount": "discount",
     "number": "number count capacity size limit length weight height width depth population headcount quantity total",

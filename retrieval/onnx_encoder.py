@@ -409,6 +409,11 @@ class OnnxEncoder:
             self._counting = counting
         return [len(e.ids) for e in counting.encode_batch(texts, add_special_tokens=True)]
 
+    def knows_word(self, word: str) -> bool:
+        """Whether the model's tokenizer reads ``word`` whole, as one entry of its vocabulary, rather
+        than as pieces: a word it knows (``spelling.for_the_model``)."""
+        return len(self._tokenizer.encode(self._prepare(word), add_special_tokens=False).ids) == 1
+
     def encode_query(self, text: str) -> np.ndarray:
         """One query as a (dim,) float32 unit vector."""
         return self._encode_batch([self._prepare(text)])[0]

@@ -18,6 +18,7 @@ plus "many" -> "main", whose stem "mani" is no word), at most 17 of the other co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 
 from .text import tokenize
@@ -80,11 +81,44 @@ def respelt(word: str, token: str, fixed: str) -> str:
     return next((swap for swap in sorted(_swaps(word)) if tokenize(swap) == [fixed]), fixed)
 
 
+def written_fix(word: str, token: str, fixed: str) -> str | None:
+    """The word ``word`` (as the query writes it, casefolded) was meant to be, when ``corrections``
+    turned its ``token`` into ``fixed``: the slip of the written word that tokenizes to ``fixed``
+    ("libary" -> "library", "kenelbook" -> "kennelbook"), or None when no slip of it does (the stem's
+    fix is no word: "numeric" -> "number" has none)."""
+    if word == fixed:
+        return None
+    return next((slip for slip in slips(word) if tokenize(slip) == [fixed]), None)
+
+
+def for_the_model(query: str, written: Mapping[str, str], fixed: Mapping[str, str],
+                  knows: Callable[[str], bool]) -> str:
+    """The query as the hybrid's vector leg should read it: each word whose token ``corrections``
+    fixed (``written``: each token's word as the query writes it) respelt as ``written_fix`` finds
+    it, unless the model ``knows`` the word as written. An encoder reads a slip ("lantren",
+    "secruity") as pieces that mean little, so the respelt word gives the answer back its cosine;
+    a word the model knows whole ("many", "moon") is a real word the store happens to lack, and its
+    lexical "correction" ("main", "mono") would change what the question means."""
+    out = query
+    for token, right in fixed.items():
+        word = written.get(token, token)
+        meant = None if knows(word) else written_fix(word, token, right)
+        if meant is not None:
+            out = re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", lambda m, meant=meant: _cased_like(m.group(0), meant), out,
+                         flags=re.IGNORECASE)
+    return out
+
+
+def _cased_like(original: str, word: str) -> str:
+    return word[:1].upper() + word[1:] if original[:1].isupper() else word
+
+
 def describe() -> str:
     """The rule in one line, for the eval report's "what ran"."""
     return (f"an unindexed query token of >= {MIN_LENGTH} letters becomes the most common indexed word one adjacent "
             f"swap away (in its stem or in the word as written), or (>= {MIN_INSERT_LENGTH} letters) one left-out "
-            f"letter away")
+            "letter away; the hybrid's vector leg reads the respelt word where the model does not know the word "
+            "as written")
 
 
 def shown(written: Mapping[str, str], fixed: dict[str, str]) -> dict[str, str]:

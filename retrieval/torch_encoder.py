@@ -106,3 +106,7 @@ class TorchEncoder:
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([text], batch_size=1)[0]
+
+    def knows_word(self, word: str) -> bool:
+        """Whether the model's tokenizer reads ``word`` whole (OnnxEncoder.knows_word)."""
+        return len(self._model.tokenizer.tokenize(word)) == 1

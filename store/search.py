@@ -150,7 +150,9 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     runs: dict[str, engine.LegRun] = {}
     ahead = None
     if "vector" in leg_names:
-        runs["vector"], ahead = _vector_leg(semantic(), lexicon, query, terms, mode, allowed, depth_per_leg)
+        # a hybrid's vector leg reads the words the lexicon respelt as meant; semantic mode reads the query as written
+        asked = spelling.for_the_model(query, written, fixed, semantic().knows_word) if fixed and mode == "hybrid" else query
+        runs["vector"], ahead = _vector_leg(semantic(), lexicon, asked, terms, mode, allowed, depth_per_leg)
     if "keyword" in leg_names:
         runs["keyword"] = lambda n: keyword.search(
             lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)

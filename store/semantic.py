@@ -524,6 +524,10 @@ class Semantic:
         self.save(force=False)
         return found
 
+    def knows_word(self, word: str) -> bool:
+        """Whether the model reads ``word`` whole (``spelling.for_the_model``)."""
+        return self.encoder().knows_word(word)
+
     def query_vector(self, query: str) -> np.ndarray:
         """The query's vector; inside ``one_encoding_per_query`` a query this thread encoded is reused."""
         encoder = self.encoder()

@@ -351,6 +351,9 @@ def test_a_query_caps_its_labels_at_medium_when_it_names_what_no_text_holds_and_
     assert ceiling("scraping interval of Prometheus", ["interv"]) == "high"
     assert ceiling("How accurate is our speech-to-text?", ["speech", "text"]) == "high"  # English, not an identifier
     assert ceiling("Yuki Tanaka parental leave dates", []) == "high"
+    # an unknown word naming an attribute ("URL": answer_types) asks for a value, it names nothing
+    assert ceiling("Halden ClaimLink sandbox URL", ["url"]) == "high"
+    assert ceiling("Halden ClaimLnk sandbox URL", ["url", "claimlnk"]) == "medium"
     assert ceiling("the", []) == ceiling("what is it?", ["it"]) == "low"
     strong = dict(cosine=0.9, term_share=1.0, distinct_terms=3, score=1.0, top_score=1.0, coverage=1.0)
     assert label(**strong) == "high"

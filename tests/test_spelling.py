@@ -53,6 +53,30 @@ def test_respelt_keeps_the_written_ending():
     assert spelling.respelt("secruity", "secruiti", "secur") == "security"  # the swap undone in the word
 
 
+def test_the_word_meant_is_a_slip_of_the_written_word_not_the_stem():
+    """``written_fix`` finds the word the query meant from the word as written ("libary" -> "library",
+    where ``respelt`` could only show the stem "librari"), and nothing when no slip of the word is
+    the fix."""
+    assert spelling.written_fix("libary", "libari", "librari") == "library"
+    assert spelling.written_fix("kenelbook", "kenelbook", "kennelbook") == "kennelbook"
+    assert spelling.written_fix("secruity", "secruiti", "secur") == "security"
+    assert spelling.written_fix("many", "mani", "main") is None  # no slip of "many" is "main"
+    assert spelling.written_fix("port", "port", "port") is None
+
+
+def test_the_vector_leg_reads_the_respelt_words_the_model_does_not_know_as_written():
+    """``for_the_model``: a word the model reads as pieces is respelt as meant, in every place the
+    query writes it and with its capital; a word the model knows whole ("moon") is a real word the
+    store lacks, left as written whatever the lexicon made of it."""
+    known = {"moon", "many", "port", "production"}.__contains__
+    written = {"lantren": "lantren", "prodction": "prodction", "moon": "moon", "port": "port"}
+    fixed = {"lantren": "lantern", "moon": "mono"}
+    assert spelling.for_the_model("Lantren prodction port", written, fixed, known) == "Lantern prodction port"
+    assert spelling.for_the_model("How far is the Moon?", written, fixed, known) == "How far is the Moon?"
+    assert spelling.for_the_model("lantren, LANTREN and lantrens", written, fixed, known) == "lantern, Lantern and lantrens"
+    assert spelling.for_the_model("nothing fixed", {}, {}, known) == "nothing fixed"
+
+
 def test_a_swap_the_stemmer_hides_is_undone_in_the_word_as_written():
     """The real Snowball stemmer turns "kilbary" into "kilbari" and "secruity" into "secruiti"; no
     swap of those stems is a stored word, a swap of the written word is."""
@@ -102,6 +126,30 @@ def test_a_name_misspelt_where_the_stemmer_hides_the_slip_finds_its_memory(tmp_p
         assert (hit.id, hit.match_terms, hit.relevance) == (festival, ["kilbray", "music", "festival"], "high")
         hit = s.search("who is the secruity lead", mode="bm25", auto_scope=False).hits[0]
         assert (hit.id, hit.match_terms) == (lead, ["security", "lead"])
+
+
+@pytest.mark.embeddings
+def test_a_hybrid_search_asks_the_model_the_respelt_words_and_semantic_mode_the_written_ones(tmp_path):
+    """The vector leg of "Burow backp schedule" reads "Burrow backup schedule" in a hybrid search, so
+    the backup memory is closer to it and ranks higher in the vector leg than in semantic mode (the
+    model alone, reading the slips as pieces); a word the model knows ("many", which the lexicon
+    makes "main") is asked as written in both."""
+    with kenning.open_store(tmp_path / "s") as s:
+        backup = s.write("Burrow is backed up nightly at 01:30 with pgBackRest to the Azure storage account.",
+                         scopes=["ops"]).id
+        s.write("The data team runs two-week sprints starting on Wednesdays, with planning at 10:00.", scopes=["ops"])
+        s.write("Data team stand-up is at 09:45 every weekday in the Slack huddle.", scopes=["ops"])
+        s.write("Burrow ran on PostgreSQL 13 until October 2024.", scopes=["ops"])
+        s.write("The main branch is protected; merges need one review.", scopes=["ops"])
+        s.semantic.embed_pending()
+
+        def vector_leg(query, mode):
+            hits = s.search(query, mode=mode, auto_scope=False, limit=10).hits
+            return {h.id: h.legs["vector"] for h in hits if "vector" in h.legs}
+
+        hybrid, semantic = vector_leg("Burow backp schedule", "hybrid"), vector_leg("Burow backp schedule", "semantic")
+        assert hybrid[backup].score > semantic[backup].score + 0.1 and hybrid[backup].rank < semantic[backup].rank
+        assert vector_leg("how many branches", "hybrid") == vector_leg("how many branches", "semantic")
 
 
 def test_a_correction_remembered_for_a_store_is_asked_again_after_a_write(tmp_path):

@@ -117,6 +117,15 @@ def test_a_query_is_one_unit_row_that_agrees_with_the_onnx_encoder(spec, torch_e
     assert float(query @ torch_encoder.encode_query("a recipe for lemon cake")) < 0.5
 
 
+def test_both_encoders_know_the_same_words(spec, torch_encoder):
+    """``knows_word``: a word of the model's vocabulary is one piece, a slip or a coined name several,
+    and the two backends read words with the same tokenizer."""
+    pytest.importorskip("onnxruntime")
+    onnx = embeddings.get_encoder(spec, "onnx")
+    words = ["many", "moon", "Port", "library", "lantren", "libary", "secruity", "kennelbook"]
+    assert [torch_encoder.knows_word(w) for w in words] == [onnx.knows_word(w) for w in words] == [True] * 4 + [False] * 4
+
+
 def test_the_torch_backend_loads_through_embeddings_once_per_model(spec, torch_encoder, monkeypatch):
     from kenning.retrieval.torch_encoder import TorchEncoder
 
