@@ -398,7 +398,10 @@ class TranscriptIndex:
         if engine.VECTOR_LEG in legs:
             self.vectors.pending_seen = None
             keys = None if allowed is None else lexicon.doc_key[allowed]  # one live lexid a message: no repeats
-            runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(query, n, keys)
+            # a hybrid's vector leg reads the respelt words the model does not know, as memory search's does
+            asked = (spelling.for_the_model(query, written, fixed, self.vectors.semantic.knows_word)
+                     if fixed and mode == "hybrid" else query)
+            runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(asked, n, keys)
         evidence = None
         if config.fusion == "evidence":
             evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,

@@ -308,6 +308,22 @@ def test_vector_leg_ranks_transcripts_when_embeddings_work(index, ledgers):
     assert all(h.matched_leg == "semantic" for h in semantic.hits)
 
 
+@pytest.mark.embeddings
+def test_a_hybrid_search_asks_the_model_the_respelt_words(index):
+    """"pgbuoncer prot 6432" is asked of the model as "pgbouncer port 6432" in a hybrid search (the
+    model reads neither slip whole), so its vector leg scores every message as the right spelling
+    does; semantic mode asks the model the words as written."""
+    index.vectors.embed_pending()
+
+    def cosines(query, mode):
+        return {h.id: h.legs["vector"].score for h in index.search(query, project=PAYMENTS, mode=mode, limit=20).hits
+                if "vector" in h.legs}
+
+    right = cosines("pgbouncer port 6432", "hybrid")
+    assert right and cosines("pgbuoncer prot 6432", "hybrid") == right
+    assert cosines("pgbuoncer prot 6432", "semantic") != cosines("pgbouncer port 6432", "semantic")
+
+
 def _wait_for(condition, seconds: float = 60.0) -> None:
     import time
 
