@@ -379,10 +379,10 @@ class TranscriptIndex:
         config = self.config()
         lexicon = self.lexicon.refresh()
         # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
-        tokens = search_tokens(query)
+        as_written = search_tokens(query)
         written = surface_forms(query)
-        fixed = spelling.corrections(tokens, lexicon.doc_freqs, written)
-        tokens = [fixed.get(t, t) for t in tokens]
+        fixed = spelling.corrections(as_written, lexicon.doc_freqs, written)
+        tokens = [fixed.get(t, t) for t in as_written]
         terms = list(dict.fromkeys(tokens))
         allowed = self._allowed(lexicon, scope, exclude)
         # asked once: a server's encoder may finish loading during the search
@@ -414,7 +414,7 @@ class TranscriptIndex:
         shown = spelling.shown(written, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
-        names_something = labels.names_something(query) if engine.VECTOR_LEG in runs else False
+        names_something = labels.names_something(query, as_written) if engine.VECTOR_LEG in runs else False
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,

@@ -280,10 +280,11 @@ def typed_high(cosine: float | None, term_share: float, distinct_terms: int, lea
             and answers_missing is not None and answers_missing())
 
 
-def names_something(query: str) -> bool:
+def names_something(query: str, tokens: Iterable[str] | None = None) -> bool:
     """Whether the query writes a word as a name or an identifier (``text.written_as_names``: a
-    capital letter or a digit, or joined by ``- / @ :``), known to the store or not."""
-    return bool(written_as_names(query, search_tokens(query)))
+    capital letter or a digit, or joined by ``- / @ :``), known to the store or not; ``tokens``: the
+    query's ``search_tokens`` as written (before any respelling), when the caller has them."""
+    return bool(written_as_names(query, search_tokens(query) if tokens is None else tokens))
 
 
 def describe() -> str:

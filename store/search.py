@@ -135,10 +135,10 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
-    tokens = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
+    as_written = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
     written = surface_forms(query)
-    fixed = _corrections(db, lexicon, tokens, written)
-    tokens = [fixed.get(t, t) for t in tokens]
+    fixed = _corrections(db, lexicon, as_written, written)
+    tokens = [fixed.get(t, t) for t in as_written]
     terms = list(dict.fromkeys(tokens))
     # asked once: a server's encoder may finish loading during the search (Semantic.availability)
     availability = semantic().availability() if mode in ("semantic", "hybrid") else None
@@ -174,7 +174,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             ahead.settle()
     # without the vector leg a high needs every term, so only a vector search asks which are unknown
     ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
-    names_something = labels.names_something(query) if "vector" in runs else False
+    names_something = labels.names_something(query, as_written) if "vector" in runs else False
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         candidates = [c for c in candidates if c.key in ids]  # an orphaned index entry is no memory

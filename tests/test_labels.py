@@ -33,7 +33,7 @@ from kenning.retrieval.labels import (
     lead_of,
     names_something,
 )
-from kenning.retrieval.text import match_terms, query_tokens
+from kenning.retrieval.text import match_terms, query_tokens, search_tokens
 
 
 def test_high_needs_strong_semantic_evidence_and_the_rare_words_near_the_top():
@@ -429,6 +429,8 @@ def test_a_hit_sharing_no_word_is_high_when_close_in_meaning_and_the_question_na
     assert not names_something("Who can't drink cow's milk?")  # a capital on a stopword names nothing
     assert not names_something("how long until a login session credential expires")
     assert not names_something("How accurate is our speech-to-text?")
+    # the caller's tokens as written answer the same, and only those tokens are read
+    assert names_something("port of us7", search_tokens("port of us7")) and not names_something("port of us7", ["port"])
 
 
 PARAPHRASED = ["The user is lactose intolerant and asks for dairy-free options at work events.",
