@@ -84,8 +84,8 @@ def respelt(word: str, token: str, fixed: str) -> str:
 def written_fix(word: str, token: str, fixed: str) -> str | None:
     """The word ``word`` (as the query writes it, casefolded) was meant to be, when ``corrections``
     turned its ``token`` into ``fixed``: the slip of the written word that tokenizes to ``fixed``
-    ("libary" -> "library", "kenelbook" -> "kennelbook"), or None when no slip of it does (the stem's
-    fix is no word: "numeric" -> "number" has none)."""
+    ("libary" -> "library", "kenelbook" -> "kennelbook"), or None when no slip of it does ("many",
+    whose stem "mani" the lexicon made "main")."""
     if word == fixed:
         return None
     return next((slip for slip in slips(word) if tokenize(slip) == [fixed]), None)
