@@ -49,7 +49,9 @@ VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) f
                 r"|\b(?:street|road|avenue|lane|rua|calle|strasse|straße|straat|gade|gatan|vej)\b"),
     "path": r"(?:^|[\s(`'\"])~?/[\w.-]+|\b[\w.-]+/[\w.-]+/|[a-z]:\\\w",
     "email": r"[\w.+-]+@[\w-]+\.[\w.-]+",
-    "phone": r"(?<![\w.-])(?!\d{4}-\d{2}-\d{2}\b)\+?\(?\d(?:[\s().-]?\d){6,}",
+    # eight digits or more (a separator of up to two characters between them), or seven after a "+": a
+    # seven-digit code (an IMO number, "9412237") is no phone number, nor is an ISO date
+    "phone": r"(?<![\w.-])(?!\d{4}-\d{2}-\d{2}\b)(?:\+\(?\d(?:[\s().-]{0,2}\d){6,}|\(?\d(?:[\s().-]{0,2}\d){7,})",
     "duration": _DURATION,
     "identifier": r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{3,}\b",
 }.items()}

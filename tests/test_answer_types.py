@@ -28,6 +28,8 @@ def _missing(words):
     ("path", "The signing key is stored in Vault at secret/gatehouse/signing."),
     ("email", "Send invoices to billing@fernhollow.com."),
     ("mobile number", "Callum Reid's mobile is 07700 900118."),
+    ("phone", "The Lisbon office's phone is +351 213 4567."),
+    ("phone", "Call the harbour office on (555) 123-4567."),
     ("retention", "Backups are kept for 30 days."),
     ("percentage", "Ridley Haulage has a 12% volume discount."),
     ("discount", "Staff travel free on every route."),
@@ -45,6 +47,7 @@ def test_a_text_holding_the_value_a_missing_attribute_word_asks_for_answers_it(w
     ("email", "Lena Vogt is the product owner for Lantern."),
     ("dates", "I got 8 marks out of 10."),  # "marks" is no month
     ("mobile", "The Heron redesign kicks off on 2024-07-01."),  # a date, no phone number
+    ("phone", "MV Corran's IMO number is 9412237 and her call sign is MCRN4."),  # seven digits: a code
     ("capacity", "MV Corran was built in 2009 at Gdansk, engines 6L32, certified 1 March."),  # a year, a code, a date
     ("path", "Reviews happen on Mondays and/or Thursdays."),
     ("address", "Credentials reach the containers via Vault."),
