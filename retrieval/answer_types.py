@@ -30,8 +30,11 @@ _CURRENCY = r"eur|gbp|usd|aud|cad|nzd|chf|jpy|cny|inr|sek|nok|dkk|pln|czk|brl|za
 _MONEY = (rf"[£$€¥₹]\s?\d|\b(?:{_CURRENCY})\s?\d|\b\d[\d,.]*\s?(?:k|m|bn|million|billion|thousand)?\s?"
           rf"(?:{_CURRENCY}|euros?|dollars?|pounds?|pence|cents?|francs?|yen|kr|rupees?)\b")
 _PERCENT = r"\d\s?%|\bper\s?cent\b"
+_AMOUNT = r"\b\d[\d,.]*\s?"
 _DURATION = (r"\b\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|"
              r"months?|years?|yrs?)\b")
+
+_DISTANCE = rf"{_AMOUNT}(?:mm|cm|m|km|metres?|meters?|ft|feet|foot|inch|inches|miles?|yards?|nautical miles?|nm)\b"
 
 # value kind -> the pattern of a value of that kind
 VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in {
@@ -44,6 +47,11 @@ VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) f
     "percent": _PERCENT,
     "discount": rf"{_PERCENT}|{_MONEY}|\bfree\b",
     "number": r"\b\d[\d,.]*\b",
+    # a quantity of its own kind: a number with the unit that measures it
+    "weight": rf"{_AMOUNT}(?:kg|kgs|kilos?|kilograms?|g|grams?|tonnes?|tons?|t|lbs?|pounds|stone)\b",
+    "distance": _DISTANCE,
+    "length": rf"{_DISTANCE}|{_DURATION}",
+    "people": rf"{_AMOUNT}(?:people|persons?|residents?|inhabitants?|staff|employees?|members?|workers?|users?|pupils?|students?)\b",
     "port": r"\bports?\s+\d{2,5}\b|:\d{2,5}\b",
     "address": (r"https?://|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
                 r"|\b(?:street|road|avenue|lane|rua|calle|strasse|straße|straat|gade|gatan|vej)\b"),
@@ -71,7 +79,11 @@ ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
     "money": "budget cost costs price prices fee fees salary revenue value amount fare fares tariff charge wage pay spend",
     "percent": "percentage percent",
     "discount": "discount",
-    "number": "number count capacity size limit length weight height width depth population headcount quantity total",
+    "number": "number count capacity size limit quantity total",
+    "weight": "weight",
+    "distance": "height width depth",
+    "length": "length",
+    "people": "population headcount",
     "port": "port ports",
     "address": "address url hostname host domain website endpoint",
     "path": "path folder directory",

@@ -21,6 +21,12 @@ def _missing(words):
     ("budget", "The marketing budget for 2025 is 40,000 euros."),
     ("salary", "On-call pay is GBP 220 per week plus GBP 40 per call-out."),
     ("capacity", "MV Inchmorra Lass is certified for 120 passengers."),
+    ("weight", "Biscuit weighs 12 kg."),
+    ("height", "MV Corran car deck headroom is 4.6 m."),
+    ("length", "The trailer deck is 13.6 m long."),
+    ("length", "Stand-ups last 15 minutes."),  # a length of time
+    ("population", "Kilbray island has a population of about 4,300 people."),
+    ("headcount", "Skerrow Line employs 220 staff."),
     ("port", "Chime listens on port 3005 in production."),
     ("port", "The read replica is at pawprint-ro.kvp.internal:1433."),
     ("address", "The Fernhollow office is at Rua da Prata 118, Lisbon."),
@@ -49,6 +55,9 @@ def test_a_text_holding_the_value_a_missing_attribute_word_asks_for_answers_it(w
     ("mobile", "The Heron redesign kicks off on 2024-07-01."),  # a date, no phone number
     ("phone", "MV Corran's IMO number is 9412237 and her call sign is MCRN4."),  # seven digits: a code
     ("capacity", "MV Corran was built in 2009 at Gdansk, engines 6L32, certified 1 March."),  # a year, a code, a date
+    ("length", "Vessel MV Brannock: gross tonnage 6,300; built 2004."),  # numbers, none of them a length
+    ("weight", "The WeatherWatch subscription costs £14,000 a year."),
+    ("population", "Storm Brianna cancelled all sailings for two days."),
     ("path", "Reviews happen on Mondays and/or Thursdays."),
     ("address", "Credentials reach the containers via Vault."),
     ("retention", "The trailer deck is 13.6 m long."),  # metres, not minutes

@@ -1,8 +1,10 @@
 """Questions the store most likely cannot answer, in the shape of the memory sets' own unanswerable
 ones ("MV Corran top speed", "Tallyho staging port"): every name an exact question of a memory set
 writes with a capital, followed by each of ten attribute phrases. Prints every probe whose top hit is
-`high` in hybrid (read them: some are answerable after all) and the count.
+`high` in hybrid (read them: some are answerable after all) and the count. ``--quantities`` asks
+for a quantity instead ("length", "weight", "height", "width", "population", "headcount").
     python bench/relevance/attribute_probes.py memval3 memval memval2
+    python bench/relevance/attribute_probes.py --quantities memval3 memval memval2
 """
 import re, sys
 from kenning.eval import harness
@@ -10,6 +12,7 @@ from kenning.eval.datasets import load_dataset
 
 PHRASES = ["top speed", "length overall", "IMO number", "email address", "phone number", "approval limit",
            "annual budget", "software version", "staging port", "start date"]
+QUANTITIES = ["length", "weight", "height", "width", "population", "headcount"]
 QUESTION_WORDS = {"Who", "What", "When", "Which", "How", "Where"}
 
 
@@ -24,9 +27,10 @@ def names(data):
 
 
 if __name__ == "__main__":
-    for source in sys.argv[1:]:
+    phrases = QUANTITIES if "--quantities" in sys.argv else PHRASES
+    for source in [a for a in sys.argv[1:] if a != "--quantities"]:
         data = load_dataset(source)
-        asked = [f"{name} {phrase}" for name in names(data) for phrase in PHRASES]
+        asked = [f"{name} {phrase}" for name in names(data) for phrase in phrases]
         high = []
         with harness.loaded_store(data, None, semantic=True) as store:
             for probe in asked:
