@@ -50,7 +50,6 @@ VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) f
     # a quantity of its own kind: a number with the unit that measures it
     "weight": rf"{_AMOUNT}(?:kg|kgs|kilos?|kilograms?|g|grams?|tonnes?|tons?|t|lbs?|pounds|stone)\b",
     "distance": _DISTANCE,
-    "length": rf"{_DISTANCE}|{_DURATION}",
     "people": rf"{_AMOUNT}(?:people|persons?|residents?|inhabitants?|staff|employees?|members?|workers?|users?|pupils?|students?)\b",
     "port": r"\bports?\s+\d{2,5}\b|:\d{2,5}\b",
     "address": (r"https?://|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
@@ -81,8 +80,7 @@ ATTRIBUTES: dict[str, str] = {word: kind for kind, words in {
     "discount": "discount",
     "number": "number count capacity size limit quantity total",
     "weight": "weight",
-    "distance": "height width depth",
-    "length": "length",
+    "distance": "height width depth length",
     "people": "population headcount",
     "port": "port ports",
     "address": "address url hostname host domain website endpoint",
@@ -115,6 +113,22 @@ def answers_missing(missing: Iterable[str], text: str) -> bool:
     when nothing is missing (there is nothing to answer this way)."""
     kinds = [kind_of(term) for term in missing]
     return bool(kinds) and None not in kinds and all(holds(kind, text) for kind in dict.fromkeys(kinds))
+
+
+# kinds whose word, when no stored text holds it, still counts against a hit lacking it
+# (``asks_quantity``)
+QUANTITIES = frozenset({"number", "weight", "distance", "people"})
+
+
+def asks_quantity(term: str) -> bool:
+    """Whether a query term asks for a quantity ("length", "population", "capacity"). ``labels``'
+    known-term coverage lets a query word no stored text holds pass as the question's own wording
+    ("interval" in "scraping interval of Prometheus"); a word asking for a quantity the store never
+    mentions is the question itself, and the memory naming the thing without that quantity does
+    not answer it ("Waypoint OSRM width" -> "Waypoint gets travel times from a self-hosted OSRM
+    instance"). Other kinds keep the pass: "postmortem publishing deadline" is answered by "within
+    five working days", no date."""
+    return kind_of(term) in QUANTITIES
 
 
 def holds(kind: str, text: str) -> bool:

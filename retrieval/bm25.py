@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -237,14 +237,14 @@ def _saturated(index: LexicalIndex, term: str, lexids: np.ndarray, tfs: np.ndarr
 
 
 def coverages(index: LexicalIndex, terms: list[str], keys: list[int],
-              matched: np.ndarray) -> tuple[dict[int, float], dict[int, float]]:
-    """``idf_coverage`` of the distinct ``terms``, and of those some live text holds (empty when it
-    holds them all), from one look at the postings and one pass over ``matched`` (``lexical.contains``
+              matched: np.ndarray, asking: Collection[str] = ()) -> tuple[dict[int, float], dict[int, float]]:
+    """``idf_coverage`` of the distinct ``terms``, and of those some live text holds or that are
+    ``asking`` (empty when that is all of them), from one look at the postings and one pass over ``matched`` (``lexical.contains``
     of these terms and keys): the same floats as two ``idf_coverage`` calls, as a term no text holds
     is matched by none and adds nothing to a sum."""
     postings = index.postings(terms)
     sizes = [postings[t][0].size for t in terms]
-    known = [i for i, size in enumerate(sizes) if size]
+    known = [i for i, size in enumerate(sizes) if size or terms[i] in asking]
     if len(keys) > FEW_KEYS or not terms or not keys or index.n_docs == 0:
         coverage = idf_coverage(index, terms, keys, matched=matched)
         return coverage, {} if len(known) == len(terms) else idf_coverage(

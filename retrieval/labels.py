@@ -7,7 +7,9 @@
   - cosine >= ``HIGH_COSINE`` with at least ``HIGH_COVERAGE`` of the query's IDF-weighted terms,
     or of the terms the store knows when the hit holds at least ``KNOWN_TERMS`` of them: a query
     word no stored text holds ("interval" in "scraping interval of Prometheus") can be matched by
-    no hit, so it counts neither way - as in the lexical `high`, two matched words at least;
+    no hit, so it counts neither way - as in the lexical `high`, two matched words at least - unless
+    it asks for a quantity (``answer_types.asks_quantity``: "Waypoint OSRM width" is not answered
+    by the OSRM memory that gives none);
   - cosine >= ``SEVERAL_COSINE`` with at least ``SEVERAL_TERMS`` distinct query terms and at
     least ``SEVERAL_COVERAGE`` of the IDF weight: a long question (5-10 terms in med, npl,
     SciFact) whose answer holds many of its words but rarely 80 % of their weight;

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.retrieval import bm25, engine, feedback, keyword, labels, spelling
+from kenning.retrieval import answer_types, bm25, engine, feedback, keyword, labels, spelling
 from kenning.retrieval.lexical import contains, unknown
 from kenning.retrieval.text import query_tokens, search_tokens, surface_forms
 
@@ -216,13 +216,18 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
 
 def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bool):
     """For the returned hits only: the query terms each contains, its IDF-weighted coverage, and that
-    coverage of the terms some live text holds (empty when it holds them all), from one look at the
+    coverage of the terms some live text holds or that ask for a quantity (``answer_types.asks_quantity``;
+    empty when that is all of them), from one look at the
     postings (no text is tokenized). The coverages only when the vector leg ran: a label without a
     cosine reads the term share alone (``labels.label``), so a lexical search does not compute them."""
     if not keys:
         return {}, {}, {}
     present = contains(lexicon, terms, keys)
-    coverage, known_coverage = bm25.coverages(lexicon, terms, keys, present) if vector_ran else ({}, {})
+    if vector_ran:
+        asking = [t for t in terms if answer_types.asks_quantity(t)]  # counted even where no text holds them
+        coverage, known_coverage = bm25.coverages(lexicon, terms, keys, present, asking)
+    else:
+        coverage, known_coverage = {}, {}
     return ({key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage,
             known_coverage)
 

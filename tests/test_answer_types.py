@@ -2,7 +2,7 @@
 
 import pytest
 
-from kenning.retrieval.answer_types import ATTRIBUTES, VALUES, answers_missing, kind_of
+from kenning.retrieval.answer_types import ATTRIBUTES, VALUES, answers_missing, asks_quantity, kind_of
 from kenning.retrieval.text import search_tokens
 
 
@@ -24,7 +24,6 @@ def _missing(words):
     ("weight", "Biscuit weighs 12 kg."),
     ("height", "MV Corran car deck headroom is 4.6 m."),
     ("length", "The trailer deck is 13.6 m long."),
-    ("length", "Stand-ups last 15 minutes."),  # a length of time
     ("population", "Kilbray island has a population of about 4,300 people."),
     ("headcount", "Skerrow Line employs 220 staff."),
     ("port", "Chime listens on port 3005 in production."),
@@ -56,6 +55,7 @@ def test_a_text_holding_the_value_a_missing_attribute_word_asks_for_answers_it(w
     ("phone", "MV Corran's IMO number is 9412237 and her call sign is MCRN4."),  # seven digits: a code
     ("capacity", "MV Corran was built in 2009 at Gdansk, engines 6L32, certified 1 March."),  # a year, a code, a date
     ("length", "Vessel MV Brannock: gross tonnage 6,300; built 2004."),  # numbers, none of them a length
+    ("length", "Rossness check-in closes 60 minutes before departure."),  # a length is a distance, not a wait
     ("weight", "The WeatherWatch subscription costs £14,000 a year."),
     ("population", "Storm Brianna cancelled all sailings for two days."),
     ("path", "Reviews happen on Mondays and/or Thursdays."),
@@ -80,3 +80,8 @@ def test_every_attribute_word_maps_through_the_search_tokenizer_to_a_kind_with_a
         assert tokens and kind_of(tokens[0]) is not None, word
     assert kind_of(search_tokens("dates")[0]) == kind_of(search_tokens("date")[0]) == "date"
     assert kind_of(search_tokens("staging")[0]) is None
+
+
+def test_a_quantity_word_is_asked_even_where_no_text_holds_it_and_other_attributes_are_not():
+    assert all(asks_quantity(search_tokens(w)[0]) for w in ("width", "length", "population", "weight", "capacity"))
+    assert not any(asks_quantity(search_tokens(w)[0]) for w in ("deadline", "version", "port", "interval"))

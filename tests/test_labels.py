@@ -260,6 +260,28 @@ def _labels(s, query, limit):
 
 
 @pytest.mark.embeddings
+def test_a_quantity_no_memory_mentions_is_asked_not_ignored(tmp_path):
+    """"width" is in no memory: ignored by the known-term coverage, the OSRM memory would answer
+    "Waypoint OSRM width" as `high` on its two names; a word asking for a quantity counts against a
+    hit without one (``answer_types.asks_quantity``), while the memory holding the quantity asked
+    stays the answer, and a length needs a unit: a tonnage is none."""
+    with kenning.open_store(tmp_path / "s") as s:
+        osrm = s.write("Waypoint gets travel times from a self-hosted OSRM instance at osrm.fernhollow.internal.",
+                       scopes=["ops"]).id
+        kilbray = s.write("Kilbray island has a population of about 4,300 people.", scopes=["ops"]).id
+        brannock = s.write("Vessel MV Brannock: gross tonnage 6,300; built 2004 in Flensburg.", scopes=["ops"]).id
+        s.write("Waypoint runs on dedicated nodes because solving is CPU-bound.", scopes=["ops"])
+        s.write("MV Corran sails the Kilbray route in winter.", scopes=["ops"])
+        s.semantic.embed_pending()
+        top = s.search("Waypoint OSRM width", mode="hybrid", auto_scope=False).hits[0]
+        assert top.id == osrm and top.relevance == "medium"
+        top = s.search("Kilbray population", mode="hybrid", auto_scope=False).hits[0]
+        assert top.id == kilbray and top.relevance == "high"
+        top = s.search("MV Brannock length", mode="hybrid", auto_scope=False).hits[0]
+        assert top.id == brannock and top.relevance == "medium"
+
+
+@pytest.mark.embeddings
 def test_a_real_store_promises_high_only_for_a_hit_that_stands_out(tmp_path):
     """Real store, real model. Two memories answer "who approves refunds" equally well (cosines .60
     and .65, both words each): neither is promised, at any limit (the lead is read from the second

@@ -102,6 +102,12 @@ def test_coverages_equal_two_idf_coverage_calls(tmp_path, seed):
                 lexicon, [terms[i] for i in held], keys, matched=present[:, held])
             assert known == expected  # exactly: the same floats
             assert all(isinstance(v, float) for v in (*coverage.values(), *known.values()))
+            # a term no text holds that asks for a quantity counts as a known one (answer_types.asks_quantity)
+            asking = [t for t in terms if t in ("unheard", "zzz")]
+            kept = [i for i, t in enumerate(terms) if i in held or t in asking]
+            _, known = bm25.coverages(lexicon, terms, keys, present, asking)
+            assert known == ({} if len(kept) == len(terms) else bm25.idf_coverage(
+                lexicon, [terms[i] for i in kept], keys, matched=present[:, kept]))
 
 
 def test_coverages_of_an_empty_store(tmp_path):
