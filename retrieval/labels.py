@@ -292,7 +292,8 @@ def names_something(query: str, tokens: Iterable[str] | None = None) -> bool:
 def describe() -> str:
     """The rule in one line, for the eval report's "what ran" (every threshold that shaped a label)."""
     return (f"high: the best hit and (cosine >= {HIGH_COSINE_ALONE}, or >= {HIGH_COSINE} with "
-            f"coverage >= {HIGH_COVERAGE} (of the known terms when >= {KNOWN_TERMS} match), or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
+            f"coverage >= {HIGH_COVERAGE} (of the known terms when >= {KNOWN_TERMS} match; a word asking a quantity counts "
+            f"though no text holds it), or >= {SEVERAL_COSINE} with >= {SEVERAL_TERMS} terms and coverage >= "
             f"{SEVERAL_COVERAGE}, or >= {MANY_COSINE} with >= {MANY_TERMS} terms, >= {MEDIUM_TERM_SHARE} of them, and coverage >= {MANY_COVERAGE}) "
             f"and (cosine >= {LEAD_COSINE} with a lead >= {TIE}, or the best hit leads the second by >= {LEAD} of its score; with >= {LONG_QUERY_TERMS} "
             f"query terms a lead >= {LONG_LEAD}), or every term (>= 2) at cosine >= {EVERY_TERM_COSINE} with a lead >= "
