@@ -239,9 +239,9 @@ def _saturated(index: LexicalIndex, term: str, lexids: np.ndarray, tfs: np.ndarr
 def coverages(index: LexicalIndex, terms: list[str], keys: list[int],
               matched: np.ndarray, asking: Collection[str] = ()) -> tuple[dict[int, float], dict[int, float]]:
     """``idf_coverage`` of the distinct ``terms``, and of those some live text holds or that are
-    ``asking`` (empty when that is all of them), from one look at the postings and one pass over ``matched`` (``lexical.contains``
-    of these terms and keys): the same floats as two ``idf_coverage`` calls, as a term no text holds
-    is matched by none and adds nothing to a sum."""
+    ``asking`` (empty when that is all of them), from one look at the postings and one pass over
+    ``matched`` (``lexical.contains`` of these terms and keys): the same floats as two
+    ``idf_coverage`` calls, as a term no text holds is matched by none and adds nothing to a sum."""
     postings = index.postings(terms)
     sizes = [postings[t][0].size for t in terms]
     known = [i for i, size in enumerate(sizes) if size or terms[i] in asking]
