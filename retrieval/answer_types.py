@@ -27,10 +27,10 @@ _DATE = (rf"\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s*[-–]\s*\d{{1,2}}(?:st|nd|rd|th)?)
          r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _TIME = r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\b(?:noon|midnight)\b"
 _CURRENCY = r"eur|gbp|usd|aud|cad|nzd|chf|jpy|cny|inr|sek|nok|dkk|pln|czk|brl|zar"
-_MONEY = (rf"[£$€¥₹]\s?\d|\b(?:{_CURRENCY})\s?\d|\b\d[\d,.]*\s?(?:k|m|bn|million|billion|thousand)?\s?"
+_AMOUNT = r"\b\d[\d,.]*\s?"  # a number, and a space that may follow it
+_MONEY = (rf"[£$€¥₹]\s?\d|\b(?:{_CURRENCY})\s?\d|{_AMOUNT}(?:k|m|bn|million|billion|thousand)?\s?"
           rf"(?:{_CURRENCY}|euros?|dollars?|pounds?|pence|cents?|francs?|yen|kr|rupees?)\b")
 _PERCENT = r"\d\s?%|\bper\s?cent\b"
-_AMOUNT = r"\b\d[\d,.]*\s?"
 _DURATION = (r"\b\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|"
              r"months?|years?|yrs?)\b")
 
