@@ -5,8 +5,8 @@ without it (the query as written), and in semantic mode: nDCG@10, top hits `high
 those are judged relevant.
     python bench/relevance/synthetic_slips.py builtin memval memval2 memval3
 """
-import math, random, re, sys
-from kenning.eval import harness
+import random, re, sys
+from kenning.eval import harness, metrics
 from kenning.eval.datasets import load_dataset
 from kenning.retrieval import spelling
 
@@ -29,12 +29,6 @@ def slipped(text, rng):
     return text[:m.start()] + w + text[m.end():]
 
 
-def ndcg(hits, judged):
-    dcg = sum((2 ** judged.get(h.id, 0) - 1) / math.log2(i + 2) for i, h in enumerate(hits[:10]))
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:10]
-    return dcg / sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-
-
 if __name__ == "__main__":
     rng = random.Random(SEED)
     for name in sys.argv[1:]:
@@ -46,14 +40,14 @@ if __name__ == "__main__":
             for label, mode, fix in (("semantic", "semantic", respelt), ("hybrid, as written", "hybrid", lambda q, *a: q),
                                      ("hybrid, respelt", "hybrid", respelt)):
                 spelling.for_the_model = fix
-                scores, high, right = [], 0, 0
+                run, high, right = {}, 0, 0
                 for qid, text in asked:
                     hits = store.rank(text, mode=mode, depth=10, scopes=None, explain=False).hits
-                    judged = data.qrels.get(qid, {})
-                    scores.append(ndcg(hits, judged))
+                    run[qid] = [h.id for h in hits]
                     if hits and hits[0].relevance == "high":
                         high += 1
-                        right += judged.get(hits[0].id, 0) > 0
+                        right += data.qrels.get(qid, {}).get(hits[0].id, 0) > 0
                 spelling.for_the_model = respelt
-                print(f"{name:9s} {len(asked):3d} slipped questions  {label:18s} nDCG@10 {sum(scores) / len(scores):.4f}"
+                ndcg = metrics.evaluate(data.qrels, run, run)["nDCG@10"]
+                print(f"{name:9s} {len(asked):3d} slipped questions  {label:18s} nDCG@10 {ndcg:.4f}"
                       f"  top hits high {high} ({right} judged relevant)")
