@@ -406,7 +406,7 @@ class TranscriptIndex:
         if config.fusion == "evidence":
             evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                         "power": config.evidence_power}
-        candidates, lead = engine.rank_with_lead(
+        candidates, lead, cosine_lead = engine.rank_with_lead(
             runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
@@ -419,7 +419,7 @@ class TranscriptIndex:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
                            vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), lead=lead,
-                           ceiling=ceiling, names_something=names_something)
+                           ceiling=ceiling, names_something=names_something, cosine_lead=cosine_lead)
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

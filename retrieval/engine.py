@@ -60,9 +60,21 @@ def rank(
     ``bm25.fusion_coverage``), legs are fused on absolute evidence (``fusion.evidence``); otherwise
     by weighted RRF.
     """
+    return _ranked(legs, depth, limit, rrf_k, weights, coverage_of, evidence)[0]
+
+
+def _ranked(
+    legs: dict[str, LegRun], depth: int, limit: int, rrf_k: float = fusion.RRF_K,
+    weights: dict[str, float] | None = None,
+    coverage_of: Callable[[list[int]], tuple[dict[int, float], Collection[int]]] | None = None,
+    evidence: dict[str, float] | None = None,
+) -> tuple[list[Candidate], list[tuple[int, float]]]:
+    """``rank``, and the vector leg's own best-first (key, cosine) list ([] when it did not run)."""
     if len(legs) == 1:  # nothing to fuse: the leg's own top ``limit`` is the answer, so rank no deeper
         (name, run), = legs.items()
-        return [Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(run(limit)[:limit], 1)]
+        ranking = run(limit)[:limit]
+        return ([Candidate(key, score, {name: (r, score)}) for r, (key, score) in enumerate(ranking, 1)],
+                ranking if name == VECTOR_LEG else [])
     rankings = {name: run(depth) for name, run in legs.items()}
     if _by_evidence(legs, evidence, coverage_of):
         keys = list(dict.fromkeys(key for ranking in rankings.values() for key, _ in ranking))
@@ -70,16 +82,18 @@ def rank(
         fused = fusion.evidence(rankings, coverage, **evidence, limit=limit, lone=lone)
     else:
         fused = fusion.rrf(rankings, k=rrf_k, weights=weights)
-    return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]]
+    return [Candidate(f.key, f.score, f.legs) for f in fused[:limit]], rankings.get(VECTOR_LEG, [])
 
 
-def rank_with_lead(legs: dict[str, LegRun], depth: int, limit: int, **fusing) -> tuple[list[Candidate], float]:
-    """``rank`` cut to ``limit``, and how far its best hit stands ahead of the second whatever the
-    limit (``lead``): the label asks it, so a search for one hit ranks one more, and ``limit=1``
-    labels as ``limit=10`` does."""
-    candidates = rank(legs, depth, max(limit, 2), **fusing)
+def rank_with_lead(legs: dict[str, LegRun], depth: int, limit: int,
+                   **fusing) -> tuple[list[Candidate], float, float]:
+    """``rank`` cut to ``limit``, how far its best hit stands ahead of the second whatever the
+    limit (``lead``), and how much closer in meaning it is than any other text the vector leg
+    found (``cosine_lead``): the labels ask both, so a search for one hit ranks one more, and
+    ``limit=1`` labels as ``limit=10`` does."""
+    candidates, by_meaning = _ranked(legs, depth, max(limit, 2), **fusing)
     by_rank = len(legs) > 1 and not _by_evidence(legs, fusing.get("evidence"), fusing.get("coverage_of"))
-    return candidates[:limit], lead(candidates[:2], by_rank)
+    return candidates[:limit], lead(candidates[:2], by_rank), cosine_lead(candidates[:1], by_meaning)
 
 
 def _by_evidence(legs: Collection[str], evidence: dict | None, coverage_of: Callable | None) -> bool:
@@ -103,6 +117,18 @@ def lead(top_two: list[Candidate], by_rank: bool = False) -> float:
     return labels.lead_of(best.legs[leg][1], second.legs.get(leg, (0, 0.0))[1])
 
 
+def cosine_lead(best: list[Candidate], by_meaning: list[tuple[int, float]]) -> float:
+    """How much closer in meaning the best hit is than any other text: its cosine minus the best
+    cosine of another key in the vector leg's best-first list (``by_meaning``); negative when another
+    text is closer, 1.0 when the leg found no other, 0.0 without the vector leg or a best hit."""
+    if not best or not by_meaning:
+        return 0.0
+    top = best[0]
+    cosine = top.legs.get(VECTOR_LEG, (0, 0.0))[1]
+    rival = next((score for key, score in by_meaning if key != top.key), None)
+    return 1.0 if rival is None else cosine - rival
+
+
 def explain(
     candidate: Candidate,
     terms: list[str],
@@ -117,6 +143,7 @@ def explain(
     text_of: Callable[[int], str] | None = None,
     ceiling: str = "high",
     names_something: bool = False,
+    cosine_lead: float = 0.0,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -131,7 +158,8 @@ def explain(
     ``text_of(key)`` only if the label needs it (a would-be ``high`` that may be a question, ``labels.asks_about``,
     or that lacks words whose values it may hold, ``answer_types``).
     ``ceiling``: the best label this query's hits may get (``labels.ceiling``); ``names_something``:
-    the query writes a word as a name (``labels.names_something``).
+    the query writes a word as a name (``labels.names_something``); ``cosine_lead``: how much closer
+    in meaning the result's best hit is than any other text (``cosine_lead``).
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -148,6 +176,6 @@ def explain(
     asks = (lambda: labels.asks_about(matched, read())) if read else None
     answers = (lambda: answer_types.answers_missing([t for t in terms if t not in matched], read())) if read else None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       lead, asks, ceiling, names_something, answers)
+                                       lead, asks, ceiling, names_something, answers, cosine_lead)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

@@ -166,7 +166,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                     "power": config.evidence_power}
     try:
-        candidates, lead = engine.rank_with_lead(
+        candidates, lead, cosine_lead = engine.rank_with_lead(
             runs, depth_per_leg, depth, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
     finally:
@@ -186,7 +186,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), lead=lead,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
-                                            names_something=names_something).relevance
+                                            names_something=names_something, cosine_lead=cosine_lead).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
@@ -199,7 +199,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                        known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
-                       names_something=names_something)
+                       names_something=names_something, cosine_lead=cosine_lead)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,

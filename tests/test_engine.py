@@ -30,10 +30,10 @@ def test_one_leg_passes_through_with_its_own_ranks_and_scores():
 def test_rank_with_lead_keeps_the_second_score_whatever_the_limit():
     asked = []
     leg = lambda n: asked.append(n) or [(7, 3.0), (5, 2.0), (9, 1.0)][:n]
-    out, lead = engine.rank_with_lead({"bm25": leg}, depth=20, limit=1)
+    out, lead, _ = engine.rank_with_lead({"bm25": leg}, depth=20, limit=1)
     assert asked == [2]  # one more than asked for, so the label's lead is the same at limit 1 and 10
     assert [c.key for c in out] == [7] and lead == pytest.approx(1 / 3)
-    out, lead = engine.rank_with_lead({"bm25": lambda n: [(7, 3.0)]}, depth=20, limit=10)
+    out, lead, _ = engine.rank_with_lead({"bm25": lambda n: [(7, 3.0)]}, depth=20, limit=10)
     assert [c.key for c in out] == [7] and lead == 1.0
 
 
@@ -43,17 +43,37 @@ def test_legs_fused_by_rank_are_led_on_one_legs_own_scores():
     cosines with it (.9 against .85, as semantic mode reads them). Evidence fusion's scores are
     absolute: its lead is the fused one."""
     legs = {"keyword": lambda n: [(1, 4.0), (2, 3.9)][:n], "bm25": lambda n: [(1, 10.0), (2, 2.0)][:n]}
-    out, lead = engine.rank_with_lead(legs, depth=20, limit=10)
+    out, lead, _ = engine.rank_with_lead(legs, depth=20, limit=10)
     fused = 1 - out[1].score / out[0].score
     assert [c.key for c in out] == [1, 2] and lead == pytest.approx(0.8) and fused < 0.05
     with_vector = dict(legs, vector=lambda n: [(1, 0.9), (2, 0.85)][:n])
-    out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10)
+    out, lead, _ = engine.rank_with_lead(with_vector, depth=20, limit=10)
     assert lead == pytest.approx(0.05 / 0.9)
     evidence = {"alpha": 0.78, "cos_floor": 0.1, "power": 3.0}
     coverage_of = lambda keys: ({1: 1.0, 2: 0.5}, ())  # noqa: E731
-    out, lead = engine.rank_with_lead(with_vector, depth=20, limit=10, evidence=evidence, coverage_of=coverage_of)
+    out, lead, _ = engine.rank_with_lead(with_vector, depth=20, limit=10, evidence=evidence, coverage_of=coverage_of)
     assert lead == pytest.approx(1 - out[1].score / out[0].score) and lead > 0.5
 
+
+
+def test_the_cosine_lead_is_the_best_hits_distance_in_meaning_from_every_other_text():
+    """``cosine_lead``: the best hit's cosine minus the best other cosine in the vector leg's own list
+    (not the fused second's, nor only the hits returned), negative when another text is closer, 1.0
+    when the leg found no other, 0.0 without the vector leg; ``limit=1`` reads it as ``limit=10``."""
+    legs = {"bm25": lambda n: [(1, 10.0), (2, 2.0)][:n], "vector": lambda n: [(3, 0.6), (1, 0.5), (2, 0.45)][:n]}
+    evidence = {"alpha": 0.78, "cos_floor": 0.1, "power": 3.0}
+    coverage_of = lambda keys: ({1: 1.0, 2: 0.5}, ())  # noqa: E731
+    for limit in (1, 10):
+        out, _, closer = engine.rank_with_lead(legs, depth=20, limit=limit, evidence=evidence, coverage_of=coverage_of)
+        assert out[0].key == 1 and closer == pytest.approx(0.5 - 0.6)  # key 3 is closer in meaning
+    semantic = {"vector": lambda n: [(3, 0.6), (1, 0.5), (2, 0.45)][:n]}
+    for limit in (1, 10):
+        assert engine.rank_with_lead(semantic, depth=20, limit=limit)[2] == pytest.approx(0.1)
+    assert engine.rank_with_lead({"vector": lambda n: [(3, 0.6)][:n]}, depth=20, limit=10)[2] == 1.0
+    assert engine.rank_with_lead({"bm25": lambda n: [(1, 3.0), (2, 1.0)][:n]}, depth=20, limit=10)[2] == 0.0
+    rrf = engine.rank_with_lead(legs, depth=20, limit=10)
+    assert rrf[2] == pytest.approx(rrf[0][0].legs["vector"][1] - max(
+        cos for key, cos in [(3, 0.6), (1, 0.5), (2, 0.45)] if key != rrf[0][0].key))
 
 def test_lexical_legs_fuse_by_weighted_rrf_even_when_evidence_settings_are_given():
     legs = {"keyword": lambda n: [(1, 5.0), (2, 4.0)], "bm25": lambda n: [(1, 3.0)]}

@@ -17,6 +17,8 @@ from kenning.retrieval.labels import (
     EVERY_TERM_COSINE,
     EVERY_TERM_LEAD,
     PARAPHRASE_COSINE,
+    CLEAR_COSINE_LEAD,
+    CLEAR_PARAPHRASE_COSINE,
     MANY_COSINE,
     MANY_COVERAGE,
     MANY_TERMS,
@@ -454,6 +456,57 @@ def test_a_hit_sharing_no_word_is_high_when_close_in_meaning_and_the_question_na
     # the caller's tokens as written answer the same, and only those tokens are read
     assert names_something("port of us7", search_tokens("port of us7")) and not names_something("port of us7", ["port"])
 
+
+
+def test_a_hit_sharing_no_word_is_high_at_a_lower_cosine_when_clearly_the_closest_in_meaning():
+    """The second paraphrase branch: whatever the question's length, cosine >= CLEAR_PARAPHRASE_COSINE
+    and at least CLEAR_COSINE_LEAD closer than any other text (memval3's "deadline for getting
+    reimbursed for money I spent on work trips?" -> the expense-claims memory, .51, .08 ahead). Each
+    bound is inclusive and needed; a name, a shared word, a second place or the ceiling still stop it."""
+    long = LONG_QUERY_TERMS + 1
+    clear = CLEAR_COSINE_LEAD
+    assert label(0.51, 0.0, long, 1.0, 1.0, lead=0.2, cosine_lead=0.084) == "high"
+    assert label(CLEAR_PARAPHRASE_COSINE, 0.0, long, 1.0, 1.0, lead=0.0, cosine_lead=clear) == "high"
+    assert label(0.51, 0.0, long, 1.0, 1.0, lead=0.2, cosine_lead=clear - 0.01) == "medium"  # a rival nearly as close
+    assert label(0.51, 0.0, long, 1.0, 1.0, lead=0.2) == "medium"  # no cosine lead given: the first branch only
+    assert label(CLEAR_PARAPHRASE_COSINE - 0.01, 0.0, long, 1.0, 1.0, cosine_lead=0.3) != "high"
+    assert label(0.51, 0.0, long, 1.0, 1.0, cosine_lead=0.3, names_something=True) == "medium"  # Terraform annual budget
+    assert label(0.51, 1 / long, long, 1.0, 1.0, coverage=0.1, cosine_lead=0.3) == "medium"  # a shared word
+    assert label(0.51, 0.0, long, 0.99, 1.0, cosine_lead=0.3) == "medium"  # not the best hit
+    assert label(0.51, 0.0, long, 1.0, 1.0, cosine_lead=0.3, ceiling="medium") == "medium"
+    # a short question below the first branch's cosine
+    assert PARAPHRASE_COSINE > CLEAR_PARAPHRASE_COSINE
+    assert label(0.42, 0.0, 3, 1.0, 1.0, lead=0.39, cosine_lead=clear) == "high"
+    assert label(0.42, 0.0, 3, 1.0, 1.0, lead=0.39, cosine_lead=clear - 0.01) == "medium"
+
+
+EXPENSES = ["Expense claims go through the Spendwise app and must be filed within 60 days.",
+            "Financial year runs April to March; operations budget submissions are due by 31 January.",
+            "The user's annual leave is 28 days plus public holidays.",
+            "Staff car park at Quay Street needs a permit.",
+            "MV Corran carries up to 450 passengers and 62 cars.",
+            "Any mooring rope failure needs a near-miss report in the SafeSea portal."]
+
+
+@pytest.mark.embeddings
+def test_a_real_store_promises_a_long_paraphrase_only_while_no_other_memory_is_nearly_as_close(tmp_path):
+    """Real store, real model: a seven-word paraphrase sharing no word with its answer is high while
+    the answer is clearly the closest in meaning (the first paraphrase branch stops at six words);
+    a second memory nearly as close (no shared word either) makes it two candidates."""
+    question = "deadline for getting reimbursed for money I spent on work trips?"
+    assert len(set(query_tokens(question))) >= LONG_QUERY_TERMS
+    with kenning.open_store(tmp_path / "s") as s:
+        for text in EXPENSES:
+            s.write(text, scopes=["ops"])
+        top = s.search(question, mode="hybrid", auto_scope=False).hits[0]
+        assert top.snippet.startswith("Expense claims") and top.match_terms == []
+        assert _labels(s, question, 1) == ["high"] and _labels(s, question, 10)[0] == "high"
+        rival = s.write("Business travel claims are refunded with the next salary payment.", scopes=["ops"]).id
+        hits = s.search(question, mode="hybrid", auto_scope=False).hits
+        assert hits[0].snippet.startswith("Expense claims") and hits[1].id == rival and not hits[1].match_terms
+        closer = hits[0].legs["vector"].score - hits[1].legs["vector"].score
+        assert 0 < closer < CLEAR_COSINE_LEAD
+        assert _labels(s, question, 1) == ["medium"] and _labels(s, question, 10)[0] == "medium"
 
 PARAPHRASED = ["The user is lactose intolerant and asks for dairy-free options at work events.",
                "Gatehouse access tokens live for 15 minutes; refresh tokens for 30 days.",
