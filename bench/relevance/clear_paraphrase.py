@@ -4,7 +4,7 @@ record each label's ``cosine_lead``). For the best hits sharing no query word, u
 ceiling, in a question naming nothing: right / wrong / unanswerable or off-topic / answers-removed
 counts by cosine lead, what each (c, d) would add to the first branch, and the pair chosen with one
 collection left out, scored on it (leave-one-collection-out).
-    OUTDIR=/tmp/kr bash dumps.sh   # labelfeat7.py over the sets below, as in eval/baselines/README.md
+    KENNING_EVAL_DATA=../shared/eval-data bash bench/relevance/label_dumps.sh /tmp/kr
     python bench/relevance/clear_paraphrase.py /tmp/kr
 """
 import itertools, os, pickle, sys

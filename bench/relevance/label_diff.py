@@ -1,7 +1,7 @@
 """Which top hits' `high` moved between two sets of labelfeat7.py dumps (before and after a change),
 per collection: answerable top hits newly `high` judged right or wrong, unanswerable and off-topic
 ones, answers-removed near misses (``-removed`` dumps), the same lost, and how many rankings moved.
-    KENNING_RELEVANCE_OUT=/tmp/before python bench/relevance/labelfeat7.py builtin --foreign ...  # every dump, at each commit
+    KENNING_EVAL_DATA=../shared/eval-data bash bench/relevance/label_dumps.sh /tmp/before  # at each commit
     python bench/relevance/label_diff.py /tmp/before /tmp/after [--suffix -bm25] [-v]
 """
 import argparse, os, pickle
