@@ -5,8 +5,9 @@ type (a pattern per type), at cosine >= c and a fused lead >= l. Per collection:
 newly `high` right / wrong, unanswerable or off-topic ones, answers-removed ones; ``-v`` lists them.
     python bench/relevance/answer_type.py [-v]
 """
-import os, pickle, re, sys
+import os, re, sys
 from kenning.retrieval import text
+from labelfeat7 import best_hits
 
 OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 NAMES = ["builtin", "memval", "memval2", "memval3", "med", "cranfield", "npl", "locomo-dev"]
@@ -39,13 +40,8 @@ def newly_high(x, c, l):
 
 
 def rows(path):
-    if not os.path.exists(path):
-        return []
     out = []
-    for q in pickle.load(open(path, "rb")).values():
-        if not q["hits"]:
-            continue
-        h = q["hits"][0]
+    for q, h in best_hits(path):
         cos, _, n, _, _, _, _, lead, ceil = h["label_args"][0][:9]
         held = set(text.tokenize(h["text"]))
         miss = [t for t in dict.fromkeys(text.search_tokens(q["text"])) if t not in held]

@@ -7,9 +7,10 @@ collection left out, scored on it (leave-one-collection-out).
     KENNING_EVAL_DATA=../shared/eval-data bash bench/relevance/label_dumps.sh /tmp/kr
     python bench/relevance/clear_paraphrase.py /tmp/kr
 """
-import itertools, os, pickle, sys
+import itertools, sys
 from collections import defaultdict
 from kenning.retrieval import labels
+from labelfeat7 import best_hits
 
 SETS = ["builtin", "memval", "memval2", "memval3", "med", "cranfield", "npl", "locomo-dev"]
 COSINES = (0.35, 0.4, 0.45, 0.5)
@@ -18,17 +19,13 @@ LEADS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15)
 
 def tops(path, removed):
     """(kind, cosine, cosine lead, already high without the branch) of each best hit the branch could reach."""
-    if not os.path.exists(path):
-        return []
     out = []
-    for q in pickle.load(open(path, "rb")).values():
-        if not q["hits"]:
-            continue
-        args = q["hits"][0]["label_args"][0]
+    for q, best in best_hits(path):
+        args = best["label_args"][0]
         cos, share, n, lead, ceiling, names, cl = args[0], args[1], args[2], args[7], args[8], args[9], args[-1]
         if cos is None or share != 0 or ceiling != "high" or names:
             continue
-        kind = ("removed" if removed else "right" if q["answerable"] and q["hits"][0]["rel"]
+        kind = ("removed" if removed else "right" if q["answerable"] and best["rel"]
                 else "wrong" if q["answerable"] else "unanswerable")
         before = labels.paraphrase_high(cos, 0.0, n, False) or (
             labels.vector_high(cos, 0.0, 0) and labels.stands_out(cos, lead, n))

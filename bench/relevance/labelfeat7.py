@@ -19,6 +19,16 @@ OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 TOP = 10
 
 
+def best_hits(path):
+    """Each question of a dump with its best hit (a question with no hit left out); nothing when the
+    dump is missing. What the scripts that replay labels on these dumps read."""
+    if not os.path.exists(path):
+        return
+    for q in pickle.load(open(path, "rb")).values():
+        if q["hits"]:
+            yield q, q["hits"][0]
+
+
 def dump(source, foreign, group_sep, limit, removed=False, mode="hybrid"):
     data = load_dataset(source)
     if foreign:

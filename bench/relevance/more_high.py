@@ -10,21 +10,19 @@ answerable top hits newly `high` and judged right / wrong, unanswerable or off-t
     python bench/relevance/more_high.py lead
     python bench/relevance/more_high.py partial
 """
-import itertools, os, pickle, sys
+import itertools, os, sys
 from kenning.retrieval import labels as L
+from labelfeat7 import best_hits
 
 OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 NAMES = ["builtin", "memval", "memval2", "memval3", "med", "cranfield", "npl", "locomo-dev", "scifact-train"]
 
 
 def tops(path):
-    if not os.path.exists(path):
-        return []
     out = []
-    for q in pickle.load(open(path, "rb")).values():
-        if not q["hits"] or q["hits"][0]["label_args"][0][0] is None:
+    for q, h in best_hits(path):
+        if h["label_args"][0][0] is None:
             continue
-        h = q["hits"][0]
         cos, share, n, _, _, cov, known, lead, ceil, _ = h["label_args"][0][:10]
         others = [x["label_args"][0][0] or 0 for x in q["hits"][1:]]
         out.append(dict(ans=q["answerable"], rel=h["rel"], label=h["label"], cos=cos, share=share, n=n, cov=cov,

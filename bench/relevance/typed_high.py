@@ -12,21 +12,19 @@ replay shows (memval +6 against +3 at c .5).
     python bench/relevance/labelfeat7.py builtin --foreign .../locomo-dev --mode bm25   # and the rest
     python bench/relevance/typed_high.py --bm25   # without the vector leg: the BM25 lead >= labels.LEXICAL_LEAD
 """
-import itertools, os, pickle, sys
+import itertools, os, sys
 from kenning.retrieval import answer_types, labels, text
+from labelfeat7 import best_hits
 
 OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 NAMES = ["builtin", "memval", "memval2", "memval3", "med", "cranfield", "npl", "locomo-dev"]
 
 
 def rows(path, lexical=False):
-    if not os.path.exists(path):
-        return []
     out = []
-    for q in pickle.load(open(path, "rb")).values():
-        if not q["hits"] or (q["hits"][0]["label_args"][0][0] is None) != lexical:
+    for q, h in best_hits(path):
+        if (h["label_args"][0][0] is None) != lexical:
             continue
-        h = q["hits"][0]
         cos, share, n, _, _, _, _, lead, ceil = h["label_args"][0][:9]
         if lexical:  # the label's lead without vectors: on BM25's own scores (engine.lead)
             second = q["hits"][1]["legs"].get("bm25", (0, 0.0))[1] if len(q["hits"]) > 1 else None
