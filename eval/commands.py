@@ -111,7 +111,8 @@ def _what_ran(report: Mapping) -> str:
     ]
     if "model_id" in c:
         parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}"
-                     + (_corpus_encoded(c["long_encodes"]) if "long_encodes" in c else ""))
+                     + (_corpus_encoded(c["long_encodes"]) if "long_encodes" in c else "")
+                     + (f" ({c['vector_text']})" if "vector_text" in c else ""))
     for key in sorted(k for k in c if k.startswith("label")):
         parts.append(f"{key} {c[key]}")
     return "what ran: " + "; ".join(p for p in parts if p)

@@ -361,7 +361,7 @@ def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | N
     """Every setting that shaped the figures: the store's config, the token stream, BM25's fixed
     constants, the vector leg's floor and model, what encoded the corpus (``encoded``: texts per
     runtime, ``loaded_store``'s) and the rule behind the relevance labels."""
-    from kenning.retrieval import bm25, feedback, fusion, labels, lexical, spelling, text
+    from kenning.retrieval import bm25, feedback, fusion, labels, lexical, spelling, stamps, text
 
     # the model and floor are reported as applied (model_id, vector_floor_applied), not as the
     # config's "default" (null) beside them
@@ -388,6 +388,7 @@ def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | N
         else:  # what did: the embedding cache's vectors are reused whichever runtime made them
             out["long_encodes"] = encoder.describe_runs(encoded) or CACHE_ONLY
         out["vector_floor_applied"] = store.semantic.floor()
+        out["vector_text"] = stamps.describe()
     return out
 
 

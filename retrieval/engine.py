@@ -144,6 +144,7 @@ def explain(
     ceiling: str = "high",
     names_something: bool = False,
     cosine_lead: float = 0.0,
+    whole_cosine: float | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -159,7 +160,9 @@ def explain(
     or that lacks words whose values it may hold, ``answer_types``).
     ``ceiling``: the best label this query's hits may get (``labels.ceiling``); ``names_something``:
     the query writes a word as a name (``labels.names_something``); ``cosine_lead``: how much closer
-    in meaning the result's best hit is than any other text (``cosine_lead``).
+    in meaning the result's best hit is than any other text (``cosine_lead``); ``whole_cosine``: the
+    query's cosine with the hit's whole text when the vector leg ranked it without its leading
+    timestamp (``stamps``), which the label reads instead of the leg's score.
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -168,7 +171,8 @@ def explain(
         matched = match_terms(terms, text or "")
     candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
     vector_hit = candidate.legs.get(VECTOR_LEG)
-    cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
+    cosine = (whole_cosine if whole_cosine is not None and vector_hit else vector_hit[1] if vector_hit
+              else 0.0 if vector_ran else None)
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
     # the question check and the value check read the text only for a would-be high, once between them

@@ -229,6 +229,12 @@ MIGRATIONS: list[str] = [
     CREATE TABLE tlex_counts (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO tlex_counts(term, n) SELECT term, SUM(length(postings)) / 8 FROM tlex_segments GROUP BY term;
     """,
+    # 9: a memory that opens with a timestamp is ranked by the vector of its text without it
+    # (retrieval/stamps.py) and labelled by the cosine of its whole text, whose vector this holds
+    # (NULL for a memory with no stamp: its one vector is its whole text's)
+    """
+    ALTER TABLE embeddings ADD COLUMN whole BLOB;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # SQLite's own bookkeeping, not data: PostgreSQL has no such table and `kenning migrate` copies none

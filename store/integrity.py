@@ -209,7 +209,7 @@ def check_embeddings(db: Database) -> list[Problem]:
         model = c.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
         dim = c.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
         rows = c.execute(
-            "SELECT e.mem, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
+            "SELECT e.mem, e.model_id, e.content_hash, e.vector, e.whole, m.content_hash, m.removed_at IS NULL "
             "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem").fetchall()
         unembedded = c.execute(
             "SELECT COUNT(*) FROM memories m WHERE m.removed_at IS NULL "
@@ -226,14 +226,14 @@ def check_embeddings(db: Database) -> list[Problem]:
     except (TypeError, ValueError):
         size = None
     other_model = orphan = stale = corrupt = 0
-    for _, model_id, digest, vector, current, live in rows:
+    for _, model_id, digest, vector, whole, current, live in rows:
         if model_id != model[0]:
             other_model += 1
         elif current is None or not live:
             orphan += 1
         elif digest != current:
             stale += 1
-        elif not _sound_vector(vector, size):
+        elif not _sound_vector(vector, size) or (whole is not None and not _sound_vector(whole, size)):
             corrupt += 1
     problems = []
     for count, what in ((other_model, "embedding rows of another model"),
@@ -266,11 +266,11 @@ def repair_embeddings(db: Database) -> int:
             size = int(dim[0]) * 4 if dim else None
         except (TypeError, ValueError):
             size = None
-        bad = [rowid for rowid, model_id, digest, vector, current, live in c.execute(
-            "SELECT e.id, e.model_id, e.content_hash, e.vector, m.content_hash, m.removed_at IS NULL "
+        bad = [rowid for rowid, model_id, digest, vector, whole, current, live in c.execute(
+            "SELECT e.id, e.model_id, e.content_hash, e.vector, e.whole, m.content_hash, m.removed_at IS NULL "
             "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem")
             if model_id != model[0] or current is None or not live or digest != current
-            or not _sound_vector(vector, size)]
+            or not _sound_vector(vector, size) or (whole is not None and not _sound_vector(whole, size))]
         for i in range(0, len(bad), 500):
             chunk = bad[i : i + 500]
             c.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)

@@ -148,7 +148,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     depth_per_leg = max(depth, config.leg_depth)
 
     runs: dict[str, engine.LegRun] = {}
-    ahead = None
+    ahead, asked = None, query
     if "vector" in leg_names:
         # a hybrid's vector leg reads the words the lexicon respelt as meant; semantic mode reads the query as written
         asked = spelling.for_the_model(query, written, fixed, semantic().knows_word) if fixed and mode == "hybrid" else query
@@ -181,17 +181,20 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         ranked = [Ranked(ids[c.key], round(c.score, 6)) for c in candidates]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
         matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
+        whole = _whole_cosines(semantic, asked, head) if "vector" in runs else {}
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), lead=lead,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
-                                            names_something=names_something, cosine_lead=cosine_lead).relevance
+                                            names_something=names_something, cosine_lead=cosine_lead,
+                                            whole_cosine=whole.get(cand.key)).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
     shown = spelling.shown(written, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
+    whole = _whole_cosines(semantic, asked, candidates) if "vector" in runs else {}
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -199,7 +202,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                        known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
-                       names_something=names_something, cosine_lead=cosine_lead)
+                       names_something=names_something, cosine_lead=cosine_lead, whole_cosine=whole.get(cand.key))
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,
@@ -230,6 +233,12 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bo
         coverage, known_coverage = {}, {}
     return ({key: [t for t, hit in zip(terms, row) if hit] for key, row in zip(keys, present.tolist())}, coverage,
             known_coverage)
+
+
+def _whole_cosines(semantic: Callable[[], Semantic], asked: str, candidates: list) -> dict[int, float]:
+    """The whole-text cosines the labels read for the hits the vector leg ranked without a leading
+    timestamp (``Semantic.whole_cosines``); ``asked`` is the text the leg encoded."""
+    return semantic().whole_cosines(asked, [c.key for c in candidates if "vector" in c.legs])
 
 
 def _vector_leg(semantic: Semantic, lexicon, query: str, terms: list[str], mode: str, allowed,

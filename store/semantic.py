@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
-from kenning.retrieval import embeddings
+from kenning.retrieval import embeddings, stamps
 
 from .db import Database
 from .memo import memo
@@ -69,6 +69,12 @@ FRESH_WAIT_S = 0.25
 FRESH_WAIT_MAX = 16
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
+# The meta key recording that the store's stamped memories have their two vectors (``stamps``:
+# ranked by the text without its leading timestamp, labelled by the whole text's), and how many
+# memories the one-time check after an upgrade reads at a time (``Semantic._adopt_stamps``).
+STAMPS_META = "embedding_text"
+STAMPS_VERSION = "ranked-without-leading-stamp"
+STAMP_SCAN = 5000
 
 
 def bump_generation(conn: sqlite3.Connection) -> None:
@@ -93,6 +99,22 @@ def enqueue_range(conn: sqlite3.Connection, first: int, last: int) -> None:
     """Queue the memories of rowids ``first``..``last`` (an import batch): one statement, not a row each."""
     conn.execute("INSERT OR IGNORE INTO embed_queue(mem) SELECT rowid FROM memories WHERE rowid BETWEEN ? AND ?",
                  (first, last))
+
+
+def _per_text(progress: Callable[[int], None] | None, encodes: int, texts: int) -> Callable[[int], None] | None:
+    """``progress`` counting ``texts`` memories over ``encodes`` encodings (a stamped memory is encoded
+    twice, ``Semantic._vectors_for``), so a bar over the memories ends at its total."""
+    if progress is None or encodes == texts:
+        return progress
+    state = {"encoded": 0, "told": 0}
+
+    def step(n: int) -> None:
+        state["encoded"] += n
+        now = state["encoded"] * texts // encodes
+        if now > state["told"]:
+            progress(now - state["told"])
+            state["told"] = now
+    return step
 
 
 def available_cores() -> int:
@@ -194,6 +216,7 @@ class Semantic:
         self._fresh_done = threading.Condition()
         self._settling = False  # a search is waiting for handed-over vectors
         self._settled_here = threading.local()  # see settled()
+        self._asked = threading.local()  # the last query this thread ranked by, with its vector (whole_cosines)
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
@@ -231,6 +254,7 @@ class Semantic:
             if self._encoder is not None:  # the store was configured with another model
                 self.vectors.reset()
             self._adopt_model(encoder)
+            self._adopt_stamps(encoder)
             self._encoder, self._encoder_for = encoder, model
             return encoder
 
@@ -264,6 +288,29 @@ class Semantic:
                 bump_generation(c)
         with self._lock:
             self.vectors.model_changed()
+
+    def _adopt_stamps(self, encoder: embeddings.Encoder) -> None:
+        """A store embedded before the vector leg read memories without their leading timestamp
+        queues its stamped memories once, to be ranked by the text without it: until a drain reaches
+        them they keep the vector of their whole text (no search loses them meanwhile), which
+        ``_vectors_for`` never reuses for a stamped text. The texts are read outside the write
+        transaction, in slices by rowid (a large store's are not held at once, and no writer waits
+        for the scan); the meta key records it, so this runs once a store (a fresh one finds none)."""
+        if self.db.read_only or self.db.get_meta(STAMPS_META) == STAMPS_VERSION:
+            return
+        stamped, last = [], 0
+        while True:
+            rows = self.db.read(lambda c, last=last: c.execute(
+                "SELECT m.rowid, m.content FROM memories m JOIN embeddings e ON e.mem = m.rowid "
+                "AND e.model_id = ? AND e.whole IS NULL WHERE m.rowid > ? AND m.removed_at IS NULL "
+                "ORDER BY m.rowid LIMIT ?", (encoder.model_id, last, STAMP_SCAN)).fetchall())
+            if not rows:
+                break
+            stamped += [mem for mem, content in rows if stamps.has_stamp(content)]
+            last = rows[-1][0]
+        with self.db.transaction() as c:  # a memory written meanwhile was embedded by this code already
+            enqueue(c, stamped)
+            Database.set_meta(c, STAMPS_META, STAMPS_VERSION)
 
     # ------------------------------------------------------------------ embedding
     def pending_count(self) -> int:
@@ -419,14 +466,14 @@ class Semantic:
 
     def _embed_rows(self, encoder, rows: list[tuple[int, str, str]], progress) -> int:
         """Encode rows (outside the lock), then commit them and update the index in one step."""
-        vectors = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress)
+        vectors, wholes = self._vectors_for(encoder, [r[1] for r in rows], [r[2] for r in rows], progress)
         with self._lock:
             if self._encoder is not encoder:
                 return 0  # the store switched model meanwhile; these vectors belong to no one
             with self.db.transaction() as c:
                 before = self._current_generation(c)
                 added, dropped = [], []
-                for (mem, _, digest), vector in zip(rows, vectors):
+                for i, ((mem, _, digest), vector) in enumerate(zip(rows, vectors)):
                     queued = c.execute(
                         "SELECT m.content_hash FROM embed_queue q JOIN memories m ON m.rowid = q.mem "
                         "AND m.removed_at IS NULL WHERE q.mem = ?", (mem,)).fetchone()
@@ -435,9 +482,11 @@ class Semantic:
                     dropped += [r[0] for r in c.execute(
                         "SELECT id FROM embeddings WHERE mem = ? AND model_id = ?", (mem, encoder.model_id))]
                     c.execute("DELETE FROM embeddings WHERE mem = ? AND model_id = ?", (mem, encoder.model_id))
+                    whole = wholes.get(i)
                     key = c.execute(
-                        "INSERT INTO embeddings(mem, model_id, content_hash, vector) VALUES (?, ?, ?, ?)",
-                        (mem, encoder.model_id, digest, vector.astype(np.float32).tobytes())).lastrowid
+                        "INSERT INTO embeddings(mem, model_id, content_hash, vector, whole) VALUES (?, ?, ?, ?, ?)",
+                        (mem, encoder.model_id, digest, vector.astype(np.float32).tobytes(),
+                         None if whole is None else whole.astype(np.float32).tobytes())).lastrowid
                     c.execute("DELETE FROM embed_queue WHERE mem = ?", (mem,))
                     added.append((key, mem, vector))
                 if added:
@@ -447,30 +496,45 @@ class Semantic:
                 self.vectors.committed(before, after, added, dropped)
         return len(added)
 
-    def _vectors_for(self, encoder, texts: list[str], digests: list[str], progress) -> np.ndarray:
-        """Vectors for texts: reuse rows with the same text hash, encode only the rest."""
-        known: dict[str, bytes] = {}
+    def _vectors_for(self, encoder, texts: list[str], digests: list[str],
+                     progress) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """The vectors the index ranks ``texts`` by, and by position the whole text's vector of each
+        text that opens with a timestamp (``stamps``: ranked without it, labelled with it). Rows with
+        the same text hash are reused, except a stamped text's row without its whole vector (embedded
+        before the stamp was left out, ``_adopt_stamps``); only the rest is encoded."""
+        stamped = [stamps.has_stamp(t) for t in texts]
+        known: dict[str, tuple[bytes, bytes | None]] = {}
         marks = ",".join("?" * len(digests))
-        known.update(self.db.read(lambda c: c.execute(
-            f"SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
-            (encoder.model_id, *digests)).fetchall()))
+        for digest, vector, whole in self.db.read(lambda c: c.execute(
+                f"SELECT content_hash, vector, whole FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
+                (encoder.model_id, *digests)).fetchall()):
+            known[digest] = (vector, whole)
         out = np.empty((len(texts), encoder.dim), np.float32)
-        todo = [i for i, d in enumerate(digests) if d not in known]
+        wholes: dict[int, np.ndarray] = {}
+        todo = []
         for i, d in enumerate(digests):
-            if d in known:
-                out[i] = np.frombuffer(known[d], np.float32)
+            row = known.get(d)
+            if row is None or (row[1] is not None) != stamped[i]:
+                todo.append(i)
+                continue
+            out[i] = np.frombuffer(row[0], np.float32)
+            if row[1] is not None:
+                wholes[i] = np.frombuffer(row[1], np.float32)
         if todo:
-            batch = [texts[i] for i in todo]
+            whole_todo = [i for i in todo if stamped[i]]
+            batch = [stamps.strip(texts[i]) for i in todo] + [texts[i] for i in whole_todo]
+            counted = _per_text(progress, len(batch), len(todo))
             if self.cache is not None:
                 from kenning.retrieval.embedding_cache import embed_with_cache
 
-                encoded = embed_with_cache(encoder, batch, self.cache, progress=progress)
+                encoded = embed_with_cache(encoder, batch, self.cache, progress=counted)
             else:
-                encoded = encoder.encode(batch, progress=progress)
-            out[todo] = encoded
+                encoded = encoder.encode(batch, progress=counted)
+            out[todo] = encoded[:len(todo)]
+            wholes.update(zip(whole_todo, encoded[len(todo):]))
         if progress is not None and len(todo) < len(texts):
             progress(len(texts) - len(todo))
-        return out
+        return out, wholes
 
     # ------------------------------------------------------------------ the background embedder
     def start_background(self, poll_s: float = BACKGROUND_POLL_S) -> None:
@@ -519,10 +583,29 @@ class Semantic:
         """
         encoder = self.encoder()
         query_vector = self.query_vector(query) if vector is None else vector()
+        self._asked.last = (encoder.model_id, query, query_vector)
         with self._lock:
             found = self.vectors.search(encoder, query_vector, k, allowed_mems, self.floor())
         self.save(force=False)
         return found
+
+    def whole_cosines(self, query: str, mems: list[int]) -> dict[int, float]:
+        """The cosine of ``query`` with the whole text, leading timestamp included, of each of
+        ``mems`` the vector leg ranks without its stamp (``stamps``; the others have one vector and
+        are left out). The labels read this one: their thresholds were measured on whole texts, and
+        a chat turn stripped of its date reads closer to a question that repeats its words than it
+        answers it (eval/baselines/README.md, "Twenty-second pass"). The query's vector is the one
+        this thread's last search ranked by."""
+        if not mems:
+            return {}
+        encoder = self.encoder()
+        last = getattr(self._asked, "last", None)
+        vector = last[2] if last is not None and last[:2] == (encoder.model_id, query) else self.query_vector(query)
+        marks = ",".join("?" * len(mems))
+        rows = self.db.read(lambda c: c.execute(
+            f"SELECT mem, whole FROM embeddings WHERE model_id = ? AND whole IS NOT NULL AND mem IN ({marks})",
+            (encoder.model_id, *mems)).fetchall())
+        return {mem: float(np.dot(np.frombuffer(whole, np.float32), vector)) for mem, whole in rows}
 
     def knows_word(self, word: str) -> bool:
         """Whether the model reads ``word`` whole (``spelling.for_the_model``)."""
@@ -618,6 +701,7 @@ class Semantic:
                 return self.search(query, k, allowed_mems)
             if shared is not None:
                 shared.setdefault((encoder.model_id, query), vector)
+            self._asked.last = (encoder.model_id, query, vector)
             self.save(force=False)
             return hits
 

@@ -26,7 +26,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "lex_segments": ("term", "seg", "postings"),
     "lex_delta": ("term", "lexid", "tf"),
     "lex_counts": ("term", "n"),
-    "embeddings": ("id", "mem", "model_id", "content_hash", "vector"),
+    "embeddings": ("id", "mem", "model_id", "content_hash", "vector", "whole"),
     "embed_queue": ("mem",),
     "events": ("rowid", "at", "session", "kind", "memory_id", "payload"),
     "pending_writes": ("id", "session", "created", "expires", "request"),

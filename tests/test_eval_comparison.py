@@ -109,6 +109,7 @@ def test_committed_baselines_stay_comparable_and_readable():
         assert differences(baseline, baseline) == [], path
         assert compare(baseline, baseline)["regressions"] == []
         assert f"model {baseline['config']['model_id']}, vector no-match floor" in _what_ran(baseline)
+        assert "(a memory opening with a timestamp is ranked by its text without it;" in _what_ran(baseline)
 
 
 def test_a_setting_an_older_report_does_not_record_is_not_held_against_it():

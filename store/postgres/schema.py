@@ -316,5 +316,9 @@ MIGRATIONS: list[list[str]] = [
         # vectors by model: an UPDATE that changed a row's model would move it between counts
         *_counted("transcript_embeddings", ("INSERT", "DELETE", "UPDATE")),
     ],
+    [
+        # SQLite's 9: the whole text's vector of a memory the vector leg ranks without its leading timestamp
+        "ALTER TABLE embeddings ADD COLUMN whole BYTEA",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

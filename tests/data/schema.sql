@@ -1,4 +1,4 @@
--- user_version 8
+-- user_version 9
 -- index embeddings_model
 CREATE INDEX embeddings_model ON embeddings(model_id, content_hash);
 -- index episodes_session
@@ -39,7 +39,7 @@ CREATE TABLE embeddings (
         mem INTEGER NOT NULL,
         model_id TEXT NOT NULL,
         content_hash TEXT NOT NULL,
-        vector BLOB NOT NULL,             -- float32, L2-normalised
+        vector BLOB NOT NULL, whole BLOB,             -- float32, L2-normalised
         UNIQUE (mem, model_id)
     );
 -- table episodes
