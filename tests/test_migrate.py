@@ -26,6 +26,9 @@ def _full_store(path) -> dict:
         s.write("The billing job runs hourly since the March change",
                 scopes=["projects:billing"], links=[{"kind": "supersedes", "target": old}], force=True)
         gone = s.write("The staging database lives on host db-7", scopes=["projects:auth"]).id
+        # opens with a timestamp: two vectors, the whole text's in embeddings.whole (retrieval/stamps.py)
+        s.write("2024-07-01 09:30 - the auth gateway was moved to the new cluster", scopes=["projects:auth"],
+                acknowledge_transient=True)
         s.remove(gone, reason="host retired")
         s.verify(keep, note="checked the config")
         s.record_use([keep], "applied", note="used it")
@@ -69,6 +72,7 @@ def test_round_trip_sqlite_postgres_sqlite_is_equal(tmp_path, postgres_url):
                                    "episodes", "lex_docs", "meta"))
     assert any(r[8] is not None for r in before["memories"])  # a tombstone
     assert bool(before["embeddings"]) == kenning.embeddings_available()  # vectors to carry, with the model
+    assert any(r[5] is not None for r in before["embeddings"]) == kenning.embeddings_available()  # a whole vector
     kenning.store.transfer.migrate(source, postgres_url)
     assert _dump(postgres_url) == before
     _assert_pgvector_holds_the_bytes(postgres_url, len(before["embeddings"]))
@@ -77,10 +81,10 @@ def test_round_trip_sqlite_postgres_sqlite_is_equal(tmp_path, postgres_url):
 
     with kenning.open_store(source) as original, kenning.open_store(postgres_url) as copy:
         modes = ("bm25", "semantic", "hybrid") if original.semantic.availability().working else ("bm25",)
-        for query in ("auth port", "billing job", "staging database"):
+        for query in ("auth port", "billing job", "staging database", "when did the gateway move to the new cluster"):
             for mode in modes:
-                assert ([h.id for h in copy.search(query, mode=mode).hits]
-                        == [h.id for h in original.search(query, mode=mode).hits]), (query, mode)
+                assert ([(h.id, h.relevance) for h in copy.search(query, mode=mode).hits]
+                        == [(h.id, h.relevance) for h in original.search(query, mode=mode).hits]), (query, mode)
         assert copy.get(ids["keep"]).last_verified_at is not None
         assert [t.memory.id for t in copy.tombstones()] == [ids["gone"]]
         assert len(copy.pending_writes(all_sessions=True)) == 1
