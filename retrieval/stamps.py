@@ -10,8 +10,9 @@ the whole text (``Semantic.whole_cosines``), the scale its thresholds were measu
 chat turn that repeats a question's words reads closer than it answers (LoCoMo, whose turns all
 carry their session's date: hybrid nDCG@10 .5426 -> .5567, each of the five conversations up,
 its `high` precision kept; eval/baselines/README.md, "Twenty-second pass"). Only a stamp at the
-very start, closed by punctuation or a bracket, is one: "8 May is the deadline" and "10:00 stand-up
-every weekday" are sentences and stay whole.
+very start is one, closed by punctuation or a bracket, or by a space when it holds both a date and
+a time: "8 May is the deadline" and "10:00 stand-up every weekday" are sentences and stay whole.
+A change to ``STAMP`` changes ``store.semantic.STAMPS_VERSION``, so stores re-embed what it moves.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ _DATE = (rf"\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}"
          rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?"
          rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?")
 _WHEN = rf"(?:(?:{_TIME})\s*(?:on\s+|,\s*)?)?(?:{_DATE})(?:(?:[t\s]|,\s*|\s+at\s+)(?:{_TIME}))?"
-STAMP = re.compile(rf"^\s*(?:\[(?:{_WHEN})\]|\((?:{_WHEN})\)|(?:{_WHEN})\s*[.:;,|–—-])\s+", re.IGNORECASE)
+# a date with its time is a stamp even when only a space follows ("2024-07-01 09:30 deployed ...",
+# a log line); a date alone must be closed by punctuation or a bracket ("8 May is the deadline")
+_DATED_TIME = rf"(?:{_TIME})\s*(?:on\s+|,\s*)?(?:{_DATE})|(?:{_DATE})(?:[t\s]|,\s*|\s+at\s+)(?:{_TIME})"
+STAMP = re.compile(rf"^\s*(?:\[(?:{_WHEN})\]|\((?:{_WHEN})\)|(?:{_WHEN})\s*[.:;,|–—-]|(?:{_DATED_TIME})(?=\s))\s+",
+                   re.IGNORECASE)
 
 
 def strip(text: str) -> str:

@@ -69,11 +69,12 @@ FRESH_WAIT_S = 0.25
 FRESH_WAIT_MAX = 16
 # Floor for a model nobody has measured (see embeddings.NO_MATCH_FLOORS for measured ones).
 FALLBACK_FLOOR = 0.3
-# The meta key recording that the store's stamped memories have their two vectors (``stamps``:
-# ranked by the text without its leading timestamp, labelled by the whole text's), and how many
-# memories the one-time check after an upgrade reads at a time (``Semantic._adopt_stamps``).
+# The meta key recording under which stamp rule the store's stamped memories got their two vectors
+# (``stamps``: ranked by the text without its leading timestamp, labelled by the whole text's; a
+# change to ``stamps.STAMP`` gets a new version), and how many memories the one-time check after an
+# upgrade reads at a time (``Semantic._adopt_stamps``).
 STAMPS_META = "embedding_text"
-STAMPS_VERSION = "ranked-without-leading-stamp"
+STAMPS_VERSION = "ranked-without-leading-stamp-2"
 STAMP_SCAN = 5000
 
 
@@ -290,26 +291,27 @@ class Semantic:
             self.vectors.model_changed()
 
     def _adopt_stamps(self, encoder: embeddings.Encoder) -> None:
-        """A store embedded before the vector leg read memories without their leading timestamp
-        queues its stamped memories once, to be ranked by the text without it: until a drain reaches
-        them they keep the vector of their whole text (no search loses them meanwhile), which
-        ``_vectors_for`` never reuses for a stamped text. The texts are read outside the write
-        transaction, in slices by rowid (a large store's are not held at once, and no writer waits
-        for the scan); the meta key records it, so this runs once a store (a fresh one finds none)."""
+        """A store embedded before the vector leg read memories without their leading timestamp, or
+        by another ``stamps.STAMP`` (``STAMPS_VERSION`` names it), queues once each memory whose
+        vectors do not fit what the stamp rule says of its text now: until a drain reaches them they
+        keep their old vector (no search loses them meanwhile), which ``_vectors_for`` never reuses
+        for such a text. The texts are read outside the write transaction, in slices by rowid (a
+        large store's are not held at once, and no writer waits for the scan); the meta key records
+        it, so this runs once a store and rule (a fresh store finds nothing)."""
         if self.db.read_only or self.db.get_meta(STAMPS_META) == STAMPS_VERSION:
             return
-        stamped, last = [], 0
+        misfit, last = [], 0
         while True:
             rows = self.db.read(lambda c, last=last: c.execute(
-                "SELECT m.rowid, m.content FROM memories m JOIN embeddings e ON e.mem = m.rowid "
-                "AND e.model_id = ? AND e.whole IS NULL WHERE m.rowid > ? AND m.removed_at IS NULL "
+                "SELECT m.rowid, m.content, e.whole IS NOT NULL FROM memories m JOIN embeddings e "
+                "ON e.mem = m.rowid AND e.model_id = ? WHERE m.rowid > ? AND m.removed_at IS NULL "
                 "ORDER BY m.rowid LIMIT ?", (encoder.model_id, last, STAMP_SCAN)).fetchall())
             if not rows:
                 break
-            stamped += [mem for mem, content in rows if stamps.has_stamp(content)]
+            misfit += [mem for mem, content, two in rows if stamps.has_stamp(content) != bool(two)]
             last = rows[-1][0]
-        with self.db.transaction() as c:  # a memory written meanwhile was embedded by this code already
-            enqueue(c, stamped)
+        with self.db.transaction() as c:  # a memory written meanwhile was embedded under this rule
+            enqueue(c, misfit)
             Database.set_meta(c, STAMPS_META, STAMPS_VERSION)
 
     # ------------------------------------------------------------------ embedding

@@ -19,6 +19,10 @@ from kenning.store.semantic import STAMPS_META
     ("14 October 2024: MV Brannock made a hard landing", "MV Brannock made a hard landing"),
     ("(May 8th, 2023) the retro moved to Fridays", "the retro moved to Fridays"),
     ("07/01/2024, 9:30 am; backups verified", "backups verified"),
+    ("2024-07-01 09:30 deployed the gateway", "deployed the gateway"),
+    ("2024-07-01T09:30:00Z INFO gateway deployed", "INFO gateway deployed"),
+    ("8 May 2023 10:00 stand-up moved to the big room", "stand-up moved to the big room"),
+    ("2024-07-01 09:30 amended the runbook", "amended the runbook"),
 ])
 def test_a_leading_stamp_is_left_out(text, body):
     assert stamps.strip(text) == body and stamps.has_stamp(text)
@@ -27,6 +31,8 @@ def test_a_leading_stamp_is_left_out(text, body):
 @pytest.mark.parametrize("text", [
     "8 May is the deadline for the grant report",
     "10:00 stand-up every weekday in room 4",
+    "8 May 10 people joined the call",
+    "2024-07-01 the gateway was deployed",
     "The release on 2024-07-01 went out late",
     "2024-07-01",
     "2024-07-01 -",
@@ -52,6 +58,7 @@ def test_the_label_reads_the_whole_texts_cosine_and_the_leg_keeps_its_score():
 STAMPED = "1:56 pm on 8 May, 2023. Caroline: I went to the LGBTQ support group yesterday and it was powerful."
 PLAIN = "The deploy window is Tuesday and Thursday afternoons."
 QUESTION = "What did Caroline do at the support group?"
+FITTING = "Caroline paints lakes at sunrise."
 
 
 def _rows(store):
@@ -89,25 +96,28 @@ def test_a_stamped_memory_is_ranked_without_its_stamp_and_labelled_with_it(store
 @pytest.mark.embeddings
 def test_a_store_embedded_with_the_stamp_requeues_its_stamped_memories_once_and_keeps_finding_them(store, tmp_path):
     """A store from before: its stamped memory's one vector is the whole text's and no meta key says
-    otherwise. Loading the encoder queues that memory (not the plain one); searches find it by the old
-    vector meanwhile; a drain gives it both vectors; the next load queues nothing."""
-    for text in (STAMPED, PLAIN):
+    otherwise (and, as under another stamp rule, a plain memory carries a whole vector). Loading the
+    encoder queues both misfits (not a fitting third); searches find the stamped one by its old vector
+    meanwhile; a drain gives each what the rule says; the next load queues nothing."""
+    for text in (STAMPED, PLAIN, FITTING):
         store.write(text, scopes=["chat"], acknowledge_transient=True)
     store.semantic.embed_pending()
     encoder = store.semantic.encoder()
     old = encoder.encode([STAMPED])[0].astype(np.float32).tobytes()
     with store.db.transaction() as c:
         c.execute("UPDATE embeddings SET vector = ?, whole = NULL WHERE whole IS NOT NULL", (old,))
+        c.execute("UPDATE embeddings SET whole = vector WHERE mem = (SELECT rowid FROM memories WHERE content = ?)",
+                  (PLAIN,))
         c.execute("DELETE FROM meta WHERE key = ?", (STAMPS_META,))
     path = tmp_path / "store"  # the store fixture's
     store.close()
     with kenning.open_store(path) as again:
         assert again.search(QUESTION, mode="semantic", auto_scope=False).hits[0].snippet.startswith("1:56 pm")
-        assert again.semantic.pending_count() == 1
+        assert again.semantic.pending_count() == 2
         assert _rows(again)[STAMPED][1] is None
-        assert again.semantic.embed_pending() == 1
+        assert again.semantic.embed_pending() == 2
         rows = _rows(again)
-        assert rows[STAMPED][1] is not None and rows[PLAIN][1] is None
+        assert rows[STAMPED][1] is not None and rows[PLAIN][1] is None and rows[FITTING][1] is None
         assert np.allclose(_unit(rows[STAMPED][0]), encoder.encode([stamps.strip(STAMPED)])[0], atol=1e-5)
         assert again.search(QUESTION, mode="semantic", auto_scope=False).hits[0].snippet.startswith("1:56 pm")
     with kenning.open_store(path) as third:
