@@ -147,3 +147,32 @@ def test_a_drain_counts_memories_not_encodings(store):
     told = []
     assert store.semantic.embed_pending(progress=told.append) == 8
     assert sum(told) == 8 and all(n > 0 for n in told)
+
+
+@pytest.mark.embeddings
+@pytest.mark.parametrize("explained", [True, False])
+def test_a_search_labels_a_stamped_hit_by_its_whole_cosine(store, monkeypatch, explained):
+    """Both paths of a hybrid search (explained hits, and the rank-only path the eval reads) hand the
+    label the whole text's cosine for the stamped hit and nothing for the plain one (the real
+    explain runs; this only records what it was given)."""
+    for text in (STAMPED, PLAIN, FITTING):
+        store.write(text, scopes=["chat"], acknowledge_transient=True)
+    store.semantic.embed_pending()
+    given = {}
+    real = engine.explain
+
+    def recording(candidate, *args, **kwargs):
+        given[candidate.key] = kwargs.get("whole_cosine")
+        return real(candidate, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "explain", recording)
+    if explained:
+        store.search(QUESTION, mode="hybrid", auto_scope=False, limit=10)
+    else:
+        store.rank(QUESTION, mode="hybrid", depth=10, explain=False)
+    keys = dict(store.db.read(lambda c: c.execute("SELECT content, rowid FROM memories").fetchall()))
+    q = store.semantic.encoder().encode_query(QUESTION)
+    whole = np.frombuffer(bytes(_rows(store)[STAMPED][1]), np.float32)
+    assert abs(given[keys[STAMPED]] - float(whole @ q)) < 1e-4
+    assert keys[FITTING] in given and given[keys[FITTING]] is None  # a plain hit: its one vector's score
+    assert given.get(keys[PLAIN]) is None
