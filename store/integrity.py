@@ -233,7 +233,7 @@ def check_embeddings(db: Database) -> list[Problem]:
             orphan += 1
         elif digest != current:
             stale += 1
-        elif not _sound_vector(vector, size) or (whole is not None and not _sound_vector(whole, size)):
+        elif not _sound_vectors(vector, whole, size):
             corrupt += 1
     problems = []
     for count, what in ((other_model, "embedding rows of another model"),
@@ -244,6 +244,11 @@ def check_embeddings(db: Database) -> list[Problem]:
         if count:
             problems.append(Problem("embeddings", f"{count} {what}", repair))
     return problems
+
+
+def _sound_vectors(vector: object, whole: object, size: int | None) -> bool:
+    """An embedding row's vectors: the ranked one, and the whole text's where it has one (a stamped memory)."""
+    return _sound_vector(vector, size) and (whole is None or _sound_vector(whole, size))
 
 
 def _sound_vector(blob: object, size: int | None) -> bool:
@@ -270,7 +275,7 @@ def repair_embeddings(db: Database) -> int:
             "SELECT e.id, e.model_id, e.content_hash, e.vector, e.whole, m.content_hash, m.removed_at IS NULL "
             "FROM embeddings e LEFT JOIN memories m ON m.rowid = e.mem")
             if model_id != model[0] or current is None or not live or digest != current
-            or not _sound_vector(vector, size) or (whole is not None and not _sound_vector(whole, size))]
+            or not _sound_vectors(vector, whole, size)]
         for i in range(0, len(bad), 500):
             chunk = bad[i : i + 500]
             c.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
