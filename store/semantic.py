@@ -507,7 +507,7 @@ class Semantic:
         text that opens with a timestamp (``stamps``: ranked without it, labelled with it). Rows with
         the same text hash are reused, except a stamped text's row without its whole vector (embedded
         before the stamp was left out, ``_adopt_stamps``); only the rest is encoded."""
-        stamped = [stamps.has_stamp(t) for t in texts]
+        bodies = [stamps.strip(t) for t in texts]  # what the index ranks each by; not the text: a stamped one
         known: dict[str, tuple[bytes, bytes | None]] = {}
         marks = ",".join("?" * len(digests))
         for digest, vector, whole in self.db.read(lambda c: c.execute(
@@ -519,15 +519,15 @@ class Semantic:
         todo = []
         for i, d in enumerate(digests):
             row = known.get(d)
-            if row is None or (row[1] is not None) != stamped[i]:
+            if row is None or (row[1] is not None) != (bodies[i] != texts[i]):
                 todo.append(i)
                 continue
             out[i] = np.frombuffer(row[0], np.float32)
             if row[1] is not None:
                 wholes[i] = np.frombuffer(row[1], np.float32)
         if todo:
-            whole_todo = [i for i in todo if stamped[i]]
-            batch = [stamps.strip(texts[i]) for i in todo] + [texts[i] for i in whole_todo]
+            whole_todo = [i for i in todo if bodies[i] != texts[i]]
+            batch = [bodies[i] for i in todo] + [texts[i] for i in whole_todo]
             counted = _per_text(progress, len(batch), len(todo))
             if self.cache is not None:
                 from kenning.retrieval.embedding_cache import embed_with_cache
