@@ -171,8 +171,9 @@ def explain(
         matched = match_terms(terms, text or "")
     candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
     vector_hit = candidate.legs.get(VECTOR_LEG)
-    cosine = (whole_cosine if whole_cosine is not None and vector_hit else vector_hit[1] if vector_hit
-              else 0.0 if vector_ran else None)
+    cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
+    if vector_hit and whole_cosine is not None:
+        cosine = whole_cosine
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
     # the question check and the value check read the text only for a would-be high, once between them
