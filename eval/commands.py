@@ -102,7 +102,8 @@ def _what_ran(report: Mapping) -> str:
               if "evidence_lone_term_weight" in c else "")
            + (f", a text holding < {c['evidence_partial_coverage']} of the query at cosine < {c['evidence_far_cosine']} "
               f"x (cosine/{c['evidence_far_cosine']})^power" if "evidence_far_cosine" in c else "")
-           + (f", bm25 leg with feedback {c['hybrid_bm25_feedback']}" if "hybrid_bm25_feedback" in c else "") + ")"
+           + (f", bm25 leg with feedback {c['hybrid_bm25_feedback']}" if "hybrid_bm25_feedback" in c else "")
+           + (f", vector leg with feedback {c['hybrid_vector_feedback']}" if "hybrid_vector_feedback" in c else "") + ")"
            if c.get("fusion") == "evidence" else ""),
         f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
         f"weights keyword {w.get('keyword')} / bm25 {w.get('bm25')} / vector {w.get('vector')}",

@@ -377,6 +377,9 @@ def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | N
     out["evidence_far_cosine"] = fusion.FAR_COSINE
     out["hybrid_bm25_feedback"] = (f"rm3: {feedback.FEEDBACK_DOCS} texts, {feedback.FEEDBACK_TERMS} terms, "
                                    f"query keeps {feedback.KEEP_QUERY}")
+    out["hybrid_vector_feedback"] = (f"rocchio: a question of >= {feedback.VECTOR_FEEDBACK_TERMS} terms moved "
+                                     f"{feedback.VECTOR_FEEDBACK_WEIGHT} toward its {feedback.VECTOR_FEEDBACK_DOCS} "
+                                     f"nearest texts, labelled by its own cosines")
     out["label_rule"] = labels.describe()
     # the same answers either way; the latency column differs
     out["lexical_sums"] = "compiled (retrieval/_postings.c)" if lexical.kernel is not None else "numpy"

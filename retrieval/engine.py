@@ -144,7 +144,7 @@ def explain(
     ceiling: str = "high",
     names_something: bool = False,
     cosine_lead: float = 0.0,
-    whole_cosine: float | None = None,
+    label_cosine: float | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -160,9 +160,10 @@ def explain(
     or that lacks words whose values it may hold, ``answer_types``).
     ``ceiling``: the best label this query's hits may get (``labels.ceiling``); ``names_something``:
     the query writes a word as a name (``labels.names_something``); ``cosine_lead``: how much closer
-    in meaning the result's best hit is than any other text (``cosine_lead``); ``whole_cosine``: the
-    query's cosine with the hit's whole text when the vector leg ranked it without its leading
-    timestamp (``stamps``), which the label reads instead of the leg's score.
+    in meaning the result's best hit is than any other text (``cosine_lead``); ``label_cosine``: the
+    question's own cosine with the hit when the leg's score is another (its whole text's when the
+    leg ranked it without its leading timestamp, ``stamps``; the question as asked when the leg
+    ranked by it moved, ``feedback.moved_query``), which the label reads instead of the leg's score.
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -172,8 +173,8 @@ def explain(
     candidate.match_terms = [shown.get(t, t) for t in matched] if shown else matched
     vector_hit = candidate.legs.get(VECTOR_LEG)
     cosine = vector_hit[1] if vector_hit else (0.0 if vector_ran else None)
-    if vector_hit and whole_cosine is not None:
-        cosine = whole_cosine
+    if vector_hit and label_cosine is not None:
+        cosine = label_cosine
     share = len(matched) / len(terms) if terms else 0.0
     top = candidate.score if top_score is None else top_score
     # the question check and the value check read the text only for a would-be high, once between them

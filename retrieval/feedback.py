@@ -1,5 +1,6 @@
-"""Pseudo-relevance feedback for hybrid's BM25 leg: RM3 (Lavrenko & Croft's relevance model, mixed
-back into the query as in Abdul-Jaleel et al., TREC 2004). Pure functions, no I/O.
+"""Pseudo-relevance feedback for the legs of evidence-fused hybrid: RM3 on the BM25 leg (Lavrenko &
+Croft's relevance model, mixed back into the query as in Abdul-Jaleel et al., TREC 2004), Rocchio on
+the vector leg of a long question. Pure functions, no I/O.
 
 The BM25 leg's best ``FEEDBACK_DOCS`` texts say which words the answers to this query use: each
 text's word distribution, weighted by its share of those texts' BM25 scores, summed; the
@@ -10,6 +11,13 @@ vocabulary the question only half states. It runs inside evidence-fused hybrid o
 lexical evidence still counts the query's own terms (coverage), so an expansion word can reorder
 texts that hold the query but never make one that lacks it look like a match; bm25 mode stays
 plain BM25. Chosen leave-one-collection-out (bench/relevance/rm3.py, eval/baselines/README.md).
+
+The vector leg of a question of ``VECTOR_FEEDBACK_TERMS`` distinct terms or more ranks by the
+question's vector moved toward its ``VECTOR_FEEDBACK_DOCS`` nearest texts (``moved_query``, Rocchio,
+SIGIR 1971): a long question states its topic in words of its own, and the texts nearest to it say
+how the store states it. A short question's nearest texts are other facts, not more of its topic,
+so it is searched as asked; semantic mode stays plain MiniLM. Chosen leave-one-collection-out
+(bench/relevance/vector_feedback.py, eval/baselines/README.md, "Twenty-third pass").
 """
 
 from __future__ import annotations
@@ -18,11 +26,16 @@ import heapq
 from collections import Counter
 from typing import NamedTuple
 
+import numpy as np
+
 from .bm25 import query_weight
 
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 20
 KEEP_QUERY = 0.6
+VECTOR_FEEDBACK_DOCS = 2
+VECTOR_FEEDBACK_WEIGHT = 0.2
+VECTOR_FEEDBACK_TERMS = 5
 
 
 class Counted(NamedTuple):
@@ -73,3 +86,14 @@ def expanded_query(
     for term, w in heavy:
         out[term] = out.get(term, 0.0) + (1.0 - keep) * w / mass
     return out
+
+
+def moved_query(query: np.ndarray, nearest: list[np.ndarray], weight: float = VECTOR_FEEDBACK_WEIGHT) -> np.ndarray:
+    """The unit vector of ``query + weight * mean(nearest)``: the question's vector moved toward the
+    texts the vector leg found nearest to it (unit vectors, best first); the query itself when there
+    are none."""
+    if not nearest:
+        return query
+    moved = np.asarray(query, dtype=np.float32) + weight * np.mean(np.asarray(nearest, dtype=np.float32), axis=0)
+    norm = float(np.linalg.norm(moved))
+    return (moved / norm).astype(np.float32) if norm > 0 else query

@@ -6,7 +6,7 @@ what it says. The lexical legs index it (a temporal question matches its words),
 encoder averages its tokens, and in a short chat turn the stamp is half of them: every turn of a
 session is pulled toward every other, and away from the question. So the vector leg ranks a
 memory by the vector of its text without its leading stamp, while the label reads the cosine of
-the whole text (``Semantic.whole_cosines``), the scale its thresholds were measured on: a stripped
+the whole text (``Semantic.label_cosines``), the scale its thresholds were measured on: a stripped
 chat turn that repeats a question's words reads closer than it answers (LoCoMo, whose turns all
 carry their session's date: hybrid nDCG@10 .5426 -> .5567, each of the five conversations up,
 its `high` precision kept; eval/baselines/README.md, "Twenty-second pass"). Only a stamp at the

@@ -148,11 +148,13 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     depth_per_leg = max(depth, config.leg_depth)
 
     runs: dict[str, engine.LegRun] = {}
-    ahead, asked = None, query
+    ahead, asked, moved = None, query, False
     if "vector" in leg_names:
         # a hybrid's vector leg reads the words the lexicon respelt as meant; semantic mode reads the query as written
         asked = spelling.for_the_model(query, written, fixed, semantic().knows_word) if fixed and mode == "hybrid" else query
-        runs["vector"], ahead = _vector_leg(semantic(), lexicon, asked, terms, mode, allowed, depth_per_leg)
+        # a long question's vector leg in evidence-fused hybrid ranks by the question moved toward its nearest texts
+        moved = mode == "hybrid" and config.fusion == "evidence" and len(terms) >= feedback.VECTOR_FEEDBACK_TERMS
+        runs["vector"], ahead = _vector_leg(semantic(), lexicon, asked, terms, mode, allowed, depth_per_leg, moved)
     if "keyword" in leg_names:
         runs["keyword"] = lambda n: keyword.search(
             lexicon, terms, n, allowed, phrase=query, text_of=lambda keys: _texts(db, keys), now=at)
@@ -181,20 +183,24 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         ranked = [Ranked(ids[c.key], round(c.score, 6)) for c in candidates]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
         matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
-        whole = _whole_cosines(semantic, asked, head) if "vector" in runs else {}
+        cosines = _label_cosines(semantic, asked, head) if "vector" in runs else {}
+        if moved and candidates:
+            cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines)
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                                             known_coverage=known.get(cand.key), lead=lead,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
                                             names_something=names_something, cosine_lead=cosine_lead,
-                                            whole_cosine=whole.get(cand.key)).relevance
+                                            label_cosine=cosines.get(cand.key)).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
     shown = spelling.shown(written, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
-    whole = _whole_cosines(semantic, asked, candidates) if "vector" in runs else {}
+    cosines = _label_cosines(semantic, asked, candidates) if "vector" in runs else {}
+    if moved and candidates:
+        cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines)
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -202,7 +208,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                        known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
-                       names_something=names_something, cosine_lead=cosine_lead, whole_cosine=whole.get(cand.key))
+                       names_something=names_something, cosine_lead=cosine_lead, label_cosine=cosines.get(cand.key))
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,
@@ -235,26 +241,41 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bo
             known_coverage)
 
 
-def _whole_cosines(semantic: Callable[[], Semantic], asked: str, candidates: list) -> dict[int, float]:
-    """The whole-text cosines the labels read for the hits the vector leg ranked without a leading
-    timestamp (``Semantic.whole_cosines``); ``asked`` is the text the leg encoded."""
-    return semantic().whole_cosines(asked, [c.key for c in candidates if "vector" in c.legs])
+def _label_cosines(semantic: Callable[[], Semantic], asked: str, candidates: list) -> dict[int, float]:
+    """The cosines the labels read for the hits whose vector-leg score is another one: the whole
+    text's of a memory ranked without its leading timestamp, the question's own when the leg ranked
+    by it moved (``Semantic.label_cosines``); ``asked`` is the text the leg encoded."""
+    return semantic().label_cosines(asked, [c.key for c in candidates if "vector" in c.legs])
+
+
+def _asked_cosine_lead(semantic: Semantic, asked: str, best, cosines: dict[int, float]) -> float:
+    """``engine.cosine_lead`` on the question's own cosines, for a vector leg that ranked by the
+    question moved toward its nearest texts: how much closer in meaning the best hit is than the
+    nearest other text to the question as asked."""
+    nearest = semantic.nearest_asked(asked)
+    if nearest is None:
+        raise AssertionError("a moved search keeps the texts nearest to the question")
+    if "vector" not in best.legs or not nearest:
+        return 0.0
+    rival = next((cosine for key, cosine in nearest if key != best.key), None)
+    return 1.0 if rival is None else cosines.get(best.key, best.legs["vector"][1]) - rival
 
 
 def _vector_leg(semantic: Semantic, lexicon, query: str, terms: list[str], mode: str, allowed,
-                depth: int) -> tuple[engine.LegRun, Ahead | None]:
+                depth: int, moved: bool = False) -> tuple[engine.LegRun, Ahead | None]:
     """The vector leg of a search whose vectors work. A hybrid search starts it now: the query's
     encoding and the index's ranking may run on a worker while the lexical legs run, when their
     work (``semantic.lexical_work``; the postings are the legs' own, cached for them) or a free core
-    makes that pay (``Semantic.search_ahead``; the caller settles it)."""
+    makes that pay (``Semantic.search_ahead``; the caller settles it). ``moved``: it ranks by the
+    query moved toward its nearest texts (``Semantic.search``)."""
     allowed_mems = None if allowed is None else np.unique(lexicon.doc_key[allowed])
     if mode != "hybrid":
         return (lambda n: semantic.search(query, n, allowed_mems)), None
     from .semantic import lexical_work
 
     work = lexical_work(lexicon.n_docs, sum(ids.size for ids, _ in lexicon.postings(terms).values()))
-    ahead = semantic.search_ahead(query, depth, allowed_mems, work)
-    return (lambda n: ahead() if n == depth else semantic.search(query, n, allowed_mems)), ahead
+    ahead = semantic.search_ahead(query, depth, allowed_mems, work, moved)
+    return (lambda n: ahead() if n == depth else semantic.search(query, n, allowed_mems, moved=moved)), ahead
 
 
 def _degraded_note(availability: Availability) -> Degraded:

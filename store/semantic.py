@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
-from kenning.retrieval import embeddings, stamps
+from kenning.retrieval import embeddings, feedback, stamps
 
 from .db import Database
 from .memo import memo
@@ -217,7 +217,7 @@ class Semantic:
         self._fresh_done = threading.Condition()
         self._settling = False  # a search is waiting for handed-over vectors
         self._settled_here = threading.local()  # see settled()
-        self._asked = threading.local()  # the last query this thread ranked by, with its vector (whole_cosines)
+        self._asked = threading.local()  # the last query this thread ranked by, with its vector (label_cosines)
 
     # ------------------------------------------------------------------ availability
     def availability(self) -> embeddings.Availability:
@@ -580,37 +580,79 @@ class Semantic:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int, allowed_mems: np.ndarray | None = None,
-               vector: Callable[[], np.ndarray] | None = None) -> list[tuple[int, float]]:
+               vector: Callable[[], np.ndarray] | None = None, moved: bool = False) -> list[tuple[int, float]]:
         """(memory key, cosine) best first, only above the floor, over the vectors that exist now.
 
         ``vector`` gives the query's vector when its encoding was started earlier (``query_vector_ahead``).
+        ``moved``: rank by the query's vector moved toward its nearest texts (``feedback.moved_query``;
+        hybrid's long questions), the cosines then being with that vector.
         It never embeds the queue (``pending_count`` says how many memories it could not see).
         """
         encoder = self.encoder()
         query_vector = self.query_vector(query) if vector is None else vector()
-        self._asked.last = (encoder.model_id, query, query_vector)
+        ranked_by, nearest = query_vector, None
+        if moved:
+            ranked_by, nearest = self._moved(encoder, query_vector, allowed_mems)
+        self._asked.last = (encoder.model_id, query, query_vector, nearest)
         with self._lock:
-            found = self.vectors.search(encoder, query_vector, k, allowed_mems, self.floor())
+            found = self.vectors.search(encoder, ranked_by, k, allowed_mems, self.floor())
         self.save(force=False)
         return found
 
-    def whole_cosines(self, query: str, mems: list[int]) -> dict[int, float]:
-        """The cosine of ``query`` with the whole text, leading timestamp included, of each of
-        ``mems`` the vector leg ranks without its stamp (``stamps``; the others have one vector and
-        are left out). The labels read this one: their thresholds were measured on whole texts, and
-        a chat turn stripped of its date reads closer to a question that repeats its words than it
-        answers it (eval/baselines/README.md, "Twenty-second pass"). The query's vector is the one
-        this thread's last search ranked by."""
+    def _moved(self, encoder: Any, query_vector: np.ndarray,
+               allowed_mems: np.ndarray | None) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """``feedback.moved_query`` toward the ``feedback.VECTOR_FEEDBACK_DOCS`` texts nearest to the
+        query (by the vectors the index ranks them by), and those texts with their cosines."""
+        with self._lock:
+            nearest = self.vectors.search(encoder, query_vector, feedback.VECTOR_FEEDBACK_DOCS, allowed_mems,
+                                          self.floor())
+        if not nearest:
+            return query_vector, nearest
+        mems = [mem for mem, _ in nearest]
+        rows = dict(self.db.read(lambda c: c.execute(
+            f"SELECT mem, vector FROM embeddings WHERE model_id = ? AND mem IN ({','.join('?' * len(mems))})",
+            (encoder.model_id, *mems)).fetchall()))
+        moved = feedback.moved_query(query_vector, [np.frombuffer(rows[m], np.float32) for m in mems if m in rows],
+                                     feedback.VECTOR_FEEDBACK_WEIGHT)
+        return moved, nearest
+
+    def label_cosines(self, query: str, mems: list[int]) -> dict[int, float]:
+        """The cosine the labels read for each of ``mems`` whose leg score is another one: the
+        question's, as asked, with the whole text, leading timestamp included, of a memory the leg
+        ranks without its stamp (``stamps``); and, when this thread's last search of ``query`` ranked
+        by the question moved toward its nearest texts (``search(moved=True)``), the question's own
+        cosine with every one of them. The label's thresholds were measured on that cosine: a
+        chat turn stripped of its date reads closer to a question that repeats its words than it
+        answers it (eval/baselines/README.md, "Twenty-second pass"), and the moved question is closer
+        to the texts it was moved toward than the question is ("Twenty-third pass")."""
         if not mems:
             return {}
         encoder = self.encoder()
-        last = getattr(self._asked, "last", None)
-        vector = last[2] if last is not None and last[:2] == (encoder.model_id, query) else self.query_vector(query)
+        last = self._last_asked(encoder, query)
+        vector = last[2] if last is not None else self.query_vector(query)
         marks = ",".join("?" * len(mems))
-        rows = self.db.read(lambda c: c.execute(
-            f"SELECT mem, whole FROM embeddings WHERE model_id = ? AND whole IS NOT NULL AND mem IN ({marks})",
-            (encoder.model_id, *mems)).fetchall())
-        return {mem: float(np.dot(np.frombuffer(whole, np.float32), vector)) for mem, whole in rows}
+        if last is not None and last[3] is not None:
+            rows = self.db.read(lambda c: c.execute(
+                f"SELECT mem, COALESCE(whole, vector) FROM embeddings WHERE model_id = ? AND mem IN ({marks})",
+                (encoder.model_id, *mems)).fetchall())
+        else:
+            rows = self.db.read(lambda c: c.execute(
+                f"SELECT mem, whole FROM embeddings WHERE model_id = ? AND whole IS NOT NULL AND mem IN ({marks})",
+                (encoder.model_id, *mems)).fetchall())
+        return {mem: float(np.dot(np.frombuffer(blob, np.float32), vector)) for mem, blob in rows}
+
+    def nearest_asked(self, query: str) -> list[tuple[int, float]] | None:
+        """The texts nearest to the question as asked, with their cosines, when this thread's last
+        search of ``query`` ranked by the question moved toward them; else None (the leg's own
+        list is then the question's)."""
+        last = self._last_asked(self.encoder(), query)
+        return None if last is None else last[3]
+
+    def _last_asked(self, encoder: Any, query: str) -> tuple | None:
+        """(model, query, the question's vector, its nearest texts when moved) of this thread's last
+        search, when it searched ``query`` with this model."""
+        last = getattr(self._asked, "last", None)
+        return last if last is not None and last[:2] == (encoder.model_id, query) else None
 
     def knows_word(self, word: str) -> bool:
         """Whether the model reads ``word`` whole (``spelling.for_the_model``)."""
@@ -664,11 +706,13 @@ class Semantic:
 
         return vector
 
-    def search_ahead(self, query: str, k: int, allowed_mems: np.ndarray | None = None, work: int = 0) -> Ahead:
-        """``search(query, k, allowed_mems)`` started now, its answer taken by calling what this
-        returns: where ``query_vector_ahead`` would encode the query on a worker, that worker also
-        walks the index with it (hnswlib releases the GIL too) while this thread runs the lexical
-        legs, and this thread ranks what it found when it takes the answer.
+    def search_ahead(self, query: str, k: int, allowed_mems: np.ndarray | None = None, work: int = 0,
+                     moved: bool = False) -> Ahead:
+        """``search(query, k, allowed_mems, moved=moved)`` started now, its answer taken by calling
+        what this returns: where ``query_vector_ahead`` would encode the query on a worker, that
+        worker also walks the index with it (hnswlib releases the GIL too) while this thread runs the
+        lexical legs, and this thread ranks what it found when it takes the answer. A ``moved`` query
+        reads its nearest texts' vectors between two walks, so only its encoding goes ahead.
 
         The worker reads no row and takes no lock: the caller holds the database's lock from this
         call until the worker is done (``Ahead.settle``, which a ranking calls whatever happens), so
@@ -678,9 +722,9 @@ class Semantic:
         worker failed (its error is raised there)."""
         encoder = self._encoder
         prepare = getattr(self.vectors, "prepare", None)
-        if prepare is None or not _holds(self._lock):
+        if moved or prepare is None or not _holds(self._lock):
             vector = self.query_vector_ahead(query, work)
-            return Ahead(lambda: self.search(query, k, allowed_mems, vector))
+            return Ahead(lambda: self.search(query, k, allowed_mems, vector, moved))
         shared = getattr(self._shared_queries, "vectors", None)
         if (encoder is None or (shared is not None and (encoder.model_id, query) in shared)
                 or not overlap_pays(getattr(encoder, "threads", 1), work)):
@@ -706,7 +750,7 @@ class Semantic:
                 return self.search(query, k, allowed_mems)
             if shared is not None:
                 shared.setdefault((encoder.model_id, query), vector)
-            self._asked.last = (encoder.model_id, query, vector)
+            self._asked.last = (encoder.model_id, query, vector, None)
             self.save(force=False)
             return hits
 

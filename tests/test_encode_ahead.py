@@ -116,8 +116,8 @@ def test_a_hybrid_search_encodes_its_query_on_the_worker_and_ranks_as_inline(loa
     store.write(TEXT, scopes=["x"])
     ahead = store.search("which port does authentication use", mode="hybrid")
     assert len(threads) == 1 and threads[0].startswith("kenning-encode-ahead")
-    store.semantic.search_ahead = lambda query, k, mems=None, work=0: semantic.Ahead(
-        lambda: store.semantic.search(query, k, mems))
+    store.semantic.search_ahead = lambda query, k, mems=None, work=0, moved=False: semantic.Ahead(
+        lambda: store.semantic.search(query, k, mems, moved=moved))
     inline = store.search("which port does authentication use", mode="hybrid")
     assert threads[1] == threading.current_thread().name
     assert ranked(ahead) == ranked(inline)

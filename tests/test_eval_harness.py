@@ -94,6 +94,8 @@ def test_the_report_names_the_label_rule_in_what_ran(grouped):
     assert f"query spelling: {spelling.describe()}" in _what_ran(report)
     assert f"label_rule {labels.describe()}" in _what_ran(report)
     assert "bm25 leg with feedback rm3: 10 texts, 20 terms, query keeps 0.6" in _what_ran(report)
+    assert ("vector leg with feedback rocchio: a question of >= 5 terms moved 0.2 toward its 2 nearest texts, "
+            "labelled by its own cosines") in _what_ran(report)
     assert "a text holding < 0.7 of the query at cosine < 0.4 x (cosine/0.4)^power" in _what_ran(report)
 
 

@@ -1,5 +1,5 @@
 """A memory opening with a timestamp: the vector leg ranks it by its text without the stamp, and the
-label reads the cosine of its whole text (retrieval/stamps.py, Semantic.whole_cosines)."""
+label reads the cosine of its whole text (retrieval/stamps.py, Semantic.label_cosines)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_label_reads_the_whole_texts_cosine_and_the_leg_keeps_its_score():
     def labelled(whole):
         cand = engine.Candidate(key=1, score=1.0, legs={"vector": (1, 0.70)})
         return engine.explain(cand, ["support", "group"], "Caroline: the group met", vector_ran=True,
-                              coverage=0.0, matched=[], lead=1.0, cosine_lead=0.5, whole_cosine=whole)
+                              coverage=0.0, matched=[], lead=1.0, cosine_lead=0.5, label_cosine=whole)
     assert labelled(None).relevance == "high"
     hit = labelled(0.20)
     assert hit.relevance != "high" and hit.legs["vector"] == (1, 0.70)
@@ -74,7 +74,7 @@ def _unit(blob):
 def test_a_stamped_memory_is_ranked_without_its_stamp_and_labelled_with_it(store):
     """Real model, real store: the indexed vector of a stamped memory is its text without the stamp,
     the stored whole vector its full text; a plain memory has one vector. A search's vector score
-    is the stripped text's cosine, and ``whole_cosines`` gives the whole text's."""
+    is the stripped text's cosine, and ``label_cosines`` gives the whole text's."""
     for text in (STAMPED, PLAIN):
         store.write(text, scopes=["chat"], acknowledge_transient=True)
     store.semantic.embed_pending()
@@ -88,7 +88,7 @@ def test_a_stamped_memory_is_ranked_without_its_stamp_and_labelled_with_it(store
     q = encoder.encode_query(QUESTION)
     assert hit.snippet.startswith("1:56 pm") and abs(hit.legs["vector"].score - float(body @ q)) < 1e-4
     mem = store.db.read(lambda c: c.execute("SELECT rowid FROM memories WHERE content = ?", (STAMPED,)).fetchone()[0])
-    cosines = store.semantic.whole_cosines(QUESTION, [mem])
+    cosines = store.semantic.label_cosines(QUESTION, [mem])
     assert list(cosines) == [mem] and abs(cosines[mem] - float(whole @ q)) < 1e-4
     assert cosines[mem] < hit.legs["vector"].score  # the stamp dilutes the whole text's meaning
 
@@ -162,7 +162,7 @@ def test_a_search_labels_a_stamped_hit_by_its_whole_cosine(store, monkeypatch, e
     real = engine.explain
 
     def recording(candidate, *args, **kwargs):
-        given[candidate.key] = kwargs.get("whole_cosine")
+        given[candidate.key] = kwargs.get("label_cosine")
         return real(candidate, *args, **kwargs)
 
     monkeypatch.setattr(engine, "explain", recording)
