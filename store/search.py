@@ -185,7 +185,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
         cosines = _label_cosines(semantic, asked, head) if "vector" in runs else {}
         if moved and candidates:
-            cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines)
+            cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines, cosine_lead)
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
@@ -200,7 +200,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     cosines = _label_cosines(semantic, asked, candidates) if "vector" in runs else {}
     if moved and candidates:
-        cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines)
+        cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines, cosine_lead)
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -248,17 +248,25 @@ def _label_cosines(semantic: Callable[[], Semantic], asked: str, candidates: lis
     return semantic().label_cosines(asked, [c.key for c in candidates if "vector" in c.legs])
 
 
-def _asked_cosine_lead(semantic: Semantic, asked: str, best, cosines: dict[int, float]) -> float:
+def _asked_cosine_lead(semantic: Semantic, asked: str, best, cosines: dict[int, float], ranked: float) -> float:
     """``engine.cosine_lead`` on the question's own cosines, for a vector leg that ranked by the
     question moved toward its nearest texts: how much closer in meaning the best hit is than the
-    nearest other text to the question as asked."""
+    nearest other text to the question as asked (on the vectors the leg ranks by, as the lead of an
+    unmoved search is); a best hit outside those nearest texts leads none of them. ``ranked`` (the
+    lead on the moved cosines) when this thread's last search was not that one (the encoder was
+    switched meanwhile)."""
     nearest = semantic.nearest_asked(asked)
     if nearest is None:
-        raise AssertionError("a moved search keeps the texts nearest to the question")
-    if "vector" not in best.legs or not nearest:
+        return ranked
+    if not nearest:
         return 0.0
-    rival = next((cosine for key, cosine in nearest if key != best.key), None)
-    return 1.0 if rival is None else cosines.get(best.key, best.legs["vector"][1]) - rival
+    rival = next((score for key, score in nearest if key != best.key), None)
+    if rival is None:
+        return 1.0
+    held = dict(nearest)
+    if best.key in held:
+        return held[best.key] - rival
+    return min(0.0, cosines.get(best.key, 0.0) - rival)
 
 
 def _vector_leg(semantic: Semantic, lexicon, query: str, terms: list[str], mode: str, allowed,

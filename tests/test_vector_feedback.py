@@ -130,3 +130,26 @@ def test_the_labels_of_a_moved_search_read_the_questions_own_cosines(filled, mon
     rival = next(c for c, key in asked if key != best)
     assert abs(moved[best][1] - (float(vectors[best] @ q) - rival)) < 1e-4
     assert all(cosine is None for cosine, _, _ in ask(SHORT).values())
+
+
+class _Asked:
+    """What ``_asked_cosine_lead`` reads of the semantic leg: the question's nearest texts."""
+
+    def __init__(self, nearest):
+        self.nearest = nearest
+
+    def nearest_asked(self, query):
+        return self.nearest
+
+
+def test_a_moved_searchs_cosine_lead_is_measured_against_the_questions_nearest_texts():
+    from kenning.store.search import _asked_cosine_lead
+
+    best = engine.Candidate(key=1, score=1.0, legs={"vector": (1, 0.7)})  # 0.7: its cosine with the moved question
+    assert _asked_cosine_lead(_Asked([(1, 0.62), (2, 0.5)]), "q", best, {1: 0.62}, 0.3) == pytest.approx(0.12)
+    # outside the question's two nearest texts it leads neither, whatever its whole text's cosine
+    assert _asked_cosine_lead(_Asked([(3, 0.66), (2, 0.5)]), "q", best, {1: 0.8}, 0.3) == 0.0
+    assert _asked_cosine_lead(_Asked([(3, 0.66), (2, 0.5)]), "q", best, {1: 0.6}, 0.3) == pytest.approx(-0.06)
+    assert _asked_cosine_lead(_Asked([(1, 0.62)]), "q", best, {1: 0.62}, 0.3) == 1.0  # no other text
+    assert _asked_cosine_lead(_Asked([]), "q", best, {}, 0.3) == 0.0
+    assert _asked_cosine_lead(_Asked(None), "q", best, {}, 0.3) == 0.3  # not this thread's last search: as ranked
