@@ -88,10 +88,11 @@ def expanded_query(
     return out
 
 
-def moved_query(query: np.ndarray, nearest: list[np.ndarray], weight: float = VECTOR_FEEDBACK_WEIGHT) -> np.ndarray:
+def moved_query(query: np.ndarray, nearest: list[np.ndarray], weight: float) -> np.ndarray:
     """The unit vector of ``query + weight * mean(nearest)``: the question's vector moved toward the
     texts the vector leg found nearest to it (unit vectors, best first); the query itself when there
-    are none."""
+    are none. ``weight`` has no default: callers pass ``VECTOR_FEEDBACK_WEIGHT`` when they call, so a
+    sweep that sets it is obeyed (a default would be bound when this module loads)."""
     if not nearest:
         return query
     moved = np.asarray(query, dtype=np.float32) + weight * np.mean(np.asarray(nearest, dtype=np.float32), axis=0)

@@ -183,9 +183,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         ranked = [Ranked(ids[c.key], round(c.score, 6)) for c in candidates]
         head = candidates[:LABELLED]  # the labels of the top ten are reported eval figures
         matched, coverage, known = _matches(lexicon, terms, [c.key for c in head], "vector" in runs)
-        cosines = _label_cosines(semantic, asked, head) if "vector" in runs else {}
-        if moved and candidates:
-            cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines, cosine_lead)
+        cosines, cosine_lead = (_label_cosines(semantic, asked, head, moved, cosine_lead) if "vector" in runs
+                                else ({}, cosine_lead))
         for item, cand in zip(ranked, head):
             item.relevance = engine.explain(cand, terms, None, top_score=candidates[0].score, vector_ran="vector" in runs,
                                             coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
@@ -198,9 +197,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
     shown = spelling.shown(written, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
-    cosines = _label_cosines(semantic, asked, candidates) if "vector" in runs else {}
-    if moved and candidates:
-        cosine_lead = _asked_cosine_lead(semantic(), asked, candidates[0], cosines, cosine_lead)
+    cosines, cosine_lead = (_label_cosines(semantic, asked, candidates, moved, cosine_lead) if "vector" in runs
+                            else ({}, cosine_lead))
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -241,11 +239,17 @@ def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bo
             known_coverage)
 
 
-def _label_cosines(semantic: Callable[[], Semantic], asked: str, candidates: list) -> dict[int, float]:
-    """The cosines the labels read for the hits whose vector-leg score is another one: the whole
-    text's of a memory ranked without its leading timestamp, the question's own when the leg ranked
-    by it moved (``Semantic.label_cosines``); ``asked`` is the text the leg encoded."""
-    return semantic().label_cosines(asked, [c.key for c in candidates if "vector" in c.legs])
+def _label_cosines(semantic: Callable[[], Semantic], asked: str, labelled: list, moved: bool,
+                   cosine_lead: float) -> tuple[dict[int, float], float]:
+    """The cosines the labels read for the ``labelled`` hits (best first) whose vector-leg score is
+    another one - the whole text's of a memory ranked without its leading timestamp, the question's
+    own when the leg ranked by it ``moved`` (``Semantic.label_cosines``; ``asked`` is the text the leg
+    encoded) - and the cosine lead the labels read: the ranking's, or for a moved search the one on
+    the question's own cosines (``_asked_cosine_lead``)."""
+    cosines = semantic().label_cosines(asked, [c.key for c in labelled if "vector" in c.legs])
+    if moved and labelled:
+        cosine_lead = _asked_cosine_lead(semantic(), asked, labelled[0], cosines, cosine_lead)
+    return cosines, cosine_lead
 
 
 def _asked_cosine_lead(semantic: Semantic, asked: str, best, cosines: dict[int, float], ranked: float) -> float:
