@@ -110,7 +110,7 @@ def serve(
     ctx: typer.Context,
     http: bool = typer.Option(False, "--http", help="Serve the HTTP API and the curation page instead of MCP over stdio."),
     host: str = typer.Option("127.0.0.1", help="With --http: the address to listen on (beyond loopback needs a token)."),
-    port: int = typer.Option(8765, min=1, max=65535, help="With --http: the port."),
+    port: int = typer.Option(8765, min=0, max=65535, help="With --http: the port (0: any free one, named on start)."),
     token: Optional[str] = typer.Option(None, envvar="KENNING_TOKEN", show_default=False,
                                         help="With --http: require Authorization: Bearer <token> on every request."),
     max_body: int = typer.Option(2 * 1024 * 1024, min=1, help="With --http: the largest request body in bytes."),
@@ -122,6 +122,7 @@ def serve(
 
     Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
     Example: kenning --store ~/.kenning serve --http --port 8765
+    Example: kenning --store ~/.kenning serve --http --port 0   (any free port; the start line names it)
     """
     if http:
         _serve_http(ctx, host, port, token, max_body)

@@ -60,6 +60,25 @@ def test_the_cli_refuses_a_public_bind_without_a_token(tmp_path):
     assert "refusing to listen on 0.0.0.0 without a token" in run.stderr and "Traceback" not in run.stderr
 
 
+def test_a_port_in_use_is_one_line_and_no_start_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), "serve", "--http",
+                              "--port", str(port)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in run.stderr and "--port 0" in run.stderr
+    assert "serving on" not in run.stderr and "Traceback" not in run.stderr
+
+
+def test_port_zero_serves_on_the_free_port_its_start_line_names(tmp_path):
+    with http_server(tmp_path / "store") as base:  # the helper starts it with --port 0 and reads the line
+        port = int(base.rsplit(":", 1)[1])
+        assert port > 0
+        assert httpx.get(f"{base}/health", timeout=10).status_code == 200
+
+
 @pytest.mark.parametrize("method, url", EVERY_ROUTE)
 def test_with_a_token_every_route_needs_the_bearer(guarded, method, url):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
