@@ -20,7 +20,7 @@ from .claims import ParsedClaim, check_claims, parse_claims
 from .gates import write_enabled
 from .gates.limits import has_control_chars
 from .session import Session
-from .staleness import DriftCache
+from .staleness import VERIFIED_HEAD, DriftCache, head_of
 
 MAX_OUTCOME_IDS = 50
 OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
@@ -121,6 +121,9 @@ def verify(
         for key, values in (("verified_commits", commits), ("verified_versions", versions)):
             if values is not None:
                 audit_trail[key] = values
+        audit_trail.pop(VERIFIED_HEAD, None)
+        if head := head_of(memory.origin):  # commit drift counts from here (git dates have whole seconds)
+            audit_trail[VERIFIED_HEAD] = head
         fields["metadata"] = audit_trail
         verified = requests.validated(fields)
         c.execute("UPDATE memories SET record = ? WHERE rowid = ?", (verified.model_dump_json(), rowid))

@@ -67,9 +67,14 @@ def health_report(s: Session, auto_scope: bool, limit: int | None) -> dict[str, 
 
 
 def _recently_removed(s: Session, view: View, now: datetime) -> int:
+    """Tombstones of the trailing week; under auto_scope only this worktree's (the spec: tombstones
+    with no recorded worktree are excluded), so a session outside any checkout, whose worktree is
+    none, counts none of them."""
     sql = "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL AND removed_at >= ?"
     params: list[Any] = [iso(now - RECENTLY_REMOVED)]
-    if view.scoped_to is not None:
+    if view.auto_scope:
+        if view.scoped_to is None:
+            return 0
         sql += " AND origin_worktree = ?"
         params.append(view.scoped_to.worktree)
     return s.db.read(lambda c: c.execute(sql, params).fetchone()[0])

@@ -308,9 +308,12 @@ def assess_commit_drift(
     last_verified_at: datetime | str | None,
     written_at: datetime | str | None = None,
     cache: DriftCache | None = None,
+    verified_head: str | None = None,
 ) -> CommitDrift:
     """Commits in the origin repository since the last verification (else since the write's commit,
-    else since written_at), touching paths when there are any."""
+    else since written_at), touching paths when there are any. ``verified_head``: the repository's
+    HEAD when it was verified (``head_of``): git's dates have whole seconds, so a commit made just
+    before the verify, in the same second, would count as after it by date."""
     if origin is None:
         return CommitDrift(status="not_applicable", reason="no origin recorded")
     cache = cache or DriftCache()
@@ -331,6 +334,8 @@ def assess_commit_drift(
     verified, written = _utc(last_verified_at), _utc(written_at)
     attempts: list[tuple[str, list[str]]] = []
     if verified is not None:
+        if verified_head and re.fullmatch(r"[0-9a-fA-F]{4,64}", verified_head):
+            attempts.append((f"verified {verified.isoformat()}", [f"{verified_head}..HEAD"]))
         attempts.append((f"verified {verified.isoformat()}", [f"--since={_git_date(verified)}", "HEAD"]))
     else:
         if origin.commit and re.fullmatch(r"[0-9a-fA-F]{4,64}", origin.commit):  # a sha, never an option
@@ -342,12 +347,26 @@ def assess_commit_drift(
     if head is None:  # no commits at all, so none since the baseline either
         return CommitDrift(status="clean", count=0, since=attempts[0][0], paths=list(pathspec), anchored=bool(pathspec))
     reason = None
-    for since, baseline in attempts:  # the write commit may be gone (rebased away): fall back to the date
+    for since, baseline in attempts:  # a commit may be gone (rebased away): fall back to the date
         count, reason = cache.count(directory, head, baseline, pathspec)
         if count is not None:
             return CommitDrift(status="drift" if count else "clean", count=count, since=since, paths=list(pathspec),
                                anchored=bool(pathspec))
     return unmeasured(reason)
+
+
+VERIFIED_HEAD = "verified_head"  # the metadata key memory_verify records the repository's HEAD under
+
+
+def head_of(origin: OriginLike | None) -> str | None:
+    """The HEAD commit of the directory commit drift is counted in for ``origin`` (None without one)."""
+    if origin is None:
+        return None
+    directory = next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
+    cache = DriftCache()
+    if directory is None or not cache.git_available:
+        return None
+    return cache.head(directory)[0]
 
 
 def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, list[str]]:
@@ -383,13 +402,14 @@ def assess_staleness(
     written_at: datetime | str | None = None,
     verification_stale_days: int = DEFAULT_STALE_DAYS,
     cache: DriftCache | None = None,
+    verified_head: str | None = None,
 ) -> Staleness:
     """Every staleness signal of one memory and the verdict; pass one DriftCache per search."""
     verification = assess_verification(last_verified_at, now, verification_stale_days, written_at)
     path_drift = assess_path_drift(
         body, claims, origin.worktree if origin else None, verified_paths, verified_absent_paths
     )
-    commit_drift = assess_commit_drift(origin, path_drift.anchored, last_verified_at, written_at, cache)
+    commit_drift = assess_commit_drift(origin, path_drift.anchored, last_verified_at, written_at, cache, verified_head)
     verdict, reasons = _verdict(verification, path_drift, commit_drift)
     return Staleness(
         verdict=verdict,

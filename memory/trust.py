@@ -47,13 +47,13 @@ DECISIVE_LEAD = 0.3
 
 
 def staleness(memory: Memory, now: datetime, stale_days: int, cache: DriftCache) -> Staleness:
-    from .staleness import assess_staleness
+    from .staleness import VERIFIED_HEAD, assess_staleness
 
     return assess_staleness(
         body=memory.content, now=now, origin=memory.origin, claims=[c.spec for c in memory.claims],
         last_verified_at=memory.last_verified_at, verified_paths=memory.verified_paths,
         verified_absent_paths=memory.verified_absent_paths, written_at=memory.created,
-        verification_stale_days=stale_days, cache=cache,
+        verification_stale_days=stale_days, cache=cache, verified_head=(memory.metadata or {}).get(VERIFIED_HEAD),
     )
 
 

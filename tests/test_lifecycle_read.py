@@ -131,6 +131,11 @@ def test_scope_overview_counts_without_content(tmp_path, clock, places, seeded):
         s.remove(seeded["outside"], reason="no longer true")
         assert s.scope_overview()["recently_removed_in_worktree"] == 1  # the global one has no worktree
         assert s.scope_overview(auto_scope=False)["recently_removed_in_worktree"] == 2
+        s.remove(seeded["beta"], reason="beta moved to blue green")
+        assert s.scope_overview()["recently_removed_in_worktree"] == 1  # beta's worktree is not this one
+    with open_at(tmp_path, clock, places["outside"]) as s:  # no worktree here: none of the three is this one's
+        assert s.scope_overview()["recently_removed_in_worktree"] == 0
+        assert s.scope_overview(auto_scope=False)["recently_removed_in_worktree"] == 3
 
 
 def test_the_first_session_has_no_baseline(tmp_path, clock, places):

@@ -111,6 +111,20 @@ def test_staleness_follows_the_repository(store, repo, clock):
     assert shown["verification"]["recommendation"] is None  # verified 4 days ago: the calendar is fine
 
 
+def test_a_commit_in_the_same_second_before_the_verify_is_not_counted_after_it(store, repo, clock):
+    mid = store.write(BODY, scopes=["projects:repo"]).id
+    clock.now = START + timedelta(days=1, microseconds=600_000)
+    commit(repo, START + timedelta(days=1), {"src/app.py": "def main():\n    return 1\nPORT = 8443\n"})
+    verified = store.verify(mid, note="read it after the commit")  # git dates the commit 0.6 s earlier, same second
+    assert verified["commit_drift_count"] == 0 and verified["staleness_verdict"] == "fresh"
+    assert store.show(mid)["commit_drift"]["commits_since_verify"] == 0
+    commit(repo, START + timedelta(days=1), {"other.txt": "after the verify, same second\n"})
+    assert hit_for(store, mid)["commit_drift_count"] == 1  # counted from the HEAD the verify saw, not by date
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # history rewritten past the verified commit: still counted
+    commit(repo, START + timedelta(days=2), {"other.txt": "rewritten history\n"})
+    assert hit_for(store, mid)["commit_drift_count"] == 1
+
+
 def test_a_never_verified_memory_becomes_due_after_the_window(store, clock):
     mid = store.write("Release notes are written by the on-call engineer", scopes=["x"]).id
     clock.now = START + timedelta(days=29)
