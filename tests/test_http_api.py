@@ -105,8 +105,11 @@ def test_pending_writes_are_listed_confirmed_and_cancelled(client):
     confirmed = client.post(f"/pending/{first.json()['pending_id']}/confirm")
     assert confirmed.status_code == 200 and confirmed.json()["status"] == "committed"
     assert client.post(f"/pending/{second.json()['pending_id']}/cancel").json()["status"] == "cancelled"
-    assert client.post(f"/pending/{second.json()['pending_id']}/cancel").status_code == 404
-    assert client.post("/pending/nope/confirm").status_code == 404
+    again = client.post(f"/pending/{second.json()['pending_id']}/cancel")
+    assert again.status_code == 404 and "no pending write has this id" in again.json()["error"]
+    assert again.json()["existed"] is False
+    missing = client.post("/pending/nope/confirm")
+    assert missing.status_code == 404 and missing.json()["error"] and missing.json()["status"] == "not_found"
     assert client.get("/pending").json()["pending"] == []
     assert client.get(f"/memories/{confirmed.json()['id']}").status_code == 200
 

@@ -169,13 +169,23 @@ def verify(request: Request, id: str, body: VerifyBody | None = None) -> dict[st
 @router.post("/pending/{pending_id}/confirm", tags=["pending writes"], summary="Commit a staged write")
 def confirm(request: Request, pending_id: str) -> JSONResponse:
     result = _store(request).confirm_write(pending_id)
-    return JSONResponse(http_result(result), status_code=write_status(result) if result.status != "committed" else 200)
+    return _pending_answer(http_result(result), write_status(result) if result.status != "committed" else 200)
 
 
 @router.post("/pending/{pending_id}/cancel", tags=["pending writes"], summary="Drop a staged write")
 def cancel(request: Request, pending_id: str) -> JSONResponse:
     result = _store(request).cancel_write(pending_id)
-    return JSONResponse(result, status_code={"cancelled": 200, "expired": 410}.get(result["status"], 404))
+    return _pending_answer(result, {"cancelled": 200, "expired": 410}.get(result["status"], 404))
+
+
+def _pending_answer(body: dict[str, Any], status_code: int) -> JSONResponse:
+    """A confirm or cancel answer; one for a staged write that is gone (404 never existed or already
+    settled, 410 expired) carries ``error`` as every missing id's answer does, beside its status."""
+    if status_code in (404, 410):
+        body = {"error": body.get("reason") or (
+            "this staged write expired (after an hour) and was dropped" if body["status"] == "expired" else
+            "no pending write has this id: it never existed, or was already confirmed or cancelled"), **body}
+    return JSONResponse(body, status_code=status_code)
 
 
 # ------------------------------------------------------------------------------------------ settings
