@@ -2,7 +2,10 @@
 
 Every search hit and every ``show`` carries the staleness verdict (memory/staleness.py). On top:
 
-- ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link);
+- ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link). The
+  spec's link means "prefer this over the target", so a superseded hit is never ``high`` (what
+  replaced it is the answer), never the one expanded, and comes right after a hit of the same
+  result that replaces it (``superseders_first``), whatever their scores;
 - ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
   summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
   dense link graph cannot flood a result);
@@ -184,6 +187,29 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
     return out
 
 
+def superseders_first(hits: list[Hit], replaced: dict[str, list[str]]) -> list[Hit]:
+    """The hits in rank order, except that a hit superseded by others of the same result comes right
+    after the last of them: "The production database moved to pg-prod-2" above "... is hosted on
+    pg-prod-1", which shares more of the question's words. A cycle of supersessions keeps its order."""
+    present = {h.id for h in hits}
+    waits = {h.id: {b for b in replaced.get(h.id, ()) if b in present and b != h.id} for h in hits}
+    out: list[Hit] = []
+    held: list[Hit] = []
+    emitted: set[str] = set()
+    for hit in hits:
+        if waits[hit.id] - emitted:
+            held.append(hit)
+            continue
+        out.append(hit)
+        emitted.add(hit.id)
+        while ready := [h for h in held if not waits[h.id] - emitted]:
+            for h in ready:
+                held.remove(h)
+                out.append(h)
+                emitted.add(h.id)
+    return out + held
+
+
 def decisive_top(hits: list[Hit]) -> bool:
     """Is the top hit clearly the answer: high relevance, or a decisive lead over the runner-up?"""
     if not hits:
@@ -205,11 +231,16 @@ def annotate(
 ) -> None:
     """Fill in each hit's trust fields in place (and the top hit's body when asked and deserved)."""
     cache = None  # one git cache for the call, made when a hit needs the full assessment
-    ordered = [memories[h.id] for h in hits]
     replaced = superseded_by(db, [h.id for h in hits])
+    if replaced:
+        hits[:] = superseders_first(hits, replaced)
+        for hit in hits:
+            if hit.id in replaced and hit.relevance == "high":
+                hit.relevance = "medium"
+    ordered = [memories[h.id] for h in hits]
     negatives = negative_outcomes(db, ordered, now)
     depends = resolve_depends_on(db, ordered)
-    expand = expand_top and decisive_top(hits)
+    expand = expand_top and decisive_top(hits) and hits[0].id not in replaced
     for position, hit in enumerate(hits):
         memory = memories[hit.id]
         hit.version = version_of(memory)

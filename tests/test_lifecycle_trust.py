@@ -208,6 +208,37 @@ def test_supersedes_shows_on_the_old_memory_and_links_resolve_both_ways(store):
     assert store.show(old)["reverse_links"] == []
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25", "hybrid"])
+def test_a_superseded_hit_comes_after_what_replaced_it_and_is_never_high_or_expanded(store, mode):
+    old = store.write("The production database is hosted on pg-prod-1", scopes=["p"]).id
+    other = store.write("The production database backups are kept for 35 days", scopes=["p"]).id
+    query = "where is the production database hosted"
+    before = store.search(query, mode=mode, expand_top=True).to_dict()["hits"]
+    assert before[0]["id"] == old and "content" in before[0]  # the old text is the clear answer, until replaced
+    new = store.write("The production database moved to pg-prod-2 last quarter", scopes=["p"],
+                      links=[{"kind": "supersedes", "target": old}]).id
+    result = store.search(query, mode=mode, expand_top=True).to_dict()
+    order = [h["id"] for h in result["hits"]]
+    assert order.index(new) == order.index(old) - 1 and other in order  # right above it, whatever the scores
+    hits = {h["id"]: h for h in result["hits"]}
+    assert hits[old]["superseded_by"] == [new] and hits[old]["relevance"] != "high"
+    assert "content" not in hits[old]
+    store.remove(new, reason="the move was rolled back")  # a tombstone supersedes nothing
+    assert store.search(query, mode=mode).to_dict()["hits"][0]["id"] == old
+
+
+def test_superseders_first_keeps_rank_order_otherwise_and_survives_a_cycle():
+    from types import SimpleNamespace as H
+
+    from kenning.memory.trust import superseders_first
+
+    a, b, c, d = (H(id=x) for x in "abcd")
+    assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c"]})] == ["b", "c", "a", "d"]
+    assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c", "d"], "b": ["a"]})] == ["c", "d", "a", "b"]
+    assert [h.id for h in superseders_first([a, b, c], {"a": ["b"], "b": ["a"]})] == ["c", "a", "b"]
+    assert [h.id for h in superseders_first([a, b], {"a": ["z"]})] == ["a", "b"]  # its replacement not in the result
+
+
 def test_depends_on_is_inlined_within_the_caps(store):
     nouns = ["kafka", "redis", "vault", "consul", "nomad", "envoy", "istio", "etcd", "minio", "traefik",
              "grafana", "loki", "tempo", "jaeger", "nats"]
