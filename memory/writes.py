@@ -93,7 +93,11 @@ def write(
                            expires=staged.expires, related=gated.related,
                            removed_matches=gated.removed_matches, warnings=requests.warnings(memory))
     with s.transaction() as c:
-        result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
+        late = None if request["force"] else pipeline.late_duplicate(c, memory.content, gated)
+        if late is None:
+            result = _commit(s, c, memory, gated, events.WRITE, {"category": memory.category})
+    if late is not None:
+        return _credit_duplicate(s, late)
     s.embed_if_loaded([memory.id])
     return _with_curation_hint(s, result)
 

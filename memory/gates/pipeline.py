@@ -16,6 +16,7 @@ claims, which each have their own acknowledgement or none.
 
 from __future__ import annotations
 
+import sqlite3
 import weakref
 from dataclasses import dataclass, field
 
@@ -60,6 +61,7 @@ class Passed:
     removed_matches: list[dict] = field(default_factory=list)
     terms: list[str] | None = None  # the body's query_terms, as the probe found them (stored with the row)
     tokens: list[str] | None = None  # the body's token stream (what the lexical index counts)
+    seen: int = 0  # the last memory rowid there was when the probe looked (``late_duplicate``)
 
 
 def refused(refusal: GateRefusal) -> WriteResult:
@@ -92,18 +94,13 @@ def run(
         return refused(refusal)
     # tokenized once: the probe, the overlap, the stored row and the index entry share it
     tokens, terms = tokens_and_terms(content)
+    seen = _last_rowid(db)
     check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms), _tombstones(db),
                                        new_terms=frozenset(terms))
     match = check.match
     removed = [m.model_dump(exclude_none=True) for m in check.removed]
     if check.status == "duplicate" and not overrides.force:
-        return WriteResult(
-            status="duplicate", id=match.id, gate="duplicates", code="duplicate",
-            reason=f"memory {match.id} already says this ({match.overlap:.0%} of their words are shared); nothing was written",
-            hint=(f"Rely on {match.id}, or memory_update it if the new text adds something; "
-                  "pass force=True only if both must exist."),
-            match=match.model_dump(exclude_none=True), related=check.related_ids, override="force",
-        )
+        return _duplicate(match, check.related_ids)
     if check.status == "previously_removed" and not overrides.force:
         return WriteResult(
             status="previously_removed", gate="duplicates", code="previously_removed",
@@ -114,7 +111,34 @@ def run(
             override="force",
         )
     related = ([match.id] if check.status == "duplicate" else []) + check.related_ids
-    return Passed(related=related, removed_matches=removed, terms=terms, tokens=tokens)
+    return Passed(related=related, removed_matches=removed, terms=terms, tokens=tokens, seen=seen)
+
+
+def late_duplicate(c: sqlite3.Connection, content: str, passed: Passed) -> WriteResult | None:
+    """Inside the write's transaction (which holds the write lock): a duplicate among the memories
+    committed since the gates' probe looked - another process writing the same fact at the same
+    moment - or None. The gates run before the lock is taken, so without this look both writes commit."""
+    rows = c.execute("SELECT id, content, terms FROM memories WHERE rowid > ? AND removed_at IS NULL",
+                     (passed.seen,)).fetchall()
+    if not rows:
+        return None
+    check = duplicates.check_duplicate(content, [(id_, stored_terms(terms, text)) for id_, text, terms in rows],
+                                       new_terms=frozenset(passed.terms) if passed.terms is not None else None)
+    return _duplicate(check.match, check.related_ids + passed.related) if check.status == "duplicate" else None
+
+
+def _last_rowid(db: Database) -> int:
+    return db.read(lambda c: c.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0])
+
+
+def _duplicate(match: duplicates.Match, related: list[str]) -> WriteResult:
+    return WriteResult(
+        status="duplicate", id=match.id, gate="duplicates", code="duplicate",
+        reason=f"memory {match.id} already says this ({match.overlap:.0%} of their words are shared); nothing was written",
+        hint=(f"Rely on {match.id}, or memory_update it if the new text adds something; "
+              "pass force=True only if both must exist."),
+        match=match.model_dump(exclude_none=True), related=list(dict.fromkeys(related)), override="force",
+    )
 
 
 def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str,
