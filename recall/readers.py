@@ -12,7 +12,9 @@ Formats, told apart by the shape of each line (a folder may mix them):
   ``turn_context``, ``response_item`` (message / function_call / function_call_output /
   reasoning) and ``event_msg`` (a UI echo of the same messages, skipped). Older rollouts open with
   ``{id, timestamp, instructions}`` and then hold bare response items.
-- Generic: ``{session, ts, role, text}`` (optionally ``cwd``, ``parent_session``, ``sidechain``).
+- Generic: ``{session, ts, role, text}`` (optionally ``cwd``, ``sidechain`` and the parent session as
+  ``parent_session``, ``parent_session_id`` or ``parentSessionId``: a worker ledger, ``child-*``, names
+  the session that spawned it, on every line or only on its first).
 
 User and assistant text is kept; tool output only when it is short prose (a sentence an agent
 could learn from, not a listing or a JSON blob); thinking, tool calls and injected context are
@@ -206,17 +208,39 @@ def _parent_thread(source: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------- generic
+# the spellings a generic ledger gives its parent in: kenning's own, the agent-recall design's worker ledgers
+# (``parent_session_id``) and camelCase writers'
+_GENERIC_PARENT_KEYS = ("parent_session", "parent_session_id", "parentSessionId")
+
+
 def _generic(obj: dict, state: dict) -> list[Message]:
     _adopt(state, session=obj.get("session"), cwd=obj.get("cwd") or obj.get("project"))
+    session = _str(obj.get("session")) or state.get("session")
+    parent = _generic_parent(obj)
+    if session == state.get("session"):  # the ledger's own session: a worker names its parent once for all its lines
+        if parent:
+            state.setdefault("parent_session", parent)
+        else:
+            parent = state.get("parent_session")
     role = str(obj.get("role") or obj.get("speaker")).lower()
     if role not in SPEAKERS or not _said(obj["text"]):
         return []
-    parent = obj.get("parent_session")
     text = obj["text"] if role != "tool" else _tool_prose(obj["text"])
     if not text:
         return []
-    return [Message(role, text, obj.get("ts") or obj.get("timestamp"), _str(obj.get("session")) or state.get("session"),
-                    _str(parent), bool(obj.get("sidechain") or parent))]
+    return [Message(role, text, obj.get("ts") or obj.get("timestamp"), session, parent,
+                    bool(obj.get("sidechain") or parent))]
+
+
+def _generic_parent(obj: dict) -> str | None:
+    """The parent session a generic line names under any of its spellings; ``Malformed`` when it is no text."""
+    for key in _GENERIC_PARENT_KEYS:
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise Malformed(f"{key} is a {type(value).__name__}, not text")
+        if value:
+            return value
+    return None
 
 
 def identity(state: dict[str, Any]) -> tuple[str | None, str | None]:

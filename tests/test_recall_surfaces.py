@@ -128,6 +128,28 @@ def test_mcp_session_search_excludes_the_current_session_and_sees_appends(tmp_pa
         assert roles[0] == "profile" and "transcript" in roles
 
 
+def test_a_generic_worker_ledgers_parent_reaches_the_cli_and_mcp_session_search(tmp_path):
+    """A ``child-*`` ledger carrying ``parent_session_id`` (the agent-recall design's worker) is recalled with
+    its parent, through ``kenning recall --json`` and through ``session_search`` while the parent is current."""
+    store, work, folder = tmp_path / "store", tmp_path / "work", tmp_path / "sessions"
+    work.mkdir()
+    folder.mkdir()
+    (folder / "sess-parent.jsonl").write_text(json.dumps(
+        {"session": "sess-parent", "ts": "2026-11-01T10:00:00Z", "role": "user",
+         "text": "look into the narwhal deadlock"}) + "\n")
+    (folder / "child-w1.jsonl").write_text(json.dumps(
+        {"session": "child-w1", "parent_session_id": "sess-parent", "ts": "2026-11-01T10:05:00Z", "role": "assistant",
+         "text": "Worker found the narwhal deadlock in the batch loop."}) + "\n")
+    assert kenning(store, "transcripts", "add", str(folder), "--project", str(work)).returncode == 0
+    found = kenning(store, "recall", "narwhal deadlock", "--json", "--mode", "bm25", cwd=work)
+    assert found.returncode == 0, found.stderr
+    shown = {h["session"]: (h.get("parent_session"), h["sidechain"]) for h in json.loads(found.stdout)["hits"]}
+    assert shown == {"child-w1": ("sess-parent", True), "sess-parent": (None, False)}
+    with mcp(store, work, {"KENNING_CURRENT_SESSION": "sess-parent"}) as call:
+        (hit,) = call("session_search", query="narwhal deadlock")["hits"]
+    assert (hit["session"], hit["parent_session"], hit["sidechain"]) == ("child-w1", "sess-parent", True)
+
+
 def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
     from kenning.recall.files import LOCK_NAME, TEMP_MARK
     from kenning.recall.markdown_format import parse

@@ -101,6 +101,8 @@ BAD_LINES = {
     "claude-sessionId-object": json.dumps(_claude("x", "cormorant backups are encrypted", "7") | {"sessionId": {"a": 1}}),
     "claude-agentId-list": json.dumps(_claude("s9", "cormorant backups are encrypted", "8", isSidechain=True,
                                               agentId=["a", "b"])),
+    "generic-parent-id-object": json.dumps(GOOD_GENERIC | {"text": "cormorant backups are encrypted",
+                                                           "parent_session_id": {"id": "p1"}}),
 }
 
 

@@ -95,6 +95,38 @@ def test_sidechain_and_worker_ledgers_are_included_with_their_parent(index):
     assert worker and worker[0].parent_session == CODEX_SESSION and worker[0].sidechain
 
 
+def test_a_generic_worker_ledger_names_its_parent_session_id_for_all_its_lines(store, tmp_path):
+    """The agent-recall design's worker ledgers (``child-*``) carry ``parent_session_id``, maybe on their
+    first line only: every message of the worker, read now or appended later, is a worker's with that parent."""
+    store.configure(persist=False, default_mode="bm25")
+    folder = tmp_path / "sessions" / "proj"
+    folder.mkdir(parents=True)
+    _append(folder / "sess-parent.jsonl",
+            _generic("the narwhal batch loop needs a deadlock watchdog", session="sess-parent"))
+    worker = folder / "child-w1.jsonl"
+    _append(worker, _generic("worker found the narwhal deadlock in the batch loop", session="child-w1",
+                             parent_session_id="sess-parent"),
+            _generic("the narwhal fix orders the two row locks", session="child-w1"),  # no parent: the ledger's
+            _generic("narwhal audit of another session", session="other-9"))  # another session: not the worker's
+    _append(folder / "child-w2.jsonl", _generic("narwhal retries were capped at three", session="child-w2",
+                                                parentSessionId="sess-parent"))
+    ix = index_for(store)
+    ix.add_source(folder, project=tmp_path)
+    _append(worker, _generic("narwhal watchdog timer shipped", session="child-w1"))  # read on from the offset later
+
+    hits = {h.snippet: h for h in ix.search("narwhal", all_projects=True, limit=10).hits}
+    assert len(hits) == 6
+    workers = [h for h in hits.values() if h.session in ("child-w1", "child-w2")]
+    assert len(workers) == 4 and all(h.parent_session == "sess-parent" and h.sidechain for h in workers)
+    for own in ("sess-parent", "other-9"):
+        (hit,) = [h for h in hits.values() if h.session == own]
+        assert hit.parent_session is None and not hit.sidechain and "parent_session" not in hit.to_dict()
+    # the design's exclusion: the current (parent) session is left out, its worker's messages are not
+    found = recall(store, "narwhal", all_projects=True, exclude_session="sess-parent", roles=("transcript",))
+    shown = {(h["session"], h.get("parent_session"), h["sidechain"]) for h in found["hits"]}
+    assert shown == {("child-w1", "sess-parent", True), ("child-w2", "sess-parent", True), ("other-9", None, False)}
+
+
 def test_hits_carry_the_same_explanation_as_memory_hits(index):
     hit = index.search("pgbouncer port 6432", project=PAYMENTS).hits[0]
     payload = hit.to_dict()
