@@ -131,6 +131,28 @@ def asks_quantity(term: str) -> bool:
     return kind_of(term) in QUANTITIES
 
 
+AMOUNTS = QUANTITIES | {"money"}
+_ASKS_ANOTHER_KIND = frozenset({"when", "where", "who", "whom", "whose", "why"})
+_FIRST_WORD = re.compile(r"\W*(\w+)")
+
+
+def amounts_asked(query: str, terms: Iterable[str]) -> list[str]:
+    """The query terms asking for an amount (a sum of money or a quantity: "budget", "capacity"), which
+    a hit lacking the word must hold a value of to be ``high`` (``labels``): "the budget for the Heron
+    redesign" is not answered by "The Heron redesign started on 3 February", however close in meaning.
+    None when the question opens with a word that asks for another kind ("When did clients pay two
+    times by mistake?" asks a date; "pay" is its verb)."""
+    first = _FIRST_WORD.match(query)
+    if first is not None and first.group(1).casefold() in _ASKS_ANOTHER_KIND:
+        return []
+    return [term for term in terms if kind_of(term) in AMOUNTS]
+
+
+def lacks_amount(missing: Iterable[str], text: str) -> bool:
+    """Whether ``text`` holds no value for one of the ``missing`` amount terms (``amounts_asked``)."""
+    return any(not holds(kind, text) for kind in dict.fromkeys(kind_of(term) for term in missing))
+
+
 def holds(kind: str, text: str) -> bool:
     """Whether ``text`` holds a value of ``kind`` (a number only outside dates, times, versions,
     years and codes: "built 2009" holds no capacity)."""

@@ -145,6 +145,7 @@ def explain(
     names_something: bool = False,
     cosine_lead: float = 0.0,
     label_cosine: float | None = None,
+    amounts: list[str] | None = None,
 ) -> Candidate:
     """Fill in which legs matched, which query terms the text contains, its relevance and snippet.
 
@@ -164,6 +165,8 @@ def explain(
     question's own cosine with the hit when the leg's score is another (its whole text's when the
     leg ranked it without its leading timestamp, ``stamps``; the question as asked when the leg
     ranked by it moved, ``feedback.moved_query``), which the label reads instead of the leg's score.
+    ``amounts``: the query terms asking for an amount (``answer_types.amounts_asked``); a would-be
+    ``high`` lacking one of those words must hold a value of its kind.
     """
     lexical = any(leg in candidate.legs for leg in LEXICAL_LEGS)
     vector = VECTOR_LEG in candidate.legs
@@ -181,7 +184,9 @@ def explain(
     read = (lambda: text) if text is not None else functools.cache(lambda: text_of(candidate.key)) if text_of else None
     asks = (lambda: labels.asks_about(matched, read())) if read else None
     answers = (lambda: answer_types.answers_missing([t for t in terms if t not in matched], read())) if read else None
+    short = [t for t in amounts or () if t not in matched]
+    lacks = (lambda: answer_types.lacks_amount(short, read())) if read and short else None
     candidate.relevance = labels.label(cosine, share, len(terms), candidate.score, top, coverage, known_coverage,
-                                       lead, asks, ceiling, names_something, answers, cosine_lead)
+                                       lead, asks, ceiling, names_something, answers, cosine_lead, lacks)
     candidate.snippet = snippet(text, matched) if text is not None else ""
     return candidate

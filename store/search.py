@@ -177,6 +177,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     # without the vector leg a high needs every term, so only a vector search asks which are unknown
     ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
     names_something = labels.names_something(query, as_written) if "vector" in runs else False
+    amounts = answer_types.amounts_asked(query, terms)
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
         candidates = [c for c in candidates if c.key in ids]  # an orphaned index entry is no memory
@@ -191,7 +192,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                                             known_coverage=known.get(cand.key), lead=lead,
                                             text_of=lambda key: _texts(db, [key])[key], ceiling=ceiling,
                                             names_something=names_something, cosine_lead=cosine_lead,
-                                            label_cosine=cosines.get(cand.key)).relevance
+                                            label_cosine=cosines.get(cand.key), amounts=amounts).relevance
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
@@ -206,7 +207,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         engine.explain(cand, terms, memory.content, shown, top_score=candidates[0].score,
                        vector_ran="vector" in runs, coverage=coverage.get(cand.key, 0.0), matched=matched[cand.key],
                        known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
-                       names_something=names_something, cosine_lead=cosine_lead, label_cosine=cosines.get(cand.key))
+                       names_something=names_something, cosine_lead=cosine_lead, label_cosine=cosines.get(cand.key),
+                       amounts=amounts)
         hits.append({
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,

@@ -599,3 +599,39 @@ def test_a_real_store_promises_the_memory_holding_the_value_asked_for_but_not_it
             hits = s.search("lisbon holiday dates", mode=mode, auto_scope=False).hits
             assert hits[0].snippet.startswith("Family holiday") and hits[0].relevance == "high"
             assert s.search("what is the budget for the Heron redesign", mode=mode, auto_scope=False).hits[0].relevance == "medium"
+
+
+@pytest.mark.embeddings
+def test_a_hit_close_in_meaning_is_not_promised_when_it_lacks_the_amount_asked(tmp_path):
+    """Real store, real model. "The Heron redesign started on 3 February" is so close to "the budget
+    for the Heron redesign" (cosine .86) that closeness alone once made it `high`; it holds no sum of
+    money, and "budget" asks for one (``answer_types.amounts_asked``), so it is a near miss at most.
+    The memory holding the sum stays the answer, and a question opening with "when" asks a date, not
+    the amount its verb names ("When did the Heron redesign start" is promised its date)."""
+    with kenning.open_store(tmp_path / "s") as s:
+        heron = s.write("The Heron redesign started on 3 February", scopes=["r"]).id
+        marketing = s.write("The marketing budget for Q3 is 40,000 euros", scopes=["r"]).id
+        s.write("The Falcon migration budget is 12,000 dollars", scopes=["r"])
+        s.semantic.embed_pending()
+        for query in ("the budget for the Heron redesign", "Heron redesign budget"):
+            top = s.search(query, mode="hybrid", auto_scope=False).hits[0]
+            assert top.id == heron and top.relevance == "medium"
+        top = s.search("marketing budget Q3", mode="hybrid", auto_scope=False).hits[0]
+        assert top.id == marketing and top.relevance == "high"
+        top = s.search("When did the Heron redesign start", mode="hybrid", auto_scope=False).hits[0]
+        assert top.id == heron and top.relevance == "high"
+
+
+def test_amounts_asked_are_money_and_quantities_unless_the_question_asks_another_kind():
+    from kenning.retrieval.answer_types import amounts_asked, lacks_amount
+    from kenning.retrieval.text import query_terms
+
+    def asked(query):
+        return amounts_asked(query, query_terms(query))
+
+    assert asked("the budget for the Heron redesign") == query_terms("budget")
+    assert asked("Kilbray population") == query_terms("population")
+    assert asked("Kestrel Airflow version") == [] and asked("postmortem publishing deadline") == []
+    assert asked("When did clients pay two times by mistake") == []
+    assert lacks_amount(query_terms("budget"), "The Heron redesign started on 3 February")
+    assert not lacks_amount(query_terms("budget"), "The Heron redesign has a budget of GBP 40,000")
