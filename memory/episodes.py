@@ -298,9 +298,9 @@ class Episodes:
         deleted = result.status == "committed" and self._retire(episode, result.id)
         return {**result.to_dict(), "promoted_from_episode_id": episode.id, "episode_deleted": deleted}
 
-    def confirm_write(self, pending_id: str) -> dict[str, Any]:
+    def confirm_write(self, pending_id: str, own_session: bool = False) -> dict[str, Any]:
         """``Store.confirm_write``, then retire the source episode when the pending write was a promotion."""
-        result = self.store.confirm_write(pending_id)
+        result = self.store.confirm_write(pending_id, own_session)
         payload = result.to_dict()
         if result.status == "committed" and result.id:
             source = self.store.get(result.id).metadata.get(METADATA_KEY)

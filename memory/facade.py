@@ -72,13 +72,15 @@ class Store(SessionState):
                             acknowledge_transient, acknowledge_user_claim, acknowledge_scope_mismatch,
                             acknowledge_ungrounded, force, groundedness_check, source_transcript)
 
-    def confirm_write(self, pending_id: str) -> WriteResult:
-        """Commit a staged write after the person agreed, gated again (a refusal keeps it staged)."""
-        return writes.confirm_write(self._s, pending_id)
+    def confirm_write(self, pending_id: str, own_session: bool = False) -> WriteResult:
+        """Commit a staged write after the person agreed, gated again (a refusal keeps it staged);
+        ``own_session``: only one this store object's session staged (an agent's connection)."""
+        return writes.confirm_write(self._s, pending_id, own_session)
 
-    def cancel_write(self, pending_id: str) -> dict[str, Any]:
-        """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
-        return writes.cancel_write(self._s, pending_id)
+    def cancel_write(self, pending_id: str, own_session: bool = False) -> dict[str, Any]:
+        """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop;
+        ``own_session`` as for ``confirm_write``."""
+        return writes.cancel_write(self._s, pending_id, own_session)
 
     def pending_writes(self, all_sessions: bool = False) -> list[dict[str, Any]]:
         """Unexpired staged writes of this session (or of every session), oldest first."""

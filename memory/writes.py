@@ -102,10 +102,14 @@ def write(
     return _with_curation_hint(s, result)
 
 
-def confirm_write(s: Session, pending_id: str) -> WriteResult:
-    """Commit a staged write, gated again against the store as it is now; a refusal keeps it staged."""
+def confirm_write(s: Session, pending_id: str, own_session: bool = False) -> WriteResult:
+    """Commit a staged write, gated again against the store as it is now; a refusal keeps it staged.
+    ``own_session``: only a write this session staged (an agent's connection: the user's veto over
+    an inference about them is given in that conversation, not by another agent)."""
     now = s.clock()
     state, staged = s.db.read(lambda c: pending_mod.lookup(c, pending_id, now))
+    if state == "live" and own_session and staged.session != s.session_id:
+        return WriteResult(status="not_found", pending_id=pending_id, reason=ANOTHER_SESSIONS)
     if state != "live":
         return _gone(pending_id, state, staged)
     refusal = write_enabled.check(s.config)
@@ -124,15 +128,22 @@ def confirm_write(s: Session, pending_id: str) -> WriteResult:
     return _with_curation_hint(s, result.model_copy(update={"pending_id": staged.id}))
 
 
-def cancel_write(s: Session, pending_id: str) -> dict[str, Any]:
-    """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop."""
+def cancel_write(s: Session, pending_id: str, own_session: bool = False) -> dict[str, Any]:
+    """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop;
+    ``own_session``: only a write this session staged (``confirm_write``)."""
     now = s.clock()
     with s.transaction() as c:
         state, staged = pending_mod.lookup(c, pending_id, now)
+        if state == "live" and own_session and staged.session != s.session_id:
+            return {"status": "not_found", "pending_id": pending_id, "existed": False, "reason": ANOTHER_SESSIONS}
         if state == "live":
             pending_mod.drop(c, staged.id)
             events.log(c, now, s.session_id, events.CANCEL, None, {"pending_id": staged.id})
     return {"status": "cancelled" if state == "live" else state, "pending_id": pending_id, "existed": state == "live"}
+
+
+ANOTHER_SESSIONS = ("another session staged this write: only that session confirms or cancels it here (a person "
+                    "can with `kenning pending confirm|cancel` or the HTTP page)")
 
 
 def pending_writes(s: Session, all_sessions: bool = False) -> list[dict[str, Any]]:

@@ -300,17 +300,18 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     def memory_write_confirm(pending_id: PendingId) -> out.WriteOut:
         """Commit a pending write after the user agreed. The write is re-checked against the store as it is now,
         so duplicate or previously_removed can come back instead of committed. status expired / not_found means
-        the pending write is gone (pending writes last an hour): write it again if it still matters. Confirming a
-        promoted episode also deletes that episode (episode_deleted).
+        the pending write is gone (pending writes last an hour): write it again if it still matters; another
+        session's pending write is not_found here too. Confirming a promoted episode also deletes that episode
+        (episode_deleted).
         """
-        return journal.confirm_write(pending_id)
+        return journal.confirm_write(pending_id, own_session=True)
 
     @writer
     def memory_write_cancel(pending_id: PendingId) -> out.CancelOut:
         """Drop a pending write, e.g. when the user said the inference about them is wrong. Returns status
         cancelled, or expired / not_found when there was nothing left to cancel. A promoted episode is kept.
         """
-        return store.cancel_write(pending_id)
+        return store.cancel_write(pending_id, own_session=True)
 
     @writer
     def memory_update(

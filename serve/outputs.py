@@ -133,6 +133,7 @@ class CancelOut(TypedDict, total=False):
     status: Required[Literal["cancelled", "expired", "not_found"]]
     pending_id: str
     existed: bool
+    reason: str  # why not_found, when another session staged it
 
 
 @with_config(_OPEN)

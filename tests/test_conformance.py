@@ -412,6 +412,19 @@ def test_cancel(s):
     assert s.call("memory_write_cancel", pending_id=pending["pending_id"])["existed"] is False
 
 
+@spec("memory_write_confirm / cancel: another session's pending write is not this one's to settle")
+def test_confirm_is_the_staging_sessions(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with connect(tmp_path / "store", repo) as a, connect(tmp_path / "store", repo) as b:
+        pending = write(a, "The user prefers short answers", scopes=["user"], category="user-inference")["pending_id"]
+        assert b.call("memory_scope_overview")["pending_writes"] == []
+        for tool in ("memory_write_confirm", "memory_write_cancel"):
+            out = b.call(tool, pending_id=pending)
+            assert out["status"] == "not_found" and "another session" in out["reason"]
+        assert a.call("memory_write_confirm", pending_id=pending)["status"] == "committed"
+
+
 # --- memory_update ----------------------------------------------------------------------------------
 
 @spec("memory_update: content= replaces the body and clears last_verified_at")
