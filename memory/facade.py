@@ -73,13 +73,11 @@ class Store(SessionState):
                             acknowledge_ungrounded, force, groundedness_check, source_transcript)
 
     def confirm_write(self, pending_id: str, own_session: bool = False) -> WriteResult:
-        """Commit a staged write after the person agreed, gated again (a refusal keeps it staged);
-        ``own_session``: only one this store object's session staged (an agent's connection)."""
+        """Commit a staged write (only this session's with ``own_session``), gated again."""
         return writes.confirm_write(self._s, pending_id, own_session)
 
     def cancel_write(self, pending_id: str, own_session: bool = False) -> dict[str, Any]:
-        """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop;
-        ``own_session`` as for ``confirm_write``."""
+        """Drop a staged write (only this session's with ``own_session``): cancelled, expired or not_found."""
         return writes.cancel_write(self._s, pending_id, own_session)
 
     def pending_writes(self, all_sessions: bool = False) -> list[dict[str, Any]]:
