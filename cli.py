@@ -596,12 +596,12 @@ def _interrupt_sets(stop) -> Iterator[None]:
     import signal
 
     def interrupted(signum, frame) -> None:
-        # set first: a second Ctrl-C arriving while this one prints (rich imports its emoji table on a
-        # first print) returns at once instead of printing into a half-imported module and raising
+        # set first: a second Ctrl-C arriving while this one prints (rich's first print imports
+        # modules) returns at once instead of printing into a half-imported module and raising
         if stop.is_set():
             return
         stop.set()
-        ui.err.print("interrupting: finishing the batch in progress", emoji=False)
+        ui.err.print("interrupting: finishing the batch in progress")
 
     previous = signal.signal(signal.SIGINT, interrupted)
     try:

@@ -151,8 +151,8 @@ def _exit_on_first_interrupt() -> None:
     import signal
 
     def stop(signum: int, frame: object) -> None:
-        try:  # no emoji lookup: rich's first one imports a module a second Ctrl-C could land in
-            ui.err.print("stopped", emoji=False)
+        try:  # exits even when the print fails (a second Ctrl-C landing inside rich's first import)
+            ui.err.print("stopped")
         finally:
             os._exit(130)
 

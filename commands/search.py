@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 from typing import Any
 
 from kenning.errors import KenningError
 
 from . import support
-
-# rich replaces :name: emoji codes in printed text (rich/_emoji_replace.py); a line that could hold
-# one, or a tab (which rich expands to its cell-width tab stops), is printed by rich itself
-_RICH_NEEDED = re.compile(r":\S*?:|\t")
 
 VALUE_OPTIONS = {"--mode": "mode", "--scope": "scope", "-s": "scope", "--category": "category", "--limit": "limit"}
 FLAGS = {"--no-auto-scope": "no_auto_scope", "--expand-top": "expand_top",
@@ -38,10 +33,11 @@ LEG_SCORES = {"vector": "cosine", "bm25": "bm25", "keyword": "keyword score"}
 class PlainOut:
     """What ``support.out.print(text)`` writes for a plain string, without importing rich: the text
     sanitised (control characters as visible escapes) and a newline. The console is made with
-    markup, highlighting and wrapping off, so for text without tabs or emoji codes rich adds nothing."""
+    markup, emoji codes, highlighting and wrapping off, so for text without tabs rich adds nothing; a
+    line with a tab (which rich expands to its cell-width tab stops) is printed by rich itself."""
 
     def print(self, text: str = "") -> None:
-        if _RICH_NEEDED.search(text):
+        if "\t" in text:
             support.out.print(text)
             return
         try:  # a character the stream cannot encode is written as an escape (support.Tolerant)

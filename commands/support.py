@@ -92,8 +92,11 @@ def __getattr__(name: str) -> Any:
     """``out`` and ``err``, the stdout and stderr consoles, are made on first use: importing rich's
     console costs more than the rest of ``kenning --help``.
 
-    Markup is off: memory text, paths and messages such as 'pip install "kenning[embeddings]"' print
-    as written; styled words are built with rich Text objects, never with [tags].
+    Markup and emoji codes are off: memory text, paths and messages such as
+    'pip install "kenning[embeddings]"' or "use :x: to reject" print as written (stored text is shown
+    as stored, as --json shows it); styled words are built with rich Text objects, never with [tags].
+    No print looks an emoji up either, so none imports rich's emoji table, which a second Ctrl-C
+    could interrupt halfway.
     """
     if name in ("out", "err"):
         from rich.console import Console
@@ -117,7 +120,7 @@ def __getattr__(name: str) -> Any:
 
         # soft_wrap: long lines are left for the terminal to wrap, so no newline lands inside an id,
         # a path or a message that someone copies or greps
-        console = SafeConsole(stderr=name == "err", markup=False, highlight=False, soft_wrap=True)
+        console = SafeConsole(stderr=name == "err", markup=False, emoji=False, highlight=False, soft_wrap=True)
         globals()[name] = console
         return console
     raise AttributeError(name)
