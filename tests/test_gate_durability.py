@@ -3,8 +3,12 @@ that merely resembles it passes; acknowledge_transient overrides."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from typer.testing import CliRunner
+
+from kenning.cli import app
 from kenning.memory.gates import durability, run_content_gates
 
 
@@ -132,3 +136,48 @@ def test_markers_that_touch_without_a_space_are_both_reported():
     """Spans are half-open: one that starts where another ends does not overlap it (pasted text)."""
     assert durability.find_transient_markers("The upload is at 40%currently") == ["is at N%: 'is at 40%'", "currently"]
     assert durability.find_transient_markers("The upload is at 40%this PR") == ["is at N%: 'is at 40%'", "this PR"]
+
+
+# red is also a plain colour: it reports run-state only of something that has a status
+@pytest.mark.parametrize("text", [
+    "Apples are red",
+    "Stop signs are red",
+    "Our logo colors are red and white",
+    "Cherries are red fruit",
+    "The fire trucks in Lisbon are red",
+    "Error banners are red in the dashboard theme",
+    "The error banners in production are red.",
+    "The logo's red on the light theme.",
+])
+def test_a_colour_of_a_thing_without_a_status_passes(text):
+    assert durability.find_transient_markers(text) == [], text
+    assert durability.check(text) is None
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("The build is red", "is red"),
+    ("CI is red on main", "is red"),
+    ("CI on main is red.", "is red"),
+    ("The tests for the auth service are red.", "are red"),
+    ("The PR's checks are red.", "are red"),
+    ("The build's red.", "'s red"),
+    ("Our deploy pipeline is red.", "is red"),
+    ("Logs of failed builds are red; the nightly job is red.", "is red"),
+    ("tests are green again", "are green again"),
+    ("The barn is red again.", "is red again"),  # news of a change, whatever turned red
+])
+def test_red_of_a_build_ci_or_branch_and_a_colour_come_back_are_run_state(text, words):
+    assert durability.find_transient_markers(text) == [f"is <status>: {words!r}"]
+
+
+def test_colour_facts_commit_through_the_import_and_a_red_build_is_refused(tmp_path):
+    """`kenning import` on a real store: each durable colour fact is committed, the run-state line refused."""
+    texts = ["Apples are red", "Stop signs are red", "Our logo colors are red and white", "Cherries are red fruit",
+             "The fire trucks in Lisbon are red", "Error banners are red in the dashboard theme", "The build is red"]
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("".join(json.dumps({"content": t, "scopes": ["colours"]}) + "\n" for t in texts))
+    done = CliRunner().invoke(app, ["--store", str(tmp_path / "store"), "import", str(notes), "--json"])
+    assert done.exit_code == 1, done.output  # a refused line
+    lines = json.loads(done.stdout)["lines"]
+    assert [line["status"] for line in lines] == ["committed"] * 6 + ["refused"]
+    assert lines[-1]["gate"] == "durability" and "'is red'" in lines[-1]["reason"]

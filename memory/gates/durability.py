@@ -13,13 +13,17 @@ mostly near misses, so each rule carries the exceptions that keep durable text p
   is broken";
 - relative days in a habitual sentence are generic: "processes yesterday's transactions every
   morning", "torn down every Friday and rebuilt on Monday";
-- past dates and versions are durable history: "renamed in 2023", "as of version 2".
+- past dates and versions are durable history: "renamed in 2023", "as of version 2";
+- red is a status only of something that has one: "the build is red", "CI on main is red", but
+  "stop signs are red" and "error banners are red in the dashboard theme" are colours ("red
+  again" is news of a change whatever its subject).
 A caller who knows the statement is durable as written passes ``acknowledge_transient=True``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kenning.memory.gates import GateRefusal, prefilter
@@ -38,6 +42,8 @@ class _Marker:
     label: str
     pattern: re.Pattern[str]
     kind: str = ALWAYS
+    # a STATE marker with a subject counts only when it accepts the clause's words before the match
+    subject: Callable[[str], bool] | None = None
 
 
 def _rx(pattern: str, flags: int = re.I) -> re.Pattern[str]:
@@ -60,10 +66,26 @@ _DATE = (
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _NUM = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|several|a few|a couple of|an?)"
 _STATUS_WORDS = (
-    r"red|green again|down|broken|failing|flaky|blocked|stuck|paused|on hold|frozen|muted|degraded"
+    r"red again|green again|down|broken|failing|flaky|blocked|stuck|paused|on hold|frozen|muted|degraded"
     r"|switched off|turned off|busy with|pending|not resolved|unresolved|in read-only mode|under (?:heavy )?load"
     r"|in review|under review|in QA"
 )
+# what a colour can be the status of: a build, CI, a branch, a check ...
+_HAS_STATUS = _rx(
+    r"\b(?:builds?|CI|pipelines?|tests?|suites?|specs?|deploys?|deployments?|jobs?|checks?|workflows?|runs?"
+    r"|nightly|nightlies|releases?|canary|e2e|lint|linters?|main|master|trunk|branch(?:es)?|PRs?"
+    r"|pull requests?|MRs?|merge requests?|prod|production|staging|dashboards?|monitors?|alerts?|status)\s*$")
+# ... named by the subject's last word, once a place or owner after it is set aside ("CI on main",
+# "the tests for the auth service"; "the error banners in production" is about banners)
+_PLACE = _rx(r"\s+(?:on|for|in|of|at)\s+(?:(?:the|my|our|this)\s+)?[\w./-]+(?:\s+[\w./-]+)?\s*$")
+
+
+def _has_status(subject: str) -> bool:
+    """Whether the words before "is red" name something with a status: "the build", "CI on main",
+    "the PR's checks"; not "stop signs" or "the error banners in production"."""
+    return bool(_HAS_STATUS.search(_PLACE.sub("", subject)))
+
+
 # -ing words that name a thing ("the environment is staging") rather than an ongoing action
 _ING_EXCEPTIONS = (
     r"(?:using|listening|missing|nothing|something|anything|everything|being used|going to|string|thing|spring"
@@ -171,6 +193,7 @@ _MARKERS: list[_Marker] = [
         r"|pending|in progress|to do|todo|runs)\b"), STATE),
     # -- live status of a system
     _Marker("is <status>", _rx(rf"\b(?:is|are|'s)\s+(?:still\s+|currently\s+|now\s+)?(?:{_STATUS_WORDS})\b"), STATE),
+    _Marker("is <status>", _rx(r"\b(?:is|are|'s)\s+(?:still\s+|currently\s+|now\s+)?red\b"), STATE, _has_status),
     _Marker("is <doing>", _rx(
         rf"\b(?:is|are|has been|have been)\s+(?:still\s+)?(?!{_ING_EXCEPTIONS})(?:being\s+\w+|\w+ing)\b(?!-)"), STATE),
     _Marker("is at N%", _rx(r"\b(?:is|are)\s+(?:(?!\w+ed\b)\w+\s+)?at\s+\d+(?:\.\d+)?%")),
@@ -220,6 +243,8 @@ def _sentence_of(text: str, pos: int) -> str:
 def _is_generic(text: str, marker: _Marker, m: re.Match[str]) -> bool:
     if marker.kind == STATE:
         clause_start = max([c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())] or [0])
+        if marker.subject is not None and not marker.subject(text[clause_start:m.start()]):
+            return True
         before = text[clause_start:m.start()].split()
         return bool(_CONDITION.search(" ".join(before[-_LOOKBACK_WORDS:]))
                     or _RELATIVE.search(" ".join(before[-_RELATIVE_WORDS:]))
