@@ -11,6 +11,10 @@ trigger, memory/outcomes.py) when any of these comes first:
   audit, since_prior_session, the curation counts and ``Store.events`` see every read logged;
 - ``Store.close`` and the interpreter's exit.
 
+A store file found damaged when a batch commits drops that batch (a damaged table would refuse it
+again) with one warning line naming the file and its repair: the reads it records have answered
+already, so neither a later read nor the session's close fails for them; a write still does.
+
 What this costs: a process killed without an exit (SIGKILL, power loss) loses at most its
 unflushed tail, the read events of the last ``FLUSH_AFTER`` seconds (their hits then never
 settle); another process sees a read event up to ``FLUSH_AFTER`` seconds late. Writes are never
@@ -30,6 +34,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from kenning.store.db import reports_damage
 from kenning.store.plain import iso
 
 from . import events, outcomes
@@ -46,6 +51,11 @@ def _warn(message: str, exc: Exception) -> None:
     import logging
 
     logging.getLogger(__name__).warning(message, exc)
+
+
+def _lost(exc: Exception) -> None:
+    """The one line for read events a damaged store file would not take (its message names the repair)."""
+    _warn("the read events of this session were not logged: %s", exc)
 
 
 class DeferredEvents:
@@ -65,7 +75,7 @@ class DeferredEvents:
             self._rows.append((at, kind, memory_id, payload))
             full = len(self._rows) >= MAX_QUEUED
         if full:
-            self.flush()
+            self._commit_reads()
         else:
             _schedule(self)
 
@@ -95,16 +105,27 @@ class DeferredEvents:
                          for at, kind, mid, payload in rows])
                     _, through = outcomes.settle(c, session.session_id, session.clock(),
                                                  keep_latest=OPEN_SEARCHES, after_rowid=session.settled_through)
-            except BaseException:
-                with self._lock:
-                    self._rows[:0] = rows
+            except BaseException as exc:
+                if not reports_damage(exc):  # a lock or a full disk may pass; damage does not
+                    with self._lock:
+                        self._rows[:0] = rows
                 raise
             session.settled_through = through  # only once the settlement committed
+
+    def _commit_reads(self) -> None:
+        """``flush`` for a read or a close: a damaged store file costs the queued rows one warning
+        line, not the read's answer nor the close (any other failure is raised as before)."""
+        try:
+            self.flush()
+        except Exception as exc:
+            if not reports_damage(exc):
+                raise
+            _lost(exc)
 
     def close(self) -> None:
         """Flush and stop taking part (the session is closing)."""
         try:
-            self.flush()
+            self._commit_reads()
         finally:
             _QUEUES.discard(self)
             with _cond:
@@ -167,6 +188,8 @@ def _run() -> None:
                 if "closed" in str(exc).lower():  # the database was closed behind the session's back
                     _warn("read events of a closed store were dropped: %s", exc)
                     queue._rows = []
+                elif reports_damage(exc):  # the batch was dropped: said once, not retried
+                    _lost(exc)
                 elif len(queue):
                     _schedule(queue)
 

@@ -48,6 +48,7 @@ def open_backend(location: str | os.PathLike) -> Opened:
     if os.environ.get(TEST_SERVER):
         files.prepare_directory(directory)
         return open_postgres(_test_database(directory, create=True), directory)
+    _refuse_unenterable(directory)
     files.prepare_directory(directory)
     path = files.database_file(directory, DB_FILENAME)
     try:
@@ -63,6 +64,18 @@ def open_backend(location: str | os.PathLike) -> Opened:
         raise InvalidInput(f"{path} is not a kenning store ({exc})") from exc
     files.tighten(path)
     return Opened(db, directory, path)
+
+
+def _refuse_unenterable(directory: Path) -> None:
+    """A store folder this user may not enter (no search permission on it or above it) is named as an
+    unreadable store file is, instead of failing at the first look inside it with a PermissionError."""
+    try:
+        os.stat(directory / DB_FILENAME)
+    except PermissionError as exc:
+        raise StorageError(f"the store folder {directory} cannot be opened: not even for reading "
+                           "(check its permissions)") from exc
+    except OSError:
+        pass  # missing (a store to create) or not a folder: opening says so in its own words
 
 
 def _sqlite_header(path: Path) -> bool:
@@ -84,7 +97,8 @@ def open_postgres(url: str, directory: Path) -> Opened:
 
 
 def exists(location: str | os.PathLike) -> bool:
-    """Whether a store is already there (a command that only reads must not create one)."""
+    """Whether a store is already there (a command that only reads must not create one); a folder this
+    user may not enter is a StorageError, not an answer."""
     if is_url(location):
         # kenning's tables in the database (schema) the URL names; asking creates nothing, and a
         # server that cannot be reached, or a schema that does not exist, is said in one line
@@ -93,6 +107,7 @@ def exists(location: str | os.PathLike) -> bool:
         return holds_store(str(location))
     if os.environ.get(TEST_SERVER):
         return _test_database(Path(location), create=False) is not None
+    _refuse_unenterable(Path(location))
     return (Path(location) / DB_FILENAME).is_file()
 
 

@@ -283,7 +283,7 @@ class Database:
     def _open_read_only(self) -> None:
         """Open for reading only. SQLite needs to create the -shm file even to read a WAL database, which
         a read-only folder forbids; then the file is opened as immutable (no other writer can exist)."""
-        from kenning.errors import KenningError
+        from kenning.errors import KenningError, StorageError
 
         uri = self.path.resolve().as_uri() + "?mode=ro"
         for suffix in ("", "&immutable=1"):
@@ -297,7 +297,7 @@ class Database:
                 if conn is not None:
                     conn.close()
         else:
-            raise KenningError(f"{self.path} cannot be opened: not even for reading (check its permissions)")
+            raise StorageError(f"{self.path} cannot be opened: not even for reading (check its permissions)")
         _refuse_foreign(conn, self.path)  # another program's file is named so, not "an old schema"
         if version != SCHEMA_VERSION:
             conn.close()
@@ -458,7 +458,7 @@ class Database:
                 self._log_changes += self.conn.total_changes - before
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
-        with self.lock:
+        with self.lock, storage_errors(self.path):  # the first read of every open: damage says so here
             row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
@@ -595,6 +595,15 @@ def damaged(exc: sqlite3.DatabaseError) -> bool:
     """SQLite's ways of saying the file's pages are not a database it can read."""
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def reports_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the project's error for a damaged store file (``storage_errors``): retrying
+    what failed cannot help, only a restore or a salvage can."""
+    from kenning.errors import StorageError
+
+    cause = exc.__cause__
+    return isinstance(exc, StorageError) and isinstance(cause, sqlite3.DatabaseError) and damaged(cause)
 
 
 def salvage_advice(path: Path | str) -> str:
