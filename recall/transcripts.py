@@ -31,7 +31,7 @@ import numpy as np
 from kenning.errors import InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval import bm25, engine, keyword, labels, spelling
 from kenning.retrieval.lexical import unknown
-from kenning.retrieval.text import fingerprint, search_tokens, surface_forms
+from kenning.retrieval.text import fingerprint, query_words, search_tokens, surface_forms
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.models import MODES, Degraded, iso, utcnow
@@ -379,7 +379,7 @@ class TranscriptIndex:
         config = self.config()
         lexicon = self.lexicon.refresh()
         # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
-        as_written = search_tokens(query)
+        as_written = query_words(search_tokens(query))
         written = surface_forms(query)
         fixed = spelling.corrections(as_written, lexicon.doc_freqs, written)
         tokens = [fixed.get(t, t) for t in as_written]

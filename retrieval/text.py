@@ -188,6 +188,19 @@ def search_tokens(query: str) -> list[str]:
     return query_tokens(uncontract(query))
 
 
+MAX_QUERY_TERMS = 4096
+
+
+def query_words(tokens: list[str]) -> list[str]:
+    """A search's tokens (``search_tokens``) of its first ``MAX_QUERY_TERMS`` distinct words: a
+    pasted document as a query is still searched, by its opening, and the legs' summing step, which
+    counts a query's posting lists in 16 bits, never gets more than it can count."""
+    if len(tokens) <= MAX_QUERY_TERMS:
+        return tokens
+    kept = set(list(dict.fromkeys(tokens))[:MAX_QUERY_TERMS])
+    return [t for t in tokens if t in kept]
+
+
 def only_stopwords(query: str) -> bool:
     """Whether every word of the query is a stopword ("the", "what is it", "what's that"):
     ``query_tokens`` then searches them all, as it has nothing else, but they name nothing."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.retrieval import answer_types, bm25, engine, feedback, keyword, labels, spelling
 from kenning.retrieval.lexical import contains, unknown
-from kenning.retrieval.text import query_tokens, search_tokens, surface_forms
+from kenning.retrieval.text import query_tokens, query_words, search_tokens, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
@@ -135,7 +135,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
-    as_written = search_tokens(query)  # with repeats: BM25 weighs a term the query says twice more
+    as_written = query_words(search_tokens(query))  # with repeats: BM25 weighs a term the query says twice more
     written = surface_forms(query)
     fixed = _corrections(db, lexicon, as_written, written)
     tokens = [fixed.get(t, t) for t in as_written]

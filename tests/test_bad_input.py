@@ -121,3 +121,15 @@ def test_a_closed_store_and_a_location_of_the_wrong_type_say_so(tmp_path):
     again = kenning.open_store(tmp_path / "s")
     assert [m.content for m in again.list()] == ["keep me"]
     again.close()
+
+
+@pytest.mark.parametrize("mode", ["keyword", "bm25", "hybrid"])
+def test_a_query_of_more_distinct_words_than_a_search_counts_is_searched_by_its_opening(store, mode):
+    """70,000 distinct words (a pasted document): the legs' summing step counts a query's posting
+    lists in 16 bits and refused ("too many lists"); the first MAX_QUERY_TERMS words are searched."""
+    store.write("The pipeline stage for team3 runs nightly", scopes=["x"])
+    query = " ".join(f"team{i} pipeline stage {i}" for i in range(35000))  # 70,002 distinct terms
+    assert [h.snippet for h in store.search(query, mode=mode).hits] == ["The pipeline stage for team3 runs nightly"]
+    from kenning.recall.recall import recall
+
+    assert recall(store, query, all_projects=True, roles=("transcript",))["hits"] == []
