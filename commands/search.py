@@ -84,6 +84,9 @@ def show_search(result: Any, as_json: bool, out: Any = None, why: bool = False) 
     out.print(f"{support.plural(len(result.hits), 'hit')} · mode {result.mode} · legs {', '.join(result.legs_run)}")
     for i, hit in enumerate(result.hits, 1):
         stale = "" if hit.staleness_verdict == "fresh" else f"  {hit.staleness_verdict}"
+        replaced = hit.trust.get("superseded_by")
+        if replaced:
+            stale += f"  superseded by {', '.join(replaced)}"
         out.print(f"{i:>2}. {hit.id}  {hit.relevance} ({hit.matched_leg})  {hit.score:.3f}{stale}  "
                   f"{', '.join(hit.scopes)}")
         out.print("   " + short(hit.snippet))
@@ -103,6 +106,8 @@ def explanation(hit: Any, legs_run: list[str]) -> str:
         parts.append(f"{leg} #{found.rank} ({LEG_SCORES.get(leg, 'score')} {found.score:.3f})" if found
                      else f"{leg} -")
     terms = ", ".join(hit.match_terms) if hit.match_terms else "none of the query's words"
+    if not hit.match_terms and "bm25" in hit.legs:  # hybrid's bm25 runs with feedback (retrieval/feedback.py)
+        terms += " (bm25 found it by words the query's best matches hold: feedback)"
     return " · ".join(parts) + f" · holds {terms}"
 
 

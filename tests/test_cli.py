@@ -97,3 +97,24 @@ def test_real_subprocess(tmp_path):
     assert json.loads(done.stdout)["hits"][0]["snippet"] == "subprocess memory about kites"
     failed = subprocess.run([*cmd, "search", " "], env=env, capture_output=True, text=True)
     assert failed.returncode == 2 and failed.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_a_superseded_hit_says_so_and_follows_what_replaced_it(cli, mode):
+    old = _json(cli("write", "The production database is hosted on pg-prod-1", "--scope", "p", "--json"))["id"]
+    new = _json(cli("write", "The production database moved to pg-prod-2 last quarter", "--scope", "p",
+                    "--link", f"supersedes:{old}", "--json"))["id"]
+    shown = cli("search", "production database host", "--mode", mode, "--expand-top")
+    lines = shown.stdout.splitlines()
+    assert shown.exit_code == 0 and lines[1].startswith(f" 1. {new}") and lines[3].startswith(f" 2. {old}")
+    assert f"superseded by {new}" in lines[3] and "high" not in lines[3]
+    assert "pg-prod-1" not in "\n".join(lines[5:])  # the old text is never inlined as the answer
+
+
+def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
+    cli("write", "The billing service uses Adyen for payments", "--scope", "p")
+    cli("write", "The auth service listens on port 8443", "--scope", "p")
+    lines = cli("search", "billing payments", "--mode", "hybrid", "--why").stdout.splitlines()
+    auth = lines.index(next(line for line in lines if "auth service" in line))
+    assert "bm25 #" in lines[auth + 1]  # found through a feedback word ("service"), not the query's own
+    assert "holds none of the query's words (bm25 found it by words the query's best matches hold" in lines[auth + 1]
