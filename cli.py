@@ -343,8 +343,11 @@ def list_(
         emit_json([m.model_dump(mode="json") for m in memories])
         return
     if not memories:
-        ui.out.print("no memories" + (f" with scope {', '.join(scope)}" if scope else
-                                      " here (--no-auto-scope lists every project)" if not no_auto_scope else ""))
+        hidden = not no_auto_scope and _store(ctx).list(scopes=scope, category=category, limit=1, auto_scope=False,
+                                                        record=False)
+        ui.out.print("no memories" + (f" with scope {', '.join(scope)}" if scope else "") + (
+            " in this repository; other repositories' are hidden by auto-scope (--no-auto-scope lists them)" if hidden
+            else " here (--no-auto-scope lists every project)" if not no_auto_scope and not scope else ""))
         return
     ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
     for m in memories:

@@ -10,6 +10,7 @@ models (store/models.py) only where it builds them.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 MAX_LIMIT = 50
 QUERY_CHARS_LOGGED = 200
+HIDDEN_BY_AUTO_SCOPE = ("nothing of this repository (or global) matches, but memories of other repositories do: "
+                        "auto_scope hides them; search with auto_scope off (--no-auto-scope) to see them")
 
 
 def get(s: Session, id: str) -> Memory:
@@ -178,6 +181,10 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
     if since_prior_session and boundary is None:
         result.hits = []
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
+    elif not result.hits and view.scoped_to is not None:
+        others = replace(view, auto_scope=False)
+        if _rank(s, query, mode, 1, scopes, category, others, config=config, plain=plain)[0].hits:
+            result.note = HIDDEN_BY_AUTO_SCOPE
     trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top)
     if record and not s.db.read_only:  # a read-only store answers without its event log
         result.use_token = outcomes.new_token()

@@ -118,3 +118,24 @@ def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
     auth = lines.index(next(line for line in lines if "auth service" in line))
     assert "bm25 #" in lines[auth + 1]  # found through a feedback word ("service"), not the query's own
     assert "holds none of the query's words (bm25 found it by words the query's best matches hold" in lines[auth + 1]
+
+
+def test_an_empty_list_or_search_names_auto_scope_when_it_hid_the_matches(tmp_path):
+    """Inside repository a, memories written in repository b are hidden (auto-scope): an explicit
+    --scope projects:b finds nothing, and says why instead of 'no such memory'."""
+    store = str(tmp_path / "store")
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path / name, check=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+
+    def kenning(cwd, *args):
+        return subprocess.run([sys.executable, "-m", "kenning.cli", "--store", store, *args], cwd=tmp_path / cwd,
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    assert kenning("b", "write", "Repo B uses poetry for packaging", "--scope", "projects:b").returncode == 0
+    listed = kenning("a", "list", "--scope", "projects:b")
+    assert listed.returncode == 0 and "hidden by auto-scope (--no-auto-scope lists them)" in listed.stdout
+    found = kenning("a", "search", "poetry", "--scope", "projects:b", "--mode", "bm25")
+    assert found.returncode == 0 and "auto_scope hides them" in found.stdout
+    assert "Repo B uses poetry" in kenning("a", "search", "poetry", "--no-auto-scope", "--mode", "bm25").stdout

@@ -138,6 +138,16 @@ def test_scope_overview_counts_without_content(tmp_path, clock, places, seeded):
         assert s.scope_overview(auto_scope=False)["recently_removed_in_worktree"] == 3
 
 
+def test_an_empty_auto_scoped_search_says_when_other_repositories_hold_matches(tmp_path, clock, places, seeded):
+    with open_at(tmp_path, clock, places["alpha"]) as alpha:
+        result = alpha.search("canary", mode="bm25")  # only beta's memory says it
+        assert result.hits == [] and "other repositories" in result.note and "auto_scope" in result.note
+        assert alpha.search("canary", mode="bm25", auto_scope=False).hits[0].id == seeded["beta"]
+        assert alpha.search("zebra crossings", mode="bm25").note is None  # nothing anywhere: no such note
+        plain = alpha.search("canary", mode="hybrid", scopes=["projects:beta"])
+        assert plain.hits == [] and "other repositories" in plain.note
+
+
 def test_the_first_session_has_no_baseline(tmp_path, clock, places):
     with open_at(tmp_path, clock, places["alpha"]) as s:
         assert s.scope_overview()["curation_pending_new_since_last_session"] is None
