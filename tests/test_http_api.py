@@ -308,3 +308,58 @@ def test_messages_and_hints_are_worded_for_an_http_client(client):
     assert "episode_write" not in run_state["hint"] and '"acknowledge_transient": true' in run_state["hint"]
     for text in (hint, no_reason, unknown, truncated["hint"], truncated["error"], run_state["hint"]):
         assert not re.search(r"--[a-z]|`kenning |memory_[a-z]+", text), text
+
+
+def test_update_takes_content_as_a_write_does_and_text_for_older_callers(client):
+    """POST /memories names the body ``content``; PATCH refused that name and took only ``text``."""
+    mid = _write(client)
+    updated = client.patch(f"/memories/{mid}", json={"content": "The auth service listens on port 9443"})
+    assert updated.status_code == 200, updated.text
+    assert client.get(f"/memories/{mid}").json()["content"] == "The auth service listens on port 9443"
+    older = client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 7443"})
+    assert older.status_code == 200 and older.json()["memory"]["content"].endswith("7443")
+
+    both = client.patch(f"/memories/{mid}", json={"content": "The auth service listens on port 1443",
+                                                  "text": "The auth service listens on port 2443"})
+    assert both.status_code == 400
+    assert both.json() == {"error": "give the new body as content or as text, not two different ones"}
+    assert client.get(f"/memories/{mid}").json()["content"].endswith("7443")  # nothing written
+    same = "The auth service listens on port 3443"  # the same body twice is one body, as on MCP
+    assert client.patch(f"/memories/{mid}", json={"content": same, "text": same}).status_code == 200
+
+    fields = client.get("/openapi.json").json()["components"]["schemas"]["UpdateBody"]["properties"]
+    assert "content" in fields and "give one of the two" in fields["text"]["description"]
+
+
+def test_verify_with_an_old_version_is_a_409_and_records_nothing(client):
+    """As PATCH does: the library answers stale as a status, which must not come back as a 200."""
+    mid = _write(client)
+    version = client.get(f"/memories/{mid}").json()["version"]
+    current = client.post(f"/memories/{mid}/verify", json={"note": "read the config", "version": version})
+    assert current.status_code == 200 and current.json()["status"] == "verified", current.text
+
+    client.patch(f"/memories/{mid}", json={"content": "The auth service listens on port 9443"})  # clears verification
+    stale = client.post(f"/memories/{mid}/verify", json={"note": "checked again", "version": version})
+    assert stale.status_code == 409, stale.text
+    assert stale.json()["code"] == "stale" and "changed since" in stale.json()["error"]
+    shown = client.get(f"/memories/{mid}").json()
+    assert shown["last_verified_at"] is None and shown["verification_note"] is None
+    again = client.post(f"/memories/{mid}/verify", json={"version": shown["version"]})
+    assert again.status_code == 200 and again.json()["status"] == "verified"
+
+
+@pytest.mark.parametrize("url", ["/search?q=service+port&all=true", "/memories?all=true", "/tombstones?"])
+def test_scopes_joined_by_a_comma_are_a_400_not_an_empty_answer(client, url):
+    """A comma is a legal scope character, so "infra,other" is one scope that nothing carries: the
+    caller meant two and got nothing back, silently. Repeating the parameter is the way."""
+    ids = {_write(client, "The infra service listens on port 7000", ["infra"]),
+           _write(client, "The other service listens on port 7001", ["other"])}
+    if url.startswith("/tombstones"):
+        for mid in ids:
+            client.delete(f"/memories/{mid}", params={"reason": "moved"})
+    joined = client.get(url + "&scopes=infra,other")
+    assert joined.status_code == 400, joined.text
+    assert "comma" in joined.json()["error"] and "scopes=infra&scopes=other" in joined.json()["error"]
+    repeated = client.get(url + "&scopes=infra&scopes=other").json()
+    rows = repeated.get("hits") or repeated.get("memories") or [t["memory"] for t in repeated["tombstones"]]
+    assert {row["id"] for row in rows} == ids

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from kenning.errors import InvalidInput
+from kenning.errors import InvalidInput, Stale
 from kenning.store.models import LIVE_SETTINGS
 from kenning.memory.facade import MAX_LIMIT, Store
 
@@ -18,12 +18,26 @@ router = APIRouter()
 
 MAX_LISTED = 500
 Category = Literal["fact", "user-inference", "ambient"]
-ScopesQuery = Query(None, description="Only memories tagged with at least one of these scopes (repeat the parameter).")
+ScopesQuery = Query(None, description="Only memories tagged with at least one of these scopes: repeat the parameter "
+                                       "(scopes=a&scopes=b). A comma is part of a scope's name, so a value holding one "
+                                       "is refused rather than split.")
 AllQuery = Query(False, alias="all", description="Every repository's memories, not only the server's own and global ones.")
 
 
 def _store(request: Request) -> Store:
     return request.app.state.store
+
+
+def scopes_filter(scopes: list[str] | None = ScopesQuery) -> list[str] | None:
+    """The ``scopes`` query list, one scope per parameter. ``scopes=infra,other`` is refused: a
+    comma is a legal character of a scope (check_scopes keeps "team:a,b"), so splitting could
+    change what a stored scope means, and as one scope it would silently match nothing."""
+    for scope in scopes or ():
+        if "," in scope:
+            example = "&".join(f"scopes={part.strip()}" for part in scope.split(",") if part.strip())
+            raise InvalidInput(f"scopes: {scope!r} holds a comma, which is part of a scope's name; give each "
+                               f"scope as its own parameter, e.g. {example or 'scopes=a&scopes=b'}")
+    return scopes
 
 
 class _Body(BaseModel):
@@ -50,7 +64,9 @@ class WriteBody(_Body):
 
 
 class UpdateBody(_Body):
-    text: str | None = None
+    content: str | None = Field(None, description="The new body (the field POST /memories takes); it passes the "
+                                                  "content gates and clears verification and claims.")
+    text: str | None = Field(None, description="Same as content (kept for older callers); give one of the two.")
     scopes: list[str] | None = None
     confidence: str | None = None
     category: str | None = None
@@ -68,6 +84,8 @@ class VerifyBody(_Body):
     verified_paths: list[str] | None = None
     verified_absent_paths: list[str] | None = None
     claims: list[str] | None = None
+    version: str | None = Field(None, description="The memory's version from show or search: a memory changed "
+                                                  "since is refused with 409 and nothing is recorded.")
 
 
 # ------------------------------------------------------------------------------------------ reads
@@ -77,7 +95,7 @@ def search(
     q: str = Query(..., description="The words a matching memory would contain."),
     limit: int = Query(5, description=f"1-{MAX_LIMIT} hits."),
     mode: str | None = Query(None, description="keyword | bm25 | semantic | hybrid; default: the store's default_mode."),
-    scopes: list[str] | None = ScopesQuery,
+    scopes: list[str] | None = Depends(scopes_filter),
     category: str | None = Query(None, description="fact | user-inference | ambient"),
     all_repos: bool = AllQuery,
     expand_top: bool = Query(False, description="Inline the top hit's body when it is clearly the answer."),
@@ -98,7 +116,7 @@ def search(
 @router.get("/memories", tags=["memories"], summary="Live memories, newest update first")
 def list_memories(
     request: Request,
-    scopes: list[str] | None = ScopesQuery,
+    scopes: list[str] | None = Depends(scopes_filter),
     category: Category | None = None,
     limit: int = Query(50, ge=1, le=MAX_LISTED),
     offset: int = Query(0, ge=0, le=100_000),
@@ -119,7 +137,7 @@ def show(request: Request, id: str) -> dict[str, Any]:
 
 
 @router.get("/tombstones", tags=["memories"], summary="Removed memories with why and when")
-def tombstones(request: Request, scopes: list[str] | None = ScopesQuery,
+def tombstones(request: Request, scopes: list[str] | None = Depends(scopes_filter),
                limit: int = Query(50, ge=1, le=MAX_LISTED)) -> dict[str, Any]:
     return {"tombstones": [t.model_dump(mode="json") for t in _store(request).tombstones(scopes=scopes, limit=limit)]}
 
@@ -144,9 +162,17 @@ def write(request: Request, body: WriteBody) -> JSONResponse:
     return JSONResponse(http_result(result), status_code=write_status(result))
 
 
-@router.patch("/memories/{id:path}", tags=["memories"], summary="Change fields; a new text passes the content gates")
+@router.patch("/memories/{id:path}", tags=["memories"],
+              summary="Change fields; new content (or text) passes the content gates")
 def update(request: Request, id: str, body: UpdateBody) -> dict[str, Any]:
-    memory = _store(request).update(id, **body.model_dump())
+    """The new body is ``content``, as POST /memories names it, or ``text`` for older callers; two
+    different ones are a 400 rather than one silently winning. With ``version``, a memory changed
+    since is a 409 with ``code: stale`` and nothing is written."""
+    fields = body.model_dump()
+    content, text = fields.pop("content"), fields.pop("text")
+    if content is not None and text is not None and content != text:
+        raise InvalidInput("give the new body as content or as text, not two different ones")
+    memory = _store(request).update(id, text=content if content is not None else text, **fields)
     return {"status": "updated", "memory": memory.model_dump(mode="json")}
 
 
@@ -163,7 +189,12 @@ def restore(request: Request, id: str) -> dict[str, Any]:
 
 @router.post("/memories/{id:path}/verify", tags=["curation"], summary="Record a spot-check (paths and claims checked)")
 def verify(request: Request, id: str, body: VerifyBody | None = None) -> dict[str, Any]:
-    return _store(request).verify(id, **(body or VerifyBody()).model_dump())
+    """With ``version``, a memory changed since is a 409 with ``code: stale`` as on PATCH, and nothing
+    is recorded: a 200 would read as a check that was recorded."""
+    result = _store(request).verify(id, **(body or VerifyBody()).model_dump())
+    if result.get("status") == "stale":
+        raise Stale(result["id"], result["version"], result["current_version"])
+    return result
 
 
 @router.post("/pending/{pending_id}/confirm", tags=["pending writes"], summary="Commit a staged write")

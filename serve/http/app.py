@@ -52,7 +52,8 @@ def create_app(
         title="kenning", version=__version__, lifespan=lifespan,
         description="Long-term memory for AI agents: search, write and curate a kenning store. "
                     "Errors are {\"error\": message}: 400 a caller's mistake, 404 a missing id, "
-                    "409/422 a refused write (with gate and hint).",
+                    "409/422 a refused write (with gate and hint), 409 with code stale when a given "
+                    "version is out of date (another agent changed the memory since).",
         docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )
     app.state.store = Serialised(opened)
