@@ -529,8 +529,8 @@ def _print_skipped_lines(report) -> None:
         if line.status in ("committed", "already_present"):
             continue
         shown[line.status] = shown.get(line.status, 0) + 1
-        if shown[line.status] <= SHOWN_PER_STATUS:
-            ui.out.print(f"{line.label} {line.status} ({line.gate}): {for_cli(line.reason)}")
+        if shown[line.status] <= SHOWN_PER_STATUS:  # a reason quoting a long value from the line shows its start
+            ui.out.print(f"{line.label} {line.status} ({line.gate}): {ui.clip_values(for_cli(line.reason))}")
     for status, count in shown.items():
         if count > SHOWN_PER_STATUS:
             ui.out.print(f"... and {count - SHOWN_PER_STATUS} more {status.replace('_', ' ')} lines "
@@ -663,6 +663,11 @@ def _read_jsonl(file: str) -> tuple[list, list[str]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}); nothing was imported") from None
+        except ValueError as exc:  # valid JSON Python will not read (a number of over 4,300 digits): was a traceback
+            why = str(exc).split(";")[0]
+            raise InvalidInput(f"{name}:{number}: cannot read it ({why}); nothing was imported") from None
+        except RecursionError:  # arrays or objects nested thousands deep: was a traceback too
+            raise InvalidInput(f"{name}:{number}: cannot read it (nested too deeply); nothing was imported") from None
         problem = _record_problem(record)
         if problem:
             raise InvalidInput(f"{name}:{number}: {problem}; nothing was imported")
@@ -690,7 +695,8 @@ def _record_problem(record: object) -> str | None:
     if isinstance(scopes, list):
         for scope in scopes:
             if not isinstance(scope, str):
-                return f"`scopes` must be strings, not {_JSON_TYPES.get(type(scope), 'that')} ({json.dumps(scope)})"
+                shown = ui.clip(json.dumps(scope))  # a 4,000-digit number was echoed whole
+                return f"`scopes` must be strings, not {_JSON_TYPES.get(type(scope), 'that')} ({shown})"
     elif scopes is not None and not isinstance(scopes, str):
         return f"`scopes` must be a list of strings, not {_JSON_TYPES.get(type(scopes), 'that')}"
     return None
@@ -1010,14 +1016,35 @@ def info(
 _mount_subcommands()
 
 
-def _usage_error(exc) -> int:
+def _usage_error(exc, root=None, args: list[str] = ()) -> int:
     """A usage mistake as one line plus a hint, instead of click's usage box (bare ``kenning``: the help)."""
     if type(exc).__name__ == "NoArgsIsHelpError":
         ui.out.print(exc.ctx.get_help())
         return 0
-    command = exc.ctx.command_path if exc.ctx is not None else "kenning"
+    command = exc.ctx.command_path if exc.ctx is not None else _command_path(root, args)
     say_error(exc.format_message(), hint=f"see `{command} --help`")
     return 2
+
+
+def _command_path(root, args: list[str]) -> str:
+    """The command ``args`` reach from ``root`` (``kenning episodes list``), for a usage error click
+    raises without its context: an option missing its value (``search tabs --limit``) hinted
+    ``kenning --help``, the root's help, though the option is the subcommand's."""
+    path, words = ["kenning"], iter(args)
+    for word in words:
+        commands = getattr(root, "commands", None)
+        if commands is None:  # a command, not a group: the words left are its own
+            break
+        if word.startswith("-"):  # a group's option; one that takes a value takes the next word too
+            option = next((p for p in root.params if word.split("=", 1)[0] in p.opts), None)
+            if option is not None and not getattr(option, "is_flag", True) and "=" not in word:
+                next(words, None)
+            continue
+        if word not in commands:
+            break
+        path.append(word)
+        root = commands[word]
+    return " ".join(path)
 
 
 def _plain_metavars(command) -> None:
@@ -1029,16 +1056,7 @@ def _plain_metavars(command) -> None:
         _plain_metavars(sub)
 
 
-def _invoked(args: list[str]) -> str | None:
-    """The top-level command ``args`` name, read past the root's ``--store``; None when the root
-    itself answers (no command, --help, --version) or an unknown option comes first."""
-    words = iter(args)
-    for word in words:
-        if word == "--store":
-            next(words, None)
-        elif not word.startswith("--store="):
-            return None if word.startswith("-") else word
-    return None
+_invoked = ui.invoked  # the top-level command args name (quick_process_defaults reads it too)
 
 
 def _lean_app(args: list[str]) -> typer.Typer:
@@ -1069,7 +1087,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = command.main(args, prog_name="kenning", standalone_mode=False)
     except click.UsageError as exc:
-        code = _usage_error(exc)
+        code = _usage_error(exc, command, args)
     except click.ClickException as exc:
         say_error(exc.format_message())
         code = exc.exit_code

@@ -146,8 +146,9 @@ def recall_command(
     if as_json:
         emit_json(result)
         return
-    if result["degraded"]:
-        note(result["degraded"]["message"])
+    degraded = result["degraded"]
+    if degraded:  # with its fix, as search's note: the library's warning, which named it, is not printed too
+        note(f"{degraded['message']} ({degraded['fix'] or degraded['install']})")
     waiting = result["pending_embeddings"] or {}
     if waiting.get("transcript"):
         note(f"{plural(waiting['transcript'], 'past message')} without a vector yet, found by words only; "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 import unicodedata
 from datetime import datetime, timezone
@@ -82,10 +83,86 @@ def quick_process_defaults(args: list[str]) -> None:
     """Defaults for a short command's process (a user's own setting wins): no pydantic plugin scan
     (it reads every installed package's entry points, ~15 ms; kenning's models use no plugin), and
     one OpenBLAS thread (numpy starts one per core at import, ~20 ms of CPU, for matrix sizes a
-    search never reaches)."""
+    search never reaches). Also where the encoder's warning is held (``hold_encoder_warning``)."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if LONG_RUNNING.isdisjoint(args) and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    hold_encoder_warning(args)
+
+
+def invoked(args: list[str]) -> str | None:
+    """The top-level command ``args`` name, read past the root's ``--store``; None when the root
+    itself answers (no command, --help, --version) or an unknown option comes first."""
+    words = iter(args)
+    for word in words:
+        if word == "--store":
+            next(words, None)
+        elif not word.startswith("--store="):
+            return None if word.startswith("-") else word
+    return None
+
+
+# commands whose own output says why the encoder cannot run (a search's or recall's note, the error of
+# index, import --embed and transcripts index, --json's degraded): the library's warning would say it again
+SAY_THE_ENCODER_BREAK = frozenset({"search", "recall", "index", "import", "transcripts"})
+# retrieval/embeddings.py's once-per-process warning (_log_break); its first argument is the cause
+_BREAK_WARNING = "embeddings are broken"
+_held: list[Any] = []
+_holding = False
+
+
+def hold_encoder_warning(args: list[str]) -> None:
+    """Hold the library's "embeddings are broken" warning until the process ends, and drop it once a
+    ``note`` or ``say_error`` of this command has named its cause: printed as it happens, a search
+    said the same cause twice (the warning, then its degraded note). A warning no line named (an
+    unreported path) still prints, at exit. Only for the commands that report the break themselves,
+    and not for a lexical search, which never loads the encoder: installing costs ``import logging``
+    (~5 ms); any other command prints the warning as it happens, as before."""
+    if invoked(args) not in SAY_THE_ENCODER_BREAK or _lexical_search(args):
+        return
+    import atexit
+    import logging
+
+    class Holder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if str(record.msg).startswith(_BREAK_WARNING) and isinstance(record.args, tuple) and record.args:
+                _held.append(record)
+            else:  # anything else the encoder logs prints as logging's last-resort handler would
+                sys.stderr.write(record.getMessage() + "\n")
+
+    global _holding
+    if not _holding:  # once a process (a test may run main twice)
+        _holding = True
+        logging.getLogger("kenning.retrieval.embeddings").addHandler(Holder(logging.WARNING))
+        atexit.register(_release_held)
+
+
+def _lexical_search(args: list[str]) -> bool:
+    """A search whose --mode is keyword or bm25: it runs no vector leg, so no warning to hold."""
+    words = iter(args)
+    for word in words:
+        if word == "--mode":
+            return next(words, None) in ("keyword", "bm25")
+        if word.startswith("--mode="):
+            return word[len("--mode="):] in ("keyword", "bm25")
+    return False
+
+
+def _said(message: str) -> None:
+    """Drop each held warning whose cause ``message`` names: the command has said it."""
+    shown = " ".join(message.split())
+    _held[:] = [r for r in _held if " ".join(str(r.args[0]).split()) not in shown]
+
+
+def _release_held() -> None:
+    """At exit: the held warnings no line of the command named, as logging would have printed them."""
+    try:
+        for record in _held:
+            sys.stderr.write(record.getMessage() + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed or gone: nothing to tell
+        pass
+    _held.clear()
 
 
 def __getattr__(name: str) -> Any:
@@ -162,8 +239,9 @@ def say_error(message: str, hint: str | None = None) -> None:
     """``error: message`` (one line) on stderr, and ``hint: …`` below it when there is one."""
     from rich.text import Text
 
+    _said(message)
     err = __getattr__("err")
-    err.print(Text.assemble(("error:", "red"), " ", " ".join(message.split())), soft_wrap=True)
+    err.print(Text.assemble(("error:", "red"), " ", " ".join(clip_values(message).split())), soft_wrap=True)
     if hint:
         err.print(f"hint: {hint}", soft_wrap=True)
 
@@ -172,7 +250,34 @@ def note(message: str, label: str = "note") -> None:
     """A yellow ``note:`` line on stderr: something the reader should know, not a failure."""
     from rich.text import Text
 
-    __getattr__("err").print(Text.assemble((f"{label}:", "yellow"), " ", message), soft_wrap=True)
+    _said(message)
+    __getattr__("err").print(Text.assemble((f"{label}:", "yellow"), " ", clip_values(message)), soft_wrap=True)
+
+
+CLIP_OVER = 100  # a value echoed in a message is cut when longer than this ...
+CLIP_KEEP = 60  # ... to its first CLIP_KEEP characters, "…" and its length
+
+# a quoted value (Python's repr, JSON): its opening quote follows no letter or quote, its closing one
+# precedes no letter, so the apostrophes of "store's" and "don't" never pair up; only a long one matches
+_QUOTED = r"""(?<![\w'"])(['"])((?:\\.|(?!\1)[^\\]){%d,})\1(?!\w)""" % (CLIP_OVER + 1)  # re caches it compiled
+
+
+def clip(value: str) -> str:
+    """``value`` as a one-line message may echo it: whole up to CLIP_OVER characters, else its start,
+    "…" and its length. A 100,000-character id or key echoed whole was 100 KB on stderr."""
+    if len(value) <= CLIP_OVER:
+        return value
+    return f"{value[:CLIP_KEEP]}… ({len(value):,} characters)"
+
+
+def clip_values(message: str) -> str:
+    """``message`` with each quoted value longer than CLIP_OVER cut as ``clip`` cuts one (``'abc…'
+    (100,000 characters)``): the library's errors quote what they were given, and say_error and note
+    print whatever they are handed."""
+    if len(message) <= CLIP_OVER:
+        return message
+    return re.sub(_QUOTED, lambda m: f"{m[1]}{m[2][:CLIP_KEEP]}…{m[1]} ({len(m[2]):,} characters)", message,
+                  flags=re.S)
 
 
 def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Callable]:

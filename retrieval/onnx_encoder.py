@@ -97,8 +97,8 @@ def batch_workers() -> int:
 
 
 def check_settings() -> None:
-    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number: the probe asks before
-    loading, so a typo is reported as the setting it is, not as a damaged model file.
+    """Raise InvalidSetting for a KENNING_ONNX_* count that is not a number of 1 or more: the probe asks
+    before loading, so a typo is reported as the setting it is, not as a damaged model file.
     KENNING_BULK_RUNTIME is not among them: the probe checks it for every encoder, torch's included."""
     intra_op_threads()
     batch_workers()
@@ -143,15 +143,20 @@ def counting_runs(encoder) -> Iterator[Counter]:
 
 
 def _count_setting(name: str, default: int) -> int:
-    """A whole-number setting (below 1 counts as 1), else ``default`` when unset or empty."""
+    """A whole-number setting of 1 or more, else ``default`` when unset or empty. Zero or a negative
+    count is refused as a word is: it once ran as 1 without a word, while "abc" got a note."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     try:
-        return max(1, int(value))
+        count = int(value)
     except ValueError:
-        raise InvalidSetting(f"{name}={value!r} is not a whole number; set it to a count of 1 or more "
-                             f"(default {default}), or unset it", name) from None
+        count = None
+    if count is None or count < 1:
+        why = "is not a whole number" if count is None else "is below 1"
+        raise InvalidSetting(f"{name}={value!r} {why}; set it to a count of 1 or more (default {default}), "
+                             "or unset it", name)
+    return count
 
 
 def session(onnx_file: Path, threads: int | None = None, cache_optimized: bool = False):

@@ -724,8 +724,9 @@ def test_a_session_runs_its_default_threads_sequentially_with_all_optimisations(
     monkeypatch.setenv("KENNING_ONNX_THREADS", "3")
     assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 3
     monkeypatch.setenv("KENNING_ONNX_THREADS", "0")
-    assert onnx_encoder.session(graph).get_session_options().intra_op_num_threads == 1
-    assert onnx_encoder.session(graph, threads=4).get_session_options().intra_op_num_threads == 4
+    with pytest.raises(onnx_encoder.InvalidSetting):  # below 1 is the setting's mistake (the probe says so first)
+        onnx_encoder.session(graph)
+    assert onnx_encoder.session(graph, threads=4).get_session_options().intra_op_num_threads == 4  # asked: the setting is not read
     assert not onnx_encoder.optimized_dir(graph).exists()  # only cache_optimized makes a copy
     cached = onnx_encoder.session(graph, threads=1, cache_optimized=True).get_session_options()  # the same options
     assert cached.intra_op_num_threads == 1 and cached.get_session_config_entry("session.intra_op.allow_spinning") == "0"
@@ -814,18 +815,16 @@ def test_the_copy_and_its_trash_are_made_beside_the_file_not_in_the_temp_dir(tmp
     assert onnx_encoder.session(graph, cache_optimized=True)._model_path == str(onnx_encoder.optimized_dir(graph) / "model.onnx")
 
 
-def test_batch_workers_follow_the_setting_and_never_drop_below_one(monkeypatch):
+def test_batch_workers_follow_the_setting(monkeypatch):
     monkeypatch.delenv("KENNING_ONNX_BATCH_WORKERS", raising=False)
     assert onnx_encoder.batch_workers() == onnx_encoder.DEFAULT_BATCH_WORKERS == 1  # one batch at a time on the two threads
     monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "3")
     assert onnx_encoder.batch_workers() == 3
-    monkeypatch.setenv("KENNING_ONNX_BATCH_WORKERS", "0")
-    assert onnx_encoder.batch_workers() == 1
 
 
 @pytest.mark.parametrize(("name", "default"), [("KENNING_ONNX_THREADS", onnx_encoder.DEFAULT_THREADS),
                                              ("KENNING_ONNX_BATCH_WORKERS", onnx_encoder.DEFAULT_BATCH_WORKERS)])
-def test_a_count_setting_that_is_not_a_number_is_refused_by_name_with_its_valid_values(monkeypatch, name, default):
+def test_a_count_setting_below_one_or_not_a_number_is_refused_by_name_with_its_valid_values(monkeypatch, name, default):
     read = {"KENNING_ONNX_THREADS": onnx_encoder.intra_op_threads, "KENNING_ONNX_BATCH_WORKERS": onnx_encoder.batch_workers}
     for value in ("two", "1.5", "x"):
         monkeypatch.setenv(name, value)
@@ -835,7 +834,15 @@ def test_a_count_setting_that_is_not_a_number_is_refused_by_name_with_its_valid_
             assert str(refused.value) == (f"{name}={value!r} is not a whole number; set it to a count of 1 or more "
                                           f"(default {default}), or unset it")
             assert refused.value.fix == f"unset {name}" and isinstance(refused.value, InvalidInput)
-    for value, count in (("", default), ("  ", default), (" 3 ", 3), ("-2", 1)):
+    for value in ("0", "-2", " -3 "):  # below 1: refused as a word is (it once ran as 1 without a word)
+        monkeypatch.setenv(name, value)
+        for ask in (read[name], onnx_encoder.check_settings):
+            with pytest.raises(onnx_encoder.InvalidSetting) as refused:
+                ask()
+            assert str(refused.value) == (f"{name}={value.strip()!r} is below 1; set it to a count of 1 or more "
+                                          f"(default {default}), or unset it")
+            assert refused.value.fix == f"unset {name}"
+    for value, count in (("", default), ("  ", default), (" 3 ", 3), ("1", 1)):
         monkeypatch.setenv(name, value)
         assert read[name]() == count
         onnx_encoder.check_settings()
