@@ -129,6 +129,12 @@ class TranscriptIndex:
         if isinstance(path, str) and not path.strip():  # Path("") is ".": it would register this directory
             raise InvalidInput("the transcript path is empty; give a transcript file (.jsonl) or a folder holding them")
         resolved = Path(path).expanduser()
+        try:
+            resolved.stat()
+        except FileNotFoundError:
+            pass  # said just below
+        except OSError as exc:  # a name longer than the file system allows, a loop of links ...
+            raise InvalidInput(f"cannot read {str(resolved)[:200]}: {exc.strerror or exc}") from None
         if not resolved.exists():
             raise InvalidInput(f"{resolved} does not exist; give a transcript file (.jsonl) or a folder holding them")
         if not (resolved.is_dir() or resolved.is_file()):

@@ -156,7 +156,13 @@ def _count_setting(name: str, default: int) -> int:
         why = "is not a whole number" if count is None else "is below 1"
         raise InvalidSetting(f"{name}={value!r} {why}; set it to a count of 1 or more (default {default}), "
                              "or unset it", name)
+    if count > MAX_COUNT:
+        raise InvalidSetting(f"{name}={value!r} is over {MAX_COUNT}; set it to a count of 1 to {MAX_COUNT} "
+                             f"(default {default}), or unset it", name)
     return count
+
+
+MAX_COUNT = 1024  # threads or workers: 100,000 intra-op threads hung a search for minutes
 
 
 def session(onnx_file: Path, threads: int | None = None, cache_optimized: bool = False):

@@ -11,6 +11,7 @@ and ``close``. Nothing above this module asks which one it has.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sqlite3
@@ -74,8 +75,11 @@ def _refuse_unenterable(directory: Path) -> None:
     except PermissionError as exc:
         raise StorageError(f"the store folder {directory} cannot be opened: not even for reading "
                            "(check its permissions)") from exc
-    except OSError:
-        pass  # missing (a store to create) or not a folder: opening says so in its own words
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InvalidInput(f"the store path {str(directory)[:200]}… is longer than the file system allows "
+                               "(a name of at most 255 bytes between slashes)") from None
+        # missing (a store to create) or not a folder: opening says so in its own words
 
 
 def _sqlite_header(path: Path) -> bool:

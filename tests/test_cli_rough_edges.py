@@ -150,3 +150,16 @@ def test_a_count_setting_below_one_gets_the_note_a_word_gets(tmp_path, name, val
     assert degraded == {"reason": "embeddings_broken", "message": said, "install": "", "fix": f"unset {name}"}
     assert one_error_line(kenning("index", store=store, env={name: value})) == (
         f"error: 2 memories wait for embeddings, but {said}; fix: unset {name}")
+
+
+def test_a_path_with_a_name_longer_than_the_file_system_allows_is_one_line(tmp_path):
+    """A --store or a transcript path with a component over 255 bytes raised ENAMETOOLONG from a
+    stat deep in the open: a traceback on every command."""
+    long = tmp_path / ("x" * 300)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for args in (["--store", str(long), "list"], ["--store", str(long), "write", "a fact", "--scope", "s"],
+                 ["--store", str(tmp_path / "s"), "transcripts", "add", str(long / "ledger.jsonl")]):
+        run = subprocess.run([sys.executable, "-m", "kenning.cli", *args], capture_output=True, text=True, env=env,
+                             timeout=120)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) <= 2 and "x" * 250 not in run.stderr

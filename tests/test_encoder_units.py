@@ -842,7 +842,11 @@ def test_a_count_setting_below_one_or_not_a_number_is_refused_by_name_with_its_v
             assert str(refused.value) == (f"{name}={value.strip()!r} is below 1; set it to a count of 1 or more "
                                           f"(default {default}), or unset it")
             assert refused.value.fix == f"unset {name}"
-    for value, count in (("", default), ("  ", default), (" 3 ", 3), ("1", 1)):
+    for value in ("1025", "100000"):  # 100,000 threads hung a search for minutes
+        monkeypatch.setenv(name, value)
+        with pytest.raises(onnx_encoder.InvalidSetting, match=f"is over {onnx_encoder.MAX_COUNT}; set it to a count of 1 to"):
+            read[name]()
+    for value, count in (("", default), ("  ", default), (" 3 ", 3), ("1", 1), ("1024", 1024)):
         monkeypatch.setenv(name, value)
         assert read[name]() == count
         onnx_encoder.check_settings()
