@@ -143,7 +143,7 @@ def cancel_write(s: Session, pending_id: str, own_session: bool = False) -> dict
 
 
 ANOTHER_SESSIONS = ("another session staged this write: only that session confirms or cancels it here (a person "
-                    "can with `kenning pending confirm|cancel` or the HTTP page)")
+                    "can with `kenning confirm` or `kenning cancel`, or on the HTTP page)")
 
 
 def pending_writes(s: Session, all_sessions: bool = False) -> list[dict[str, Any]]:
