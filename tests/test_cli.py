@@ -111,6 +111,7 @@ def test_a_superseded_hit_says_so_and_follows_what_replaced_it(cli, mode):
     assert "pg-prod-1" not in "\n".join(lines[5:])  # the old text is never inlined as the answer
 
 
+@pytest.mark.embeddings  # hybrid's bm25 leg runs with feedback beside the vector leg; without it, plain fusion
 def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
     cli("write", "The billing service uses Adyen for payments", "--scope", "p")
     cli("write", "The auth service listens on port 8443", "--scope", "p")
