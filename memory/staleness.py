@@ -324,7 +324,7 @@ def assess_commit_drift(
 
     if not cache.git_available:
         return unmeasured("git is not installed")
-    directory = next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
+    directory = _drift_directory(origin)
     if directory is None:
         return unmeasured(f"repository {origin.repo} no longer exists")
     head, why = cache.head(directory)
@@ -334,11 +334,11 @@ def assess_commit_drift(
     verified, written = _utc(last_verified_at), _utc(written_at)
     attempts: list[tuple[str, list[str]]] = []
     if verified is not None:
-        if verified_head and re.fullmatch(r"[0-9a-fA-F]{4,64}", verified_head):
+        if verified_head and _is_sha(verified_head):
             attempts.append((f"verified {verified.isoformat()}", [f"{verified_head}..HEAD"]))
         attempts.append((f"verified {verified.isoformat()}", [f"--since={_git_date(verified)}", "HEAD"]))
     else:
-        if origin.commit and re.fullmatch(r"[0-9a-fA-F]{4,64}", origin.commit):  # a sha, never an option
+        if origin.commit and _is_sha(origin.commit):
             attempts.append((f"commit {origin.commit}", [f"{origin.commit}..HEAD"]))
         if written is not None:
             attempts.append((f"written {written.isoformat()}", [f"--since={_git_date(written)}", "HEAD"]))
@@ -362,11 +362,21 @@ def head_of(origin: OriginLike | None) -> str | None:
     """The HEAD commit of the directory commit drift is counted in for ``origin`` (None without one)."""
     if origin is None:
         return None
-    directory = next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
+    directory = _drift_directory(origin)
     cache = DriftCache()
     if directory is None or not cache.git_available:
         return None
     return cache.head(directory)[0]
+
+
+def _drift_directory(origin: OriginLike) -> str | None:
+    """Where commit drift is counted: the origin's worktree, else its repository, whichever still exists."""
+    return next((d for d in (origin.worktree, origin.repo) if d and os.path.isdir(d)), None)
+
+
+def _is_sha(value: str) -> bool:
+    """A commit id as git prints it: handed to git as a revision, never read as an option."""
+    return re.fullmatch(r"[0-9a-fA-F]{4,64}", value) is not None
 
 
 def _verdict(v: Verification, pd: PathDrift, cd: CommitDrift) -> tuple[Verdict, list[str]]:
