@@ -140,7 +140,7 @@ def amounts_asked(query: str, terms: Iterable[str]) -> list[str]:
     """The query terms asking for an amount (a sum of money or a quantity: "budget", "capacity"), which
     a hit lacking the word must hold a value of to be ``high`` (``labels``): "the budget for the Heron
     redesign" is not answered by "The Heron redesign started on 3 February", however close in meaning.
-    None when the question opens with a word that asks for another kind ("When did clients pay two
+    None of them when the question opens with a word that asks for another kind ("When did clients pay two
     times by mistake?" asks a date; "pay" is its verb)."""
     first = _FIRST_WORD.match(query)
     if first is not None and first.group(1).casefold() in _ASKS_ANOTHER_KIND:
