@@ -94,6 +94,22 @@ def test_verify_records_the_check(client):
     assert client.get(f"/memories/{mid}").json()["last_verified_at"] is not None
 
 
+def test_verify_takes_the_audit_lists_as_the_mcp_tool_does(client):
+    mid = _write(client)
+    verified = client.post(f"/memories/{mid}/verify", json={"verified_commits": ["abc1234", "abc1234"],
+                                                            "verified_versions": ["v2.1.0"]})
+    assert verified.status_code == 200, verified.text
+    assert verified.json()["verified_commits"] == ["abc1234"] and verified.json()["verified_versions"] == ["v2.1.0"]
+    kept = client.post(f"/memories/{mid}/verify", json={"note": "again"}).json()  # omitted: the list is kept
+    assert kept["verified_commits"] == ["abc1234"] and kept["verified_versions"] == ["v2.1.0"]
+    cleared = client.post(f"/memories/{mid}/verify", json={"verified_commits": []}).json()
+    assert cleared["verified_commits"] == [] and cleared["verified_versions"] == ["v2.1.0"]
+    for bad in (["x" * 201], [""], ["a\nb"], [f"c{i}" for i in range(65)], "abc1234"):
+        refused = client.post(f"/memories/{mid}/verify", json={"verified_commits": bad})
+        assert refused.status_code == 400, (bad, refused.text)
+        assert "verified_commits" in refused.json()["error"]
+
+
 def test_pending_writes_are_listed_confirmed_and_cancelled(client):
     client.patch("/config", json={"require_write_confirmation": True})
     first = client.post("/memories", json={"content": "The queue is RabbitMQ on port 5672", "scopes": ["q"]})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kenning.errors import InvalidInput, Stale
 from kenning.store.models import LIVE_SETTINGS
 from kenning.memory.facade import MAX_LIMIT, Store
+from kenning.memory.requests import MAX_ID_CHARS
 
 from .errors import http_result, write_status
 
@@ -18,6 +19,10 @@ router = APIRouter()
 
 MAX_LISTED = 500
 Category = Literal["fact", "user-inference", "ambient"]
+# the MCP tool's bounds on an audit list (memory_verify's verified_commits / verified_versions)
+AuditLabels = list[Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]] | None
+AUDIT_FIELD = {"max_length": 64, "description": "Audit trail only: recorded with the verification, not checked. "
+                                                 "Replaces the previous list (omit to keep, [] to clear)."}
 ScopesQuery = Query(None, description="Only memories tagged with at least one of these scopes: repeat the parameter "
                                        "(scopes=a&scopes=b). A comma is part of a scope's name, so a value holding one "
                                        "is refused rather than split.")
@@ -84,6 +89,8 @@ class VerifyBody(_Body):
     verified_paths: list[str] | None = None
     verified_absent_paths: list[str] | None = None
     claims: list[str] | None = None
+    verified_commits: AuditLabels = Field(None, **AUDIT_FIELD)
+    verified_versions: AuditLabels = Field(None, **AUDIT_FIELD)
     version: str | None = Field(None, description="The memory's version from show or search: a memory changed "
                                                   "since is refused with 409 and nothing is recorded.")
 
