@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kenning.errors import InvalidInput, KenningError
+from kenning.store.ids import canonical
 
 # Every public Store method a caller (library, CLI, MCP, HTTP) reaches with outside input.
 ENTRY_POINTS = (
     "write", "confirm_write", "cancel_write", "pending_writes", "import_records", "import_checked", "import_bulk",
     "update", "remove", "restore", "verify", "record_use", "get", "show", "list", "tombstones", "search", "rank",
     "disable_scope", "enable_scope", "rename_scope", "scope_overview", "health", "events", "log_event", "configure",
-    "check", "rebuild",
+    "check", "rebuild", "resolve_conflict",
 )
+# The parameters that name a memory (or a staged write) by id: a ULID arrives in any case and is
+# looked up in the one case the store keeps (store/ids.canonical), whichever surface passed it.
+ID_PARAMETERS = frozenset({"id", "other_id", "keep_id", "ids", "pending_id"})
 
 
 def guarded(fn: Callable) -> Callable:
@@ -22,8 +26,12 @@ def guarded(fn: Callable) -> Callable:
     list belongs, a float limit) surfaces as InvalidInput. The transaction it may have been in has
     rolled back, so nothing was written."""
 
+    spelled = _id_spelling(fn)
+
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if spelled is not None:
+            args, kwargs = spelled(args, kwargs)
         if getattr(self, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
             raise InvalidInput(f"{fn.__name__}: this store was closed; open it again with kenning.open_store()")
         try:
@@ -34,6 +42,34 @@ def guarded(fn: Callable) -> Callable:
             raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
 
     return call
+
+
+def _id_spelling(fn: Callable) -> Callable[[tuple, dict], tuple[tuple, dict]] | None:
+    """For a method with id parameters, a function giving its arguments with those ids canonical;
+    None for the rest (a search pays nothing)."""
+    code = fn.__code__
+    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]  # after self
+    where = [(i, name) for i, name in enumerate(names) if name in ID_PARAMETERS]
+    if not where:
+        return None
+
+    def spelled(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        args = list(args)
+        for i, name in where:
+            if i < len(args):
+                args[i] = _canonical(args[i])
+            elif name in kwargs:
+                kwargs[name] = _canonical(kwargs[name])
+        return tuple(args), kwargs
+
+    return spelled
+
+
+def _canonical(given: Any) -> Any:
+    """An id, or a list of ids, canonical; anything else is left for the method to refuse."""
+    if isinstance(given, (list, tuple, set, frozenset, Iterator)):
+        return [canonical(i) for i in given]
+    return canonical(given)
 
 
 def guard(cls: type) -> type:

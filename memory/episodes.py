@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ulid import ULID
 
 from kenning.errors import InvalidInput, NotFound
+from kenning.store.ids import canonical
 from kenning.store.models import Instant, _Record, iso
 
 from . import events
@@ -184,7 +185,7 @@ class Episodes:
 
     # ------------------------------------------------------------------ reads
     def get(self, episode_id: str) -> Episode:
-        episode_id = _label(episode_id, "episode_id")
+        episode_id = canonical(_label(episode_id, "episode_id"))  # a ULID in any case
         rows = self._select("id = ?", [episode_id], limit=1)
         if not rows:
             raise NotFound(f"no live episode has id {episode_id!r}; episode_search lists them (they expire after 30 days)")
@@ -223,7 +224,7 @@ class Episodes:
             where.append("created >= ?")
             params.append(_instant(since))
         if ids is not None:
-            wanted_ids = [_label(i, "ids[]") for i in ids]
+            wanted_ids = [canonical(_label(i, "ids[]")) for i in ids]
             if len(wanted_ids) > MAX_IDS:
                 raise InvalidInput(f"{len(wanted_ids)} ids given; at most {MAX_IDS}")
             if not wanted_ids:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kenning.errors import InvalidInput
-from kenning.store.ids import new_ulid
+from kenning.store.ids import canonical, new_ulid
 from kenning.store.models import Link, Memory
 
 from .claims import normalize_claim_path
@@ -36,9 +36,7 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     fields["metadata"] = check_metadata(fields.get("metadata"))
     no_secret_in(fields["scopes"], fields["metadata"])
     given = fields.get("id")
-    if given is not None:
-        check_id(given)
-    fields["id"] = given or new_ulid()
+    fields["id"] = new_ulid() if given is None else check_id(given)
     fields.setdefault("created", now)
     fields.setdefault("updated", now)
     return validated({k: v for k, v in fields.items() if v is not None})
@@ -63,10 +61,12 @@ def sibling(first: Memory, changes: dict[str, Any]) -> Memory:
     return memory
 
 
-def check_id(given: object) -> None:
-    """A memory id given by the caller: a short non-blank string without control characters."""
+def check_id(given: object) -> str:
+    """A memory id given by the caller (an import's): a short non-blank string without control
+    characters, kept as given except that a ULID is stored in upper case, the case lookups use."""
     if not isinstance(given, str) or not given.strip() or has_control_chars(given) or len(given) > MAX_ID_CHARS:
         raise InvalidInput(f"id must be a short non-blank string, got {given!r}")
+    return canonical(given)
 
 
 def validated(fields: dict) -> Memory:

@@ -6,7 +6,9 @@ import hashlib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator, model_validator
+
+from .ids import canonical
 
 # the pydantic-free names (timestamps, modes, summary lines) live in plain.py; imported from here too
 from .plain import MODES, SUMMARY_CHARS, iso, summary_line, utcnow  # noqa: F401
@@ -54,6 +56,11 @@ class Link(_Record):
             if "target_id" in data:
                 data.setdefault("target", data.pop("target_id"))
         return data
+
+    @field_validator("target")
+    @classmethod
+    def _one_spelling(cls, target: str) -> str:
+        return canonical(target)  # a ULID typed in lower case names the same memory (store/ids.py)
 
 
 class Claim(_Record):

@@ -27,3 +27,57 @@ def test_fresh_ids_parse_and_carry_the_time():
     for text in made:
         assert len(text) == 26
         assert abs(ULID.from_str(text).timestamp - before) < 60
+
+
+def test_a_ulid_in_any_case_is_one_spelling_and_other_ids_stay_as_given():
+    made = ids.new_ulid()
+    assert ids.canonical(made.lower()) == made and ids.canonical(made[:13].lower() + made[13:]) == made
+    for other in ("wiki/ops/7", "01nosuchmemory", "8" + made.lower()[1:], made.lower()[:-1] + "u"):
+        assert ids.canonical(other) == other  # not a ULID: an import's external id, kept exactly
+
+
+def test_a_lower_case_ulid_names_the_memory_on_every_surface(store, tmp_path):
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from kenning.cli import app
+    from kenning.serve.http import create_app
+
+    store.configure(default_mode="bm25")
+    mid = store.write("The auth service listens on port 8443", scopes=["projects:auth"]).id
+    other = store.write("The billing service listens on port 7000", scopes=["projects:billing"]).id
+    low = mid.lower()
+    assert store.show(low)["id"] == mid and store.get(low[:10] + mid[10:]).id == mid
+    linked = store.update(other, links=[{"type": "depends_on", "target_id": low}])
+    assert [link.target for link in linked.links] == [mid]
+    assert store.record_use([low], "applied")["memory_ids"] == [mid]
+
+    cli = CliRunner()
+    run = lambda *args: cli.invoke(app, ["--store", str(tmp_path / "store"), *args])  # noqa: E731
+    for args in (("show", low), ("verify", low), ("remove", low, "--reason", "moved"), ("restore", low)):
+        result = run(*args, "--json")
+        assert result.exit_code == 0, (args, result.output)
+
+    with TestClient(create_app(store), base_url="http://127.0.0.1:8765") as http:
+        assert http.get(f"/memories/{low}").json()["id"] == mid
+        assert http.post(f"/memories/{low}/verify", json={}).json()["status"] == "verified"
+        assert http.delete(f"/memories/{low}", params={"reason": "moved"}).status_code == 200
+        assert http.post(f"/memories/{low}/restore").json()["memory"]["id"] == mid
+        assert http.patch(f"/memories/{low}", json={"text": "The auth service listens on port 9443"}).status_code == 200
+
+
+def test_an_imported_ulid_is_stored_in_the_case_lookups_use(store):
+    made = ids.new_ulid()
+    store.import_records([{"content": "The queue is RabbitMQ on port 5672", "scopes": ["q"], "id": made.lower()},
+                          {"content": "The wiki page lives at ops/7", "scopes": ["q"], "id": "wiki/ops/7"}])
+    assert store.get(made).id == made and store.get(made.lower()).id == made
+    assert store.get("wiki/ops/7").id == "wiki/ops/7"
+
+
+def test_an_episode_ulid_in_lower_case_is_found(store):
+    from kenning.memory.episodes import Episodes
+
+    episodes = Episodes(store)
+    written = episodes.write("iteration 3 tried the retry loop", takeaway="retries fix the flake")
+    assert episodes.get(written["id"].lower()).id == written["id"]
+    assert [e.id for e in episodes.search(ids=[written["id"].lower()])] == [written["id"]]
