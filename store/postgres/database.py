@@ -193,12 +193,27 @@ def see_pgvector(conn: Any) -> None:
                      (row[0],))
 
 
+def require_driver() -> None:
+    """psycopg and its pool are the postgres extra's: without them a postgresql:// store is one line
+    naming the extra to install (it was a ModuleNotFoundError traceback, and `serve --http` named the
+    http extra)."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        from kenning.errors import KenningError
+
+        raise KenningError(f"a postgresql:// store needs the postgres extra ({exc.name or 'psycopg'} is not "
+                           'installed); install it with: pip install "kenning[postgres]"') from None
+
+
 class PostgresDatabase:
     """The store's tables in one PostgreSQL database (or schema, with ?options=-csearch_path=...)."""
 
     read_only = False
 
     def __init__(self, url: str, pool_size: int = 4):
+        require_driver()
         import psycopg
         from psycopg_pool import ConnectionPool
 
@@ -468,6 +483,7 @@ def require_schema(conn: Any, where: str) -> None:
 def holds_store(url: str) -> bool:
     """Whether the database (schema) ``url`` names holds a kenning store: creates nothing. A schema
     that does not exist, or a server that cannot be reached, is a StorageError."""
+    require_driver()
     import psycopg
 
     where = display_url(url)
@@ -524,6 +540,7 @@ def in_schema(url: str, name: str) -> str:
 @contextmanager
 def scratch_schema(url: str, name: str) -> Iterator[str]:
     """A new, empty schema on the server for a throwaway store (an evaluation run), dropped afterwards."""
+    require_driver()
     import psycopg
 
     if not name.isidentifier():
