@@ -152,6 +152,23 @@ def _tool(server: StrictServer, *, read_only: bool, destructive: bool = False) -
     return register
 
 
+def gated(fn: Callable) -> Callable:
+    """A gate's refusal answered as a status (writes_disabled when the user turned writes off), the way
+    memory_write answers its gates, rather than a tool error: a model branches on status, and one
+    refused change must look the same whichever tool made it. Nothing was changed."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GateRefused as refused:
+            r = refused.refusal
+            return {"status": r.status, "gate": r.gate, "reason": r.reason, "hint": r.hint, "matched": r.matched,
+                    "override": r.override}
+
+    return call
+
+
 def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer:
     """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
     # quiet stderr (it is the client's log): rejected arguments already reach the model as tool errors
@@ -314,6 +331,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return store.cancel_write(pending_id, own_session=True)
 
     @writer
+    @gated
     def memory_update(
         id: MemoryId,
         content: Annotated[str | None, Field(min_length=1, description="The new body. Clears verification and claims: call memory_verify again after.")] = None,
@@ -331,7 +349,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         old lists whole. A body edit bumps updated and clears last_verified_at and the attested claims; a
         scope-only edit keeps verification. Returns {status: updated, memory}, or without writing anything:
         - a gate's status (transient_warning, credential_warning, user_claim_warning, truncation_warning when a
-          shorter body ends mid-sentence) with reason, hint and the acknowledge_* override;
+          shorter body ends mid-sentence, writes_disabled) with reason, hint and the acknowledge_* override;
         - stale when version is given and another agent changed the memory since: re-fetch with memory_show
           (current_version) and retry.
         """
@@ -343,10 +361,6 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
                                   acknowledge_transient=acknowledge_transient,
                                   acknowledge_user_claim=acknowledge_user_claim,
                                   acknowledge_truncation=acknowledge_truncation)
-        except GateRefused as refused:
-            r = refused.refusal
-            return {"status": r.status, "gate": r.gate, "reason": r.reason, "hint": r.hint, "matched": r.matched,
-                    "override": r.override}
         except Stale as stale:
             return {"status": "stale", "id": stale.memory_id, "version": stale.given, "current_version": stale.current,
                     "hint": "another agent changed this memory since you read it; nothing was written. Re-read it "
@@ -354,13 +368,15 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return {"status": "updated", "memory": memory.model_dump(mode="json"), "version": memory.version}
 
     @writer
+    @gated
     def memory_remove(
         id: MemoryId,
         reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS, description="Why it is wrong or no longer relevant; shown when a similar fact is written again.")],
     ) -> out.RemoveOut:
         """Retire a memory that is wrong or obsolete. Nothing is deleted: it becomes a tombstone with your reason,
         leaves search, is listed by memory_list_tombstones, warns later writes of similar text (previously_removed),
-        and memory_restore brings it back.
+        and memory_restore brings it back. status writes_disabled (gate, reason, hint): the user turned writes off
+        and nothing changed.
         """
         tombstone = store.remove(id, reason)
         return {"status": "removed", "id": tombstone.memory.id, "reason": tombstone.reason,
@@ -368,11 +384,15 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
                 "removed_by_session": tombstone.removed_by_session}
 
     @writer
+    @gated
     def memory_restore(id: MemoryId) -> out.RestoreOut:
-        """Undo memory_remove: the memory returns to search exactly as it was. Returns {status: restored, memory}."""
+        """Undo memory_remove: the memory returns to search exactly as it was. Returns {status: restored, memory},
+        or status writes_disabled (gate, reason, hint) when the user turned writes off and nothing changed.
+        """
         return {"status": "restored", "memory": store.restore(id).model_dump(mode="json")}
 
     @writer
+    @gated
     def memory_verify(
         id: MemoryId,
         note: Note = None,
@@ -387,7 +407,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         updated stay as they are). Prefer listing the paths you checked; a path that does not exist, or a false
         claim, refuses the call - memory_update the memory first. Lists replace the previous attestation whole
         (omit to keep, [] to clear). verified_commits / verified_versions are an audit trail only. With version,
-        a memory another agent changed since returns status stale (current_version) and nothing is recorded.
+        a memory another agent changed since returns status stale (current_version) and nothing is recorded;
+        status writes_disabled (gate, reason, hint) means the user turned writes off and nothing is recorded.
         """
         return store.verify(id, note=note, verified_paths=verified_paths,
                             verified_absent_paths=verified_absent_paths, claims=claims,
@@ -459,6 +480,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return store.health(auto_scope=auto_scope, limit=limit)
 
     @writer
+    @gated
     def memory_conflicts(
         action: Annotated[Literal["list", "resolve"], Field(description="list: the contradiction pairs. resolve: settle one pair.")] = "list",
         id: Annotated[str | None, Field(max_length=200, description="resolve: one memory of the pair.")] = None,
@@ -472,7 +494,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         memory_scope_overview. action=list returns {count, conflicts: [{id, other_id, note, summary,
         other_summary}]}. action=resolve settles one pair: supersede makes keep_id supersede the other (later hits
         of the other carry superseded_by), keep_both turns the pair into an extends link carrying your note.
-        Nothing is removed; memory_remove the loser separately if it is simply wrong.
+        Nothing is removed; memory_remove the loser separately if it is simply wrong. status writes_disabled
+        (gate, reason, hint): the user turned writes off and nothing changed.
         """
         if action == "list":
             rows = store.conflicts(auto_scope=auto_scope)
@@ -482,12 +505,14 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return store.resolve_conflict(id, other_id, resolution, keep_id=keep_id, note=note)
 
     @writer
+    @gated
     def memory_rename_scope(
         old: Annotated[Scope, Field(description="The scope to rename, as memories carry it now.")],
         new: Annotated[Scope, Field(description="Its new name; memories that already carry it just lose the old one.")],
     ) -> out.RenameOut:
         """Relabel a scope on every memory and tombstone that carries it (e.g. a project was renamed). A relabel,
-        not an edit: updated and verification stay as they were. Returns {status: renamed, old, new, count}.
+        not an edit: updated and verification stay as they were. Returns {status: renamed, old, new, count}, or
+        status writes_disabled (gate, reason, hint) when the user turned writes off and nothing changed.
         """
         return {"status": "renamed", "old": old, "new": new, "count": store.rename_scope(old, new)}
 

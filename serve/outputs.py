@@ -137,10 +137,9 @@ class CancelOut(TypedDict, total=False):
 
 
 @with_config(_OPEN)
-class UpdateOut(TypedDict, total=False):
-    status: Required[str]  # updated, stale, or a gate's status (transient_warning, truncation_warning, ...)
-    memory: dict[str, Any]
-    current_version: str
+class Refused(TypedDict, total=False):
+    """What a memory-changing tool answers when a gate stopped it, beside status = the gate's verdict
+    (writes_disabled when the user turned writes off): the shape memory_write's refusals have."""
     gate: str
     reason: str
     hint: str
@@ -149,8 +148,15 @@ class UpdateOut(TypedDict, total=False):
 
 
 @with_config(_OPEN)
-class RemoveOut(TypedDict, total=False):
-    status: Required[Literal["removed"]]
+class UpdateOut(Refused, total=False):
+    status: Required[str]  # updated, stale, or a gate's status (transient_warning, truncation_warning, ...)
+    memory: dict[str, Any]
+    current_version: str
+
+
+@with_config(_OPEN)
+class RemoveOut(Refused, total=False):
+    status: Required[str]  # removed, or a gate's status (writes_disabled, credential_warning)
     id: str
     reason: str
     removed_at: str
@@ -158,14 +164,14 @@ class RemoveOut(TypedDict, total=False):
 
 
 @with_config(_OPEN)
-class RestoreOut(TypedDict, total=False):
-    status: Required[Literal["restored"]]
+class RestoreOut(Refused, total=False):
+    status: Required[str]  # restored, or writes_disabled
     memory: dict[str, Any]
 
 
 @with_config(_OPEN)
-class VerifyOut(TypedDict, total=False):
-    status: Required[str]  # verified or stale
+class VerifyOut(Refused, total=False):
+    status: Required[str]  # verified, stale or writes_disabled
     id: str
     version: str
     current_version: str
@@ -198,8 +204,8 @@ class ScopesOut(TypedDict, total=False):
 
 
 @with_config(_OPEN)
-class RenameOut(TypedDict, total=False):
-    status: Required[Literal["renamed"]]
+class RenameOut(Refused, total=False):
+    status: Required[str]  # renamed, or writes_disabled
     old: str
     new: str
     count: int
@@ -216,8 +222,8 @@ class HealthOut(TypedDict, total=False):
 
 
 @with_config(_OPEN)
-class ConflictsOut(TypedDict, total=False):
-    status: str
+class ConflictsOut(Refused, total=False):
+    status: str  # listed, resolved, or writes_disabled
     count: int
     conflicts: list[dict[str, Any]]
 

@@ -230,6 +230,35 @@ def test_verify_and_record_use(server, repo):
     assert hit["recent_negative_outcomes"]
 
 
+def test_writes_disabled_is_a_status_on_every_tool_that_changes_memories(server, tmp_path):
+    import kenning
+
+    kept = server.call("memory_write", content="The auth service listens on port 8443", scopes=["area:auth"])["id"]
+    gone = server.call("memory_write", content="The billing service listens on port 7000", scopes=["area:billing"])["id"]
+    other = server.call("memory_write", content="The auth service listens on port 9443", scopes=["area:auth"],
+                        links=[{"type": "contradicts", "target_id": kept}])["id"]
+    server.call("memory_remove", id=gone, reason="billing moved to the new platform")
+    with kenning.open_store(tmp_path / "store") as person:  # the user turns writes off from another process
+        person.configure(write_enabled=False)
+        before = [m.model_dump(mode="json") for m in person.list(auto_scope=False)]
+    calls = [
+        ("memory_write", {"content": "The cache is Redis on port 6379", "scopes": ["area:cache"]}),
+        ("memory_update", {"id": kept, "content": "The auth service listens on port 8444"}),
+        ("memory_remove", {"id": kept, "reason": "wrong port"}),
+        ("memory_restore", {"id": gone}),
+        ("memory_verify", {"id": kept, "note": "read the config"}),
+        ("memory_rename_scope", {"old": "area:auth", "new": "area:identity"}),
+        ("memory_conflicts", {"action": "resolve", "id": kept, "other_id": other, "resolution": "supersede",
+                              "keep_id": other}),
+    ]
+    for name, arguments in calls:
+        answer = server.call(name, **arguments)  # an answer with a status, not a tool error
+        assert answer["status"] == "writes_disabled" and answer["gate"] == "write_enabled", (name, answer)
+        assert "writes are disabled" in answer["reason"] and "kenning config" not in answer["hint"], (name, answer)
+    with kenning.open_store(tmp_path / "store") as person:
+        assert [m.model_dump(mode="json") for m in person.list(auto_scope=False)] == before
+
+
 def test_audit_turn_reports_a_miss_then_ok(server):
     server.call("memory_write", content="The staging database password rotates every monday via vault",
                 scopes=["infrastructure"])
