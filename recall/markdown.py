@@ -109,6 +109,22 @@ def _load(folder: Path) -> dict[str, Any]:
     return data
 
 
+def _holds_export(folder: Path) -> bool:
+    try:
+        return (folder / MANIFEST_NAME).is_file()
+    except OSError:  # a folder this user may not look into holds no export of ours
+        return False
+
+
+def _export_above(folder: Path) -> Path | None:
+    """The export folder that ``folder`` lies inside, when ``folder`` holds no export of its own (a
+    scope's subfolder such as ``global/``): syncing or exporting there reads or writes the export's
+    own files as a second export's, and every block is then in the wrong file."""
+    if _holds_export(folder):
+        return None
+    return next((parent for parent in folder.parents if _holds_export(parent)), None)
+
+
 def _save(folder: Path, manifest: dict[str, Any]) -> None:
     atomic_write(folder / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
@@ -135,6 +151,10 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
     folder = Path(directory).expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise InvalidInput(f"{folder} is a file; give a folder for the markdown files")
+    root = _export_above(folder)
+    if root is not None:  # a second export inside the first: the first's sync read its files as moved blocks
+        raise InvalidInput(f"{folder} is inside the markdown export at {root}; export there "
+                           f"(`kenning export --markdown {root}`) or into a folder outside it")
     created = [] if folder.exists() else [folder]
     folder.mkdir(parents=True, exist_ok=True)
     with DirLock(folder):
@@ -243,8 +263,15 @@ def _prune_folders(folder: Path, manifest: dict[str, Any]) -> None:
 def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
     """Read a person's edits back into the store; returns what happened, file by file."""
     folder = Path(directory).expanduser().resolve()
+    if folder.is_file():  # MEMORY.md itself, say: the hint below would export onto the file
+        root = folder.parent if _holds_export(folder.parent) else _export_above(folder.parent)
+        raise InvalidInput(f"{folder} is a file; give the folder the export wrote"
+                           + (f": `kenning sync {root}`" if root is not None else ""))
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder; export into it first with `kenning export --markdown {folder}`")
+    root = _export_above(folder)
+    if root is not None:  # a scope's subfolder: read as an export of its own, every block was a "conflict"
+        raise InvalidInput(f"{folder} is inside the markdown export at {root}; sync that folder: `kenning sync {root}`")
     report: dict[str, list] = {"updated": [], "written": [], "pending": [], "removed": [], "refused": [],
                                "conflicts": [], "mangled": [], "held": [], "missing_files": [], "files_changed": []}
     with DirLock(folder):

@@ -478,3 +478,33 @@ def test_a_folder_that_cannot_be_made_is_one_error_naming_it(store, tmp_path):
         markdown.export(store, blocker / "notes")
     with pytest.raises(InvalidInput, match="NUL"):
         markdown.export(store, str(tmp_path / "a\0b"))
+
+
+# ------------------------------------------------------------ a path inside an export, not the export's own folder
+def test_sync_of_a_scope_subfolder_is_refused_naming_the_export_and_writes_nothing(store, mirror):
+    folder, _ = mirror
+    sub = folder / "ops"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(InvalidInput, match=re.escape(f"inside the markdown export at {folder}")) as caught:
+        markdown.sync(store, sub)
+    assert f"kenning sync {folder}" in str(caught.value)
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # no manifest left in ops/
+    assert _sync(store, folder)["conflicts"] == []
+
+
+def test_sync_of_a_memory_file_names_the_folder_to_sync(store, mirror):
+    folder, _ = mirror
+    with pytest.raises(InvalidInput, match="is a file") as caught:
+        markdown.sync(store, folder / "ops" / "MEMORY.md")
+    assert f"kenning sync {folder}`" in str(caught.value) and "export --markdown" not in str(caught.value)
+
+
+def test_export_into_a_folder_inside_an_export_is_refused(store, mirror):
+    folder, _ = mirror
+    with pytest.raises(InvalidInput, match=re.escape(f"inside the markdown export at {folder}")):
+        markdown.export(store, folder / "ops")
+    with pytest.raises(InvalidInput, match="inside the markdown export"):
+        markdown.export(store, folder / "ops" / "new")
+    assert not (folder / "ops" / "new").exists() and not (folder / "ops" / markdown.MANIFEST_NAME).exists()
+    assert _sync(store, folder)["conflicts"] == []
+    assert markdown.export(store, folder)["folder"] == str(folder)  # the export's own folder still exports
