@@ -236,6 +236,13 @@ def _parse_link(value: str) -> dict:
     target, _, note_text = rest.partition(":")
     if not kind or not target:
         raise InvalidInput(f"--link {value!r}: use KIND:ID or KIND:ID:NOTE, e.g. supersedes:01JD0Q6ZP3M2W9X8Y7V6T5S4R3")
+    from typing import get_args
+
+    from kenning.store.models import LinkKind
+
+    kinds = get_args(LinkKind)
+    if kind not in kinds:  # was pydantic's "kind: Input should be ...", which named no option
+        raise InvalidInput(f"--link {value!r}: unknown KIND {kind!r}; KIND is {', '.join(kinds[:-1])} or {kinds[-1]}")
     return {"kind": kind, "target": target, "note": note_text or None}
 
 

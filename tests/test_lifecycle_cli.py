@@ -112,3 +112,12 @@ def test_conflicts_are_listed_and_settled_at_the_command_line(cli):
     again = cli("resolve", old, new, "--keep", new)
     assert again.exit_code == 2 and "`kenning conflicts` lists the pairs" in again.stderr, again.stderr
     assert as_json(cli("show", new, "--json"))["links"][0]["kind"] == "supersedes"
+
+
+def test_a_link_of_an_unknown_kind_names_the_option_and_the_kinds(cli):
+    target = as_json(cli("write", "The auth service listens on port 8443", "--scope", "x", "--json"))["id"]
+    result = cli("write", "The auth service listens on port 9443", "--scope", "x", "--link", f"supersede:{target}")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: --link 'supersede:{target}': unknown KIND 'supersede'; "
+                                     "KIND is supersedes, contradicts, extends or depends_on")
+    assert [m["id"] for m in as_json(cli("list", "--no-auto-scope", "--json"))] == [target]  # nothing was written
