@@ -7,6 +7,7 @@ store): the library, sub-apps' heavy parts and rich's tables load inside the com
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import sys
@@ -831,9 +832,9 @@ def verify(
     id: str = typer.Argument(..., help="The memory id."),
     note_text: Optional[str] = typer.Option(None, "--note", help="What you checked (max 500 characters)."),
     verified_path: Optional[list[str]] = typer.Option(
-        None, "--verified-path", help="A path you checked exists in the memory's worktree (repeatable; replaces the last list)."),
+        None, "--verified-path", metavar="PATH", help="A path you checked exists in the memory's worktree (repeatable; replaces the last list)."),
     verified_absent_path: Optional[list[str]] = typer.Option(
-        None, "--verified-absent-path", help="A path meant to be absent there, e.g. another platform's (repeatable)."),
+        None, "--verified-absent-path", metavar="PATH", help="A path meant to be absent there, e.g. another platform's (repeatable)."),
     claim: Optional[list[str]] = typer.Option(
         None, "--claim", help="A claim to check and store: path, path::symbol or path::NAME=literal (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -1055,12 +1056,37 @@ def _command_path(root, args: list[str]) -> str:
 
 
 def _plain_metavars(command) -> None:
-    """Help shows ``--scope SCOPE`` and ``TEXT`` as Unix tools do, not typer's ``<list[str]>`` / ``{text}``."""
+    """Help reads as Unix tools' does: ``show [OPTIONS] ID``, ``record-use IDS...``, ``rebuild [WHAT]``,
+    and an option's value named after the option (argparse's rule: ``--batch-size BATCH_SIZE``), not
+    typer's ``{ID}`` / ``ID <str>`` or the Python parameter's name (``--note NOTE_TEXT``). A metavar
+    given where the option is declared wins."""
     for param in getattr(command, "params", []):
-        if param.metavar is None and not getattr(param, "is_flag", False):
-            param.metavar = (param.name or "value").upper()
+        if param.param_type_name == "argument":
+            param.__class__ = _plain_argument(type(param))
+            param.metavar = param.metavar or (param.name or "value").upper()  # "Missing argument 'ID'" too
+        elif param.metavar is None and not getattr(param, "is_flag", False):
+            param.metavar = max(param.opts, key=len).lstrip("-").replace("-", "_").upper()
     for sub in getattr(command, "commands", {}).values():
         _plain_metavars(sub)
+
+
+@functools.cache
+def _plain_argument(kind: type) -> type:
+    """``kind`` (typer's argument class) shown by its bare name: through click's own two hooks, the
+    usage line's piece and the help list's row, so it does not depend on typer's internals."""
+
+    class PlainArgument(kind):
+        def _bare(self) -> str:
+            return self.metavar
+
+        def get_usage_pieces(self, ctx) -> list[str]:
+            return [(self._bare() if self.required else f"[{self._bare()}]") + ("..." if self.nargs != 1 else "")]
+
+        def get_help_record(self, ctx):
+            record = super().get_help_record(ctx)
+            return None if record is None else (self._bare() + ("..." if self.nargs != 1 else ""), record[1])
+
+    return PlainArgument
 
 
 _invoked = ui.invoked  # the top-level command args name (quick_process_defaults reads it too)

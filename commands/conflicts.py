@@ -46,7 +46,7 @@ def resolve_command(
     ctx: typer.Context,
     id: str = typer.Argument(..., help="One memory of the pair."),
     other_id: str = typer.Argument(..., help="The other memory of the pair."),
-    keep: Optional[str] = typer.Option(None, "--keep", help="The id that stays true: it supersedes the other."),
+    keep: Optional[str] = typer.Option(None, "--keep", metavar="ID", help="The id that stays true: it supersedes the other."),
     keep_both: bool = typer.Option(False, "--keep-both", help="Both hold in their own contexts (needs --note)."),
     note: Optional[str] = typer.Option(None, "--note", help="How both hold, or why one wins."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),

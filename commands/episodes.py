@@ -113,7 +113,7 @@ def serve(
     port: int = typer.Option(8765, min=0, max=65535, help="With --http: the port (0: any free one, named on start)."),
     token: Optional[str] = typer.Option(None, envvar="KENNING_TOKEN", show_default=False,
                                         help="With --http: require Authorization: Bearer <token> on every request."),
-    max_body: int = typer.Option(2 * 1024 * 1024, min=1, help="With --http: the largest request body in bytes."),
+    max_body: int = typer.Option(2 * 1024 * 1024, min=1, metavar="BYTES", help="With --http: the largest request body in bytes."),
 ) -> None:
     """Run the MCP server over stdio (one session per process) for an agent client to launch,
     or with --http the HTTP API and the page at http://127.0.0.1:8765/.

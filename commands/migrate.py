@@ -1,4 +1,4 @@
-"""`kenning migrate SRC DST`: copy a store between backends (a folder's SQLite file, a PostgreSQL URL)."""
+"""`kenning migrate SOURCE DESTINATION`: copy a store between backends (a folder's SQLite file, a PostgreSQL URL)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def migrate_command(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Copy every memory, tombstone, link, event, episode, pending write, verification and embedding
-    from SRC into DST, which must hold no store yet. SRC is left as it was."""
+    from SOURCE into DESTINATION, which must hold no store yet. SOURCE is left as it was."""
     from kenning.store.transfer import migrate
 
     # given as typed: migrate refuses an empty one, or a URL other than postgresql://, as --store does

@@ -135,7 +135,7 @@ def recall_command(
     limit: int = typer.Option(8, help="How many hits, 1-50."),
     all_projects: bool = typer.Option(False, "--all", help="Every project's memories and transcripts, not just this one's."),
     exclude_session: Optional[str] = typer.Option(
-        None, "--exclude-session", help="Leave out this session's own ledger (default: $KENNING_CURRENT_SESSION)."),
+        None, "--exclude-session", metavar="SESSION", help="Leave out this session's own ledger (default: $KENNING_CURRENT_SESSION)."),
     mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default from the store config)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -216,7 +216,7 @@ def sync_command(
 @handle_errors
 def export_command(
     ctx: typer.Context,
-    markdown: Path = typer.Option(..., "--markdown", help="Folder for one MEMORY.md per scope and USER.md (created if missing)."),
+    markdown: Path = typer.Option(..., "--markdown", metavar="DIR", help="Folder for one MEMORY.md per scope and USER.md (created if missing)."),
     force: bool = typer.Option(False, "--force", help="Overwrite edits in the folder that were not synced yet."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
