@@ -237,9 +237,29 @@ def _category_table(report: Mapping, metric: str = "nDCG@10"):
     return table
 
 
+def _scratch_server(ctx: typer.Context, store_url: str | None) -> str | None:
+    """The PostgreSQL server ``eval run`` loads its scratch schema on: its own ``--store``, else the
+    root's (``kenning --store postgresql://... eval run``, which a user reads as the same option). A
+    store directory given to the root is never read or written by an evaluation (the corpus goes into
+    a throwaway store), so it is named as unused rather than silently dropped."""
+    if store_url is None:
+        root = ctx.find_root().obj or {}
+        given = root.get("store_dir") if isinstance(root, dict) else None
+        if given is not None and str(given).startswith(("postgresql://", "postgres://")):
+            return str(given)
+        if given is not None:
+            ui.note(f"--store {given} is not used: an evaluation loads the collection into a throwaway store "
+                    "(only a postgresql:// URL is used, for a scratch schema on that server)")
+        return None
+    if not store_url.startswith(("postgresql://", "postgres://")):
+        raise InvalidInput("--store takes a postgresql:// URL (the SQLite default needs no option)")
+    return store_url
+
+
 @eval_app.command("run")
 @_one_line_errors
 def run_command(
+    ctx: typer.Context,
     collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), or 'builtin' / 'memval' / 'memval2' / 'memval3' (shipped memory-style sets)."),
     modes: Optional[str] = typer.Option(
         None, "--modes", help="Comma-separated modes (keyword,bm25,semantic,hybrid). Default: every mode that can run here."),
@@ -290,8 +310,7 @@ def run_command(
     """
     from .harness import run_eval
 
-    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
-        raise InvalidInput("--store takes a postgresql:// URL (the SQLite default needs no option)")
+    store_url = _scratch_server(ctx, store_url)
     _check_writable(out_path, "--out")
     _check_writable(plot, "--plot")
     if plot is not None:
