@@ -13,7 +13,9 @@ trigger, memory/outcomes.py) when any of these comes first:
 
 A store file found damaged when a batch commits drops that batch (a damaged table would refuse it
 again) with one warning line naming the file and its repair: the reads it records have answered
-already, so neither a later read nor the session's close fails for them; a write still does.
+already, so neither a later read nor the session's close fails for them; a write still does. A
+store that takes no write for now (a full disk, another process's lock held past the wait) fails
+no read either: the batch stays queued for the next flush, and a close drops it with one line.
 
 What this costs: a process killed without an exit (SIGKILL, power loss) loses at most its
 unflushed tail, the read events of the last ``FLUSH_AFTER`` seconds (their hits then never
@@ -34,6 +36,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from kenning.errors import StorageError
 from kenning.store.db import reports_damage
 from kenning.store.plain import iso
 
@@ -112,20 +115,29 @@ class DeferredEvents:
                 raise
             session.settled_through = through  # only once the settlement committed
 
-    def _commit_reads(self) -> None:
+    def _commit_reads(self, closing: bool = False) -> None:
         """``flush`` for a read or a close: a damaged store file costs the queued rows one warning
-        line, not the read's answer nor the close (any other failure is raised as before)."""
+        line, not the read's answer nor the close. A store that takes no write now (a full disk, a
+        lock held too long) fails neither: a read keeps its rows queued for a later flush, a close
+        drops them with the same one line. Any other failure is raised as before."""
         try:
             self.flush()
         except Exception as exc:
-            if not reports_damage(exc):
+            if reports_damage(exc):
+                _lost(exc)
+            elif not isinstance(exc, StorageError):
                 raise
-            _lost(exc)
+            elif closing:
+                with self._lock:
+                    self._rows = []
+                _lost(exc)
+            else:
+                _schedule(self)  # put back in order by flush: the background thread tries again
 
     def close(self) -> None:
         """Flush and stop taking part (the session is closing)."""
         try:
-            self._commit_reads()
+            self._commit_reads(closing=True)
         finally:
             _QUEUES.discard(self)
             with _cond:

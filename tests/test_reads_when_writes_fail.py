@@ -1,0 +1,90 @@
+"""A read never fails because its event row cannot be committed right now: on a full disk, or while
+another process holds the write lock past the wait, a search, show or list answers and the session
+closes; the queued read events wait for a later flush, or are dropped with one warning at close."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+
+import kenning
+from kenning.memory import deferred
+
+pytestmark = pytest.mark.sqlite_only  # fills the SQLite file (max_page_count) and holds its write lock
+
+
+def events(store_dir, kind="search") -> int:
+    con = sqlite3.connect(store_dir / "kenning.sqlite3")
+    try:
+        return con.execute("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def home(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        s.import_records([{"content": f"the turbine blade {i} is inspected every spring", "scopes": ["t"]}
+                          for i in range(5)])
+    return tmp_path / "s"
+
+
+def full(store) -> None:
+    """The store's file may not grow by one page: SQLite answers "database or disk is full", as on a
+    full disk."""
+    conn = store._s.db.conn
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def test_reads_on_a_full_disk_answer_and_the_close_drops_their_events_with_one_line(home, caplog, monkeypatch):
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 3600.0)
+    store = kenning.open_store(home)
+    full(store)
+    for _ in range(deferred.MAX_QUEUED + 10):  # past MAX_QUEUED: a read itself tries to commit the batch
+        assert store.search("turbine blade", mode="bm25").hits
+    mid = store.list(limit=1)[0].id
+    assert store.show(mid)["id"] == mid
+    with caplog.at_level(logging.WARNING, logger=deferred.__name__):
+        store.close()
+    assert any("is full" in r.getMessage() for r in caplog.records)
+    with kenning.open_store(home) as again:  # nothing written half-way, and the store still writes
+        assert again.count() == 5
+        assert again.write("the gearbox oil is changed every autumn", scopes=["t"]).status == "committed"
+
+
+def test_reads_on_a_full_disk_keep_their_events_until_there_is_room(home, monkeypatch):
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 3600.0)
+    store = kenning.open_store(home)
+    full(store)
+    searches = deferred.MAX_QUEUED + 10
+    for _ in range(searches):
+        store.search("turbine blade", mode="bm25")
+    assert events(home) == 0
+    store._s.db.conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+    store.close()
+    assert events(home) == searches  # none lost: they stayed queued, in order
+
+
+@pytest.fixture
+def holder(home):
+    """Another process's connection holding the store's write lock (BEGIN IMMEDIATE) until released."""
+    con = sqlite3.connect(home / "kenning.sqlite3", isolation_level=None)
+    yield con
+    if con.in_transaction:
+        con.execute("ROLLBACK")
+    con.close()
+
+
+def test_a_close_while_another_process_holds_the_write_lock_past_the_wait_drops_its_events_with_one_line(
+        home, holder, caplog, monkeypatch):
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 3600.0)
+    store = kenning.open_store(home)
+    store._s.db.conn.execute("PRAGMA busy_timeout = 50")
+    holder.execute("BEGIN IMMEDIATE")
+    assert store.search("turbine blade", mode="bm25").hits
+    with caplog.at_level(logging.WARNING, logger=deferred.__name__):
+        store.close()
+    assert any("locked" in r.getMessage() for r in caplog.records)
