@@ -306,6 +306,8 @@ class Database:
         self.conn, self.read_only = conn, True
 
     def _migrate(self) -> None:
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return  # current: no write lock taken, so an open never waits for another process's writer
         with self.transaction() as c:
             version = c.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -88,3 +90,32 @@ def test_a_close_while_another_process_holds_the_write_lock_past_the_wait_drops_
     with caplog.at_level(logging.WARNING, logger=deferred.__name__):
         store.close()
     assert any("locked" in r.getMessage() for r in caplog.records)
+
+
+def test_opening_a_store_takes_no_write_lock(home, holder, monkeypatch):
+    """A writer in another process (an import's batch, a rebuild) keeps no reader from opening the
+    store: a current schema needs no migration, so the open does not wait for the write lock."""
+    from kenning.store import db
+
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 3600.0)
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)
+    holder.execute("BEGIN IMMEDIATE")
+    store = kenning.open_store(home)
+    assert len(store.search("turbine blade", mode="bm25").hits) == 5
+    holder.execute("ROLLBACK")
+    store.close()
+    assert events(home) == 1
+
+
+def test_a_cli_search_while_another_process_holds_the_write_lock_answers_without_a_traceback(home, holder):
+    """The lock is held past the wait the close's flush gives it: the search still prints its hits
+    and exits 0, with one line saying its read event was not logged."""
+    holder.execute("BEGIN IMMEDIATE")
+    code = ("import sys; from kenning.store import db; db.BUSY_TIMEOUT_MS = 50; "
+            "from kenning.__main__ import main; sys.argv = ['kenning'] + sys.argv[1:]; main()")
+    run = subprocess.run([sys.executable, "-c", code, "--store", str(home), "search", "turbine blade",
+                          "--mode", "bm25"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "turbine blade" in run.stdout
+    assert "Traceback" not in run.stderr
+    assert "locked" in run.stderr
