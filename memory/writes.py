@@ -7,6 +7,7 @@ is queued, then embedded at once when the encoder can run (Session.embed_if_load
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import sqlite3
@@ -318,8 +319,27 @@ def _validated_memories(s: Session, items: Iterable[dict], default_scopes: list[
     return memories
 
 
+# what an import line may set (``text`` is another name for ``content``), and the keys kenning's own
+# ``show --json`` adds beside them, which a re-import of that output carries and ignores
+_IMPORTABLE = frozenset(Memory.model_fields) | {"text"}
+_SHOWN = frozenset({"summary", "version", "staleness_verdict", "verification", "path_drift_missing",
+                    "staleness_reasons", "path_drift", "commit_drift", "reverse_links"})
+
+
+def _misspelt(record: dict) -> None:
+    """Refuse a key that reads as a misspelt importable one ("scope" for ``scopes``): ignored, it
+    would send the memory to the default scope (or drop its category) without a word."""
+    for key in record:
+        if key in _IMPORTABLE or key in _SHOWN or not isinstance(key, str):
+            continue
+        close = difflib.get_close_matches(key, _IMPORTABLE, n=1, cutoff=0.8)
+        if close and close[0] not in record:
+            raise InvalidInput(f"unknown key {key!r}: did you mean {close[0]!r}?")
+
+
 def _fields(record: dict, default_scopes: list[str] | None) -> dict:
     """An import record as write fields: ``text`` is another name for ``content``; scopes default."""
+    _misspelt(record)
     fields = dict(record)
     if "content" not in fields and "text" in fields:
         fields["content"] = fields.pop("text")
