@@ -956,6 +956,9 @@ def rename_scope(
 ) -> None:
     """Rename a scope on every memory and tombstone that carries it."""
     changed = _store(ctx).rename_scope(old, new)
+    if not changed:  # most often a mistyped name: "renamed ... on 0 memories" read as done
+        raise InvalidInput(f"no memory or tombstone carries the scope {old!r}, so nothing was renamed; "
+                           "`kenning scopes --no-auto-scope` lists the scopes in use")
     if as_json:
         emit_json({"old": old, "new": new, "changed": changed})
     else:

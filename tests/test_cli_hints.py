@@ -247,3 +247,16 @@ def cli_options(tmp_path_factory):
     store = tmp_path_factory.mktemp("help") / "s"
     text = kenning_cli(store, "write", "--help").stdout + kenning_cli(store, "update", "--help").stdout
     return set(re.findall(r"--[a-z][a-z-]*", text))
+
+
+def test_renaming_a_scope_no_memory_carries_is_refused_naming_the_listing(tmp_path):
+    store = tmp_path / "s"
+    kenning_cli(store, "write", "The staging port is 9443", "--scope", "projects:alpha")
+    for args in (("rename-scope", "projects:alpah", "projects:beta"),
+                 ("rename-scope", "projects:alpah", "projects:beta", "--json")):
+        done = kenning_cli(store, *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "nothing was renamed" in done.stderr and "kenning scopes" in done.stderr
+        assert "Traceback" not in done.stderr
+    with kenning.open_store(store) as s:
+        assert [m.scopes for m in s.list(auto_scope=False)] == [["projects:alpha"]]
