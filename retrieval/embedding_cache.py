@@ -42,14 +42,36 @@ class EmbeddingCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings ("
-            " model_id TEXT NOT NULL, text_sha BLOB NOT NULL, vector BLOB NOT NULL,"
-            " PRIMARY KEY (model_id, text_sha)) WITHOUT ROWID"
-        )
-        self._db.commit()
+        self._said_damaged = False
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            # Only a cache: the damaged file is moved aside (kept for a look) and a new one started.
+            aside = self.path.with_name(f"{self.path.name}.damaged-{os.getpid()}")
+            os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+            _warn(f"the embedding cache {self.path} was damaged ({exc}); moved it to {aside.name} "
+                  "and started an empty one (texts are encoded again)")
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings ("
+                " model_id TEXT NOT NULL, text_sha BLOB NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (model_id, text_sha)) WITHOUT ROWID"
+            )
+            db.commit()
+            db.execute("SELECT model_id, text_sha, vector FROM embeddings LIMIT 1").fetchall()
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         self._db.close()
@@ -68,24 +90,52 @@ class EmbeddingCache:
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT text_sha, vector FROM embeddings WHERE model_id = ? AND text_sha IN ({marks})",
-                [model_id, *chunk],
-            )
+            try:
+                rows = self._db.execute(
+                    f"SELECT text_sha, vector FROM embeddings WHERE model_id = ? AND text_sha IN ({marks})",
+                    [model_id, *chunk],
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    raise
+                self._damaged_pages(exc)
+                break  # what the damaged pages held is a miss: encoded again
             for digest, blob in rows:
                 found[digest] = np.frombuffer(blob, dtype=np.float32)
         return [found.get(digest) for digest in digests]
+
+    def _damaged_pages(self, exc: sqlite3.DatabaseError) -> None:
+        if not self._said_damaged:
+            self._said_damaged = True
+            _warn(f"the embedding cache {self.path} is damaged ({exc}): texts it cannot read are encoded "
+                  "again; delete the file to start a new one")
 
     def put_many(self, model_id: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store one vector per text (replacing any earlier one), in one transaction."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if len(vectors) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings (model_id, text_sha, vector) VALUES (?, ?, ?)",
-                [(model_id, text_key(text), vector.tobytes()) for text, vector in zip(texts, vectors)],
-            )
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model_id, text_sha, vector) VALUES (?, ?, ?)",
+                    [(model_id, text_key(text), vector.tobytes()) for text, vector in zip(texts, vectors)],
+                )
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            self._damaged_pages(exc)  # not kept: the caller has its vectors all the same
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def _warn(message: str) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning(message)
 
 
 def embed_with_cache(

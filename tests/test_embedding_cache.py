@@ -112,3 +112,32 @@ def test_embed_with_cache_fills_from_the_cache_and_encodes_each_missing_text_onc
         again = embed_with_cache(encoder, texts, cache, progress=encoded.append)
         assert encoded == [] and np.array_equal(again, out)
         assert embed_with_cache(encoder, [], cache).shape == (0, encoder.dim)
+
+
+def test_a_cache_file_that_is_not_a_database_is_moved_aside_and_a_new_one_started(tmp_path, caplog):
+    path = tmp_path / "embeddings.sqlite"
+    path.write_bytes(b"\x8f not sqlite at all " * 1000)
+    with EmbeddingCache(path) as cache:  # was: sqlite3.DatabaseError "file is not a database"
+        assert cache.get_many("m", ["a"]) == [None]
+        cache.put_many("m", ["a"], np.ones((1, 4), dtype=np.float32))
+        assert np.array_equal(cache.get_many("m", ["a"])[0], np.ones(4, dtype=np.float32))
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("embeddings.sqlite.damaged-")]
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"\x8f not sqlite")
+    assert "damaged" in caplog.text
+
+
+def test_damaged_pages_in_the_cache_are_misses_not_errors(tmp_path):
+    path = tmp_path / "embeddings.sqlite"
+    texts = [f"text number {i}" for i in range(3000)]
+    with EmbeddingCache(path) as cache:
+        cache.put_many("m", texts, np.arange(3000 * 8, dtype=np.float32).reshape(3000, 8))
+    raw = bytearray(path.read_bytes())
+    page = 4096
+    for start in range(3 * page, len(raw), 2 * page):  # every other page past the first three
+        raw[start:start + page] = b"\xa5" * min(page, len(raw) - start)
+    path.write_bytes(bytes(raw))
+    with EmbeddingCache(path) as cache:
+        got = cache.get_many("m", texts)
+        assert len(got) == len(texts)
+        assert all(v is None or v.shape == (8,) for v in got)
+        cache.put_many("m", ["one more"], np.ones((1, 8), dtype=np.float32))  # raises nothing
