@@ -54,6 +54,10 @@ def add(
     ui.out.print(f"{verb} {added['path']}: {plural(added['ledgers'], 'ledger')}, "
                  f"{plural(added['messages_added'], 'new message')}"
                  + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else ""))
+    if added["malformed_lines"] and not added["messages_added"] and not added["already_registered"]:
+        # every line skipped: most often a file that is not a transcript at all (`transcripts add /etc/passwd`)
+        note(f"no line of {added['path']} reads as a transcript message; if it is not one, "
+             f"`kenning transcripts remove {added['path']}` unregisters it", label="warning")
     if added["messages_added"]:
         note("words find them now; for the vector leg (embeddings extra) run `kenning transcripts index`, "
              "or leave it to a running `kenning serve`, which embeds them in the background")

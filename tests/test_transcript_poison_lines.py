@@ -152,3 +152,17 @@ def test_lone_surrogates_in_ids_and_text_become_replacement_characters(index, tm
     assert hit.snippet.endswith("finished \ufffd") and hit.session == "sess-\ufffd"
     assert hit.project == "/home/me/pr\ufffdoj"
     assert index.sources()[0]["messages"] == 2
+
+
+def test_a_file_no_line_of_which_is_a_message_is_added_with_a_warning_naming_remove(tmp_path):
+    not_a_transcript = _write(tmp_path / "passwd", "root:x:0:0:root:/root:/bin/bash", "daemon:x:1:1::/:/bin/false")
+    store = tmp_path / "store"
+    added = kenning(store, "transcripts", "add", str(not_a_transcript))
+    assert added.returncode == 0, added.stderr
+    said = " ".join(added.stderr.split())
+    assert "warning: no line of" in said and f"kenning transcripts remove {not_a_transcript}" in said
+    good = _write(tmp_path / "tr.jsonl",
+                  '{"session":"s9","ts":"2026-01-01T00:00:00Z","role":"user","text":"pelican backups run nightly"}',
+                  "not json")
+    added = kenning(store, "transcripts", "add", str(good))
+    assert added.returncode == 0 and "warning" not in added.stderr, added.stderr
