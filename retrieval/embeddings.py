@@ -439,7 +439,7 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
     later search degrades quietly to the lexical legs; a break that a conversion repairs (one killed
     half-way) is looked at again every RECHECK_S, so `kenning models --convert` mends a running server.
     """
-    from . import openvino_bulk
+    from . import openvino_bulk, torch_encoder
     from .onnx_encoder import InvalidSetting, check_settings
 
     try:
@@ -447,6 +447,8 @@ def probe(model: str | None = None, models_dir: Path | str | None = None) -> Ava
         openvino_bulk.setting()  # for every encoder: torch runs no bulk runtime, but a typo there is refused alike
         if backend_name != "torch":
             check_settings()  # the onnxruntime counts
+        else:
+            torch_encoder.intra_op_threads()  # its thread count, before a load could fail on it
     except InvalidSetting as exc:
         return Availability("broken", str(exc), None, exc.fix, setting=exc.name)
     except InvalidInput as exc:

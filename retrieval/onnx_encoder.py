@@ -89,11 +89,11 @@ def load_tokenizer(model_dir: Path):
 
 def intra_op_threads(threads: int | None = None) -> int:
     """The intra-op threads a session gets: ``threads``, else KENNING_ONNX_THREADS, else DEFAULT_THREADS."""
-    return threads if threads is not None else _count_setting("KENNING_ONNX_THREADS", DEFAULT_THREADS)
+    return threads if threads is not None else count_setting("KENNING_ONNX_THREADS", DEFAULT_THREADS)
 
 
 def batch_workers() -> int:
-    return _count_setting("KENNING_ONNX_BATCH_WORKERS", DEFAULT_BATCH_WORKERS)
+    return count_setting("KENNING_ONNX_BATCH_WORKERS", DEFAULT_BATCH_WORKERS)
 
 
 def check_settings() -> None:
@@ -142,8 +142,9 @@ def counting_runs(encoder) -> Iterator[Counter]:
         ran.update(encoder.runs - before)
 
 
-def _count_setting(name: str, default: int) -> int:
-    """A whole-number setting of 1 or more, else ``default`` when unset or empty. Zero or a negative
+def count_setting(name: str, default: int) -> int:
+    """A whole-number setting of 1 to MAX_COUNT (threads, workers: torch_encoder's too), else ``default``
+    when unset or empty. Zero or a negative
     count is refused as a word is: it once ran as 1 without a word, while "abc" got a note."""
     value = os.environ.get(name, "").strip()
     if not value:

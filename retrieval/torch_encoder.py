@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
 
-from .onnx_encoder import NonFiniteVectors, describe_runs
+from .onnx_encoder import NonFiniteVectors, count_setting, describe_runs
 
 _BATCHES_PER_CHUNK = 8
 
@@ -38,15 +38,21 @@ def load_sentence_transformer(path, attention: str | None = None):
     return SentenceTransformer(str(path), device="cpu", local_files_only=True, **kwargs)
 
 
-def _limit_torch_threads() -> None:
-    """One intra-op thread unless KENNING_TORCH_THREADS says otherwise.
+# Measured on the 2-core machine with other work running: a query took 485 ms with torch's default
+# two threads and 13 ms with one; a batch of 256 short texts 18 vs 245 texts/s.
+DEFAULT_THREADS = 1
 
-    Measured on the 2-core machine with other work running: a query took 485 ms with torch's
-    default two threads and 13 ms with one; a batch of 256 short texts 18 vs 245 texts/s.
-    """
+
+def intra_op_threads() -> int:
+    """KENNING_TORCH_THREADS, else DEFAULT_THREADS. Read as KENNING_ONNX_THREADS is (InvalidSetting for 0,
+    a negative, a word or over 1,024): 0 once ran as 1 silently, a word failed the load as a model error."""
+    return count_setting("KENNING_TORCH_THREADS", DEFAULT_THREADS)
+
+
+def _limit_torch_threads() -> None:
     import torch
 
-    torch.set_num_threads(max(1, int(os.environ.get("KENNING_TORCH_THREADS", "1"))))
+    torch.set_num_threads(intra_op_threads())
 
 
 class TorchEncoder:

@@ -152,6 +152,21 @@ def test_a_count_setting_below_one_gets_the_note_a_word_gets(tmp_path, name, val
         f"error: 2 memories wait for embeddings, but {said}; fix: unset {name}")
 
 
+@pytest.mark.parametrize("value, why", [("0", "is below 1"), ("-1", "is below 1"), ("abc", "is not a whole number"),
+                                        ("2000", "is over 1024")])
+def test_a_bad_torch_thread_count_is_one_line_and_exit_2_as_the_onnx_one_is(tmp_path, value, why):
+    """KENNING_TORCH_THREADS=0 ran as 1 silently, 2000 was taken, and a word failed the model's load."""
+    store = seeded(tmp_path)
+    env = {"KENNING_ENCODER": "torch", "KENNING_TORCH_THREADS": value}
+    said = one_error_line(kenning("index", store=store, env=env))
+    assert said.startswith(f"error: 2 memories wait for embeddings, but KENNING_TORCH_THREADS={value!r} {why}; ")
+    assert said.endswith("; fix: unset KENNING_TORCH_THREADS")
+    found = kenning("search", "auth port", store=store, env=env)
+    assert found.returncode == 0 and "8443" in found.stdout
+    assert found.stderr.splitlines() == [f"note: {said.split(', but ', 1)[1].split('; fix: ')[0]} "
+                                         "(unset KENNING_TORCH_THREADS)"]
+
+
 def test_a_path_with_a_name_longer_than_the_file_system_allows_is_one_line(tmp_path):
     """A --store or a transcript path with a component over 255 bytes raised ENAMETOOLONG from a
     stat deep in the open: a traceback on every command."""

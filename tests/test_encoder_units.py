@@ -852,6 +852,30 @@ def test_a_count_setting_below_one_or_not_a_number_is_refused_by_name_with_its_v
         onnx_encoder.check_settings()
 
 
+def test_the_torch_thread_count_is_refused_as_the_onnx_one_is(monkeypatch):
+    """0 once ran as 1 without a word, 100,000 was taken, and a word failed the model's load as if the
+    model were broken: KENNING_TORCH_THREADS reads as KENNING_ONNX_THREADS does, and the probe asks first."""
+    from kenning.retrieval import torch_encoder
+
+    name, default = "KENNING_TORCH_THREADS", torch_encoder.DEFAULT_THREADS
+    monkeypatch.setenv("KENNING_ENCODER", "torch")
+    for value, why in (("0", "is below 1"), ("-2", "is below 1"), ("two", "is not a whole number"),
+                       ("1.5", "is not a whole number")):
+        monkeypatch.setenv(name, value)
+        said = f"{name}={value!r} {why}; set it to a count of 1 or more (default {default}), or unset it"
+        with pytest.raises(onnx_encoder.InvalidSetting) as refused:
+            torch_encoder.intra_op_threads()
+        assert str(refused.value) == said and refused.value.fix == f"unset {name}"
+        availability = embeddings.probe()
+        assert (availability.state, availability.cause, availability.fix) == ("broken", said, f"unset {name}")
+    monkeypatch.setenv(name, "1025")
+    with pytest.raises(onnx_encoder.InvalidSetting, match=f"is over {onnx_encoder.MAX_COUNT}; set it to a count of 1 to"):
+        torch_encoder.intra_op_threads()
+    for value, count in (("", default), (" 3 ", 3), ("1024", 1024)):
+        monkeypatch.setenv(name, value)
+        assert torch_encoder.intra_op_threads() == count
+
+
 def test_the_umask_decides_the_modes_of_temporary_files_and_folders(tmp_path):
     import tempfile
 
