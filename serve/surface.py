@@ -47,14 +47,18 @@ def for_tools(text: str) -> str:
     return " ".join(text.split())
 
 
-def describe_validation(tool: str, exc: ValidationError) -> str:
-    """``tool: where: what`` for the first problem, plus how many more there are."""
+def describe_validation(tool: str, exc: ValidationError, shown: int = 3) -> str:
+    """``tool: where: what; where: what`` for each problem (the first ``shown``, then how many more):
+    a model told only of the first, and "1 more problem", fixes one and is refused again."""
     errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0]
-    where = ".".join(str(part) for part in first.get("loc", ()) if part != "root") or "arguments"
-    what = "is required" if first.get("type") == "missing" else first.get("msg", "is invalid")
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return f"{tool}: {where}: {what}{more}"
+    parts = []
+    for error in errors[:shown]:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "root") or "arguments"
+        what = "is required" if error.get("type") == "missing" else error.get("msg", "is invalid")
+        parts.append(f"{where}: {what}")
+    rest = len(errors) - shown
+    more = f" (and {rest} more problem{'s' if rest > 1 else ''})" if rest > 0 else ""
+    return f"{tool}: {'; '.join(parts)}{more}"
 
 
 class StrictServer(MCPServer):

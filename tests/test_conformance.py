@@ -613,6 +613,12 @@ def test_unknown_argument(s):
     assert "unknown argument 'tags'" in text and "content" in text and "scopes" in text
 
 
+@spec("surface: every bad argument of a call is named, not the first and a count")
+def test_every_bad_argument_is_named(s):
+    text = s.error("memory_write", content="", scopes=[])
+    assert "content:" in text and "scopes:" in text and "more problem" not in text
+
+
 @spec("surface: additionalProperties false on every input schema")
 def test_additional_properties(s):
     assert all(t.input_schema.get("additionalProperties") is False for t in s.tools().values())
