@@ -206,10 +206,16 @@ class Episodes:
 
         Naming a session, parent, swarm or ids is deliberate and is never worktree-filtered. A bare
         walk with ``auto_scope`` keeps episodes from this worktree and lets through what cannot be
-        compared or belongs to the same checkout (see ``_same_checkout``).
+        compared or belongs to the same checkout (see ``_same_checkout``). An episode in a scope
+        disabled for this session is hidden whatever the call names, as memory_search hides a memory
+        in one and episode_handoff such an episode.
         """
         max_results = _bounded(max_results, 1, SEARCH_CAP, "max_results")
         where, params = [], []
+        disabled = sorted(self.store.disabled_scopes)
+        if disabled:
+            where.append(f"NOT EXISTS (SELECT 1 FROM json_each(episodes.scopes) WHERE value IN ({','.join('?' * len(disabled))}))")
+            params += disabled
         if scopes:
             wanted = check_scopes(scopes)
             where.append(f"EXISTS (SELECT 1 FROM json_each(episodes.scopes) WHERE value IN ({','.join('?' * len(wanted))}))")

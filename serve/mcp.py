@@ -568,7 +568,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         For "what did the last session conclude" prefer episode_handoff.
 
         Returns {count, episodes: [{id, session_id, parent_session_id, swarm_id, worktree, created, expires,
-        scopes, takeaway, body?}]}: the most recent max_results matches, oldest first.
+        scopes, takeaway, body?}]}: the most recent max_results matches, oldest first. Entries in scopes disabled
+        for this session are hidden, as in memory_search and episode_handoff.
         """
         if session_id is not None and parent_session_id is not None and session_id != parent_session_id:
             raise KenningError("parent_session_id and session_id name the same filter; give one")

@@ -229,6 +229,24 @@ def test_handoff_respects_disabled_scopes_and_rewinds(tmp_path, clock, repo):
     assert newer_store.session_id in out["note"] and "disabled" in out["note"]
 
 
+def test_search_hides_episodes_in_a_disabled_scope_whatever_the_call_names(tmp_path, clock, repo):
+    """memory_search hides a memory in a disabled scope and episode_handoff such an episode: so does search."""
+    writer_store, writer = session(tmp_path, clock, repo)
+    kept = writer.write("kenning entry", scopes=["projects:kenning"], swarm_id="swarm")["id"]
+    both = writer.write("entry in both", scopes=["projects:kenning", "projects:hidden"], swarm_id="swarm")["id"]
+    hidden = writer.write("secret project entry", scopes=["projects:hidden"], swarm_id="swarm")["id"]
+    reader_store, reader = session(tmp_path, clock, repo)
+    assert [e.id for e in reader.search()] == [kept, both, hidden]
+    reader_store.disable_scope("projects:hidden")
+    for filters in ({}, {"auto_scope": False}, {"scopes": ["projects:hidden", "projects:kenning"]},
+                    {"swarm_id": "swarm"}, {"session_id": writer_store.session_id}, {"ids": [kept, both, hidden]}):
+        assert [e.id for e in reader.search(**filters)] == [kept], filters
+    assert [e.id for e in reader.search(max_results=1)] == [kept]  # the window counts visible entries only
+    assert [e.id for e in writer.search()] == [kept, both, hidden]  # disabled for one session, not the store
+    reader_store.enable_scope("projects:hidden")
+    assert [e.id for e in reader.search()] == [kept, both, hidden]
+
+
 def test_promote_commits_through_the_write_path_and_retires_the_episode(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     ep = journal.write("long notes about the deploy", takeaway="The deploy script lives in ops/deploy.sh and needs ssh agent forwarding")["id"]
