@@ -214,7 +214,8 @@ class Episodes:
         where, params = [], []
         disabled = sorted(self.store.disabled_scopes)
         if disabled:
-            where.append(f"NOT EXISTS (SELECT 1 FROM json_each(episodes.scopes) WHERE value IN ({','.join('?' * len(disabled))}))")
+            marks = ",".join("?" * len(disabled))
+            where.append(f"NOT EXISTS (SELECT 1 FROM json_each(episodes.scopes) WHERE value IN ({marks}))")
             params += disabled
         if scopes:
             wanted = check_scopes(scopes)

@@ -373,7 +373,8 @@ def _like(first: Memory, fields: dict, now: datetime) -> Memory:
     checked the same way, everything else as validated for ``first``."""
     content = check_content(fields.get("content"))
     given = fields.get("id")
-    return requests.sibling(first, {"id": new_ulid() if given is None else requests.check_id(given), "content": content, "created": now, "updated": now,
+    id = new_ulid() if given is None else requests.check_id(given)
+    return requests.sibling(first, {"id": id, "content": content, "created": now, "updated": now,
                                     "scopes": list(first.scopes)})
 
 
