@@ -6,6 +6,7 @@ change and names the tool that fixes it:
   ``additionalProperties: false``; nothing is silently dropped);
 - a value the schema rejects is reported as ``tool: argument: problem`` without pydantic's
   boilerplate (error counts, input echoes, documentation URLs);
+- every refusal opens ``tool: `` (not the MCP library's "Error executing tool tool: " on some);
 - library messages written for the command line (``kenning restore X``) are restated with the
   tool to call (``memory_restore(id=X)``).
 """
@@ -16,7 +17,7 @@ import re
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
 _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
@@ -80,4 +81,13 @@ class StrictServer(MCPServer):
                 tool.fn_metadata.validate_arguments(arguments)
             except ValidationError as exc:
                 raise ToolError(describe_validation(name, exc)) from None
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the library's generic text, logged as one
+        except ToolError as exc:  # the library writes "Error executing tool <name>: " before a refusal
+            prefix = f"Error executing tool {name}: "
+            text = str(exc)
+            if not text.startswith(prefix):
+                raise
+            raise ToolError(f"{name}: {text[len(prefix):]}") from exc.__cause__

@@ -632,6 +632,10 @@ def test_error_lines(s):
         assert "\n" not in text and "kenning " not in text.replace("kenning store", "")
         assert "errors.pydantic.dev" not in text and "validation error" not in text
     assert "memory_search or memory_list" in s.error("memory_show", id="01NOPE")
+    # one shape whatever refused the call: the argument check or the tool's body
+    for name, arguments in (("memory_show", {"id": "01NOPE"}), ("memory_show", {"idx": "1"}),
+                            ("memory_restore", {"id": "01NOPE"}), ("memory_write", {"content": "", "scopes": ["a"]})):
+        assert s.error(name, **arguments).startswith(f"{name}: "), name
 
 
 @spec("surface: typed output schemas (not a bare object)")
