@@ -174,10 +174,11 @@ def import_records(
     batch_size = check_count(batch_size, "batch_size")
     write_enabled.require(s.config)
     memories = _import_memories(s, items, default_scopes, labels)
+    since = _newest_rowid(s)
     existing = records.existing_ids(s.db, [m.id for m in memories])
     if existing:
         raise InvalidInput(f"{len(existing)} id(s) already in the store, e.g. {sorted(existing)[0]!r}")
-    _insert_batches(s, memories, batch_size, progress, embed)
+    _insert_batches(s, memories, batch_size, progress, embed, since=since, refuse_late=True)
     return [m.id for m in memories]
 
 
@@ -197,21 +198,28 @@ def import_checked(
     write_enabled.require(s.config)
     memories = _import_memories(s, items, default_scopes, labels)
     labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
+    since = _newest_rowid(s)  # the gates see the store up to here; each batch checks what came after
     verdicts = batch_gates.gate_batch(s.db, s.lexicon, s.config, memories, labels)
     taken = records.existing_ids(s.db, [m.id for m, v in zip(memories, verdicts) if v is None])
     lines, accepted = [], []
     for memory, label, verdict in zip(memories, labels, verdicts):
         if verdict is None and memory.id in taken:
-            verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory",
-                                          code="id_taken")
+            if _stored_hash(s, memory.id) == records.content_hash(memory.content):
+                # committed since the gates looked (another import of this file running at once)
+                verdict = batch_gates.Verdict("duplicate", "duplicates", "already in the store (committed by "
+                                              "another import running at the same time)", match=memory.id, code="duplicate")
+            else:
+                verdict = batch_gates.Verdict("refused", "limits", f"id {memory.id!r} already names another memory",
+                                              code="id_taken")
         if verdict is None:
             accepted.append(memory)
             lines.append(ImportLine(label=label, status="committed", id=memory.id))
         else:
             lines.append(ImportLine(label=label, status=verdict.status, gate=verdict.gate,
                                     reason=verdict.reason, match=verdict.match, code=verdict.code))
-    _insert_batches(s, accepted, batch_size, progress, embed=False)
-    return ImportReport(lines=lines)
+    late = _insert_batches(s, accepted, batch_size, progress, embed=False, since=since,
+                           by_text=[True] * len(accepted))
+    return ImportReport(lines=_late_lines(lines, late, "duplicate"))
 
 
 def import_bulk(
@@ -234,17 +242,19 @@ def import_bulk(
     memories = _import_memories(s, items, default_scopes, labels)
     labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
     given = [isinstance(r, dict) and r.get("id") is not None for r in items]
+    since = _newest_rowid(s)
     present = _already_present(s, memories, given)
-    lines, todo = [], []
-    for memory, label, stored in zip(memories, labels, present):
+    lines, todo, by_text = [], [], []
+    for memory, label, stored, g in zip(memories, labels, present, given):
         if stored is None:
             todo.append(memory)
+            by_text.append(not g)
             lines.append(ImportLine(label=label, status="committed", id=memory.id))
         else:
             lines.append(ImportLine(label=label, status="already_present", id=stored, match=stored,
                                     reason="already in the store (an earlier import of this record)"))
-    _insert_batches(s, todo, batch_size, progress, embed)
-    return ImportReport(gated=False, lines=lines)
+    late = _insert_batches(s, todo, batch_size, progress, embed, since=since, by_text=by_text)
+    return ImportReport(gated=False, lines=_late_lines(lines, late, "already_present"))
 
 
 def _already_present(s: Session, memories: list[Memory], given: list[bool]) -> list[str | None]:
@@ -379,9 +389,19 @@ def _like(first: Memory, fields: dict, now: datetime) -> Memory:
 
 
 def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
-                    progress: Callable[[int], None] | None, embed: bool) -> None:
-    """Commit validated memories in batches of one transaction each (row, index, embedding queue)."""
+                    progress: Callable[[int], None] | None, embed: bool, since: int | None = None,
+                    by_text: list[bool] | None = None, refuse_late: bool = False) -> dict[str, tuple[str, str | None]]:
+    """Commit validated memories in batches of one transaction each (row, index, embedding queue).
+
+    With ``since`` (the newest memory rowid when the caller looked for what is already stored),
+    each batch first reads, under the write lock, the memories committed after that by anyone
+    else (another import of the same file running at once): a memory whose id is now taken, or
+    (where ``by_text``) whose text one of them holds, is not inserted. Returns those, id ->
+    (``present`` or ``id_taken``, the stored memory's id). ``refuse_late``: such a memory stops
+    the import instead (InvalidInput; the batches before it stay committed)."""
     done = 0
+    late: dict[str, tuple[str, str | None]] = {}
+    others = _OthersRows(since) if since is not None else None
     tail = ImportTail()
     tokenizer = BatchTokenizer()
     with s.db.bulk_writes(), collector.paused():
@@ -389,20 +409,100 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
             batch = memories[start : start + batch_size]
             coded = tokenizer.encode([m.content for m in batch])  # each text tokenized once, the batch at a time
             with s.transaction() as c:
-                tail.check(s.db)
-                keys = records.insert_many(c, batch, coded.terms)
-                s.lexicon.add_coded(c, [(key, m.updated.timestamp()) for key, m in zip(keys, batch)], coded, tail)
-                enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
-                # sealed before COMMIT, while the write lock keeps everyone else out: a stamp taken
-                # after it could already include another writer's commit and trust a stale tail
-                tail.sealed(s.db)
-            done += len(batch)
+                if others is not None:
+                    keep = others.filter(c, batch, (by_text or [])[start : start + batch_size], late)
+                    if len(keep) < len(batch) and refuse_late:
+                        kept = {m.id for m in keep}
+                        taken = sorted(m.id for m in batch if m.id not in kept)
+                        raise InvalidInput(f"{len(taken)} id(s) were stored by another process during this import, "
+                                           f"e.g. {taken[0]!r}; it stopped after committing {done} memories")
+                    if len(keep) < len(batch):  # rare: another import committed some of them meanwhile
+                        batch = keep
+                        coded = tokenizer.encode([m.content for m in batch])
+                if batch:
+                    tail.check(s.db)
+                    keys = records.insert_many(c, batch, coded.terms)
+                    s.lexicon.add_coded(c, [(key, m.updated.timestamp()) for key, m in zip(keys, batch)], coded, tail)
+                    enqueue_range(c, keys[0], keys[-1])  # insert_many's rowids are consecutive
+                    # sealed before COMMIT, while the write lock keeps everyone else out: a stamp taken
+                    # after it could already include another writer's commit and trust a stale tail
+                    tail.sealed(s.db)
+                    if others is not None:
+                        others.since = keys[-1]  # every row up to ours was read under this lock
+            done += len(memories[start : start + batch_size])
             if progress:
                 progress(done)
     if embed and s.semantic.availability().working:
         s.semantic.embed_pending()
     elif memories:
         s.embed_if_loaded()
+    return late
+
+
+def _stored_hash(s: Session, id: str) -> str | None:
+    row = s.db.read(lambda c: c.execute("SELECT content_hash FROM memories WHERE id = ?", (id,)).fetchone())
+    return row[0] if row else None
+
+
+def _newest_rowid(s: Session) -> int:
+    return s.db.read(lambda c: c.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0])
+
+
+class _OthersRows:
+    """The memories other processes committed during an import (after rowid ``since``, the
+    newest one when the import looked for what is stored): read in each batch's transaction."""
+
+    def __init__(self, since: int):
+        self.since = since
+        self.ids: dict[str, str] = {}  # id -> content hash
+        self.hashes: dict[str, list[str]] = {}  # content hash -> ids not yet matched to a record
+
+    def filter(self, c: Any, batch: list[Memory], by_text: list[bool],
+               late: dict[str, tuple[str, str | None]]) -> list[Memory]:
+        """The memories of ``batch`` no such memory holds already (the same id; or, where
+        ``by_text``, the same text: each stored copy answers one record); the others go to ``late``."""
+        rows = c.execute("SELECT id, content_hash FROM memories WHERE rowid > ? ORDER BY rowid",
+                         (self.since,)).fetchall()
+        for mid, digest in rows:
+            self.ids[mid] = digest
+            self.hashes.setdefault(digest, []).append(mid)
+        if rows:
+            self.since = c.execute("SELECT MAX(rowid) FROM memories").fetchone()[0]
+        if not self.ids:
+            return batch
+        keep = []
+        for i, memory in enumerate(batch):
+            digest = records.content_hash(memory.content)
+            if memory.id in self.ids:
+                same = self.ids[memory.id] == digest
+                late[memory.id] = ("present" if same else "id_taken", memory.id)
+                if memory.id in self.hashes.get(digest, []):
+                    self.hashes[digest].remove(memory.id)
+            elif i < len(by_text) and by_text[i] and self.hashes.get(digest):
+                late[memory.id] = ("present", self.hashes[digest].pop(0))
+            else:
+                keep.append(memory)
+        return keep
+
+
+def _late_lines(lines: list[ImportLine], late: dict[str, tuple[str, str | None]], present: str) -> list[ImportLine]:
+    """Report lines with the memories another import committed meanwhile (``_insert_batches``) as
+    ``present`` (duplicate / already_present) or refused, not as committed."""
+    if not late:
+        return lines
+    out = []
+    for line in lines:
+        what = late.get(line.id) if line.status == "committed" else None
+        if what is None:
+            out.append(line)
+        elif what[0] == "present":
+            gate, code = ("duplicates", "duplicate") if present == "duplicate" else (None, None)
+            out.append(ImportLine(label=line.label, status=present, match=what[1], gate=gate, code=code,
+                                  reason="already in the store (committed by another import running at the same time)"))
+        else:
+            out.append(ImportLine(label=line.label, status="refused", gate="limits", code="id_taken",
+                                  reason=f"id {line.id!r} already names another memory"))
+    return out
 
 
 def update(
