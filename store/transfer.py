@@ -44,8 +44,11 @@ TABLES: dict[str, tuple[str, ...]] = {
     "transcript_embeddings": ("id", "mem", "model_id", "vector"),
 }
 BATCH = 2000
-# keys that exist as soon as a store is opened; the source's values replace them
-_OPENING_META = ("store_id", "tokenizer", "transcript_tokenizer")
+# keys that exist as soon as a store is opened, or read (info, check, an empty search), with nothing
+# in it: the destination left by a migrate that was killed holds these; the source's values replace them
+_OPENING_META = ("store_id", "tokenizer", "transcript_tokenizer", "tlex_tokenizer",
+                 "lex_delta_rows", "lex_docs_edits", "tlex_delta_rows", "tlex_docs_edits",
+                 "embedding_dim", "embedding_model", "embedding_text", "embeddings_generation")
 
 
 def rows(db: Any, table: str) -> list[tuple]:
