@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import stat
 import struct
 import tempfile
 import zlib
@@ -453,8 +454,12 @@ def hnswlib_installed() -> bool:
 
 
 def _read(path: Path) -> tuple[dict, bytearray] | None:
-    """Header and payload of a saved index, or None if the file is not one we wrote intact."""
-    with path.open("rb") as handle:
+    """Header and payload of a saved index, or None if the file is not one we wrote intact (nor a
+    regular file: a FIFO in its place would block the read forever, so it is opened non-blocking
+    and refused by its type)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
         prefix = handle.read(len(_MAGIC) + _HEADER_LEN.size)
         if len(prefix) != len(_MAGIC) + _HEADER_LEN.size or not prefix.startswith(_MAGIC):
             return None

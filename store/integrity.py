@@ -338,7 +338,7 @@ def check_vector_index(db: Database, path: Path) -> list[Problem]:
     if not path.exists() and not path.is_symlink():
         return []
     if not path.is_file():
-        return [Problem("vectors", f"{path.name} is not a file (a folder or a broken link)", repair)]
+        return [Problem("vectors", f"{path.name} is not a file (a folder, a broken link or a FIFO)", repair)]
     header = read_header(path)
     if header is None:
         return [Problem("vectors", f"{path.name} is damaged (unreadable header or checksum mismatch)", repair)]
@@ -355,6 +355,9 @@ def remove_index_file(path: Path) -> str | None:
     if path.is_symlink() or path.is_file():
         path.unlink()
         return f"removed {path.name}"
+    if path.exists() and not path.is_dir():  # a FIFO, a socket, a device node: not ours, and not data
+        path.unlink()
+        return f"removed {path.name} (not a regular file)"
     if path.is_dir():
         import shutil  # here: every store open imports this module
 
