@@ -49,7 +49,7 @@ class SearchOut(TypedDict, total=False):
     legs_run: list[str]
     degraded: dict[str, Any] | None
     pending_embeddings: int | None
-    use_token: str
+    use_token: str | None  # None: a read-only store logs no search, so there is nothing to settle
     hits: Required[list[Hit]]
     note: str
 
