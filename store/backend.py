@@ -62,9 +62,24 @@ def open_backend(location: str | os.PathLike) -> Opened:
         if damaged(exc):
             raise StorageError(f"{path} is not a SQLite database (another kind of file, or damaged from its first "
                                f"page: {exc}); restore the store from a backup, or give another store folder") from exc
+        if "full" in str(exc).lower() or ("disk i/o" in str(exc).lower() and _disk_full(directory)):
+            # SQLite could not make room for the -shm / -wal files beside the database
+            raise StorageError(f"the disk holding {path} is full, so the store cannot be opened "
+                               f"({exc}); free space and retry") from exc
+        if "disk i/o" in str(exc).lower():
+            raise StorageError(f"{path} could not be read or written ({exc}); check the disk and permissions") from exc
         raise InvalidInput(f"{path} is not a kenning store ({exc})") from exc
     files.tighten(path)
     return Opened(db, directory, path)
+
+
+def _disk_full(directory: Path) -> bool:
+    """Whether the file system holding ``directory`` has no room for SQLite's 32 KiB -shm file."""
+    try:
+        stats = os.statvfs(directory)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
+    return stats.f_bavail * stats.f_frsize < 64 * 1024
 
 
 def _refuse_unenterable(directory: Path) -> None:
