@@ -8,7 +8,8 @@ from kenning.errors import InvalidInput
 from kenning.store import records
 from kenning.store.models import Link
 
-from . import health, reads, requests, writes
+from . import events, health, reads, requests, writes
+from .gates import write_enabled
 from .gates.limits import check_count
 from .session import Session
 
@@ -49,13 +50,20 @@ def resolve(s: Session, id: str, other_id: str, resolution: str, keep_id: str | 
         if not note:
             raise InvalidInput("keep_both needs a note saying how both can hold (e.g. which context each is for)")
         winner, loser, kind = first, second, "extends"
-    for memory in (winner, loser):
-        links = [link for link in memory.links if not (link.kind == "contradicts" and link.target in pair)]
-        if memory is winner:
-            links.append(Link(kind=kind, target=loser.id, note=note))
-        writes.update(s, memory.id, text=None, scopes=None, confidence=None, category=None, links=links,
-                      metadata=None, acknowledge_transient=False, acknowledge_user_claim=False,
-                      acknowledge_truncation=False, version=None)
-    s.log("conflict_resolved", winner.id, {"other": loser.id, "resolution": resolution, "note": note})
+    write_enabled.require(s.config)
+    # one transaction, the pair read again inside it: two resolutions of one pair at once (keep A, keep
+    # B) would each be told "resolved" while the later one's links silently replaced the earlier's
+    with s.transaction() as c:
+        now = {m.id: records.live_row(c, m.id)[1] for m in (winner, loser)}
+        if not any(link.kind == "contradicts" and link.target in pair for m in now.values() for link in m.links):
+            raise InvalidInput(f"memories {id} and {other_id} are not in conflict any more: another session "
+                               "resolved them meanwhile (`kenning show` says how)")
+        for memory in (now[winner.id], now[loser.id]):
+            links = [link for link in memory.links if not (link.kind == "contradicts" and link.target in pair)]
+            if memory.id == winner.id:
+                links.append(Link(kind=kind, target=loser.id, note=note))
+            writes.apply_update(s, c, memory.id, {"links": [requests.link_dict(link) for link in links]})
+        events.log(c, s.clock(), s.session_id, "conflict_resolved", winner.id,
+                   {"other": loser.id, "resolution": resolution, "note": note})
     return {"status": "resolved", "resolution": resolution, "id": winner.id, "other_id": loser.id,
             "link": {"type": kind, "source": winner.id, "target_id": loser.id, "note": note}}

@@ -547,37 +547,49 @@ def update(
         changes["links"] = [requests.link_dict(link) for link in links]
     requests.no_secret_in(changes.get("scopes", []), changes.get("metadata"))
     with s.transaction() as c:
-        rowid, memory = records.live_row(c, id)
-        if version is not None and version != memory.version:
-            raise Stale(memory.id, version, memory.version)
-        fields = memory.model_dump()
-        fields.update(changes)
-        text_changed = text is not None and text != memory.content
-        if text_changed:
-            refusal = (run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
-                       or truncation.check(memory.content, text, acknowledge_truncation))
-            if refusal is not None and refusal.gate == user_claims.GATE:
-                refusal = refusal.model_copy(update={"hint": user_claims.UPDATE_HINT})
-            if refusal is not None:
-                raise GateRefused(refusal)
-            fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
-                          verified_absent_paths=[], claims=[])
-        fields["updated"] = max(s.clock(), memory.updated)
-        updated = requests.validated(fields)
-        records.check_link_targets(c, updated.links, self_id=updated.id)
-        records.replace(c, rowid, updated, scopes=scopes is not None, links=links is not None)
-        if text_changed:
-            s.lexicon.remove(c, rowid)
-            s.lexicon.add(c, rowid, updated.content, updated.updated.timestamp())
-            forget(c, rowid)
-            enqueue(c, [rowid])
-        else:
-            s.lexicon.touch(c, rowid, updated.updated.timestamp())
-        events.log(c, updated.updated, s.session_id, events.UPDATE, updated.id,
-                   {"fields": sorted(changes), "text_changed": text_changed})
+        updated, text_changed = apply_update(s, c, id, changes, acknowledge_transient, acknowledge_user_claim,
+                                             acknowledge_truncation, version)
     if text_changed:
         s.embed_if_loaded([updated.id])
     return updated
+
+
+def apply_update(s: Session, c: Any, id: str, changes: dict[str, Any], acknowledge_transient: bool = False,
+                 acknowledge_user_claim: bool = False, acknowledge_truncation: bool = False,
+                 version: str | None = None) -> tuple[Memory, bool]:
+    """``update``'s change, checked fields already in ``changes``, inside the caller's transaction
+    ``c`` (so a caller changing several memories commits them together); the memory as updated and
+    whether its text changed (the caller embeds it after the commit)."""
+    text = changes.get("content")
+    rowid, memory = records.live_row(c, id)
+    if version is not None and version != memory.version:
+        raise Stale(memory.id, version, memory.version)
+    fields = memory.model_dump()
+    fields.update(changes)
+    text_changed = text is not None and text != memory.content
+    if text_changed:
+        refusal = (run_content_gates(text, fields["category"], acknowledge_transient, acknowledge_user_claim)
+                   or truncation.check(memory.content, text, acknowledge_truncation))
+        if refusal is not None and refusal.gate == user_claims.GATE:
+            refusal = refusal.model_copy(update={"hint": user_claims.UPDATE_HINT})
+        if refusal is not None:
+            raise GateRefused(refusal)
+        fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
+                      verified_absent_paths=[], claims=[])
+    fields["updated"] = max(s.clock(), memory.updated)
+    updated = requests.validated(fields)
+    records.check_link_targets(c, updated.links, self_id=updated.id)
+    records.replace(c, rowid, updated, scopes="scopes" in changes, links="links" in changes)
+    if text_changed:
+        s.lexicon.remove(c, rowid)
+        s.lexicon.add(c, rowid, updated.content, updated.updated.timestamp())
+        forget(c, rowid)
+        enqueue(c, [rowid])
+    else:
+        s.lexicon.touch(c, rowid, updated.updated.timestamp())
+    events.log(c, updated.updated, s.session_id, events.UPDATE, updated.id,
+               {"fields": sorted(changes), "text_changed": text_changed})
+    return updated, text_changed
 
 
 def _with_curation_hint(s: Session, result: WriteResult) -> WriteResult:
