@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from kenning.errors import InvalidInput, KenningError, NotFound, StorageError
+from kenning.errors import InvalidInput, KenningError, NotFound, Stale, StorageError
 from kenning.store.models import Memory
 
 from . import profile
@@ -414,7 +414,14 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
                                   "why": "the body is empty; delete the whole block to remove the memory"})
         return written or sha(memory.content)
     try:
-        updated = store.update(block.id, text=text)
+        # conditional on the memory this block was compared with: one changed in the store since (an
+        # agent's update landing during the sync) is a conflict, never overwritten by the file
+        updated = store.update(block.id, text=text, version=memory.version)
+    except Stale:
+        report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
+                                    "why": "edited here and changed in the store during this sync; "
+                                           "settle it with `kenning update`, then export with --force"})
+        return written or sha(memory.content)
     except KenningError as exc:
         report["refused"].append({"file": rel, "id": block.id, "line": block.line} | _why(exc))
         return written or sha(memory.content)
