@@ -253,7 +253,8 @@ def import_bulk(
         else:
             lines.append(ImportLine(label=label, status="already_present", id=stored, match=stored,
                                     reason="already in the store (an earlier import of this record)"))
-    late = _insert_batches(s, todo, batch_size, progress, embed, since=since, by_text=by_text)
+    late = _insert_batches(s, todo, batch_size, progress, embed, since=since, by_text=by_text,
+                           matched={p for p in present if p is not None})
     return ImportReport(gated=False, lines=_late_lines(lines, late, "already_present"))
 
 
@@ -390,7 +391,8 @@ def _like(first: Memory, fields: dict, now: datetime) -> Memory:
 
 def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
                     progress: Callable[[int], None] | None, embed: bool, since: int | None = None,
-                    by_text: list[bool] | None = None, refuse_late: bool = False) -> dict[str, tuple[str, str | None]]:
+                    by_text: list[bool] | None = None, refuse_late: bool = False,
+                    matched: set[str] | None = None) -> dict[str, tuple[str, str | None]]:
     """Commit validated memories in batches of one transaction each (row, index, embedding queue).
 
     With ``since`` (the newest memory rowid when the caller looked for what is already stored),
@@ -398,10 +400,11 @@ def _insert_batches(s: Session, memories: list[Memory], batch_size: int,
     else (another import of the same file running at once): a memory whose id is now taken, or
     (where ``by_text``) whose text one of them holds, is not inserted. Returns those, id ->
     (``present`` or ``id_taken``, the stored memory's id). ``refuse_late``: such a memory stops
-    the import instead (InvalidInput; the batches before it stay committed)."""
+    the import instead (InvalidInput; the batches before it stay committed). ``matched``: stored
+    memories the caller already answered a record with, which answer no other."""
     done = 0
     late: dict[str, tuple[str, str | None]] = {}
-    others = _OthersRows(since) if since is not None else None
+    others = _OthersRows(since, matched or set()) if since is not None else None
     tail = ImportTail()
     tokenizer = BatchTokenizer()
     with s.db.bulk_writes(), collector.paused():
@@ -452,8 +455,9 @@ class _OthersRows:
     """The memories other processes committed during an import (after rowid ``since``, the
     newest one when the import looked for what is stored): read in each batch's transaction."""
 
-    def __init__(self, since: int):
+    def __init__(self, since: int, matched: set[str]):
         self.since = since
+        self.matched = matched  # already answered a record (the caller's look found them)
         self.ids: dict[str, str] = {}  # id -> content hash
         self.hashes: dict[str, list[str]] = {}  # content hash -> ids not yet matched to a record
 
@@ -465,7 +469,8 @@ class _OthersRows:
                          (self.since,)).fetchall()
         for mid, digest in rows:
             self.ids[mid] = digest
-            self.hashes.setdefault(digest, []).append(mid)
+            if mid not in self.matched:
+                self.hashes.setdefault(digest, []).append(mid)
         if rows:
             self.since = c.execute("SELECT MAX(rowid) FROM memories").fetchone()[0]
         if not self.ids:

@@ -130,3 +130,29 @@ def test_three_kenning_import_processes_of_one_file_store_each_line_once(tmp_pat
             assert run.returncode == 0, err
             assert "Traceback" not in err
         assert stored(home) == (1500, 1500)
+
+
+def test_a_stored_copy_the_look_already_matched_answers_no_second_record(tmp_path, monkeypatch):
+    """The file holds one text twice; another process stores it once, after this import noted the
+    newest row but before it looked: that copy answers one line, and the second is still stored."""
+    home = tmp_path / "s"
+    kenning.open_store(home).close()
+    twice = [RECORDS[0], RECORDS[0], RECORDS[1]]
+
+    def other():
+        with kenning.open_store(home) as s2:
+            s2.import_bulk([RECORDS[0]])
+
+    real, done = writes._already_present, []
+
+    def look(*args, **kwargs):
+        if not done:
+            done.append(True)
+            other()  # committed after `since` was read, before this look
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writes, "_already_present", look)
+    with kenning.open_store(home) as s:
+        report = s.import_bulk(twice)
+    assert report.count("already_present") == 1 and len(report.ids) == 2
+    assert stored(home) == (3, 2)  # the text twice, as the file has it
