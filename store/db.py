@@ -579,7 +579,9 @@ def storage_errors(path: Path) -> Iterator[None]:
     except sqlite3.OperationalError as exc:
         text = str(exc).lower()
         if "full" in text:
-            raise StorageError(f"the disk holding {path} is full; nothing was written, free space and retry") from exc
+            # "nothing was written" would be false of a bulk import or an index: their committed batches stay
+            raise StorageError(f"the disk holding {path} is full; the change under way was not written (what was "
+                               "committed before it stays), free space and retry") from exc
         if "readonly" in text or "read-only" in text:
             raise StorageError(f"{path} is read-only for this process; nothing was written") from exc
         if "disk i/o" in text or "unable to open" in text:

@@ -126,7 +126,8 @@ def test_a_full_database_during_a_bulk_import_keeps_the_batches_before_it(tmp_pa
         store.import_bulk(RECORDS[:200])
         pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
         store.db.conn.execute(f"PRAGMA max_page_count = {pages + 40}")  # SQLite's own "disk full", deterministic
-        with pytest.raises(StorageError, match="is full"):
+        with pytest.raises(StorageError, match="is full; the change under way was not written "
+                                                r"\(what was committed before it stays\)"):
             store.import_bulk(RECORDS[200:], batch_size=200)
         assert 200 <= store.count() < len(RECORDS)  # the batches before the full one are kept
 

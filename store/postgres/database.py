@@ -517,7 +517,8 @@ def pg_errors(where: str) -> Iterator[None]:
     except psycopg.errors.LockNotAvailable as exc:
         raise StorageError(f"{where} stayed locked by another process for too long; retry") from exc
     except psycopg.errors.DiskFull as exc:
-        raise StorageError(f"the server of {where} is out of disk; nothing was written, free space and retry") from exc
+        raise StorageError(f"the server of {where} is out of disk; the change under way was not written (what was "
+                           "committed before it stays), free space and retry") from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StorageError(f"{where}: this role may not do that ({str(exc).splitlines()[0]}); nothing was written") from exc
     except psycopg.errors.ProgramLimitExceeded as exc:
