@@ -293,7 +293,8 @@ class Episodes:
         """Write the takeaway (or body) as a memory through ``Store.write`` with all its gates.
 
         The episode is deleted only when that write commits; on ``pending`` it stays until
-        ``confirm_write`` commits the memory, and any refusal leaves it for another attempt.
+        ``confirm_write`` commits the memory, and any refusal leaves it for another attempt, except a
+        duplicate of the memory an earlier promotion of this very episode committed before it was cut off.
         """
         episode = self.get(episode_id)
         if not use_body and not episode.takeaway:
@@ -303,8 +304,19 @@ class Episodes:
             text, scopes=scopes, category=category, confidence=confidence, source=source,
             metadata={METADATA_KEY: episode.id}, **write_options,
         )
-        deleted = result.status == "committed" and self._retire(episode, result.id)
+        deleted = (result.status == "committed" or self._promoted_into(result.id, episode.id)) \
+            and self._retire(episode, result.id)
         return {**result.to_dict(), "promoted_from_episode_id": episode.id, "episode_deleted": deleted}
+
+    def _promoted_into(self, memory_id: str | None, episode_id: str) -> bool:
+        """True when ``memory_id`` is the live memory an earlier promotion of this episode committed: that
+        promotion ended (a killed process) between the memory's commit and the episode's deletion."""
+        if not memory_id:
+            return False
+        try:
+            return self.store.get(memory_id).metadata.get(METADATA_KEY) == episode_id
+        except NotFound:
+            return False
 
     def confirm_write(self, pending_id: str, own_session: bool = False) -> dict[str, Any]:
         """``Store.confirm_write``, then retire the source episode when the pending write was a promotion."""

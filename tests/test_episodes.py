@@ -281,6 +281,29 @@ def test_a_refused_promotion_keeps_the_episode(tmp_path, clock, repo):
     assert [e.id for e in journal.search(ids=[again])] == [again]
 
 
+def test_a_promotion_cut_off_after_its_memory_committed_is_finished_by_the_next_one(tmp_path, clock, repo, monkeypatch):
+    # the memory commits, then the process dies before the episode is deleted: promoting again used to
+    # answer 'duplicate' and keep the episode forever (every handoff showing a takeaway already in memory)
+    store, journal = session(tmp_path, clock, repo)
+    ep = journal.write("x", takeaway="The billing service keeps invoices in the ledger_v2 table")["id"]
+
+    def killed(self, episode, memory_id):
+        raise KeyboardInterrupt  # stands in for the kill between the two transactions
+
+    monkeypatch.setattr(Episodes, "_retire", killed)
+    with pytest.raises(KeyboardInterrupt):
+        journal.promote(ep, scopes=["projects:repo"])
+    monkeypatch.undo()
+    memory = store.list()[0].id
+    assert [e.id for e in journal.search(ids=[ep])] == [ep]
+
+    later_store, later = session(tmp_path, clock, repo)
+    out = later.promote(ep, scopes=["projects:repo"])
+    assert out["id"] == memory and out["episode_deleted"] is True and out["promoted_from_episode_id"] == ep
+    assert later.search(ids=[ep]) == [] and [m.id for m in later_store.list()] == [memory]
+    assert [e["payload"]["episode_id"] for e in later_store.events(kinds=["episode_promoted"])] == [ep]
+
+
 def test_pending_promotion_is_retired_by_confirm_and_kept_by_cancel(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     kept = journal.write("x", takeaway="The user prefers terse answers without bullet lists")["id"]
