@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ulid import ULID
 
-from kenning.errors import InvalidInput, NotFound
+from kenning.errors import InvalidInput, NotFound, StorageError
 from kenning.store.ids import canonical
 from kenning.store.models import Instant, _Record, iso
 
@@ -107,8 +107,13 @@ def _instant(value: datetime | str | None) -> str | None:
 
 def _episode(row: tuple) -> Episode:
     fields = dict(zip([c.strip() for c in _COLUMNS.split(",")], row))
-    fields["scopes"] = json.loads(fields["scopes"])
-    return Episode.model_validate(fields)
+    try:
+        fields["scopes"] = json.loads(fields["scopes"])
+        return Episode.model_validate(fields)
+    except (ValueError, TypeError) as exc:  # a row changed behind kenning's back: one line, not a traceback
+        why = str(exc).splitlines()[0][:160]
+        raise StorageError(f"the stored episode {fields.get('id')!r} is damaged ({type(exc).__name__}: {why}); "
+                           "delete that row from the episodes table or restore the store from a backup") from None
 
 
 class Episodes:

@@ -385,3 +385,20 @@ def test_serve_without_the_mcp_extra_is_one_line_with_the_install_command(tmp_pa
     result = CliRunner().invoke(app, ["serve"])
     assert result.exit_code == 2 and 'pip install "kenning[mcp]"' in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.sqlite_only  # edits the SQLite file behind kenning's back
+def test_a_damaged_episode_row_is_one_line_naming_it_not_a_traceback(tmp_path, clock, repo):
+    import sqlite3
+
+    store, journal = session(tmp_path, clock, repo)
+    ep = journal.write("tried the sweep", takeaway="k1=1.5 hurts scifact", scopes=["projects:repo"])["id"]
+    store.close()
+    with sqlite3.connect(tmp_path / "store" / "kenning.sqlite3") as db:
+        db.execute("UPDATE episodes SET scopes = ? WHERE id = ?", ('["projects:repo", broken', ep))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    env.pop("KENNING_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "kenning", "--store", str(tmp_path / "store"), "episodes", "list"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr  # was: a JSONDecodeError traceback
+    assert ep in done.stderr and "damaged" in done.stderr and len(done.stderr.strip().splitlines()) == 1
