@@ -139,6 +139,10 @@ class Episodes:
         """Journal one entry for this session; expired entries of every session are pruned first."""
         if not isinstance(body, str) or not body.strip():
             raise InvalidInput("the episode body is empty; describe what this session did or concluded")
+        for text, field in ((body, "the episode body"), (takeaway, "the takeaway")):
+            if isinstance(text, str) and not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text):
+                raise InvalidInput(f"{field} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
+                                   "left by undecodable bytes); send UTF-8 text")
         size = len(body.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
             raise InvalidInput(f"the episode body is {size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} (1 MiB)")

@@ -402,3 +402,13 @@ def test_a_damaged_episode_row_is_one_line_naming_it_not_a_traceback(tmp_path, c
                           cwd=repo, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr  # was: a JSONDecodeError traceback
     assert ep in done.stderr and "damaged" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("field", ["body", "takeaway"])
+def test_a_lone_surrogate_is_refused_as_invalid_input_and_nothing_is_written(tmp_path, clock, repo, field):
+    # text decoded from bad bytes with surrogateescape: was a UnicodeEncodeError from deep inside
+    store, journal = session(tmp_path, clock, repo)
+    given = {"body": "tried the sweep", "takeaway": "k1 hurts"} | {field: "tried \udcff the sweep"}
+    with pytest.raises(InvalidInput, match="lone surrogate"):
+        journal.write(given["body"], takeaway=given["takeaway"])
+    assert journal.search(auto_scope=False) == []
