@@ -156,7 +156,7 @@ class Episodes:
             refusal = credentials.check_field(text, field)
             if refusal is not None:
                 raise GateRefused(refusal)
-        scopes = list(scopes or [])
+        scopes = [scopes] if isinstance(scopes, str) else list(scopes or [])  # one scope, as check_scopes reads it
         scopes = check_scopes(scopes) if scopes else []
         now = self.store.clock()
         episode = Episode(

@@ -412,3 +412,10 @@ def test_a_lone_surrogate_is_refused_as_invalid_input_and_nothing_is_written(tmp
     with pytest.raises(InvalidInput, match="lone surrogate"):
         journal.write(given["body"], takeaway=given["takeaway"])
     assert journal.search(auto_scope=False) == []
+
+
+def test_a_single_scope_given_as_a_string_is_that_scope_not_its_letters(tmp_path, clock, repo):
+    store, journal = session(tmp_path, clock, repo)
+    out = journal.write("tried the sweep", scopes="projects:repo")  # was: ['p', 'r', 'o', 'j', ...]
+    assert out["scopes"] == ["projects:repo"]
+    assert [e.scopes for e in journal.search(scopes=["projects:repo"])] == [["projects:repo"]]
