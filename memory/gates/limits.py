@@ -29,6 +29,9 @@ def check_content(content: object) -> str:
     if not content.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in content):
         raise InvalidInput("memory text is not valid Unicode (it holds a lone surrogate such as \\ud800, "
                            "left by undecodable bytes); send UTF-8 text")
+    if "\x00" in content:  # PostgreSQL text cannot hold it: refused on every backend, so a store can migrate
+        raise InvalidInput("memory text holds a NUL character (\\x00), which a store cannot keep on every backend; "
+                           "remove it")
     if len(content.strip()) < 2 or not any(ch.isalnum() for ch in content):
         raise InvalidInput(f"memory text {content.strip()!r} is too short to remember: a memory needs at least "
                            "two characters and a letter or digit (did a shell pass '-' or a stray symbol?)")

@@ -1,0 +1,40 @@
+"""A NUL character (\\x00) in a memory's text is refused the same way on every backend. SQLite used to
+keep it while PostgreSQL refused the whole statement, so a SQLite store holding one could never be
+migrated, and a PostgreSQL import of a file with one such line failed without naming the line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput
+
+
+def test_a_write_or_update_with_a_nul_is_invalid_input_and_writes_nothing(tmp_path):
+    with kenning.open_store(tmp_path / "s") as s:
+        with pytest.raises(InvalidInput, match="NUL"):
+            s.write("The cache server listens on port 6379 \x00 in the data zone", scopes=["ops"])
+        assert s.list(auto_scope=False) == []
+        kept = s.write("The cache server listens on port 6379 in the data zone", scopes=["ops"]).id
+        with pytest.raises(InvalidInput, match="NUL"):
+            s.update(kept, text="The cache server listens on port 6380\x00 in the data zone")
+        assert s.get(kept).content == "The cache server listens on port 6379 in the data zone"
+
+
+def test_an_import_names_the_line_with_a_nul_and_imports_nothing(tmp_path):
+    lines = [{"content": f"Queue worker w{i} drains the jobs table every {i + 2} seconds" + (" \x00" if i == 2 else ""),
+              "scopes": ["ops"]} for i in range(5)]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "kenning", "--store", str(tmp_path / "s"), "import", str(path)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0 and f"{path.name}:3:" in done.stderr and "NUL" in done.stderr, done.stderr
+    with kenning.open_store(tmp_path / "s") as s:
+        assert s.list(auto_scope=False) == []  # was: all five kept, the NUL with them
