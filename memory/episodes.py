@@ -143,6 +143,9 @@ class Episodes:
             if isinstance(text, str) and not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text):
                 raise InvalidInput(f"{field} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
                                    "left by undecodable bytes); send UTF-8 text")
+            if isinstance(text, str) and "\x00" in text:  # PostgreSQL cannot hold it: refused on every backend
+                raise InvalidInput(f"{field} holds a NUL character (\\x00), which a store cannot keep on every "
+                                   "backend; remove it")
         size = len(body.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
             raise InvalidInput(f"the episode body is {size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} (1 MiB)")

@@ -419,3 +419,13 @@ def test_a_single_scope_given_as_a_string_is_that_scope_not_its_letters(tmp_path
     out = journal.write("tried the sweep", scopes="projects:repo")  # was: ['p', 'r', 'o', 'j', ...]
     assert out["scopes"] == ["projects:repo"]
     assert [e.scopes for e in journal.search(scopes=["projects:repo"])] == [["projects:repo"]]
+
+
+@pytest.mark.parametrize("field", ["body", "takeaway"])
+def test_a_nul_is_refused_on_every_backend_and_nothing_is_written(tmp_path, clock, repo, field):
+    # SQLite kept it and PostgreSQL refused it, so a SQLite store holding one could not be migrated
+    store, journal = session(tmp_path, clock, repo)
+    given = {"body": "tried the sweep", "takeaway": "k1 hurts"} | {field: "tried \x00 the sweep"}
+    with pytest.raises(InvalidInput, match="NUL"):
+        journal.write(given["body"], takeaway=given["takeaway"])
+    assert journal.search(auto_scope=False) == []
