@@ -316,8 +316,9 @@ class Episodes:
             text, scopes=scopes, category=category, confidence=confidence, source=source,
             metadata={METADATA_KEY: episode.id}, **write_options,
         )
-        deleted = (result.status == "committed" or self._promoted_into(result.id, episode.id)) \
-            and self._retire(episode, result.id)
+        deleted = result.status == "committed" or self._promoted_into(result.id, episode.id)
+        if deleted:  # gone either way: a promotion of it running at the same time may have deleted it first
+            self._retire(episode, result.id)
         return {**result.to_dict(), "promoted_from_episode_id": episode.id, "episode_deleted": deleted}
 
     def _promoted_into(self, memory_id: str | None, episode_id: str) -> bool:

@@ -304,6 +304,26 @@ def test_a_promotion_cut_off_after_its_memory_committed_is_finished_by_the_next_
     assert [e["payload"]["episode_id"] for e in later_store.events(kinds=["episode_promoted"])] == [ep]
 
 
+def test_a_committed_promotion_says_the_episode_is_gone_when_a_concurrent_one_deleted_it_first(tmp_path, clock, repo):
+    # two promotions of one episode at once: one commits the memory, the other (a duplicate of that memory)
+    # deletes the episode first; the committing one used to answer episode_deleted=False for a gone episode
+    store, journal = session(tmp_path, clock, repo)
+    ep = journal.write("x", takeaway="The nightly backup copies the warehouse to bucket bk-main at 02:00 UTC")["id"]
+    other_store, other = session(tmp_path, clock, repo)
+    real_write = store.write
+
+    def write_then_other_promotes(*args, **kwargs):
+        result = real_write(*args, **kwargs)
+        assert other.promote(ep, scopes=["projects:repo"])["episode_deleted"] is True
+        return result
+
+    store.write = write_then_other_promotes
+    out = journal.promote(ep, scopes=["projects:repo"])
+    assert out["status"] == "committed" and out["episode_deleted"] is True
+    assert journal.search(ids=[ep]) == [] and len(store.list()) == 1
+    assert [e["payload"]["episode_id"] for e in store.events(kinds=["episode_promoted"])] == [ep]
+
+
 def test_pending_promotion_is_retired_by_confirm_and_kept_by_cancel(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     kept = journal.write("x", takeaway="The user prefers terse answers without bullet lists")["id"]
