@@ -11,6 +11,7 @@ from typing import Any
 
 from kenning.errors import InvalidInput
 from kenning.store import integrity, records
+from kenning.store.backend import is_url
 
 from .session import Session
 
@@ -24,7 +25,9 @@ def check(s: Session) -> dict[str, Any]:
     problems = integrity.check_sqlite(s.db)  # damage that even quick_check cannot read is a finding too
     if not problems:
         problems = [*integrity.check_lexicon(s.db), *integrity.check_embeddings(s.db), *s.semantic.check_index()]
-    return {"ok": not problems, "store": str(s.directory), "problems": [p.to_dict() for p in problems]}
+    # the store as the caller named it: a server's URL without its password, not the local folder of its derived files
+    where = s.db.path if is_url(s.location) else s.directory
+    return {"ok": not problems, "store": str(where), "problems": [p.to_dict() for p in problems]}
 
 
 def rebuild(s: Session, what: str, progress: Callable[[str, int, int], None] | None) -> dict[str, Any]:

@@ -5,6 +5,7 @@ suite modes; the rest of the suite runs on PostgreSQL with KENNING_TEST_BACKEND=
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -335,3 +336,12 @@ def test_the_transcript_tables_row_counts_follow_every_change_and_show_in_other_
     finally:
         writer.close()
         reader.close()
+
+
+def test_check_names_the_server_without_its_password_not_a_local_cache_folder(postgres_url):
+    kenning.open_store(postgres_url).close()
+    done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "check", "--json"],
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["store"].startswith("postgresql://")  # was: ~/.cache/kenning/servers/<hash>
