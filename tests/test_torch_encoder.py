@@ -52,9 +52,12 @@ def test_loading_is_offline_quiet_on_one_thread_and_keeps_settings_already_made(
     monkeypatch.setenv("KENNING_TORCH_THREADS", "2")
     load_sentence_transformer(spec.path)
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0" and torch_threads.get_num_threads() == 2
-    monkeypatch.setenv("KENNING_TORCH_THREADS", "0")
-    load_sentence_transformer(spec.path)
-    assert torch_threads.get_num_threads() == 1
+    monkeypatch.setenv("KENNING_TORCH_THREADS", "0")  # refused as KENNING_ONNX_THREADS=0 is, not run as 1
+    from kenning.retrieval.onnx_encoder import InvalidSetting
+
+    with pytest.raises(InvalidSetting, match="KENNING_TORCH_THREADS='0' is below 1"):
+        load_sentence_transformer(spec.path)
+    assert torch_threads.get_num_threads() == 2  # the setting made before stands
 
 
 def test_the_export_can_ask_for_eager_attention(spec):
