@@ -112,3 +112,40 @@ def test_tombstone_thresholds_are_inclusive_and_every_removed_match_is_returned(
     proceeds = check_duplicate("alpha beta gamma", [("m_60", "alpha beta gamma zeta eta")], tombstones[1:])
     assert proceeds.status is None and proceeds.match is None and proceeds.related_ids == ["m_60"]
     assert [(m.id, m.overlap, m.reason) for m in proceeds.removed] == [("t_40", RELATED_THRESHOLD, "obsolete")]
+
+
+JOB_1 = "The nightly backup job 1 copies /var/lib/postgres to bucket bk-1 at 02:00 UTC every day"
+JOB_2 = "The nightly backup job 2 copies /var/lib/postgres to bucket bk-2 at 02:00 UTC every day"
+
+
+def test_a_long_sentence_differing_in_a_value_is_related_not_a_duplicate():
+    """87 % of the words shared, but job 2 and bucket bk-2 are another fact than job 1 and bk-1."""
+    assert overlap(JOB_1, JOB_2) >= DUPLICATE_THRESHOLD
+    check = check_duplicate(JOB_2, [("m1", JOB_1)])
+    assert check.status is None and check.related_ids == ["m1"]
+    check = check_duplicate(JOB_2, [], [("t1", JOB_1, "job 1 was retired")])
+    assert check.status is None and [m.id for m in check.removed] == ["t1"]
+
+
+def test_a_value_one_side_lacks_is_still_the_same_fact():
+    """Only a value each side holds and the other lacks makes two facts: a rewording that drops or
+    adds one (a time, a version suffix) is the same fact said again."""
+    assert check_duplicate(JOB_1, [("m1", JOB_1)]).status == "duplicate"
+    longer = JOB_1.replace(" every day", " every day, taking 12 minutes")
+    assert overlap(JOB_1, longer) >= DUPLICATE_THRESHOLD
+    assert check_duplicate(longer, [("m1", JOB_1)]).status == "duplicate"
+
+
+def test_the_write_and_the_import_keep_both_facts(tmp_path):
+    import kenning
+
+    with kenning.open_store(tmp_path / "s") as store:
+        first = store.write(JOB_1, scopes=["ops"])
+        second = store.write(JOB_2, scopes=["ops"])
+        assert (first.status, second.status) == ("committed", "committed")
+        assert first.id in second.related
+        report = store.import_checked([{"content": JOB_1.replace("1", "3").replace("02:00", "03:00"), "scopes": ["ops"]},
+                                       {"content": JOB_1, "scopes": ["ops"]}])
+        assert [line.status for line in report.lines] == ["committed", "duplicate"]
+        store.remove(second.id, reason="job 2 was retired")
+        assert store.write(JOB_2.replace("2", "4"), scopes=["ops"]).status == "committed"

@@ -95,8 +95,10 @@ def _near_duplicate(db: "Database", lexicon: "Lexicon", config: "StoreConfig", c
         return Verdict("duplicate", "duplicates", f"memory {check.match.id} already says this "
                        f"({check.match.overlap:.0%} of their words are shared)", check.match.id, "duplicate")
     new = duplicates.token_set(content)
-    removed = max(((duplicates.overlap(new, words), tid, reason) for tid, words, reason in tombstones), default=None)
-    if removed and removed[0] >= duplicates.DUPLICATE_THRESHOLD:
+    removed = max(((score, tid, reason) for tid, words, reason in tombstones
+                   if (score := duplicates.overlap(new, words)) >= duplicates.DUPLICATE_THRESHOLD
+                   and not duplicates.different_values(new, words)), default=None)
+    if removed:
         return Verdict("previously_removed", "duplicates", f"a memory like this ({removed[1]}) was removed: "
                        f"{removed[2]}", removed[1], "previously_removed")
     return None

@@ -15,6 +15,10 @@ the new text adds or drops material, which is what "the same fact" means.
 - overlap >= ``RELATED_THRESHOLD`` with tombstones, below the duplicate threshold: the write proceeds
   and ``removed`` lists them (the spec's ``removed_matches``) so the removal reason is not lost.
 
+Two bodies that each hold a number the other lacks (``different_values``: "backup job 1 ... bucket
+bk-1" against "backup job 2 ... bucket bk-2") state different facts however much of their wording
+they share, so they are ``related``, never a duplicate: a long sentence differing in one value
+reached 0.8-0.9 and the second fact was refused, where a short one (below the threshold) was kept.
 A live duplicate wins over a tombstone: the fact is in the store already, whatever was removed.
 The caller supplies the candidates (the store's BM25 top ~20), so this module does no I/O.
 """
@@ -71,6 +75,16 @@ def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
     return shared / union if union else 0.0
 
 
+def different_values(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether each token set holds a token with a digit that the other lacks: a different number,
+    version, id or time, so a different fact (``check_duplicate``)."""
+    return any(_has_digit(t) for t in a - b) and any(_has_digit(t) for t in b - a)
+
+
+def _has_digit(token: str) -> bool:
+    return any(ch.isdigit() for ch in token)
+
+
 def _best_first(matches: Iterable[Match]) -> list[Match]:
     return sorted(matches, key=lambda m: (-m.overlap, m.id))
 
@@ -85,18 +99,26 @@ def check_duplicate(
     a text may be given as its ``token_set`` already (what the store keeps beside each memory), and
     the new body's as ``new_terms``."""
     new = token_set(new_text) if new_terms is None else new_terms
-    live = _best_first(
-        Match(id=id_, overlap=score)
-        for id_, text in candidates
-        if (score := overlap(new, text)) >= RELATED_THRESHOLD
-    )
-    if live and live[0].overlap >= DUPLICATE_THRESHOLD:
-        return DuplicateCheck(status="duplicate", match=live[0], related=live[1:])
-    removed = _best_first(
-        Match(id=id_, overlap=score, reason=reason)
-        for id_, text, reason in tombstones
-        if (score := overlap(new, text)) >= RELATED_THRESHOLD
-    )
-    if removed and removed[0].overlap >= DUPLICATE_THRESHOLD:
-        return DuplicateCheck(status="previously_removed", match=removed[0], related=live, removed=removed)
+    live, same = _matches(new, ((id_, text, None) for id_, text in candidates))
+    if same is not None:
+        return DuplicateCheck(status="duplicate", match=same, related=[m for m in live if m is not same])
+    removed, same = _matches(new, tombstones)
+    if same is not None:
+        return DuplicateCheck(status="previously_removed", match=same, related=live, removed=removed)
     return DuplicateCheck(related=live, removed=removed)
+
+
+def _matches(new: frozenset[str], texts: Iterable[tuple[str, str | frozenset[str], str | None]]
+             ) -> tuple[list[Match], Match | None]:
+    """The texts at ``RELATED_THRESHOLD`` or more, best first, and the best of them that says the same
+    (``DUPLICATE_THRESHOLD`` or more, and no different value: ``different_values``), if any."""
+    found, same = [], []
+    for id_, text, reason in texts:
+        terms = text if isinstance(text, frozenset) else token_set(text)
+        score = overlap(new, terms)
+        if score >= RELATED_THRESHOLD:
+            match = Match(id=id_, overlap=score, reason=reason)
+            found.append(match)
+            if score >= DUPLICATE_THRESHOLD and not different_values(new, terms):
+                same.append(match)
+    return _best_first(found), (_best_first(same)[0] if same else None)
