@@ -3,7 +3,6 @@ lock, the memories another import committed after this one looked for what is al
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 
@@ -20,11 +19,10 @@ RECORDS = [{"content": f"the relay station {i} on ridge {i * 7} reports wind spe
 
 
 def stored(home) -> tuple[int, int]:
-    con = sqlite3.connect(home / "kenning.sqlite3")
-    try:
-        return con.execute("SELECT COUNT(*), COUNT(DISTINCT content) FROM memories").fetchone()
-    finally:
-        con.close()
+    """(memories, distinct texts) in the store, through its own connection: SQLite or PostgreSQL."""
+    with kenning.open_store(home) as s:
+        return tuple(s._s.db.read(lambda c: c.execute("SELECT COUNT(*), COUNT(DISTINCT content) FROM memories")
+                                  .fetchone()))
 
 
 def meanwhile(monkeypatch, owner, name, other):
