@@ -26,7 +26,7 @@ from kenning.store.models import Instant, _Record, iso
 
 from . import events
 from .gates import GateRefused, credentials
-from .gates.limits import MAX_CONTENT_BYTES, check_scopes, has_control_chars
+from .gates.limits import MAX_CONTENT_BYTES, check_scopes, check_storable, has_control_chars
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -140,12 +140,8 @@ class Episodes:
         if not isinstance(body, str) or not body.strip():
             raise InvalidInput("the episode body is empty; describe what this session did or concluded")
         for text, field in ((body, "the episode body"), (takeaway, "the takeaway")):
-            if isinstance(text, str) and not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text):
-                raise InvalidInput(f"{field} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
-                                   "left by undecodable bytes); send UTF-8 text")
-            if isinstance(text, str) and "\x00" in text:  # PostgreSQL cannot hold it: refused on every backend
-                raise InvalidInput(f"{field} holds a NUL character (\\x00), which a store cannot keep on every "
-                                   "backend; remove it")
+            if isinstance(text, str):
+                check_storable(text, field)
         size = len(body.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
             raise InvalidInput(f"the episode body is {size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} (1 MiB)")

@@ -20,18 +20,25 @@ def has_control_chars(value: str) -> bool:
     return any(unicodedata.category(ch).startswith("C") for ch in value)
 
 
+def check_storable(text: str, what: str) -> None:
+    """Refuse text a store cannot keep on every backend (a memory's body, an episode's body and
+    takeaway): a lone surrogate, left by undecodable bytes, which UTF-8 cannot encode; a NUL, which
+    PostgreSQL text cannot hold (refused on SQLite too, so a store can always migrate)."""
+    if not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text):
+        raise InvalidInput(f"{what} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
+                           "left by undecodable bytes); send UTF-8 text")
+    if "\x00" in text:
+        raise InvalidInput(f"{what} holds a NUL character (\\x00), which a store cannot keep on every backend; "
+                           "remove it")
+
+
 def check_content(content: object) -> str:
     """The body must be text of at most 1 MiB (UTF-8) with at least two characters and a letter or digit."""
     if content is not None and not isinstance(content, str):
         raise InvalidInput(f"memory text must be a string, got {type(content).__name__}")
     if content is None or not content.strip():
         raise InvalidInput("memory text is empty; give the text to remember")
-    if not content.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in content):
-        raise InvalidInput("memory text is not valid Unicode (it holds a lone surrogate such as \\ud800, "
-                           "left by undecodable bytes); send UTF-8 text")
-    if "\x00" in content:  # PostgreSQL text cannot hold it: refused on every backend, so a store can migrate
-        raise InvalidInput("memory text holds a NUL character (\\x00), which a store cannot keep on every backend; "
-                           "remove it")
+    check_storable(content, "memory text")
     if len(content.strip()) < 2 or not any(ch.isalnum() for ch in content):
         raise InvalidInput(f"memory text {content.strip()!r} is too short to remember: a memory needs at least "
                            "two characters and a letter or digit (did a shell pass '-' or a stray symbol?)")
