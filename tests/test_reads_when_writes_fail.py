@@ -13,16 +13,9 @@ import pytest
 
 import kenning
 from kenning.memory import deferred
+from test_deferred_events import committed as events  # event rows on disk, seen by another connection
 
 pytestmark = pytest.mark.sqlite_only  # fills the SQLite file (max_page_count) and holds its write lock
-
-
-def events(store_dir, kind="search") -> int:
-    con = sqlite3.connect(store_dir / "kenning.sqlite3")
-    try:
-        return con.execute("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,)).fetchone()[0]
-    finally:
-        con.close()
 
 
 @pytest.fixture
