@@ -531,6 +531,11 @@ class Lexicon:
     def _patch_add(self, lexid: int, key: int, length: int, ts: float, counts: Counter) -> None:
         if self._dirty:
             return  # the next refresh reloads everything anyway
+        if lexid > self._top + 1:
+            # another connection committed the lexids in between since this view was read: placing
+            # ours would move ``_top`` past theirs, and the next refresh would never read them
+            self._appended = True
+            return
         self._place(lexid, key, length, ts)
         cache, room = self._cache, self._room
         for term, tf in counts.items():  # extend cached postings, so the next search need not re-read them

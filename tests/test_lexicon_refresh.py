@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import kenning
+from kenning.memory.gates import pipeline
 
 
 def _pair(tmp_path):
@@ -96,3 +97,26 @@ def test_a_cold_process_loads_the_doc_table_from_a_snapshot_only_while_it_is_cur
     with kenning.open_store(home) as d:
         hits = {h.id for h in d.search("billing note", mode="bm25", limit=50, record=False).hits}
         assert ids[0] not in hits and len(hits) == 29 and d.lexicon.n_docs == 30
+
+
+def test_a_document_another_process_commits_between_our_gates_and_our_write_is_read(tmp_path, monkeypatch):
+    """Our write's lexid lands after theirs: the view must not take ours as the newest it has read
+    (two processes writing the same facts each stored one twice: the duplicate probe never saw it)."""
+    a, b = _pair(tmp_path)
+    a.search("billing", mode="bm25", record=False)  # a's view is current
+    gates, theirs = pipeline.run, []
+
+    def then_the_other_writes(*args, **kwargs):
+        passed = gates(*args, **kwargs)
+        if not theirs:
+            theirs.append("")  # b's own gates pass straight through
+            theirs[0] = b.write("the zebra service stores its data in postgres", scopes=["t"]).id
+        return passed
+
+    monkeypatch.setattr(pipeline, "run", then_the_other_writes)
+    a.write("the okapi service keeps its queue in kafka", scopes=["t"])  # indexed just after b's
+    assert [h.id for h in a.search("zebra postgres", mode="bm25", record=False).hits] == theirs
+    again = a.write("the zebra service stores its data in postgres", scopes=["t"])
+    assert again.status == "duplicate" and again.id == theirs[0]
+    assert a.lexicon.n_docs == 52
+    a.close(), b.close()
