@@ -1092,15 +1092,12 @@ def _plain_argument(kind: type) -> type:
     return PlainArgument
 
 
-_invoked = ui.invoked  # the top-level command args name (quick_process_defaults reads it too)
-
-
 def _lean_app(args: list[str]) -> typer.Typer:
     """The app with only the command ``args`` invoke registered: typer reads the signature and
     type hints of every registered command to build the click group (~20 ms for ~40 commands),
     and one command runs per process. The same Typer objects, so that command parses and answers
     exactly as in the whole app; the root's help, and an unknown or misspelt command, get it whole."""
-    name = _invoked(args)
+    name = ui.invoked(args)
     commands = [c for c in app.registered_commands
                 if (c.name or typer.main.get_command_name(c.callback.__name__)) == name]
     groups = [g for g in app.registered_groups if g.name == name]

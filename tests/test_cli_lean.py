@@ -8,6 +8,7 @@ import pytest
 import typer
 
 from kenning import cli
+from kenning.commands import support
 
 
 def built(args: list[str]):
@@ -28,7 +29,7 @@ def help_of(group, name: str) -> str:
     (["--store", "/x"], None), (["--bogus", "search"], None),
 ])
 def test_the_invoked_command_is_read_past_the_roots_store_option(args, name):
-    assert cli._invoked(args) == name
+    assert support.invoked(args) == name
 
 
 def test_every_command_built_alone_matches_the_whole_apps():
