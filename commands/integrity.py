@@ -19,7 +19,8 @@ def check(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Verify the database, the lexical index, the embedding rows and the vector index file; exit 1 on damage."""
+    """Verify the database, its memory and episode rows, the lexical index, the embedding rows and the vector index
+    file; exit 1 on damage."""
     from kenning.errors import StorageError
 
     try:

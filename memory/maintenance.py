@@ -19,12 +19,12 @@ REBUILDABLE = ("lexical", "vectors", "all")
 
 
 def check(s: Session) -> dict[str, Any]:
-    """Every problem found in the database and its derived structures: {ok, store, problems}. A
+    """Every problem found in the database, its rows' JSON and its derived structures: {ok, store, problems}. A
     database that is itself damaged is reported as such; what is derived from it is then not read
     (it would fail on the same pages, and is rebuilt from the memories once they are restored)."""
     problems = integrity.check_sqlite(s.db)  # damage that even quick_check cannot read is a finding too
     if not problems:
-        problems = [*integrity.check_lexicon(s.db), *integrity.check_embeddings(s.db), *s.semantic.check_index()]
+        problems = [*integrity.check_rows(s.db), *integrity.check_lexicon(s.db), *integrity.check_embeddings(s.db), *s.semantic.check_index()]
     # the store as the caller named it: a server's URL without its password, not the local folder of its derived files
     where = s.db.path if is_url(s.location) else s.directory
     return {"ok": not problems, "store": str(where), "problems": [p.to_dict() for p in problems]}

@@ -14,6 +14,7 @@ matching check finds. ``kenning check`` and ``kenning rebuild`` run them over a 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import time
 from collections import Counter
@@ -36,12 +37,17 @@ LINEAGE_KEYS = 64
 class Problem:
     """One thing found wrong: which structure, what, and what ``kenning rebuild`` does about it."""
 
-    part: str  # sqlite | lexical | embeddings | vectors
+    part: str  # sqlite | memories | episodes | lexical | embeddings | vectors
     what: str
     repair: str
+    id: str | None = None  # a damaged row: its id and the column that is damaged
+    column: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {key: value for key, value in asdict(self).items() if value is not None or key in _ALWAYS}
+
+
+_ALWAYS = ("part", "what", "repair")
 
 
 # ------------------------------------------------------------------------------ store identity
@@ -92,6 +98,57 @@ def check_sqlite(db: Database) -> list[Problem]:
     more = len(findings) - QUICK_CHECK_SHOWN
     return [Problem("sqlite", f"the store file {db.path} is damaged (quick_check: {shown}"
                     f"{f'; and {more} more' if more > 0 else ''})", salvage_advice(db.path))]
+
+
+# ------------------------------------------------------------------------------ rows
+MEMORY_ROW_REPAIR = ("rewrite that row's record as a memory's JSON by hand (its text is kept in the content "
+                     "column) or restore the store from a backup")
+EPISODE_ROW_REPAIR = "delete that row from the episodes table or restore the store from a backup"
+
+
+def check_rows(db: Database) -> list[Problem]:
+    """Every memory and episode row whose JSON column reads would fail on: a memory's ``record`` that
+    is not valid JSON or not a memory, an episode's ``scopes`` that is not a JSON list of strings.
+    One problem a row, naming its id and the column (nothing derived can rebuild them)."""
+    from pydantic import ValidationError
+
+    from .models import Memory
+
+    memories, episodes = db.read(lambda c: (c.execute("SELECT id, record FROM memories ORDER BY rowid").fetchall(),
+                                            c.execute("SELECT id, scopes FROM episodes ORDER BY rowid").fetchall()))
+    problems = []
+    for mid, record in memories:
+        try:
+            Memory.model_validate_json(record)
+        except ValidationError as exc:
+            problems.append(Problem("memories", f"memory {mid}: its record column {_invalid(exc)}",
+                                    MEMORY_ROW_REPAIR, id=mid, column="record"))
+        except (TypeError, ValueError) as exc:  # not text at all (a blob), or text that is no UTF-8
+            problems.append(Problem("memories", f"memory {mid}: its record column is not valid JSON ({exc})",
+                                    MEMORY_ROW_REPAIR, id=mid, column="record"))
+    for eid, scopes in episodes:
+        try:
+            parsed = json.loads(scopes)
+        except (TypeError, ValueError) as exc:
+            why = f"is not valid JSON ({str(exc).splitlines()[0][:160]})"
+        else:
+            if isinstance(parsed, list) and all(isinstance(s, str) for s in parsed):
+                continue
+            why = "is valid JSON but not a list of scopes"
+        problems.append(Problem("episodes", f"episode {eid}: its scopes column {why}", EPISODE_ROW_REPAIR,
+                                id=eid, column="scopes"))
+    return problems
+
+
+def _invalid(exc) -> str:
+    """Why a record is refused, in one line: not JSON at all, or JSON that is not a memory (which field)."""
+    first = exc.errors()[0]
+    if first.get("type") == "json_invalid":
+        return f"is not valid JSON ({str(first.get('ctx', {}).get('error') or first['msg'])[:160]})"
+    where = ".".join(str(part) for part in first.get("loc", ())) or "the whole record"
+    more = exc.error_count() - 1
+    return (f"is valid JSON but not a memory ({where}: {first['msg'][:160]}"
+            f"{f'; and {more} more' if more > 0 else ''})")
 
 
 # ------------------------------------------------------------------------------ lexical
