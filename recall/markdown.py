@@ -95,18 +95,58 @@ def removal_reason(rel: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------- manifest
-def _load(folder: Path) -> dict[str, Any]:
+def _load(folder: Path, rebuild: bool = False) -> dict[str, Any]:
+    """The folder's manifest. It lies in a folder people edit and share, so it is read as untrusted: a
+    file or folder it names must be a ``MEMORY.md``/``USER.md`` (or a folder) inside the export, never
+    an absolute path, a ``..`` or a link out of it (export deletes and sync rewrites what it names). A
+    manifest that is not JSON, not of this shape, or names such a path is damaged: refused, or with
+    ``rebuild`` (export --force) started afresh."""
     path = folder / MANIFEST_NAME
+    fresh = {"version": 1, "files": {}, "pending": {}, "folders": []}
     if not path.exists():
-        return {"version": 1, "files": {}, "pending": {}, "folders": []}
+        return fresh
     try:
         data = json.loads(read_text(path))
+        _check_manifest(folder, data)
     except ValueError as exc:
-        raise InvalidInput(f"{path} is damaged ({exc}); export again with --force to rebuild it") from exc
+        if rebuild:
+            return fresh
+        raise InvalidInput(f"{path} is damaged ({str(exc)[:200]}); export again with --force to rebuild it") from None
+    return data
+
+
+def _check_manifest(folder: Path, data: Any) -> None:
+    """ValueError when ``data`` is not a manifest export wrote, or names a path outside ``folder``."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
     data.setdefault("files", {})
     data.setdefault("pending", {})
     data.setdefault("folders", [])
-    return data
+    files, pending, folders = data["files"], data["pending"], data["folders"]
+    if not isinstance(files, dict) or not isinstance(pending, dict) or not isinstance(folders, list):
+        raise ValueError("files, pending and folders are not a mapping, a mapping and a list")
+    for rel, entry in files.items():
+        _check_rel(folder, rel, file=True)
+        if not (isinstance(entry, dict) and isinstance(entry.get("ids", {}), dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in entry.get("ids", {}).items())):
+            raise ValueError(f"the entry of {rel!r} is not {{kind, ids}}")
+    for rel, staged in pending.items():
+        _check_rel(folder, rel, file=True)
+        if not isinstance(staged, dict):
+            raise ValueError(f"the pending writes of {rel!r} are not a mapping")
+    for rel in folders:
+        _check_rel(folder, rel, file=False)
+
+
+def _check_rel(folder: Path, rel: Any, file: bool) -> None:
+    if not isinstance(rel, str) or not rel or "\0" in rel:
+        raise ValueError(f"{rel!r} is no path")
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts or (file and parts[-1] not in (MEMORY_FILE, USER_FILE)):
+        raise ValueError(f"{rel!r} is not a {'MEMORY.md or USER.md' if file else 'folder'} inside the export")
+    root = folder.resolve()
+    if not (folder / rel).resolve().is_relative_to(root):
+        raise ValueError(f"{rel!r} leads out of the export (a link)")
 
 
 def _holds_export(folder: Path) -> bool:
@@ -158,7 +198,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
     created = [] if folder.exists() else [folder]
     folder.mkdir(parents=True, exist_ok=True)
     with DirLock(folder):
-        manifest = _load(folder)
+        manifest = _load(folder, rebuild=force)
         if not force:
             unsynced = [rel for rel in sorted(manifest["files"]) if _unsynced(folder / rel, manifest["files"][rel], store)]
             if unsynced:

@@ -508,3 +508,55 @@ def test_export_into_a_folder_inside_an_export_is_refused(store, mirror):
     assert not (folder / "ops" / "new").exists() and not (folder / "ops" / markdown.MANIFEST_NAME).exists()
     assert _sync(store, folder)["conflicts"] == []
     assert markdown.export(store, folder)["folder"] == str(folder)  # the export's own folder still exports
+
+
+# the manifest lies in a folder people edit and share (a notes repository): it is read as untrusted
+@pytest.mark.parametrize("named", ["../outside/MEMORY.md", "../victim.txt", "{abs}", "{abs_md}"])
+def test_a_manifest_naming_a_file_outside_the_export_is_damaged_and_nothing_outside_is_touched(
+        store, mirror, tmp_path, named):
+    folder, _ = mirror
+    (tmp_path / "outside").mkdir()
+    victims = [tmp_path / "victim.txt", tmp_path / "outside" / "MEMORY.md"]
+    for victim in victims:
+        victim.write_text("precious, not kenning's\n")
+    named = named.format(abs=tmp_path / "victim.txt", abs_md=tmp_path / "outside" / "MEMORY.md")
+    manifest_path = folder / markdown.MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][named] = {"kind": {"scope": "x"}, "ids": {}}
+    manifest_path.write_text(json.dumps(manifest))
+    count = len(store.list(limit=100, auto_scope=False))
+    for run in (lambda: markdown.sync(store, folder), lambda: markdown.export(store, folder)):
+        with pytest.raises(InvalidInput, match="damaged.*inside the export.*--force"):
+            run()
+    markdown.export(store, folder, force=True)  # rebuilds the manifest; deletes only what it wrote itself
+    assert all(v.read_text() == "precious, not kenning's\n" for v in victims)
+    assert len(store.list(limit=100, auto_scope=False)) == count  # no outside file was read in as memories
+    assert named not in json.loads(manifest_path.read_text())["files"]
+    assert not any(_sync(store, folder)[k] for k in ("written", "updated", "removed"))
+
+
+def test_a_manifest_linking_out_of_the_export_is_damaged(store, mirror, tmp_path):
+    folder, _ = mirror
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "MEMORY.md").write_text("precious\n")
+    (folder / "linked").symlink_to(tmp_path / "elsewhere")
+    manifest = json.loads((folder / markdown.MANIFEST_NAME).read_text())
+    manifest["files"]["linked/MEMORY.md"] = {"kind": {"scope": "x"}, "ids": {}}
+    (folder / markdown.MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(InvalidInput, match="leads out of the export"):
+        markdown.export(store, folder)
+    assert (tmp_path / "elsewhere" / "MEMORY.md").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("text", ["garbage", "[1, 2]", '{"files": {"USER.md": 5}}', '{"files": [], "folders": {}}',
+                                  '{"files": {"USER.md": {"ids": {"a": 1}}}}', '{"folders": [7]}'])
+def test_a_damaged_manifest_is_one_error_and_export_force_rebuilds_it(store, mirror, text):
+    folder, ids = mirror
+    (folder / markdown.MANIFEST_NAME).write_text(text)
+    for run in (lambda: markdown.sync(store, folder), lambda: markdown.export(store, folder)):
+        with pytest.raises(InvalidInput, match="damaged.*export again with --force"):
+            run()
+    markdown.export(store, folder, force=True)  # what the message says to do works
+    assert set(json.loads((folder / markdown.MANIFEST_NAME).read_text())["files"]["projects/auth/MEMORY.md"]["ids"]) \
+        == {ids["port"], ids["deploy"], ids["backup"]}
+    assert not any(_sync(store, folder)[k] for k in ("written", "updated", "removed", "mangled"))
