@@ -139,7 +139,7 @@ def recall_command(
     limit: int = typer.Option(8, help="How many hits, 1-50."),
     all_projects: bool = typer.Option(False, "--all", help="Every project's memories and transcripts, not just this one's."),
     exclude_session: Optional[str] = typer.Option(
-        None, "--exclude-session", metavar="SESSION", help="Leave out this session's own ledger (default: $KENNING_CURRENT_SESSION)."),
+        None, "--exclude-session", metavar="SESSION", help="Leave out this session's own messages (default: $KENNING_CURRENT_SESSION)."),
     mode: Optional[str] = typer.Option(None, help="keyword | bm25 | semantic | hybrid (default from the store config)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -116,6 +116,7 @@ class TranscriptIndex:
         self._version: int | None = None
         self._ledgers: dict[str, _Ledger] = {}
         self._key_ledger = np.full(0, -1, np.int64)
+        self._ledger_sessions: dict[int, tuple[tuple, set[str]]] = {}  # ledger id -> (its mark, its sessions)
         self._folders = LedgerFolders()
         if not db.read_only and db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
             with db.transaction() as c:
@@ -454,11 +455,26 @@ class TranscriptIndex:
         return Degraded.model_validate(note) if note else None
 
     def _allowed(self, lexicon: Lexicon, scope: str | None, exclude: str | None) -> np.ndarray | None:
-        """A mask over lexids: messages of ledgers in scope and not of the excluded session (None: all)."""
+        """A mask over lexids: messages of ledgers in scope and not of the excluded session (None: all).
+
+        A message is the excluded session's when it names that session (a generic ledger may hold
+        several sessions' lines, each naming its own), or when it is a sidechain of that session
+        written into the session's own ledger; a worker's or subagent's own ledger is kept."""
         ledgers = list(self._ledgers.values())
-        keep = [led.id for led in ledgers if (scope is None or _in_project(led.project, scope))
-                and (exclude is None or led.session != exclude)]
-        if len(keep) == len(ledgers):
+        keep, mixed = [], []
+        for led in ledgers:
+            if scope is not None and not _in_project(led.project, scope):
+                continue
+            if exclude is None:
+                keep.append(led.id)
+                continue
+            sessions = self._sessions_of(led)
+            if exclude not in sessions and led.session != exclude:
+                keep.append(led.id)
+            elif sessions - {exclude}:  # some of its messages are another session's
+                keep.append(led.id)
+                mixed.append(led)
+        if len(keep) == len(ledgers) and not mixed:
             return None
         ok = np.zeros(max((led.id for led in ledgers), default=0) + 2, bool)
         ok[keep] = True
@@ -466,7 +482,32 @@ class TranscriptIndex:
         inside = (keys >= 0) & (keys < self._key_ledger.size)
         ledger_of = np.full(keys.size, -1, np.int64)
         ledger_of[inside] = self._key_ledger[keys[inside]]
-        return lexicon.live & (ledger_of >= 0) & ok[np.clip(ledger_of, 0, ok.size - 1)]
+        mask = lexicon.live & (ledger_of >= 0) & ok[np.clip(ledger_of, 0, ok.size - 1)]
+        if mixed and self._key_ledger.size:
+            left_out = np.zeros(self._key_ledger.size, bool)
+            for led in mixed:
+                left_out[self._excluded_in(led, exclude)] = True
+            mask &= ~(inside & left_out[np.clip(keys, 0, max(0, left_out.size - 1))])
+        return mask
+
+    def _sessions_of(self, led: _Ledger) -> set[str]:
+        """The sessions a ledger's messages belong to (a message naming none is the ledger's own)."""
+        key = (led.mark.size, led.mark.mtime_ns, led.mark.offset, led.mark.head)
+        cached = self._ledger_sessions.get(led.id)
+        if cached is None or cached[0] != key:
+            found = {r[0] for r in self.db.read(lambda c: c.execute(
+                "SELECT DISTINCT COALESCE(session, ?) FROM transcript_messages WHERE ledger = ?",
+                (led.session, led.id)).fetchall())}
+            cached = self._ledger_sessions[led.id] = (key, found)
+        return cached[1]
+
+    def _excluded_in(self, led: _Ledger, exclude: str) -> list[int]:
+        """The rowids of a ledger's messages that are the excluded session's (see ``_allowed``)."""
+        rows = self.db.read(lambda c: c.execute(
+            "SELECT rowid FROM transcript_messages WHERE ledger = ? AND (COALESCE(session, ?) = ? "
+            "OR (sidechain = 1 AND parent_session = ? AND ? = ?))",
+            (led.id, led.session, exclude, exclude, led.session, exclude)).fetchall())
+        return [r[0] for r in rows if r[0] < self._key_ledger.size]
 
     def _texts(self, keys: list[int]) -> dict[int, str]:
         out: dict[int, str] = {}

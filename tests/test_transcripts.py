@@ -201,6 +201,33 @@ def test_current_session_is_excluded_by_argument_or_environment(index, monkeypat
     assert not any(h.session == CODEX_SESSION for h in index.search(query, project=PAYMENTS).hits)
 
 
+def test_exclusion_is_by_each_message_s_session_in_a_ledger_holding_several(store, tmp_path):
+    """A generic ledger names the session on every line, so one file may hold several sessions: leaving
+    out the current session drops exactly its messages, wherever they are, and no other session's."""
+    store.configure(persist=False, default_mode="bm25")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    _append(folder / "notes.jsonl",
+            _generic("the reconciliation job deadlocks on the ledger table", session="sess-a"),
+            _generic("the reconciliation job deadlock was fixed by ordering locks", session="sess-b"),
+            _generic("the reconciliation job now runs hourly", session="sess-c"))
+    _append(folder / "later.jsonl", _generic("reconciliation job alerts go to the ops channel", session="sess-b"))
+    ix = index_for(store)
+    ix.add_source(folder, project=tmp_path)
+
+    def sessions(exclude):
+        return sorted(h.session for h in ix.search("reconciliation job", all_projects=True, limit=10,
+                                                   exclude_session=exclude).hits)
+
+    assert sessions(None) == ["sess-a", "sess-b", "sess-b", "sess-c"]
+    assert sessions("sess-b") == ["sess-a", "sess-c"]  # both of its messages, in either ledger
+    assert sessions("sess-a") == ["sess-b", "sess-b", "sess-c"]  # the ledger's first session: only its own line
+    _append(folder / "notes.jsonl", _generic("reconciliation job retries twice", session="sess-a"))
+    assert sessions("sess-a") == ["sess-b", "sess-b", "sess-c"]  # an appended line of it is left out too
+    found = recall(store, "reconciliation job", all_projects=True, exclude_session="sess-c", roles=("transcript",))
+    assert sorted(h["session"] for h in found["hits"]) == ["sess-a", "sess-a", "sess-b", "sess-b"]
+
+
 # ---------------------------------------------------------------------------------------- incremental
 def test_appended_line_is_searchable_at_the_next_query(index, ledgers):
     ledger = ledgers / "generic" / "notes-agent.jsonl"
