@@ -115,6 +115,32 @@ def test_search_open_edit_then_search_shows_the_new_text(browser, site):
     assert _search(browser, base, "8443") == []
 
 
+def test_saving_an_edit_keeps_a_scope_whose_name_holds_a_comma(browser, tmp_path):
+    """The edit form shows the scopes comma-separated; a scope's name may hold a comma ("team:a,b"), so
+    saving only the text must not split it into two scopes ("team:a" and "b")."""
+    path = tmp_path / "store"
+    with kenning.open_store(path) as store:
+        store.configure(default_mode="bm25")
+        memory = store.write("Deploys use the blue green switch on the staging cluster", scopes=["team:a,b", "ops"]).id
+    with http_server(path) as base:
+        browser.get(f"{base}/ui/memories/{memory}")
+        editor = browser.find_element(*_by("#edit-text"))
+        editor.clear()
+        editor.send_keys("Deploys use the blue green switch on the production cluster")
+        browser.find_element(*_by("#save-button")).click()
+        _wait(browser, lambda d: "production" in d.find_element(*_by("#memory-body")).text)
+        with kenning.open_store(path) as store:
+            assert store.get(memory).scopes == ["team:a,b", "ops"]
+
+        scopes = browser.find_element(*_by("#edit-scopes"))  # a scope changed on purpose is still taken
+        scopes.clear()
+        scopes.send_keys("ops, infra")
+        browser.find_element(*_by("#save-button")).click()
+        _wait(browser, lambda d: d.find_element(*_by("#edit-scopes")).get_attribute("value") == "ops, infra")
+        with kenning.open_store(path) as store:
+            assert store.get(memory).scopes == ["ops", "infra"]
+
+
 def test_turning_writes_off_makes_a_write_from_the_page_fail_with_the_reason(browser, site):
     base, path, (auth, _) = site
     browser.get(base + "/")

@@ -53,9 +53,13 @@ onSubmit("write-form", (form) => act(() => call("POST", "/memories", {
     ? "Staged for confirmation (" + result.pending_reason + "): see Pending." : "Written: " + result.id, true);
 }));
 
-onSubmit("edit-form", (form) => act(() => call("PATCH", "/memories/" + encodeURIComponent(form.dataset.id), {
-  text: form.text.value, scopes: scopesOf(form.scopes.value),
-})));
+// the scopes are sent only when the person changed the field: a comma may be part of a scope's name
+// ("team:a,b"), so splitting the shown list again would re-scope the memory on every save of its text
+onSubmit("edit-form", (form) => act(() => {
+  const changes = { text: form.text.value };
+  if (form.scopes.value !== form.scopes.defaultValue) changes.scopes = scopesOf(form.scopes.value);
+  return call("PATCH", "/memories/" + encodeURIComponent(form.dataset.id), changes);
+}));
 
 onSubmit("verify-form", (form) => act(() => call("POST", "/memories/" + encodeURIComponent(form.dataset.id) + "/verify",
   { note: form.note.value || null })));
