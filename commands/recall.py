@@ -173,6 +173,14 @@ def recall_command(
         ui.out.print("   " + _short(hit["snippet"], 200))
 
 
+def _say_taken_over(report: dict) -> None:
+    """One line on stderr (with --json too) when the folder's lock was left by a process that is gone."""
+    dead = report.get("lock_taken_over")
+    if dead:
+        ui.note(f"took over the lock in {report['folder']} left by pid {dead.get('pid')}, which is no longer "
+                "running on this host (an interrupted export or sync)")
+
+
 @handle_errors
 def sync_command(
     ctx: typer.Context,
@@ -185,6 +193,7 @@ def sync_command(
     from kenning.recall.markdown import sync
 
     report = sync(cli_store(ctx), directory)
+    _say_taken_over(report)
     for item in report["refused"]:  # the gates' hints name tool arguments: said as kenning's options here
         if item.get("hint"):
             item["hint"] = for_cli(item["hint"])
@@ -228,6 +237,7 @@ def export_command(
     from kenning.recall.markdown import export
 
     report = export(cli_store(ctx), markdown, force=force)
+    _say_taken_over(report)
     if as_json:
         emit_json(report)
         return

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .files import LOCK_NAME, TEMP_MARK, abandoned, atomic_write, lock_holder, pid_alive, read_text, temp_owner
+from .files import (LOCK_NAME, TEMP_MARK, abandoned, atomic_write, break_abandoned, can_break, lock_holder, pid_alive,
+                    read_text, temp_owner)
 from .markdown import MANIFEST_NAME, known_folders
 
 if TYPE_CHECKING:
@@ -42,9 +44,23 @@ def clean(store: "Store", dry_run: bool = False, now: float | None = None) -> di
             path = Path(item["path"])
             if item["what"].startswith("empty folder"):
                 _remove_empty(path, Path(item["root"]))
+            elif path.name == LOCK_NAME:
+                _remove_lock(path)
             else:
                 path.unlink(missing_ok=True)
     return {"dry_run": dry_run, "removed": [{"path": f["path"], "what": f["what"]} for f in found]}
+
+
+def _remove_lock(path: Path) -> None:
+    """An abandoned lock whose owner was a pid on this host goes through ``break_abandoned``, so a
+    writer that took it over a moment ago keeps its new lock; one abandoned for its age alone (no
+    readable owner, another host's) is removed as it is."""
+    holder = lock_holder(path)
+    if can_break() and isinstance(holder, dict) and isinstance(holder.get("pid"), int) \
+            and holder.get("host") == socket.gethostname():
+        break_abandoned(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _folder_leftovers(folder: Path, now: float) -> list[dict[str, str]]:

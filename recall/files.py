@@ -1,8 +1,12 @@
 """Safe writes into a folder a person also edits: a per-directory lock and temp-file-plus-rename writes.
 
 The lock is a file created exclusively (``O_EXCL``) holding the owner's pid, host and start time,
-and removed on release; a lock whose owner died is *abandoned* and ``kenning clean`` removes it
-(nothing breaks it silently, so two writers never both believe they hold it). Every file is
+and removed on release. A lock whose owner provably died (its pid, recorded on this host, is gone)
+is *abandoned*: the next writer takes it over and says so (``DirLock.taken_over``), and ``kenning
+clean`` removes it. Either breaks it only while holding an ``flock`` on that very file and after
+checking the path still names it, so two processes breaking the same dead lock never both believe
+they hold the new one; a lock whose owner lives, or may live (another host, an unreadable file),
+is never broken. Every file is
 written to a temporary sibling and renamed over the target, so a reader (or a crash) sees the old
 bytes or the new ones, never half of each. The names of both are recognisable, which is how
 ``kenning clean`` knows it made them.
@@ -83,12 +87,56 @@ def abandoned(holder: dict | None, age_s: float, stale_after_s: float) -> bool:
     return not pid_alive(holder["pid"])
 
 
+def can_break() -> bool:
+    try:
+        import fcntl  # noqa: F401  (POSIX: elsewhere an abandoned lock is left for `kenning clean`)
+    except ImportError:
+        return False
+    return True
+
+
+def break_abandoned(path: Path) -> dict | None:
+    """Remove the lock file at ``path`` if its owner is provably dead on this host; the dead owner's
+    record when it was removed, else None (alive, gone already, replaced, or no flock here).
+
+    The file is opened and ``flock``-ed first, then the path is checked to still name that same file,
+    and only then is the owner read and the file unlinked, all under the flock. Another process
+    breaking the same file waits on the flock and then finds the path names a new file (or none), so
+    it never unlinks the lock a third process has just created."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held for an instant only, by another breaker
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except OSError:
+            return None
+        if not same:
+            return None
+        holder = lock_holder(path)
+        if holder is None or not isinstance(holder.get("pid"), int) or holder.get("host") != socket.gethostname() \
+                or pid_alive(holder["pid"]):
+            return None
+        path.unlink()
+        return holder
+    finally:
+        os.close(fd)  # releases the flock
+
+
 class DirLock:
     """``with DirLock(folder):`` — one kenning writer in a folder at a time (waits up to LOCK_WAIT_S)."""
 
     def __init__(self, folder: Path, wait_s: float | None = None):
         self.path = folder / LOCK_NAME
         self.wait_s = LOCK_WAIT_S if wait_s is None else wait_s
+        # the dead owner's record ({pid, host, at}) when this lock was taken over from it
+        self.taken_over: dict | None = None
 
     def __enter__(self) -> "DirLock":
         deadline = time.monotonic() + self.wait_s
@@ -99,9 +147,15 @@ class DirLock:
             except FileExistsError:
                 holder = lock_holder(self.path)
                 if holder is not None and abandoned(holder, 0.0, float("inf")):
-                    raise InvalidInput(
-                        f"{self.path} was left by a kenning process that is gone (pid {holder.get('pid')}); "
-                        "`kenning clean` removes it") from None
+                    broken = break_abandoned(self.path)
+                    if broken is not None:
+                        self.taken_over = broken
+                        continue  # and create it as ours, against any other writer as ever
+                    if not can_break():
+                        raise InvalidInput(
+                            f"{self.path} was left by a kenning process that is gone (pid {holder.get('pid')}); "
+                            "`kenning clean` removes it") from None
+                    # else another writer broke it first, or it names a live owner now: wait as for any lock
                 if time.monotonic() >= deadline:
                     who = f"pid {holder.get('pid')}" if holder else "another process"
                     raise InvalidInput(f"{self.path.parent} is locked by {who}; try again when it has finished") from None

@@ -197,7 +197,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                            f"(`kenning export --markdown {root}`) or into a folder outside it")
     created = [] if folder.exists() else [folder]
     folder.mkdir(parents=True, exist_ok=True)
-    with DirLock(folder):
+    with DirLock(folder) as lock:
         manifest = _load(folder, rebuild=force)
         if not force:
             unsynced = [rel for rel in sorted(manifest["files"]) if _unsynced(folder / rel, manifest["files"][rel], store)]
@@ -233,7 +233,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
         _save(folder, manifest)
     _remember_folder(store, folder)
     return {"folder": str(folder), "written": written, "unchanged": unchanged, "removed": removed,
-            "memories": sum(len(m) for _, _, m in wanted.values())}
+            "memories": sum(len(m) for _, _, m in wanted.values()), "lock_taken_over": lock.taken_over}
 
 
 def _in_style_of(old: str, text: str) -> str:
@@ -314,7 +314,7 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
         raise InvalidInput(f"{folder} is inside the markdown export at {root}; sync that folder: `kenning sync {root}`")
     report: dict[str, list] = {"updated": [], "written": [], "pending": [], "removed": [], "refused": [],
                                "conflicts": [], "mangled": [], "held": [], "missing_files": [], "files_changed": []}
-    with DirLock(folder):
+    with DirLock(folder) as lock:
         manifest = _load(folder)
         files = set(manifest["files"])
         for path in folder.rglob("*.md"):
@@ -336,7 +336,7 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
             _sync_file(store, folder, rel, manifest, report, where)
         _save(folder, manifest)
     _remember_folder(store, folder)
-    return {"folder": str(folder), **report}
+    return {"folder": str(folder), **report, "lock_taken_over": lock.taken_over}
 
 
 def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any], report: dict[str, list],

@@ -638,8 +638,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         provenance header (id, scopes, category, created, updated, origin). Only files whose text changes are
         rewritten (atomically, under the folder's lock). Call memory_sync_markdown later to take edits back.
 
-        Returns {folder, written, unchanged, removed, memories}: files (relative to folder) rewritten, left as
-        they were, and removed because their scope holds no memory any more.
+        Returns {folder, written, unchanged, removed, memories, lock_taken_over}: files (relative to folder)
+        rewritten, left as they were, and removed because their scope holds no memory any more;
+        lock_taken_over is {pid, host, at} when the folder's lock was left by a process now gone, else null.
         """
         from kenning.recall.markdown import export
 
@@ -654,7 +655,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         guessed at, and the file's deletions wait until it is mended.
 
         Returns {folder, updated, written, pending, removed, refused, conflicts, mangled, held, missing_files,
-        files_changed}; each entry names the file and, where there is one, the line, id or pending_id, and
+        files_changed, lock_taken_over}; each entry names the file and, where there is one, the line, id or pending_id, and
         refused / conflicts / mangled / held say why. With no edits every list is empty.
         """
         from kenning.recall.markdown import sync

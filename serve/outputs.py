@@ -273,6 +273,7 @@ class ExportOut(TypedDict, total=False):
     unchanged: list[str]
     removed: list[str]  # files of scopes that hold no memory any more
     memories: int
+    lock_taken_over: dict[str, Any] | None  # {pid, host, at} of a dead process whose lock this run took over
 
 
 @with_config(_OPEN)
@@ -289,6 +290,7 @@ class SyncOut(TypedDict, total=False):
     held: list[dict[str, Any]]
     missing_files: list[str]
     files_changed: list[str]
+    lock_taken_over: dict[str, Any] | None  # {pid, host, at} of a dead process whose lock this run took over
 
 
 @with_config(_OPEN)
