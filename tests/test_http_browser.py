@@ -141,6 +141,33 @@ def test_saving_an_edit_keeps_a_scope_whose_name_holds_a_comma(browser, tmp_path
             assert store.get(memory).scopes == ["ops", "infra"]
 
 
+def test_an_edit_or_verification_of_a_memory_changed_since_the_page_showed_it_is_refused(browser, site):
+    """The page sends the version it showed: when another agent changed the memory meanwhile, saving
+    the text typed over the old one (or marking the old one verified) is refused and nothing is written."""
+    base, path, (auth, _) = site
+    browser.get(f"{base}/ui/memories/{auth}")
+    with kenning.open_store(path) as store:  # another agent, while the page is open
+        store.update(auth, text="The auth service listens on port 9443 since the migration")
+    browser.find_element(*_by("#verify-note")).send_keys("checked the config")
+    browser.find_element(*_by("#verify-button")).click()
+    _message(browser, "changed")
+    editor = browser.find_element(*_by("#edit-text"))
+    editor.clear()
+    editor.send_keys("The auth service listens on port 8443 behind the proxy")
+    browser.find_element(*_by("#save-button")).click()
+    _message(browser, "changed")
+    with kenning.open_store(path) as store:
+        assert store.get(auth).content == "The auth service listens on port 9443 since the migration"
+        assert store.show(auth)["last_verified_at"] is None
+
+    browser.get(f"{base}/ui/memories/{auth}")  # shown again, at its new version: the save goes through
+    editor = browser.find_element(*_by("#edit-text"))
+    editor.clear()
+    editor.send_keys("The auth service listens on port 9443 behind the proxy")
+    browser.find_element(*_by("#save-button")).click()
+    _wait(browser, lambda d: "behind the proxy" in d.find_element(*_by("#memory-body")).text)
+
+
 def test_turning_writes_off_makes_a_write_from_the_page_fail_with_the_reason(browser, site):
     base, path, (auth, _) = site
     browser.get(base + "/")

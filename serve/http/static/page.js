@@ -56,13 +56,14 @@ onSubmit("write-form", (form) => act(() => call("POST", "/memories", {
 // the scopes are sent only when the person changed the field: a comma may be part of a scope's name
 // ("team:a,b"), so splitting the shown list again would re-scope the memory on every save of its text
 onSubmit("edit-form", (form) => act(() => {
-  const changes = { text: form.text.value };
+  // the version shown: if another agent changed the memory since, the answer is a 409 (stale) and nothing is written
+  const changes = { text: form.text.value, version: form.dataset.version || null };
   if (form.scopes.value !== form.scopes.defaultValue) changes.scopes = scopesOf(form.scopes.value);
   return call("PATCH", "/memories/" + encodeURIComponent(form.dataset.id), changes);
 }));
 
 onSubmit("verify-form", (form) => act(() => call("POST", "/memories/" + encodeURIComponent(form.dataset.id) + "/verify",
-  { note: form.note.value || null })));
+  { note: form.note.value || null, version: form.dataset.version || null })));
 
 onSubmit("remove-form", (form) => act(() => call("DELETE", "/memories/" + encodeURIComponent(form.dataset.id)
   + "?reason=" + encodeURIComponent(form.reason.value)), "/ui/tombstones"));
