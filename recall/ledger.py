@@ -64,6 +64,11 @@ def read_from(path: str, stat: os.stat_result, offset: int, lines_before: int, s
     """Parse the whole lines after ``offset``; malformed lines are counted and skipped."""
     inc = Increment(lines=lines_before)
     with open(path, "rb") as f:
+        if offset > 0:  # the last read took a final line without its newline: that newline ends it, no new line
+            f.seek(offset - 1)
+            before, after = f.read(1), f.read(2)
+            if before not in (b"\n", b""):
+                offset += 1 if after.startswith(b"\n") else 2 if after == b"\r\n" else 0
         f.seek(offset)
         data = f.read(max(0, stat.st_size - offset))
         end = data.rfind(b"\n") + 1

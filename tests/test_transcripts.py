@@ -238,6 +238,28 @@ def test_appended_line_is_searchable_at_the_next_query(index, ledgers):
     assert not report.changed  # nothing new: the unchanged file is not read again
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_last_line_read_before_its_newline_keeps_the_line_numbers_of_later_lines(store, tmp_path, newline):
+    """A whole last line without its newline is indexed; the newline written after it ends that line,
+    so the next line is the next number (a hit's ``line`` points at the line holding it)."""
+    store.configure(persist=False, default_mode="bm25")
+    ledger = tmp_path / "live.jsonl"
+    ledger.write_text(json.dumps(_generic("the walrus cache is warm")) + newline
+                      + json.dumps(_generic("the walrus queue drains hourly")), newline="")
+    ix = index_for(store)
+    ix.add_source(ledger, project=tmp_path)
+    assert {h.line for h in ix.search("walrus", all_projects=True, limit=10).hits} == {1, 2}
+    with open(ledger, "a", newline="") as f:
+        f.write(newline + json.dumps(_generic("the walrus backup runs at noon")) + newline)
+    with open(ledger, "a", newline="") as f:
+        f.write(json.dumps(_generic("the walrus alerts page the on-call")) + newline)
+    lines = ledger.read_text().splitlines()
+    hits = ix.search("walrus", all_projects=True, limit=10).hits
+    assert len(hits) == 4
+    for hit in hits:
+        assert hit.snippet in json.loads(lines[hit.line - 1])["text"], (hit.line, hit.snippet)
+
+
 def test_half_written_line_waits_until_it_is_whole(index, ledgers):
     ledger = ledgers / "generic" / "notes-agent.jsonl"
     line = json.dumps(_generic("the quokka service answers on port 7070"))
