@@ -14,7 +14,9 @@ Formats, told apart by the shape of each line (a folder may mix them):
   ``{id, timestamp, instructions}`` and then hold bare response items.
 - Generic: ``{session, ts, role, text}`` (optionally ``cwd``, ``sidechain`` and the parent session as
   ``parent_session``, ``parent_session_id`` or ``parentSessionId``: a worker ledger, ``child-*``, names
-  the session that spawned it, on every line or only on its first).
+  the session that spawned it, on every line or only on its first). One file may hold several
+  sessions; a session whose ``cwd`` differs from the ledger's first is kept in ``state["cwds"]``, so
+  its messages belong to its own project.
 
 User and assistant text is kept; tool output only when it is short prose (a sentence an agent
 could learn from, not a listing or a JSON blob); thinking, tool calls and injected context are
@@ -214,8 +216,14 @@ _GENERIC_PARENT_KEYS = ("parent_session", "parent_session_id", "parentSessionId"
 
 
 def _generic(obj: dict, state: dict) -> list[Message]:
-    _adopt(state, session=obj.get("session"), cwd=obj.get("cwd") or obj.get("project"))
+    cwd = obj.get("cwd") or obj.get("project")
+    _adopt(state, session=obj.get("session"), cwd=cwd)
     session = _str(obj.get("session")) or state.get("session")
+    if (isinstance(cwd, str) and cwd and session and cwd != state.get("cwd")
+            and mend(session) not in state.get("cwds", {})):
+        # one file may hold several sessions' lines: a session that works elsewhere keeps its own directory
+        # (a new dict, not changed in place: read_line restores the state's old values on a malformed line)
+        state["cwds"] = {**state.get("cwds", {}), mend(session): mend(cwd)}
     parent = _generic_parent(obj)
     if session == state.get("session"):  # the ledger's own session: a worker names its parent once for all its lines
         if parent:

@@ -432,7 +432,7 @@ class TranscriptIndex:
                 match_terms=cand.match_terms, snippet=cand.snippet,
                 legs={leg: {"rank": r, "score": round(s, 6)} for leg, (r, s) in cand.legs.items()},
                 session=row["session"], parent_session=row["parent_session"], sidechain=row["sidechain"],
-                timestamp=row["ts"], speaker=row["speaker"], project=row["project"], ledger=row["path"],
+                timestamp=row["ts"], speaker=row["speaker"], project=self._project_of(row), ledger=row["path"],
                 line=row["line"], format=row["format"],
             ))
         pending = None
@@ -455,24 +455,28 @@ class TranscriptIndex:
         return Degraded.model_validate(note) if note else None
 
     def _allowed(self, lexicon: Lexicon, scope: str | None, exclude: str | None) -> np.ndarray | None:
-        """A mask over lexids: messages of ledgers in scope and not of the excluded session (None: all).
+        """A mask over lexids: messages in scope and not of the excluded session (None: all).
 
         A message is the excluded session's when it names that session (a generic ledger may hold
         several sessions' lines, each naming its own), or when it is a sidechain of that session
-        written into the session's own ledger; a worker's or subagent's own ledger is kept."""
+        written into the session's own ledger; a worker's or subagent's own ledger is kept. A message's
+        project is its ledger's, unless its session worked in a directory of its own (``cwds``)."""
         ledgers = list(self._ledgers.values())
         keep, mixed = [], []
         for led in ledgers:
-            if scope is not None and not _in_project(led.project, scope):
+            moved = self._session_projects(led) if scope is not None else {}
+            inside = {scope is None or _in_project(p, scope) for p in (led.project, *moved.values())}
+            excluding = False
+            if exclude is not None:
+                sessions = self._sessions_of(led)
+                if exclude in sessions or led.session == exclude:
+                    if not sessions - {exclude}:
+                        continue  # every message is the excluded session's
+                    excluding = True
+            if inside == {False}:
                 continue
-            if exclude is None:
-                keep.append(led.id)
-                continue
-            sessions = self._sessions_of(led)
-            if exclude not in sessions and led.session != exclude:
-                keep.append(led.id)
-            elif sessions - {exclude}:  # some of its messages are another session's
-                keep.append(led.id)
+            keep.append(led.id)
+            if excluding or len(inside) > 1:
                 mixed.append(led)
         if len(keep) == len(ledgers) and not mixed:
             return None
@@ -486,9 +490,16 @@ class TranscriptIndex:
         if mixed and self._key_ledger.size:
             left_out = np.zeros(self._key_ledger.size, bool)
             for led in mixed:
-                left_out[self._excluded_in(led, exclude)] = True
+                left_out[self._left_out_of(led, scope, exclude)] = True
             mask &= ~(inside & left_out[np.clip(keys, 0, max(0, left_out.size - 1))])
         return mask
+
+    def _project_of(self, row: dict[str, Any]) -> str | None:
+        """A hit's project: its session's own when that session worked elsewhere than its ledger's."""
+        led = self._ledgers.get(row["path"])
+        if led is None:
+            return row["project"]
+        return self._session_projects(led).get(row["session"] or led.session, row["project"])
 
     def _sessions_of(self, led: _Ledger) -> set[str]:
         """The sessions a ledger's messages belong to (a message naming none is the ledger's own)."""
@@ -501,13 +512,30 @@ class TranscriptIndex:
             cached = self._ledger_sessions[led.id] = (key, found)
         return cached[1]
 
-    def _excluded_in(self, led: _Ledger, exclude: str) -> list[int]:
-        """The rowids of a ledger's messages that are the excluded session's (see ``_allowed``)."""
+    @staticmethod
+    def _session_projects(led: _Ledger) -> dict[str, str]:
+        """The projects of a ledger's sessions that worked outside the ledger's own directory."""
+        try:
+            cwds = json.loads(led.state or "{}").get("cwds") or {}
+        except (ValueError, AttributeError):
+            return {}
+        return {session: project_of(cwd) for session, cwd in cwds.items()
+                if isinstance(session, str) and isinstance(cwd, str) and project_of(cwd) != led.project}
+
+    def _left_out_of(self, led: _Ledger, scope: str | None, exclude: str | None) -> list[int]:
+        """The rowids of a mixed ledger's messages that are out of scope or the excluded session's."""
+        projects = self._session_projects(led) if scope is not None else {}
         rows = self.db.read(lambda c: c.execute(
-            "SELECT rowid FROM transcript_messages WHERE ledger = ? AND (COALESCE(session, ?) = ? "
-            "OR (sidechain = 1 AND parent_session = ? AND ? = ?))",
-            (led.id, led.session, exclude, exclude, led.session, exclude)).fetchall())
-        return [r[0] for r in rows if r[0] < self._key_ledger.size]
+            "SELECT rowid, COALESCE(session, ?), sidechain, parent_session FROM transcript_messages WHERE ledger = ?",
+            (led.session, led.id)).fetchall())
+        out = []
+        for rowid, session, sidechain, parent in rows:
+            excluded = exclude is not None and (
+                session == exclude or (bool(sidechain) and parent == exclude and led.session == exclude))
+            if excluded or (scope is not None and not _in_project(projects.get(session, led.project), scope)):
+                if rowid < self._key_ledger.size:
+                    out.append(rowid)
+        return out
 
     def _texts(self, keys: list[int]) -> dict[int, str]:
         out: dict[int, str] = {}

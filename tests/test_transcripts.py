@@ -228,6 +228,36 @@ def test_exclusion_is_by_each_message_s_session_in_a_ledger_holding_several(stor
     assert sorted(h["session"] for h in found["hits"]) == ["sess-a", "sess-a", "sess-b", "sess-b"]
 
 
+def test_a_session_working_elsewhere_in_a_shared_ledger_belongs_to_its_own_project(store, tmp_path):
+    """Each line of a generic ledger may name its ``cwd``: a session that worked in another project is
+    found from that project (and labelled with it), not from the project of the ledger's first line."""
+    store.configure(persist=False, default_mode="bm25")
+    payments, website = tmp_path / "payments", tmp_path / "website"
+    payments.mkdir()
+    website.mkdir()
+    ledger = tmp_path / "notes.jsonl"
+    _append(ledger, _generic("the okapi job deadlocks on the ledger table", session="pay-1", cwd=str(payments)),
+            _generic("the okapi banner is cached for an hour", session="web-1", cwd=str(website)),
+            _generic("the okapi job retries three times", session="pay-1", cwd=str(payments)),
+            _generic("the okapi banner moved to the footer", session="web-1"))  # the session's cwd carries over
+    ix = index_for(store)
+    ix.add_source(ledger, project=payments)
+    _append(ledger, _generic("okapi banner tests run in Chromium", session="web-1", cwd=str(website)))
+
+    def found(project, **kw):
+        return sorted((h.session, h.project) for h in ix.search("okapi", project=project, limit=10, **kw).hits)
+
+    assert found(payments) == [("pay-1", str(payments))] * 2
+    assert found(website) == [("web-1", str(website))] * 3
+    assert found(website, exclude_session="web-1") == []
+    assert len(ix.search("okapi", all_projects=True, limit=10).hits) == 5
+    with kenning.open_store(tmp_path / "store", cwd=website) as other:  # recall from the other project's directory
+        other.configure(persist=False, default_mode="bm25")
+        index_for(other).add_source(ledger)
+        hits = recall(other, "okapi banner", roles=("transcript",))["hits"]
+        assert hits and {(h["session"], h["project"]) for h in hits} == {("web-1", str(website))}
+
+
 # ---------------------------------------------------------------------------------------- incremental
 def test_appended_line_is_searchable_at_the_next_query(index, ledgers):
     ledger = ledgers / "generic" / "notes-agent.jsonl"
