@@ -225,7 +225,7 @@ def write(
     if as_json:
         emit_json(result.to_dict())
     else:
-        _print_write_result(result)
+        ui.print_write_result(result)
         if defaulted and result.status in ("committed", "pending"):
             where = "inside this git repository" if scope[0] != "global" else "outside a git repository"
             note(f"scope {scope[0]}: the default {where}; choose another with --scope")
@@ -252,24 +252,6 @@ def _exit_unless_written(result) -> None:
     pending write), so scripts can tell; 0 for committed and pending."""
     if result.status not in ("committed", "pending"):
         raise typer.Exit(1)
-
-
-def _print_write_result(result) -> None:
-    """One line with the status and id, then what the caller needs to act on it."""
-    ui.out.print(f"{result.status} {result.id or result.pending_id or ''}".strip())
-    if result.status == "pending":
-        ui.out.print(f"  staged ({result.pending_reason}) until {when(result.expires)} UTC: "
-                  f"`kenning confirm {result.pending_id}` or `kenning cancel {result.pending_id}`")
-    if result.reason:
-        ui.out.print(f"  {result.gate or result.status}: {result.reason}")
-    if result.hint:  # `confirm`'s too: the gates word their hints for the MCP tools (commands/hints.py)
-        from kenning.commands.hints import for_cli
-
-        ui.out.print(f"  hint: {for_cli(result.hint)}")
-    if result.related:
-        ui.out.print(f"  related: {', '.join(result.related)}")
-    for warning in result.warnings:
-        ui.out.print(f"  warning: {warning}")
 
 
 def _entry(first: str, text: str) -> None:
@@ -493,6 +475,8 @@ def import_(
                 report = store.import_checked(records, batch_size=batch_size, default_scopes=scope, labels=labels,
                                               progress=tick)
         except InvalidInput as exc:
+            if getattr(getattr(exc, "refusal", None), "status", None) == "writes_disabled":  # a status, as `write` says it
+                raise
             raise InvalidInput(f"{exc}; nothing was imported") from None
         except StorageError as exc:  # a full disk, say, after some batches were committed
             resume = ("" if "is damaged" in str(exc) else
@@ -878,7 +862,7 @@ def confirm(
     if as_json:
         emit_json(result.to_dict())
     else:
-        _print_write_result(result)
+        ui.print_write_result(result)
     _exit_unless_written(result)
 
 

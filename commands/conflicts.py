@@ -64,6 +64,8 @@ def resolve_command(
         result = _store(ctx).resolve_conflict(id, other_id, "keep_both" if keep_both else "supersede",
                                               keep_id=keep, note=note)
     except InvalidInput as exc:
+        if getattr(getattr(exc, "refusal", None), "status", None) == "writes_disabled":  # a status, as `write` says it
+            raise
         raise InvalidInput(for_cli(str(exc))) from None
     if as_json:
         emit_json(result)

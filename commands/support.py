@@ -293,6 +293,9 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
             try:
                 return fn(*args, **kwargs)
             except KenningError as exc:
+                refusal = getattr(exc, "refusal", None)  # a GateRefused (memory/gates), not imported for every command
+                if getattr(refusal, "status", None) == "writes_disabled":
+                    writes_disabled(refusal, bool(kwargs.get("as_json")))
                 message = str(exc)
             except ImportError as exc:
                 if missing_extra is None:
@@ -307,6 +310,41 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
         return wrapper
 
     return decorate
+
+
+def writes_disabled(refusal: Any, as_json: bool) -> None:
+    """The user turned writes off: every command that changes memories (update, remove, restore, verify,
+    record-use, rename-scope, resolve, ...) answers as `kenning write` does, a status and not an error:
+    the same lines (or, with --json, the same object, ``status: writes_disabled``) on stdout, exit 1."""
+    import typer
+
+    from kenning.memory.gates.pipeline import refused
+
+    result = refused(refusal)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        print_write_result(result)
+    raise typer.Exit(1)
+
+
+def print_write_result(result: Any) -> None:
+    """A WriteResult: one line with the status and id, then what the caller needs to act on it."""
+    out = __getattr__("out")
+    out.print(f"{result.status} {result.id or result.pending_id or ''}".strip())
+    if result.status == "pending":
+        out.print(f"  staged ({result.pending_reason}) until {when(result.expires)} UTC: "
+                  f"`kenning confirm {result.pending_id}` or `kenning cancel {result.pending_id}`")
+    if result.reason:
+        out.print(f"  {result.gate or result.status}: {result.reason}")
+    if result.hint:  # `confirm`'s too: the gates word their hints for the MCP tools (commands/hints.py)
+        from kenning.commands.hints import for_cli
+
+        out.print(f"  hint: {for_cli(result.hint)}")
+    if result.related:
+        out.print(f"  related: {', '.join(result.related)}")
+    for warning in result.warnings:
+        out.print(f"  warning: {warning}")
 
 
 def emit_json(payload: Any) -> None:
