@@ -60,7 +60,7 @@ class LedgerFolders:
                     if is_dir:
                         if not entry.is_symlink():
                             subdirs.append(entry.path)
-                    elif entry.name.endswith(SUFFIX):
+                    elif entry.name.endswith(SUFFIX) and _regular(entry):  # a FIFO would block every read
                         ledgers.append(entry.path)
         except OSError:
             return None
@@ -71,3 +71,11 @@ class LedgerFolders:
         else:
             self._listings.pop(directory, None)
         return ledgers, subdirs
+
+
+def _regular(entry: os.DirEntry) -> bool:
+    """A regular file (or a link to one): not a FIFO, socket or device, whose read could block or never end."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from stat import S_ISREG
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -204,6 +205,9 @@ class TranscriptIndex:
                 try:
                     stat = os.stat(path)
                 except OSError:  # gone since the walk: dropped below
+                    seen.discard(path)
+                    continue
+                if not S_ISREG(stat.st_mode):  # replaced by a FIFO or a device since: reading it could block
                     seen.discard(path)
                     continue
                 known = self._ledgers.get(path)

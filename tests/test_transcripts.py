@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,30 @@ def test_a_session_working_elsewhere_in_a_shared_ledger_belongs_to_its_own_proje
         index_for(other).add_source(ledger)
         hits = recall(other, "okapi banner", roles=("transcript",))["hits"]
         assert hits and {(h["session"], h["project"]) for h in hits} == {("web-1", str(website))}
+
+
+def test_a_fifo_named_like_a_ledger_is_not_read_and_nothing_hangs(store, tmp_path):
+    """Opening a FIFO for reading blocks until someone writes to it: a ``*.jsonl`` pipe in a registered
+    folder hung `transcripts add` and every later search (and an HTTP server behind its lock)."""
+    store.configure(persist=False, default_mode="bm25")
+    folder = tmp_path / "ledgers"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.jsonl")
+    _append(folder / "real.jsonl", _generic("the capybara queue drains at noon"))
+    ix = index_for(store)
+    done: dict = {}
+    worker = threading.Thread(target=lambda: done.update(added=ix.add_source(folder, project=tmp_path),
+                                                        hits=ix.search("capybara", all_projects=True).hits),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=120)  # a guard against hanging forever, not a timing assertion
+    try:
+        assert not worker.is_alive(), "reading the folder blocked on the FIFO"
+    finally:
+        if worker.is_alive():  # let the blocked open() go, so the test run ends
+            os.close(os.open(folder / "pipe.jsonl", os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(timeout=30)
+    assert done["added"]["ledgers"] == 1 and len(done["hits"]) == 1
 
 
 # ---------------------------------------------------------------------------------------- incremental
