@@ -278,6 +278,21 @@ def test_an_imported_id_with_slashes_is_reachable_on_every_memory_route(client, 
     assert "/memories/{id}" in client.get("/openapi.json").json()["paths"]  # the schema names it plainly
 
 
+@pytest.mark.parametrize("mid", ["wiki/ops#7", "faq?id=3", "notes 100% done", "a&b=c/d"])
+def test_the_page_links_to_a_memory_whose_id_holds_url_characters(client, store, mid):
+    """An imported id may hold '#', '?', '%', '&' or a space: the page's links encode it, so following a
+    search hit or a health row opens that memory (not a missing one cut at the '#' or '?')."""
+    store.configure(default_mode="bm25")
+    store.import_records([{"id": mid, "content": "The staging VPN gateway rotates its keys every Sunday night",
+                           "scopes": ["ops"]}])
+    for page in (client.get("/", params={"q": "VPN gateway keys"}), client.get("/ui/health")):
+        links = re.findall(r'href="(/ui/memories/[^"]*)"', page.text)
+        assert links, page.text
+        for link in links:
+            opened = client.get(link.replace("&amp;", "&"))
+            assert opened.status_code == 200 and "rotates its keys every Sunday" in opened.text, (link, opened.text[:300])
+
+
 def test_every_override_a_refusal_names_is_a_field_the_api_takes(client):
     """A refusal's ``override`` names the field that accepts the risk; sending it must work."""
     text = "The billing service runs nightly reconciliation at 02:00 UTC and writes its report to the finance bucket."
