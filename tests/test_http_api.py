@@ -260,6 +260,28 @@ def test_search_with_transcripts_recalls_every_tier_and_obeys_search_enabled(cli
     assert off.status_code == 409 and off.json()["error"].startswith("search is disabled")
 
 
+def test_recall_over_http_leaves_out_the_session_the_caller_names(client, store, tmp_path):
+    """An agent talking HTTP has no environment the server reads: it names its own session, whose
+    messages are already in its context, and the recall leaves them out (as session_search does)."""
+    import json as _json
+
+    from kenning.recall.transcripts import index_for
+
+    ledger = tmp_path / "sessions.jsonl"
+    ledger.write_text("".join(_json.dumps({"session": sid, "ts": "2026-11-30T10:00:00Z", "role": "assistant",
+                                            "text": f"the ibex deploy note from {sid}"}) + "\n"
+                              for sid in ("sess-old", "sess-now")))
+    index_for(store).add_source(ledger, project=tmp_path)
+    params = {"q": "ibex deploy note", "transcripts": "true", "all": "true"}
+    both = client.get("/search", params=params)
+    assert sorted(h["session"] for h in both.json()["hits"]) == ["sess-now", "sess-old"], both.text
+    mine = client.get("/search", params={**params, "exclude_session": "sess-now"})
+    assert mine.status_code == 200 and mine.json()["excluded_session"] == "sess-now"
+    assert [h["session"] for h in mine.json()["hits"]] == ["sess-old"]
+    wrong = client.get("/search", params={"q": "ibex", "exclude_session": "sess-now"})
+    assert wrong.status_code == 400 and "transcripts=true" in wrong.json()["error"]
+
+
 def test_an_imported_id_with_slashes_is_reachable_on_every_memory_route(client, store):
     (mid,) = store.import_records([{"id": "wiki/ops/7", "content": "The ops wiki says backups run at 02:00", "scopes": ["ops"]}])
     assert mid == "wiki/ops/7"

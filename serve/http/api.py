@@ -108,13 +108,19 @@ def search(
     expand_top: bool = Query(False, description="Inline the top hit's body when it is clearly the answer."),
     transcripts: bool = Query(False, description="Recall instead: memories, profile notes and past agent sessions' "
                                                  "messages, merged and labelled by role (as `kenning recall`)."),
+    exclude_session: str | None = Query(None, max_length=MAX_ID_CHARS, description=(
+        "With transcripts=true: the caller's own session, left out (its content is already in the caller's "
+        "context); default: the server's $KENNING_CURRENT_SESSION.")),
 ) -> dict[str, Any]:
     if transcripts:
         if scopes or category or expand_top:
             raise InvalidInput("scopes, category and expand_top filter memories only; leave them out with transcripts=true")
         from kenning.recall.recall import recall
 
-        return _store(request).run(recall, q, limit=limit, all_projects=all_repos, mode=mode)
+        return _store(request).run(recall, q, limit=limit, all_projects=all_repos, mode=mode,
+                                   exclude_session=exclude_session or None)
+    if exclude_session is not None:
+        raise InvalidInput("exclude_session leaves a past session out of a recall; give it with transcripts=true")
     result = _store(request).search(q, mode=mode, scopes=scopes, limit=limit, category=category,
                                     expand_top=expand_top, auto_scope=not all_repos)
     return result.to_dict()
