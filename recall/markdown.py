@@ -382,6 +382,16 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
             ids_now[mid] = written_ids[mid]
             continue
         try:
+            current = store.get(mid)
+        except NotFound:
+            continue  # already removed in the store
+        if sha(current.content) != written_ids[mid]:  # the block deleted was an older text than the store's now
+            report["conflicts"].append({"file": rel, "id": mid, "why": (
+                "deleted here and changed in the store since the export, so it was not removed; "
+                f"remove it with `kenning remove {mid}`, or export with --force to see its new text")})
+            ids_now[mid] = written_ids[mid]
+            continue
+        try:
             store.remove(mid, removal_reason(rel))
             report["removed"].append({"file": rel, "id": mid})
         except NotFound:

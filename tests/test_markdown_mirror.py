@@ -173,6 +173,24 @@ def test_edit_in_both_places_is_a_conflict(store, mirror):
     assert "Tuesday" in store.get(ids["ops"]).content
 
 
+def test_a_block_deleted_here_after_its_memory_changed_in_the_store_is_a_conflict_not_a_removal(store, mirror):
+    """The person deleted the text they saw; another agent's newer text (written after the export) was
+    never in the file, so removing the memory would drop what nobody here read. It is a conflict."""
+    folder, ids = mirror
+    store.update(ids["backup"], text="Postgres backups keep 30 daily snapshots since the audit")
+    path = folder / "projects/auth/MEMORY.md"
+    text = path.read_text()
+    start, end = _block_span(text, ids["backup"])
+    path.write_text(text[:start] + text[end:])
+    report = _sync(store, folder)
+    assert not report["removed"] and [c["id"] for c in report["conflicts"]] == [ids["backup"]]
+    assert "kenning remove" in report["conflicts"][0]["why"]
+    assert store.get(ids["backup"]).content == "Postgres backups keep 30 daily snapshots since the audit"
+    assert not _sync(store, folder)["removed"]  # held at the next sync too
+    markdown.export(store, folder, force=True)  # brings the new text back into the file
+    assert "30 daily snapshots" in path.read_text() and not any(_sync(store, folder)[k] for k in ("removed", "conflicts"))
+
+
 def test_store_changes_reach_the_files_on_export(store, mirror):
     folder, ids = mirror
     store.update(ids["ops"], text="The on-call rota changes every Tuesday at 09:00 UTC")
