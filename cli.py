@@ -506,6 +506,9 @@ def import_(
                  f"{plural(len(report.lines), 'line')}" + (f"; {', '.join(skipped)}" if skipped else ""))
     if embedding is not None:
         _print_embedding(embedding)
+    if report.ignored_keys:  # read past, but perhaps meant: one line for the whole file
+        ignored = ", ".join(f"{key} ({plural(n, 'line')})" for key, n in report.ignored_keys.items())
+        note(f"ignored keys not in a memory: {ignored}", label="warning")
     _exit_if_refused(report)
 
 

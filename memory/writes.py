@@ -196,6 +196,7 @@ def import_checked(
     nothing new. A malformed record still means nothing is written (InvalidInput)."""
     batch_size = check_count(batch_size, "batch_size")
     write_enabled.require(s.config)
+    items = items if isinstance(items, list) else list(items)
     memories = _import_memories(s, items, default_scopes, labels)
     labels = labels or [f"record {n}" for n in range(1, len(memories) + 1)]
     since = _newest_rowid(s)  # the gates see the store up to here; each batch checks what came after
@@ -219,7 +220,7 @@ def import_checked(
                                     reason=verdict.reason, match=verdict.match, code=verdict.code))
     late = _insert_batches(s, accepted, batch_size, progress, embed=False, since=since,
                            by_text=[True] * len(accepted))
-    return ImportReport(lines=_late_lines(lines, late, "duplicate"))
+    return ImportReport(lines=_late_lines(lines, late, "duplicate"), ignored_keys=_ignored_keys(items))
 
 
 def import_bulk(
@@ -255,7 +256,8 @@ def import_bulk(
                                     reason="already in the store (an earlier import of this record)"))
     late = _insert_batches(s, todo, batch_size, progress, embed, since=since, by_text=by_text,
                            matched={p for p in present if p is not None})
-    return ImportReport(gated=False, lines=_late_lines(lines, late, "already_present"))
+    return ImportReport(gated=False, lines=_late_lines(lines, late, "already_present"),
+                        ignored_keys=_ignored_keys(items))
 
 
 def _already_present(s: Session, memories: list[Memory], given: list[bool]) -> list[str | None]:
@@ -334,7 +336,25 @@ def _validated_memories(s: Session, items: Iterable[dict], default_scopes: list[
 # ``show --json`` adds beside them, which a re-import of that output carries and ignores
 _IMPORTABLE = frozenset(Memory.model_fields) | {"text"}
 _SHOWN = frozenset({"summary", "version", "staleness_verdict", "verification", "path_drift_missing",
-                    "staleness_reasons", "path_drift", "commit_drift", "reverse_links"})
+                    "staleness_reasons", "path_drift", "commit_drift", "reverse_links",
+                    # the trust fields show adds only in some states (staleness.to_hit_fields, reads.show)
+                    "path_drift_status", "path_drift_reason", "claim_anchored_missing", "commit_drift_count",
+                    "commit_drift_scope", "commit_drift_status", "commit_drift_reason", "superseded_by",
+                    "recent_negative_outcomes"})
+_READ = _IMPORTABLE | _SHOWN  # every key an import line may carry without a word
+
+
+def _ignored_keys(items: list) -> dict[str, int]:
+    """Keys of the records that are neither a memory's (nor ``show --json``'s) and were not refused as
+    misspelt ones: each with how many records carried it, the most frequent first. Read past, they
+    may still be something the caller meant to keep (``tags``), so the import report names them."""
+    counts: dict[str, int] = {}
+    for record in items:
+        if not record.keys() <= _READ:  # a C-level test: a record of known keys costs no more than this
+            for key in record.keys() - _READ:
+                name = key if isinstance(key, str) else repr(key)  # a library caller's int key, say
+                counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], str(item[0]))))
 
 
 def _misspelt(record: dict) -> None:

@@ -260,6 +260,9 @@ class ImportReport(_Record):
 
     lines: list[ImportLine]
     gated: bool = True
+    # keys of the records that are no memory's field (nor one `show --json` adds), read past: key ->
+    # how many records carried it, most frequent first
+    ignored_keys: dict[str, int] = Field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for line in self.lines if line.status == status)
@@ -270,7 +273,8 @@ class ImportReport(_Record):
 
     def to_dict(self) -> dict[str, Any]:
         counts = {s: self.count(s) for s in ("committed", "refused", "duplicate", "previously_removed", "already_present")}
-        return {"gated": self.gated, **counts, "lines": [line.model_dump(exclude_none=True) for line in self.lines]}
+        return {"gated": self.gated, **counts, "ignored_keys": dict(self.ignored_keys),
+                "lines": [line.model_dump(exclude_none=True) for line in self.lines]}
 
 
 class StoreConfig(_Record):
