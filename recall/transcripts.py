@@ -507,14 +507,29 @@ class TranscriptIndex:
 
     def _sessions_of(self, led: _Ledger) -> set[str]:
         """The sessions a ledger's messages belong to (a message naming none is the ledger's own)."""
-        key = (led.mark.size, led.mark.mtime_ns, led.mark.offset, led.mark.head)
         cached = self._ledger_sessions.get(led.id)
-        if cached is None or cached[0] != key:
-            found = {r[0] for r in self.db.read(lambda c: c.execute(
-                "SELECT DISTINCT COALESCE(session, ?) FROM transcript_messages WHERE ledger = ?",
-                (led.session, led.id)).fetchall())}
-            cached = self._ledger_sessions[led.id] = (key, found)
+        if cached is None or cached[0] != _mark_key(led):
+            self._load_sessions()
+            cached = self._ledger_sessions[led.id]
         return cached[1]
+
+    def _load_sessions(self) -> None:
+        """Fill ``_ledger_sessions`` for every ledger read since it was last filled: a few queries for all
+        of them, not one a ledger (a first search that leaves a session out would make thousands)."""
+        stale = [led for led in self._ledgers.values()
+                 if (cached := self._ledger_sessions.get(led.id)) is None or cached[0] != _mark_key(led)]
+        for i in range(0, len(stale), 500):
+            chunk = stale[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.read(lambda c: c.execute(
+                f"SELECT DISTINCT ledger, session FROM transcript_messages WHERE ledger IN ({marks})",
+                [led.id for led in chunk]).fetchall())
+            found: dict[int, set[str]] = {led.id: set() for led in chunk}
+            own = {led.id: led.session for led in chunk}
+            for ledger, session in rows:
+                found[ledger].add(session if session is not None else own[ledger])
+            for led in chunk:
+                self._ledger_sessions[led.id] = (_mark_key(led), found[led.id])
 
     @staticmethod
     def _session_projects(led: _Ledger) -> dict[str, str]:
@@ -581,6 +596,11 @@ def project_of(directory: str) -> str:
                 found = origin.repo
         _projects[directory] = found
     return found
+
+
+def _mark_key(led: _Ledger) -> tuple:
+    """What changes whenever a ledger is read again (its cached sessions are then looked up again)."""
+    return led.mark.size, led.mark.mtime_ns, led.mark.offset, led.mark.head
 
 
 def _in_project(ledger_project: str | None, scope: str) -> bool:
