@@ -149,8 +149,10 @@ class Episodes:
             if not isinstance(takeaway, str):
                 raise InvalidInput("takeaway must be text")
             takeaway = takeaway.strip() or None
-        if takeaway is not None and len(takeaway.encode("utf-8")) > MAX_TAKEAWAY_BYTES:
-            raise InvalidInput(f"the takeaway is longer than {MAX_TAKEAWAY_BYTES:,} bytes; keep it to a sentence or two")
+        size = 0 if takeaway is None else len(takeaway.encode("utf-8"))
+        if size > MAX_TAKEAWAY_BYTES:  # bytes, whatever the surface: the MCP tool has no limit of its own
+            raise InvalidInput(f"the takeaway is longer than {MAX_TAKEAWAY_BYTES:,} bytes (it is {size:,} bytes of "
+                               "UTF-8); keep it to a sentence or two")
         for text, field in ((body, "the episode body"), (takeaway, "the takeaway")):
             refusal = credentials.check_field(text, field)
             if refusal is not None:

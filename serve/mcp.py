@@ -520,7 +520,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     @writer
     def episode_write(
         body: Annotated[str, Field(min_length=1, description="Free-form markdown: what was tried, what happened, what is next (max 1 MB).")],
-        takeaway: Annotated[str | None, Field(max_length=MAX_TAKEAWAY_BYTES, description="One sentence a later session should read first (max 4 KB).")] = None,
+        # no max_length: pydantic counts characters, the journal bytes (UTF-8, after trimming), and a
+        # limit said in two units refused different takeaways with different words; the journal's check is the one
+        takeaway: Annotated[str | None, Field(description=f"One sentence a later session should read first (at most {MAX_TAKEAWAY_BYTES:,} bytes of UTF-8).")] = None,
         scopes: Annotated[list[Scope] | None, Field(max_length=MAX_SCOPES, description="Scope tags for filtering later; [] is fine (handoff keys on the session).")] = None,
         swarm_id: Annotated[Label | None, Field(description="Cohort label: a sub-agent passes its coordinator's session id so the coordinator can gather every takeaway with episode_search(swarm_id=...).")] = None,
         parent_session_id: Annotated[Label | None, Field(description="The session this one continues or was spawned by; defaults to the one episode_handoff resolved.")] = None,
