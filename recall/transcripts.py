@@ -118,6 +118,7 @@ class TranscriptIndex:
         self._ledgers: dict[str, _Ledger] = {}
         self._key_ledger = np.full(0, -1, np.int64)
         self._ledger_sessions: dict[int, tuple[tuple, set[str]]] = {}  # ledger id -> (its mark, its sessions)
+        self._ledger_projects: dict[int, tuple[tuple, dict[str, str]]] = {}  # ... (its mark, sessions elsewhere)
         self._folders = LedgerFolders()
         if not db.read_only and db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
             with db.transaction() as c:
@@ -531,15 +532,21 @@ class TranscriptIndex:
             for led in chunk:
                 self._ledger_sessions[led.id] = (_mark_key(led), found[led.id])
 
-    @staticmethod
-    def _session_projects(led: _Ledger) -> dict[str, str]:
+    def _session_projects(self, led: _Ledger) -> dict[str, str]:
         """The projects of a ledger's sessions that worked outside the ledger's own directory."""
-        try:
-            cwds = json.loads(led.state or "{}").get("cwds") or {}
-        except (ValueError, AttributeError):
-            return {}
-        return {session: project_of(cwd) for session, cwd in cwds.items()
-                if isinstance(session, str) and isinstance(cwd, str) and project_of(cwd) != led.project}
+        cached = self._ledger_projects.get(led.id)
+        if cached is not None and cached[0] == _mark_key(led):
+            return cached[1]
+        moved: dict[str, str] = {}
+        if '"cwds"' in (led.state or ""):  # most ledgers hold one session: no JSON to parse
+            try:
+                cwds = json.loads(led.state).get("cwds") or {}
+            except (ValueError, AttributeError):
+                cwds = {}
+            moved = {session: project_of(cwd) for session, cwd in cwds.items()
+                     if isinstance(session, str) and isinstance(cwd, str) and project_of(cwd) != led.project}
+        self._ledger_projects[led.id] = (_mark_key(led), moved)
+        return moved
 
     def _left_out_of(self, led: _Ledger, scope: str | None, exclude: str | None) -> list[int]:
         """The rowids of a mixed ledger's messages that are out of scope or the excluded session's."""
