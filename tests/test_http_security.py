@@ -146,6 +146,28 @@ def test_cross_site_writes_are_refused(client, store):
     assert same.status_code == 201
 
 
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_another_site_s_page_cannot_make_the_browser_search(client, store, site):
+    """An <img src="http://127.0.0.1:8765/search?q=..."> on any page passes the Host check and needs no
+    Origin, yet a search writes: it is logged and its hits settle as applied (the outcome loop). A browser
+    marks such requests with Sec-Fetch-Site; they are refused. A person following a link still gets the page."""
+    store.write("The auth service listens on port 8443", scopes=["x"])
+    before = len(store.events())
+    for url, dest, mode in (("/search?q=auth+port", "image", "no-cors"), ("/?q=auth+port", "iframe", "navigate"),
+                            ("/search?q=auth+port", "empty", "cors"), ("/config", "script", "no-cors")):
+        response = client.get(url, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": mode, "Sec-Fetch-Dest": dest})
+        assert response.status_code == 403 and "another site" in response.json()["error"], (url, response.text)
+    assert len(store.events()) == before  # nothing was logged
+    followed = client.get("/", headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate",
+                                        "Sec-Fetch-Dest": "document"})
+    assert followed.status_code == 200 and "<html" in followed.text
+    own = client.get("/search?q=auth+port", headers={"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors",
+                                                     "Sec-Fetch-Dest": "empty"})
+    assert own.status_code == 200 and own.json()["hits"]
+    typed = client.get("/", headers={"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate"})
+    assert typed.status_code == 200
+
+
 def test_without_a_token_only_loopback_host_names_are_answered(store):
     with TestClient(create_app(store), base_url="http://rebound.example:8765") as rebound:
         assert rebound.get("/config").status_code == 403  # a DNS-rebinding page's request

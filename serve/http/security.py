@@ -6,7 +6,10 @@ One ASGI layer in front of every route (the page, the static files and the docs 
 - without a token the server only listens on loopback, and then also refuses requests whose
   Host is not a loopback name (a DNS-rebinding page could otherwise drive it from a browser);
 - a state-changing request whose Origin is another site is refused (no CSRF from other pages;
-  CORS stays off, so no other origin can read an answer either);
+  CORS stays off, so no other origin can read an answer either), and so is any request a browser
+  marks as made by another site's page (``Sec-Fetch-Site``: an image, script, frame or no-cors
+  fetch; only a person's top-level navigation passes), since a search writes too (its log and
+  the outcomes its hits settle into);
 - a body larger than ``max_body`` is refused with 413 before any route sees it.
 """
 
@@ -100,6 +103,10 @@ class Guard:
                     "www-authenticate": 'Bearer realm="kenning"'}
         elif not is_loopback(_host_name(headers.get("host", ""))):
             return 403, "this server answers only to localhost names (Host header); use http://127.0.0.1", {}
+        if headers.get("sec-fetch-site") in ("cross-site", "same-site") and not _navigation(scope, headers):
+            # another site's page (an <img>, <script>, <iframe> or no-cors fetch) asking for a GET: a search
+            # is logged and its hits settle as applied, so even reads write; the person following a link is not refused
+            return 403, "requests from another site's page are refused (Sec-Fetch-Site); open the page itself", {}
         origin = headers.get("origin")
         if scope["method"] not in SAFE_METHODS and origin is not None:
             same_site = "://" in origin and urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
@@ -121,6 +128,12 @@ class Guard:
             if COOKIE in cookie:
                 given = unquote(cookie[COOKIE].value).encode("utf-8")
         return hmac.compare_digest(given, self.token)
+
+
+def _navigation(scope: Scope, headers: dict[str, str]) -> bool:
+    """A person opening a page (a link followed, a bookmark): a top-level GET of a document."""
+    return (scope["method"] == "GET" and headers.get("sec-fetch-mode") == "navigate"
+            and headers.get("sec-fetch-dest", "document") == "document")
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, bool]:
