@@ -123,7 +123,10 @@ def _claude(obj: dict, state: dict) -> list[Message]:
     _adopt(state, session=obj.get("sessionId"), cwd=obj.get("cwd"))
     kind = obj.get("type")
     message = obj.get("message")
-    if kind not in ("user", "assistant") or not isinstance(message, dict) or obj.get("isMeta"):
+    # isMeta: a caveat or command echo; isCompactSummary: the summary Claude Code writes as a "user" message
+    # when it compacts a session, which repeats what the session's own messages already said
+    if (kind not in ("user", "assistant") or not isinstance(message, dict) or obj.get("isMeta")
+            or obj.get("isCompactSummary")):
         return []
     sidechain = bool(obj.get("isSidechain"))
     session = obj.get("sessionId") or state.get("session")

@@ -69,6 +69,30 @@ def test_claude_code_ledger_keeps_user_and_assistant_text_and_short_tool_prose(i
         assert not [h for h in index.search(absent, all_projects=True).hits if absent.lower() in h.snippet.lower()], absent
 
 
+def test_claude_code_compact_summary_is_not_recalled_as_something_the_user_said(store, tmp_path):
+    """When Claude Code compacts a session it writes the summary as a "user" message (isCompactSummary):
+    injected context repeating the session's own messages, not the person's words."""
+    store.configure(persist=False, default_mode="bm25")
+    sid = "9d1c3f00-0000-4000-8000-00000000c0de"
+    base = {"sessionId": sid, "cwd": str(tmp_path), "isSidechain": False, "userType": "external", "version": "2.0.61"}
+    ledger = tmp_path / f"{sid}.jsonl"
+    _append(ledger,
+            {**base, "type": "user", "uuid": "u1", "timestamp": "2026-11-20T09:10:00.000Z",
+             "message": {"role": "user", "content": "Why does the wombat importer drop rows?"}},
+            {**base, "type": "user", "uuid": "u2", "timestamp": "2026-11-20T10:00:00.000Z", "isCompactSummary": True,
+             "isVisibleInTranscriptOnly": True,
+             "message": {"role": "user", "content": "This session is being continued from a previous conversation "
+                                                    "that ran out of context. Summary: the wombat importer drops rows."}},
+            {**base, "type": "assistant", "uuid": "a1", "timestamp": "2026-11-20T10:01:00.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The wombat importer skips "
+                                                                                    "rows without a key."}]}})
+    ix = index_for(store)
+    ix.add_source(ledger, project=tmp_path)
+    hits = ix.search("wombat importer", all_projects=True, limit=10).hits
+    assert sorted(h.speaker for h in hits) == ["assistant", "user"]
+    assert not any("continued from a previous conversation" in h.snippet for h in hits)
+
+
 def test_codex_rollout_skips_injected_context_event_echoes_and_reasoning(index):
     hits = index.search("refund idempotency", project=PAYMENTS).hits
     codex = [h for h in hits if h.format == "codex"]
