@@ -116,16 +116,58 @@ def test_texts_are_checked_in_full_until_they_add_up_to_the_threshold_then_scree
     assert screen.may_match("nothing here") == [False]
     assert screen.may_match("fine for now") == [True]
     long = prefilter.Screen([re.compile(r"\bfor now\b")])
-    assert long.may_match("x" * prefilter.DERIVE_AFTER_CHARS) is None  # a long memory: derived at the next
-    assert long.may_match("fine for now") == [True] and long._needs is not None
+    # a long memory alone reaches the threshold: screened at once (a full scan of 1 MiB costs seconds)
+    assert long.may_match("x" * (prefilter.DERIVE_AFTER_CHARS - 1)) is None and long._needs is None
+    assert long.may_match("x" * prefilter.DERIVE_AFTER_CHARS + " for now") == [True] and long._needs is not None
 
 
-def test_non_ascii_text_is_not_screened():
+def test_non_ascii_text_is_screened_with_the_letters_ignorecase_takes_for_ascii():
     # under IGNORECASE "k" matches the Kelvin sign, which lower-casing does not turn into "k"
     assert re.compile("kelvin", re.I).search("\u212aelvin")
-    assert durability._SCREEN.derive().may_match("\u212aelvin") is None
+    assert durability._SCREEN.derive().may_match("\u212aelvin") is not None
+    assert prefilter.fold("\u212aelvin \u0130S \u017fecret \u0131t \u4e00") == "kelvin is secret it \u4e00"
     assert user_claims.find_user_claims("The user prefers \u212aotlin") == \
         user_claims.find_user_claims("The user prefers \u212aotlin", screened=False) != []
+    for text in ("The u\u017fer prefers vim", "\u0130 am running it", "currently \u4e2d\u6587", "PG_PA\u017f\u017fWORD=\u212aelvin1",
+                 "we are fixing it \u2014 today", "the build is r\u0130d"):
+        _same_verdicts(text)
+
+
+def test_only_the_folded_letters_match_an_ascii_letter_under_ignorecase():
+    # every code point: which non-ASCII characters does IGNORECASE take for an ASCII letter?
+    letters = re.compile("[abcdefghijklmnopqrstuvwxyz]", re.I)
+    found = {chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF and letters.fullmatch(chr(c))}
+    assert found == set(prefilter.ASCII_FOLDS)
+    for ch, letter in prefilter.ASCII_FOLDS.items():
+        assert re.fullmatch(letter, ch, re.I) and re.fullmatch(f"[{letter}]", ch, re.I)
+    # the screens' non-ASCII literals (quotes, dashes, bullets) match only themselves
+    others = sorted({ch for m in (credentials, durability, user_claims) for lit in m._SCREEN.derive().literals
+                     for ch in lit if not ch.isascii()})
+    assert others
+    own = re.compile("[" + "".join(others) + "]", re.I)
+    assert {chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF and own.fullmatch(chr(c))} == set(others)
+
+
+def test_present_finds_the_literals_a_substring_test_finds():
+    import random
+
+    literals = sorted({s for m in (credentials, durability, user_claims) for s in m._SCREEN.derive().literals})
+    rng = random.Random(3)
+    alphabet = list("abcdefgh isnotedr'-_.:/\n\t,") + ["\u00e9", "\u4e00", "0", "\u212a", "\u2019"]
+    for _ in range(150):
+        n = rng.choice([50, prefilter.LONG_TEXT - 1, prefilter.LONG_TEXT, 9000, 30000])
+        text = "".join(rng.choice(literals) if rng.random() < 0.3 else rng.choice(alphabet) for _ in range(n // 3))
+        low = prefilter.fold(text)
+        assert prefilter.present(literals, low) == [s for s in literals if s in low]
+
+
+def test_long_bodies_get_the_verdicts_of_a_full_scan(texts):
+    # the gates screen a long body through its distinct runs (prefilter.present); ASCII and not
+    body = "\n".join(texts[:1500])
+    for text in (body, " ".join(texts[1500:]), body.replace("s", "\u017f").replace("k", "\u212a"),
+                 body.replace("i", "\u0131") + " \u4e00\u4e01" * 3000, "\u4e2d\u6587" * 5000 + " currently"):
+        assert len(text) >= prefilter.LONG_TEXT
+        _same_verdicts(text)
 
 
 def _combos(*pairs: tuple[str, str]) -> set[str]:

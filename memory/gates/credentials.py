@@ -200,6 +200,12 @@ def looks_secret(value: str) -> bool:
     return len(value) >= 20 and re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value) is None
 
 
+def _rest_of_line(text: str, pos: int) -> str:
+    """``text[pos:].split("\\n", 1)[0].strip()`` without copying the rest of a long text."""
+    end = text.find("\n", pos)
+    return text[pos:end if end >= 0 else len(text)].strip()
+
+
 def _word_password(m: re.Match[str], text: str) -> bool:
     """A plain word assigned to a password name is still a password (PG_PASSWORD=sunshine) when the
     syntax is an assignment: ``=``, a quoted value, or a ``name: value`` that ends the line."""
@@ -208,7 +214,7 @@ def _word_password(m: re.Match[str], text: str) -> bool:
         return False
     if not re.fullmatch(r"[A-Za-z]+", value):
         return False
-    rest = text[m.end():].split("\n", 1)[0].strip()
+    rest = _rest_of_line(text, m.end())
     return m.group("sep") != ":" or bool(m.group("quote")) or not rest or rest[0] in ",;)}#"
 
 
@@ -231,7 +237,7 @@ def _pair_value_secret(m: re.Match[str], text: str) -> bool:
         return False
     if any(c in "!@#$%^&*+=?~" for c in value):
         return True
-    rest = text[m.end():].split("\n", 1)[0].strip()
+    rest = _rest_of_line(text, m.end())
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
     return mixed and (not rest or not rest[0].isalnum())
 

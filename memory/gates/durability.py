@@ -23,7 +23,9 @@ A caller who knows the statement is durable as written passes ``acknowledge_tran
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from functools import lru_cache
 from dataclasses import dataclass
 
 from kenning.memory.gates import GateRefusal, prefilter
@@ -80,6 +82,7 @@ _HAS_STATUS = _rx(
 _PLACE = _rx(r"\s+(?:on|for|in|of|at)\s+(?:(?:the|my|our|this)\s+)?[\w./-]+(?:\s+[\w./-]+)?\s*$")
 
 
+@lru_cache(maxsize=4096)  # pure; a long body asks about the same subjects many times
 def _has_status(subject: str) -> bool:
     """Whether the words before "is red" name something with a status: "the build", "CI on main",
     "the PR's checks"; not "stop signs" or "the error banners in production"."""
@@ -233,25 +236,91 @@ def _blank_names(text: str) -> str:
     return _NAMES.sub(lambda m: " " * len(m.group()), text)
 
 
+_SPACE = re.compile(r"\s")
+_CONDITIONAL_OPENING_AT = re.compile(_CONDITIONAL_OPENING.pattern[1:], re.I)  # matched at a clause's start
+_GENERIC_AFTER_AT = re.compile(_GENERIC_AFTER.pattern[1:], re.I)  # ... and right after a marker
+_SUBJECT_WORDS = 16  # the words of a clause that can decide a subject test (_PLACE and _HAS_STATUS look at 5)
+_TAIL_WIDTH = 256  # the characters before a match first looked at for those words (then 4x, 16x ...)
+
+
+class _Clauses:
+    """Where the clauses of one text start and end, found once: the checks of a marker then look
+    at its own clause instead of scanning the text from its start (a 1 MiB body has thousands of
+    matches). Each answer is what the original scans gave (tests/test_gate_durability_scan.py
+    compares them over the gate corpora and generated texts)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        ends = list(_CLAUSE_END.finditer(text))
+        self.starts = [m.start() for m in ends]  # where each clause end begins ...
+        self.ends = [m.end() for m in ends]  # ... and ends (where the next clause starts)
+        self._opening: dict[int, bool] = {}
+        self._habitual: dict[tuple[int, int], bool] = {}
+
+    def start_before(self, pos: int) -> int:
+        """Where the clause holding pos starts: the end of the last clause end in text[:pos]
+        (a "." right before pos ends a clause there, since the text is cut at pos)."""
+        i = bisect_right(self.ends, pos)
+        start = self.ends[i - 1] if i else 0
+        if pos and self.text[pos - 1] in ".;:!?":
+            start = pos
+        return start
+
+    def sentence(self, pos: int) -> tuple[int, int]:
+        """The span of _sentence_of: from start_before(pos) to the first clause end at or after pos."""
+        i = bisect_left(self.starts, pos)
+        return self.start_before(pos), self.starts[i] if i < len(self.starts) else len(self.text)
+
+    def opens_on_condition(self, start: int) -> bool:
+        if start not in self._opening:
+            self._opening[start] = _CONDITIONAL_OPENING_AT.match(self.text, start) is not None
+        return self._opening[start]
+
+    def habitual(self, pos: int) -> bool:
+        span = self.sentence(pos)
+        if span not in self._habitual:
+            self._habitual[span] = _HABITUAL.search(self.text, *span) is not None
+        return self._habitual[span]
+
+    def tail(self, start: int, end: int, words: int) -> str:
+        """text[start:end], or a suffix of it that begins at a space and still holds at least
+        ``words`` words: whatever looks only at the last words of a clause sees the same."""
+        text, width = self.text, _TAIL_WIDTH
+        while end - width > start:
+            space = _SPACE.search(text, end - width, end)
+            if space is not None:
+                piece = text[space.start():end]
+                if len(piece.split()) >= words:
+                    return piece
+            width *= 4
+        return text[start:end]
+
+
 def _sentence_of(text: str, pos: int) -> str:
-    starts = [m.end() for m in _CLAUSE_END.finditer(text, 0, pos)]
-    start = starts[-1] if starts else 0
-    end = _CLAUSE_END.search(text, pos)
-    return text[start:end.start() if end else len(text)]
+    """The sentence (clause) of text holding pos."""
+    start, end = _Clauses(text).sentence(pos)
+    return text[start:end]
 
 
-def _is_generic(text: str, marker: _Marker, m: re.Match[str]) -> bool:
+@lru_cache(maxsize=4096)  # a long body repeats its phrasing: the same words before many matches
+def _condition_or_relative(before: tuple[str, ...]) -> bool:
+    """A conjunction of condition among the last words before a status phrase, or a relative pronoun
+    right before it."""
+    return bool(_CONDITION.search(" ".join(before)) or _RELATIVE.search(" ".join(before[-_RELATIVE_WORDS:])))
+
+
+def _is_generic(clauses: _Clauses, marker: _Marker, m: re.Match[str]) -> bool:
+    text = clauses.text
     if marker.kind == STATE:
-        clause_start = max([c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())] or [0])
-        if marker.subject is not None and not marker.subject(text[clause_start:m.start()]):
+        clause_start = clauses.start_before(m.start())
+        if marker.subject is not None and not marker.subject(clauses.tail(clause_start, m.start(), _SUBJECT_WORDS)):
             return True
-        before = text[clause_start:m.start()].split()
-        return bool(_CONDITION.search(" ".join(before[-_LOOKBACK_WORDS:]))
-                    or _RELATIVE.search(" ".join(before[-_RELATIVE_WORDS:]))
-                    or _CONDITIONAL_OPENING.search(text[clause_start:])
-                    or _GENERIC_AFTER.search(text[m.end():]))
+        before = clauses.tail(clause_start, m.start(), _LOOKBACK_WORDS).split()
+        return bool(_condition_or_relative(tuple(before[-_LOOKBACK_WORDS:]))
+                    or clauses.opens_on_condition(clause_start)
+                    or _GENERIC_AFTER_AT.match(text, m.end()))
     if marker.kind == DAY:
-        return bool(_HABITUAL.search(_sentence_of(text, m.start())))
+        return clauses.habitual(m.start())
     return False
 
 
@@ -266,17 +335,25 @@ def find_transient_markers(text: str, screened: bool = True) -> list[str]:
     """
     plain = _blank_names(text)
     may = _SCREEN.may_match(plain) if screened else None
-    taken: list[tuple[int, int, str]] = []
+    clauses = _Clauses(plain)
+    taken: list[tuple[int, int, str]] = []  # sorted by start, never overlapping (so sorted by end too)
+    starts: list[int] = []
     for i, marker in enumerate(_MARKERS):
         if may is not None and not may[i]:
             continue
+        added = []  # one pattern's matches never overlap each other: check them against earlier markers'
         for m in marker.pattern.finditer(plain):
-            if _is_generic(plain, marker, m) or any(m.start() < e and s < m.end() for s, e, _ in taken):
+            # the one span that could overlap m is the last to start before m ends
+            at = bisect_left(starts, m.end())
+            if (at and taken[at - 1][1] > m.start()) or _is_generic(clauses, marker, m):
                 continue
             words = text[m.start():m.end()]  # the writer's own words: blanking kept every position
             label = marker.label if words.lower() == marker.label.lower() else f"{marker.label}: {words!r}"
-            taken.append((m.start(), m.end(), label))
-    return [label for _, _, label in sorted(taken)]
+            added.append((m.start(), m.end(), label))
+        if added:
+            taken = sorted(taken + added)  # two sorted runs: merged in one pass
+            starts = [start for start, _, _ in taken]
+    return [label for _, _, label in taken]
 
 
 def check(content: str, acknowledge_transient: bool = False) -> GateRefusal | None:

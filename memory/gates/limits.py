@@ -20,11 +20,14 @@ def has_control_chars(value: str) -> bool:
     return any(unicodedata.category(ch).startswith("C") for ch in value)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_storable(text: str, what: str) -> None:
     """Refuse text a store cannot keep on every backend (a memory's body, an episode's body and
     takeaway): a lone surrogate, left by undecodable bytes, which UTF-8 cannot encode; a NUL, which
     PostgreSQL text cannot hold (refused on SQLite too, so a store can always migrate)."""
-    if not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text):
+    if not text.isprintable() and _SURROGATE.search(text):
         raise InvalidInput(f"{what} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
                            "left by undecodable bytes); send UTF-8 text")
     if "\x00" in text:

@@ -7,9 +7,11 @@ an ordinary memory. Each pattern's parse tree says which literal strings a match
 are derived once, at import; per text, one substring test per distinct literal decides which
 patterns run. The requirement is necessary for a match, never sufficient, so a screened scan
 finds exactly what the full scan finds (tests/test_gate_prefilter.py compares them over the
-gate corpora). Literals are compared lower-cased, which is sound with or without IGNORECASE;
-a text that is not ASCII skips the screen, since case-insensitive matching of non-ASCII letters
-(the Kelvin sign matches "k") is not plain lower-casing.
+gate corpora). Literals are compared lower-cased, which is sound with or without IGNORECASE.
+A text that is not ASCII is folded first: under IGNORECASE four non-ASCII letters match an
+ASCII one (the Kelvin sign matches "k", the long s "s", the dotted and dotless I "i"), which
+plain lower-casing does not give (or gives as two characters), so they are replaced by that
+letter before lower-casing (the test brute-forces every code point for that list).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ except ImportError:  # pragma: no cover
 
 MAX_EXACT = 64  # alternatives kept while spelling out a pattern's exact strings
 DERIVE_AFTER_CHARS = 1024  # text checked in full before the screen is derived (see Screen.may_match)
+
+# The only non-ASCII characters that re's IGNORECASE matching takes for an ASCII letter.
+ASCII_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
 Clauses = tuple[frozenset[str], ...]  # every clause needs one of its strings in the text; () = none known
 
@@ -74,18 +79,75 @@ class Screen:
         parses every pattern again (5-20 ms a gate), the cost of hundreds of full scans of a short
         text, so a process that checks a few short texts (a CLI search masking its logged query and
         hit ids) never pays for it, and one that checks memories derives at its first or second.
+        A text that alone would reach the threshold derives them at once: a full scan of a long
+        body (up to 1 MiB) costs far more than the derivation.
         """
         if self._needs is None:
-            if self._seen < DERIVE_AFTER_CHARS:
+            if self._seen < DERIVE_AFTER_CHARS and len(text) < DERIVE_AFTER_CHARS:
                 self._seen += len(text)
                 return None
             self.derive()
-        if not text.isascii():
-            return None
-        low = text.lower()
+        low = fold(text)
         satisfies = self._satisfies
-        satisfied = frozenset().union(*[satisfies[s] for s in self.literals if s in low])
+        satisfied = frozenset().union(*[satisfies[s] for s in present(self.literals, low)])
         return [needs <= satisfied for needs in self._needs]
+
+
+_RUN = re.compile(r"\w+|\W+")
+_WORD_RUNS = re.compile(r"\w+")
+LONG_TEXT = 4096  # from this length, present() looks for literals among the text's distinct runs first
+
+
+def present(literals: Sequence[str], text: str) -> list[str]:
+    """The literals that are substrings of text, in their order.
+
+    One substring test per literal scans the whole text for each absent one: 1 MiB times a few
+    hundred literals. A long text is first cut into its runs of word and of other characters and
+    each distinct run kept once; a literal's own runs (each of one kind) must then each lie inside
+    one of those, a test against a few kilobytes for prose. A literal of one run passes or fails
+    on that alone; one of several runs that passes is then looked for in the text itself.
+    """
+    if len(text) < LONG_TEXT:
+        return [s for s in literals if s in text]
+    words, others = _runs(text)
+    out = []
+    for literal in literals:
+        pieces = _PIECES.get(literal)
+        if pieces is None:
+            pieces = _PIECES[literal] = [(p, _WORD_RUNS.match(p) is not None) for p in _RUN.findall(literal)]
+        if all(piece in (words if is_word else others) for piece, is_word in pieces) and (
+                len(pieces) == 1 or literal in text):
+            out.append(literal)
+    return out
+
+
+_LAST_RUNS: list[tuple[str, str, str]] = []  # the last long text and its runs: three gates screen one body
+
+
+def _runs(text: str) -> tuple[str, str]:
+    """The distinct runs of word characters of text, and of other characters, each kind joined by
+    a character of the other kind (so no literal run spans two of them)."""
+    last = _LAST_RUNS[0] if _LAST_RUNS else None
+    if last is not None and last[0] == text:
+        return last[1], last[2]
+    distinct = set(_RUN.findall(text))
+    words = "\x00".join(r for r in distinct if _WORD_RUNS.match(r))  # \x00 is no word character ...
+    others = "a".join(r for r in distinct if not _WORD_RUNS.match(r))  # ... and "a" is one
+    _LAST_RUNS[:] = [(text, words, others)]
+    return words, others
+
+
+_PIECES: dict[str, list[tuple[str, bool]]] = {}  # a literal's runs, each with whether it is of word characters
+
+
+def fold(text: str) -> str:
+    """text lower-cased, with the non-ASCII letters IGNORECASE takes for ASCII ones replaced first:
+    every character a pattern's ASCII literal can match becomes that literal, one for one."""
+    if not text.isascii():
+        for ch, ascii_letter in ASCII_FOLDS.items():
+            if ch in text:
+                text = text.replace(ch, ascii_letter)
+    return text.lower()
 
 
 # A node's (exact, required): exact is the finite set of strings it matches (None when unknown or
