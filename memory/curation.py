@@ -62,7 +62,7 @@ def restore(s: Session, id: str) -> Memory:
             raise NotFound(f"no memory or tombstone has id {id!r}")
         if row[2] is None:
             raise InvalidInput(f"memory {id} is not removed; nothing to restore")
-        memory = Memory.model_validate_json(row[1])
+        memory = Memory.from_record(row[1], id)
         c.execute("UPDATE memories SET removed_at = NULL, removed_reason = NULL WHERE rowid = ?", (row[0],))
         tombstones_changed(s.db)
         s.lexicon.add(c, row[0], memory.content, memory.updated.timestamp())

@@ -124,7 +124,7 @@ def _drifted(db: Database, view: View) -> list[tuple]:
             "AND (instr(m.content, '/') > 0 OR json_array_length(m.record, '$.claims') > 0 "
             f"OR json_array_length(m.record, '$.verified_paths') > 0) {where} ORDER BY m.created, m.id",
             params).fetchall()):
-        memory = Memory.model_validate_json(record)
+        memory = Memory.from_record(record)
         drift = assess_path_drift(memory.content, [c.spec for c in memory.claims], memory.origin.worktree,
                                   memory.verified_paths, memory.verified_absent_paths)
         if drift.missing or drift.claim_anchored_missing:
@@ -172,7 +172,7 @@ def _memories(db: Database, ids: list[str]) -> list[Memory]:
         return []
     marks = ",".join("?" * len(ids))
     rows = db.read(lambda c: c.execute(f"SELECT record FROM memories WHERE id IN ({marks})", ids).fetchall())
-    return [Memory.model_validate_json(r[0]) for r in rows]
+    return [Memory.from_record(r[0]) for r in rows]
 
 
 def _counts(buckets: dict[str, list]) -> dict[str, int]:

@@ -42,7 +42,7 @@ def get(s: Session, id: str) -> Memory:
         raise NotFound(f"memory {id} was removed at {row[1]} ({row[2]}); `kenning restore {id}` brings it back")
     from kenning.store.models import Memory
 
-    return Memory.model_validate_json(row[0])
+    return Memory.from_record(row[0], id)
 
 
 def show(s: Session, id: str) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def list_memories(
         "ORDER BY updated DESC, id DESC LIMIT ?", (*params, *view_params, limit)).fetchall())
     from kenning.store.models import Memory
 
-    memories = [Memory.model_validate_json(r[0]) for r in rows]
+    memories = [Memory.from_record(r[0]) for r in rows]
     if record:
         s.log_read(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
     return memories
@@ -102,8 +102,8 @@ def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tom
         "ORDER BY removed_at DESC, id DESC LIMIT ?", (*params, limit)).fetchall())
     from kenning.store.models import Memory, Tombstone
 
-    removers = _removers(s, [Memory.model_validate_json(r).id for r, _, _ in rows])
-    return [Tombstone(memory=(m := Memory.model_validate_json(r)), reason=why, removed_at=at,
+    removers = _removers(s, [Memory.from_record(r).id for r, _, _ in rows])
+    return [Tombstone(memory=(m := Memory.from_record(r)), reason=why, removed_at=at,
                       removed_by_session=removers.get(m.id)) for r, why, at in rows]
 
 

@@ -93,8 +93,8 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
     rows = conn.execute(
         "SELECT m.rowid, m.id, m.record FROM memories m JOIN memory_scopes s ON s.mem = m.rowid WHERE s.scope = ?",
         (old,)).fetchall()
-    for rowid, _, record in rows:
-        memory = Memory.model_validate_json(record)
+    for rowid, mid, record in rows:
+        memory = Memory.from_record(record, mid)
         scopes = list(dict.fromkeys(new if s == old else s for s in memory.scopes))
         conn.execute("UPDATE memories SET record = ? WHERE rowid = ?",
                      (memory.model_copy(update={"scopes": scopes}).model_dump_json(), rowid))

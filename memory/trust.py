@@ -174,7 +174,7 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
         f"SELECT id, record, removed_at FROM memories WHERE id IN ({marks})", targets).fetchall())
     from kenning.store.models import Memory
 
-    found = {mid: (Memory.model_validate_json(record), removed) for mid, record, removed in rows}
+    found = {mid: (Memory.from_record(record, mid), removed) for mid, record, removed in rows}
     out: dict[str, list[dict[str, Any]]] = {}
     for source, link in wanted:
         target, removed = found.get(link.target, (None, None))

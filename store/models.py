@@ -87,6 +87,21 @@ class Memory(_Record):
     links: list[Link] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def from_record(cls, record: str | bytes, id: str | None = None) -> "Memory":
+        """A stored row's ``record`` as a memory. A record changed behind kenning's back (not JSON,
+        or not a memory) is a StorageError naming the row, not the caller's bad argument."""
+        try:
+            return cls.model_validate_json(record)
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            from kenning.errors import StorageError
+
+            why = str(exc).splitlines()[0][:160]
+            name = f"memory {id}" if id else "a memory"
+            raise StorageError(f"the stored record of {name} is damaged ({type(exc).__name__}: {why}); check "
+                               "names every damaged row: rewrite that record as a memory's JSON or restore the "
+                               "store from a backup") from None
+
     @property
     def summary(self) -> str:
         """The first line of the body, cut to one short line: what a listing or a link shows."""

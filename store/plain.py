@@ -119,7 +119,10 @@ class PlainMemory:
 
 def plain_memory(record: str) -> PlainMemory:
     """A stored record as a PlainMemory, or NotPlain unless the record is exactly the model's JSON."""
-    data = json.loads(record)
+    try:
+        data = json.loads(record)
+    except ValueError:
+        raise NotPlain("the record is not JSON") from None  # the model's read says it is damaged
     if not isinstance(data, dict) or tuple(data) != MEMORY_FIELDS or not _shaped(data):
         raise NotPlain("the record is not in the current model's shape")
     if json.dumps(data, ensure_ascii=False, separators=(",", ":")) != record:

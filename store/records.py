@@ -160,7 +160,7 @@ def live_row(c: sqlite3.Connection, id: str) -> tuple[int, Memory]:
         raise NotFound(f"memory {id} is removed; `kenning restore {id}` first")
     from .models import Memory  # here: a plain search imports this module without pydantic
 
-    return row[0], Memory.model_validate_json(row[1])
+    return row[0], Memory.from_record(row[1], id)
 
 
 def check_link_targets(c: sqlite3.Connection, links: list[Link], self_id: str | None = None) -> None:
@@ -194,7 +194,7 @@ def summaries(db: Database, ids: list[str]) -> dict[str, dict[str, Any]]:
 
     out = {}
     for mid, record, removed in rows:
-        memory = Memory.model_validate_json(record)
+        memory = Memory.from_record(record, mid)
         out[mid] = {"summary": memory.summary, "scopes": memory.scopes, "status": "removed" if removed else "live"}
     return out
 
@@ -206,7 +206,7 @@ def reverse_links(db: Database, id: str) -> list[dict[str, Any]]:
         "WHERE l.target = ? AND m.removed_at IS NULL ORDER BY l.kind, m.id", (id,)).fetchall())
     from .models import Memory
 
-    return [{"kind": kind, "source": source, "note": note, "summary": Memory.model_validate_json(record).summary}
+    return [{"kind": kind, "source": source, "note": note, "summary": Memory.from_record(record, source).summary}
             for kind, source, note, record in rows]
 
 

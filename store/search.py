@@ -390,7 +390,7 @@ _VERSIONS: dict[int, tuple[Memory, str]] = {}  # id(memory) -> (memory, its vers
 def _parsed(record: str) -> tuple[Memory, str]:
     from .models import Memory
 
-    memory = Memory.model_validate_json(record)
+    memory = Memory.from_record(record)
     if len(_VERSIONS) > 8192:
         _VERSIONS.clear()
     _VERSIONS[id(memory)] = (memory, memory.version)

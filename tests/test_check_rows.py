@@ -66,3 +66,26 @@ def test_the_library_check_reports_the_rows_and_a_whole_store_stays_clean(tmp_pa
         Episodes(store).write("tried the sweep", takeaway="k1=1.5 hurts", scopes=["projects:x"])
         report = store.check()
     assert report["ok"] and report["problems"] == [], report
+
+
+def test_reading_a_damaged_memory_says_the_store_is_damaged_not_that_the_argument_was_bad(tmp_path):
+    """show, list and search of a memory whose record is damaged: one line naming the memory and
+    damage (was "bad argument to show: ValidationError"), exit 2, no traceback; the whole memory
+    still reads."""
+    folder = tmp_path / "s"
+    ids, _ = damaged_store(folder)
+    for args in (["show", ids[0]], ["show", ids[1]], ["list"], ["search", "auth service port", "--mode", "bm25"]):
+        done = cli(folder, *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done)
+        assert "bad argument" not in done.stderr and "is damaged" in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, (args, done.stderr)
+    for args in (["show", ids[0]], ["show", ids[1]]):
+        assert args[1] in cli(folder, *args).stderr  # the row is named
+    assert cli(folder, "show", ids[2]).returncode == 0
+    with kenning.open_store(folder) as store:
+        try:
+            store.get(ids[0])
+        except kenning.errors.StorageError as exc:
+            assert ids[0] in str(exc)
+        else:
+            raise AssertionError("a damaged record read without error")
