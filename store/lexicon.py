@@ -276,18 +276,27 @@ class Lexicon:
         lexid = conn.execute(
             f"INSERT INTO {self.t.docs}(mem, length, live, ts) VALUES (?, ?, 1, ?)", (key, length, ts)
         ).lastrowid
-        conn.executemany(
-            f"INSERT INTO {self.t.delta}(term, lexid, tf) VALUES (?, ?, ?)",
-            [(t, lexid, c) for t, c in counts.items()],
-        )
+        if len(counts) >= COMPACT_AFTER_DELTA_ROWS:
+            # a text that alone fills the delta (a 1 MiB body: up to ~300k distinct CJK terms) would be
+            # written to it, read back and deleted by the compaction below; fold the delta first, then
+            # merge the text's postings straight into the segments: the same rows, lexids still ascending
+            self.compact(conn)
+            terms = list(counts)
+            self._merge(conn, _group(terms, [lexid] * len(terms), [counts[t] for t in terms]))
+        else:
+            conn.executemany(
+                f"INSERT INTO {self.t.delta}(term, lexid, tf) VALUES (?, ?, ?)",
+                [(t, lexid, c) for t, c in counts.items()],
+            )
         stored_df = self._stored_df
         for term in counts.keys() & stored_df.keys():
             stored_df[term] += 1
-        pending = int(_meta(conn, self.t.delta_rows_key, "0")) + len(counts)
-        if pending >= COMPACT_AFTER_DELTA_ROWS:
-            self.compact(conn)
-        else:
-            Database.set_meta(conn, self.t.delta_rows_key, str(pending))
+        if len(counts) < COMPACT_AFTER_DELTA_ROWS:
+            pending = int(_meta(conn, self.t.delta_rows_key, "0")) + len(counts)
+            if pending >= COMPACT_AFTER_DELTA_ROWS:
+                self.compact(conn)
+            else:
+                Database.set_meta(conn, self.t.delta_rows_key, str(pending))
         self._patch_add(lexid, key, length, ts, counts)
 
     def add_many(self, conn: sqlite3.Connection, items: list[tuple[int, str, float]],
