@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -103,7 +104,7 @@ def _load(folder: Path, rebuild: bool = False) -> dict[str, Any]:
     ``rebuild`` (export --force) started afresh."""
     path = folder / MANIFEST_NAME
     fresh = {"version": 1, "files": {}, "pending": {}, "folders": []}
-    if not path.exists():
+    if not _is_file(path):
         return fresh
     try:
         data = json.loads(read_text(path))
@@ -113,6 +114,18 @@ def _load(folder: Path, rebuild: bool = False) -> dict[str, Any]:
             return fresh
         raise InvalidInput(f"{path} is damaged ({str(exc)[:200]}); export again with --force to rebuild it") from None
     return data
+
+
+def _is_file(path: Path) -> bool:
+    """True for a regular file (or a link to one), False when nothing is there; InvalidInput for anything
+    else where kenning reads or writes a file: opening a FIFO named MEMORY.md would block for ever."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not S_ISREG(mode):
+        raise InvalidInput(f"{path} is not a regular file (a folder, FIFO, socket or device); move it out of the way")
+    return True
 
 
 def _check_manifest(folder: Path, data: Any) -> None:
@@ -213,7 +226,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                 if not (folder / parent).exists():
                     created.append(folder / parent)
             path.parent.mkdir(parents=True, exist_ok=True)
-            old = read_text(path) if path.exists() else None
+            old = read_text(path) if _is_file(path) else None
             if old is not None:  # a file a person's editor saved with CRLF or a byte-order mark keeps them
                 text = _in_style_of(old, text)
             if old == text:
@@ -265,7 +278,7 @@ def _files_for(store: "Store") -> dict[str, tuple[dict, str, list[Memory]]]:
 
 def _unsynced(path: Path, entry: dict[str, Any], store: "Store") -> bool:
     """Does the file hold a person's change kenning has not taken in (edit, new text, deletion, damage)?"""
-    if not path.exists():
+    if not _is_file(path):
         return False
     parsed = parse(read_text(path))
     if parsed.new or parsed.mangled:
@@ -322,7 +335,7 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
                 files.add(str(path.relative_to(folder)))
         where: dict[str, dict[str, str | None]] = {}  # id -> {file holding a block with it: that file's scope}
         for rel in sorted(files):
-            if (folder / rel).exists():
+            if _is_file(folder / rel):
                 parsed = parse(read_text(folder / rel))
                 scope = (parsed.kind or {}).get("scope") if isinstance(parsed.kind, dict) else None
                 for seg in parsed.segments:
@@ -330,7 +343,7 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
                         where.setdefault(seg.id, {})[rel] = scope if isinstance(scope, str) else None
         for rel in sorted(files):
             path = folder / rel
-            if not path.exists():
+            if not _is_file(path):
                 report["missing_files"].append(rel)  # deleting a file is not read as deleting its memories
                 continue
             _sync_file(store, folder, rel, manifest, report, where)

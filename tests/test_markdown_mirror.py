@@ -577,3 +577,40 @@ def test_a_damaged_manifest_is_one_error_and_export_force_rebuilds_it(store, mir
     assert set(json.loads((folder / markdown.MANIFEST_NAME).read_text())["files"]["projects/auth/MEMORY.md"]["ids"]) \
         == {ids["port"], ids["deploy"], ids["backup"]}
     assert not any(_sync(store, folder)[k] for k in ("written", "updated", "removed", "mangled"))
+
+
+@pytest.mark.parametrize("where", ["ops/MEMORY.md", "stray/MEMORY.md"])
+def test_a_fifo_named_like_a_memory_file_is_one_error_not_a_hang(store, mirror, where):
+    """Opening a FIFO for reading blocks until someone writes to it: sync (and export, for a file it
+    writes) refuse it in one line instead of waiting for ever, and nothing is written."""
+    import threading
+
+    folder, ids = mirror
+    target = folder / where
+    target.parent.mkdir(exist_ok=True)
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    runs = [lambda: markdown.sync(store, folder)] + ([lambda: markdown.export(store, folder, force=True)]
+                                                      if where.startswith("ops/") else [])
+    for run in runs:
+        outcome: dict = {}
+
+        def attempt(run=run, outcome=outcome):
+            try:
+                outcome["result"] = run()
+            except InvalidInput as exc:
+                outcome["error"] = str(exc)
+
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(timeout=120)  # a guard against hanging for ever, not a timing assertion
+        try:
+            assert not worker.is_alive(), "reading the folder blocked on the FIFO"
+        finally:
+            if worker.is_alive():  # let the blocked open() go, so the test run ends
+                os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+                worker.join(timeout=30)
+        assert "not a regular file" in outcome.get("error", ""), outcome
+    assert store.get(ids["ops"]).content.startswith("The on-call rota")
+    assert not (folder / LOCK_NAME).exists()
+
