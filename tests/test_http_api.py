@@ -315,6 +315,38 @@ def test_the_page_links_to_a_memory_whose_id_holds_url_characters(client, store,
             assert opened.status_code == 200 and "rotates its keys every Sunday" in opened.text, (link, opened.text[:300])
 
 
+@pytest.mark.sqlite_only
+def test_a_store_the_server_may_only_read_answers_writes_with_403_not_a_callers_mistake(tmp_path):
+    """A write to a store whose files the server may not write is the server's condition, not a bad
+    request: 403 with code read_only (a 400 tells a client its request was wrong), and reads still work."""
+    from unprivileged import run_unprivileged
+
+    directory = tmp_path / "store"
+    with kenning.open_store(directory) as store:
+        store.configure(default_mode="bm25")
+        mid = store.write("The auth service listens on port 8443", scopes=["ops"]).id
+    (directory / "kenning.sqlite3").chmod(0o444)
+    directory.chmod(0o555)
+
+    def use():
+        with kenning.open_store(directory) as store, \
+                TestClient(create_app(store), base_url=BASE, raise_server_exceptions=False) as client:
+            return [(r.status_code, r.json()) for r in (
+                client.post("/memories", json={"content": "The billing job runs nightly at 02:00", "scopes": ["ops"]}),
+                client.patch(f"/memories/{mid}", json={"content": "The auth service listens on port 9443"}),
+                client.patch("/config", json={"write_enabled": False}),
+                client.get("/search", params={"q": "auth port"}))]
+
+    try:
+        *writes, (status, found) = run_unprivileged(use)
+    finally:
+        directory.chmod(0o755)
+        (directory / "kenning.sqlite3").chmod(0o644)
+    for code, body in writes:
+        assert code == 403 and body["code"] == "read_only" and "read-only" in body["error"], (code, body)
+    assert status == 200 and [h["id"] for h in found["hits"]] == [mid]
+
+
 def test_every_override_a_refusal_names_is_a_field_the_api_takes(client):
     """A refusal's ``override`` names the field that accepts the risk; sending it must work."""
     text = "The billing service runs nightly reconciliation at 02:00 UTC and writes its report to the finance bucket."

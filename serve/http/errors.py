@@ -2,7 +2,9 @@
 
 The body of every error is ``{"error": "<the library's one-line message>"}``, plus ``gate``,
 ``code`` and ``hint`` when a gate or a live setting refused. Nothing a caller sends can reach a
-500: validation failures of the request itself are 400 with one line naming the field.
+500: validation failures of the request itself are 400 with one line naming the field. The
+server's own trouble is not the caller's: a store it may only read is 403 (``code: read_only``),
+a storage failure (a full disk, a lock held too long) or a missing encoder 503 (``code: unavailable``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kenning.errors import KenningError, NotFound, SearchDisabled, Stale
+from kenning.errors import EmbeddingsUnavailable, KenningError, NotFound, ReadOnlyStore, SearchDisabled, Stale, StorageError
 from kenning.memory.gates import GateRefused
 from kenning.store.ids import ID_IN_TEXT as _ID
 from kenning.store.models import WriteResult
@@ -92,6 +94,11 @@ def _kenning_error(_: Request, exc: KenningError) -> JSONResponse:
         return error(404, for_http(str(exc)))
     if isinstance(exc, Stale):  # changed since the caller read it: a conflict with the store's state
         return error(409, str(exc), code="stale")
+    # the server's own trouble, not the caller's mistake: a 400 would tell a client not to send it again
+    if isinstance(exc, ReadOnlyStore):  # this server may not write its store: no write will ever pass
+        return error(403, str(exc), code="read_only")
+    if isinstance(exc, (StorageError, EmbeddingsUnavailable)):  # a full disk, a lock held too long ...: retry later
+        return error(503, for_http(str(exc)), code="unavailable")
     return error(400, for_http(str(exc)))
 
 
