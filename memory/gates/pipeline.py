@@ -118,7 +118,9 @@ def late_duplicate(c: sqlite3.Connection, content: str, passed: Passed) -> Write
     """Inside the write's transaction (which holds the write lock): a duplicate among the memories
     committed since the gates' probe looked - another process writing the same fact at the same
     moment - or None. The gates run before the lock is taken, so without this look both writes commit."""
-    rows = c.execute("SELECT id, content, terms FROM memories WHERE rowid > ? AND removed_at IS NULL",
+    # "+removed_at": the rowid range is the few rows committed since; with the column indexed
+    # (memories_live_updated) SQLite walked every live memory's index entry instead (~20 ms at 100k)
+    rows = c.execute("SELECT id, content, terms FROM memories WHERE rowid > ? AND +removed_at IS NULL",
                      (passed.seen,)).fetchall()
     if not rows:
         return None
