@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .files import (LOCK_NAME, TEMP_MARK, abandoned, atomic_write, break_abandoned, can_break, lock_holder, pid_alive,
                     read_text, temp_owner)
-from .markdown import MANIFEST_NAME, known_folders
+from .markdown import MANIFEST_NAME, _check_rel, known_folders
 
 if TYPE_CHECKING:
     from kenning.memory.facade import Store
@@ -91,7 +91,19 @@ def _made_folders(folder: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     folders = manifest.get("folders", []) if isinstance(manifest, dict) else []
-    return sorted((f for f in folders if isinstance(f, str)), key=lambda p: -p.count("/"))
+    if not isinstance(folders, list):
+        return []
+    return sorted((f for f in folders if _inside(folder, f)), key=lambda p: -p.count("/"))
+
+
+def _inside(folder: Path, rel: object) -> bool:
+    """A folder the manifest names that lies inside the export: the manifest is in a folder people edit
+    and share, and one naming '../x' or an absolute path must not make clean remove a folder elsewhere."""
+    try:
+        _check_rel(folder, rel, file=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _remove_empty(path: Path, root: Path) -> None:

@@ -64,6 +64,27 @@ def test_clean_removes_leftovers_and_never_knowledge(store, litter):
 
 
 @pytest.mark.sqlite_only  # about the files beside the SQLite database
+def test_clean_never_removes_a_folder_outside_the_export_a_manifest_names(store, tmp_path):
+    """The manifest lies in a folder people edit and share: one listing '../x', an absolute path or a
+    link out of the export as a folder kenning made must not make clean remove that (empty) folder."""
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    outside = [tmp_path / "empty-sibling", tmp_path / "empty-absolute", tmp_path / "linked-target"]
+    for path in outside:
+        path.mkdir()
+    (folder / "link").symlink_to(tmp_path / "linked-target")
+    manifest_path = folder / markdown.MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text())
+    manifest["folders"] += ["../empty-sibling", str(tmp_path / "empty-absolute"), "link"]
+    manifest_path.write_text(json.dumps(manifest))
+    listed = clean(store, dry_run=True)
+    report = clean(store)
+    assert all(path.is_dir() for path in outside)
+    named = json.dumps([listed, report])
+    assert "empty-sibling" not in named and "empty-absolute" not in named and "linked-target" not in named
+
+
 def test_clean_never_removes_by_age(store, tmp_path):
     store.write("Backups keep 14 daily snapshots", scopes=["ops"])
     folder = tmp_path / "notes"
