@@ -10,7 +10,7 @@ import sys
 import time
 
 import kenning
-from kenning.memory.gates import pipeline
+from kenning.memory.gates import pipeline, write_enabled
 
 FACT = "The Grafana dashboards for billing live in the observability folder"
 
@@ -69,3 +69,31 @@ def test_processes_writing_the_same_facts_at_once_commit_each_once(tmp_path):
         stored = [m.content for m in store.list(limit=100)]
     assert len(stored) == len(set(stored)) == texts
     assert sorted(a for pair in zip(*statuses) for a in pair).count("committed") == texts
+
+
+def test_a_duplicate_committed_after_the_write_first_looked_at_the_store_is_caught(tmp_path, monkeypatch):
+    """The write's block reads the store's commit count once, with its settings; another process's
+    commit after that and before the gates' probe must still be seen by the probe or by the late
+    look (the probe took the stale lexical view and the late look started past the other's row:
+    two processes writing the same facts stored one twice, CI's base stage)."""
+    first, second = kenning.open_store(tmp_path / "s"), kenning.open_store(tmp_path / "s")
+    try:
+        first.write("The payroll export runs every Friday after the finance close", scopes=["ops"])
+        first.search("payroll", mode="bm25", record=False)  # first's lexical view is current
+        check, raced = write_enabled.check, []
+
+        def then_the_other_writes(config):
+            refused = check(config)
+            if not raced:
+                raced.append("")  # the other write's own check passes straight through
+                raced[0] = second.write(FACT, scopes=["ops"]).id
+            return refused
+
+        monkeypatch.setattr(write_enabled, "check", then_the_other_writes)
+        result = first.write(FACT, scopes=["ops"])
+        assert result.status == "duplicate" and result.id == raced[0]
+        assert sorted(m.content for m in first.list()) == sorted([FACT, "The payroll export runs every Friday "
+                                                                  "after the finance close"])
+    finally:
+        first.close()
+        second.close()

@@ -94,9 +94,13 @@ def run(
         return refused(refusal)
     # tokenized once: the probe, the overlap, the stored row and the index entry share it
     tokens, terms = tokens_and_terms(content)
-    seen = _last_rowid(db)
-    check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms), _tombstones(db),
-                                       new_terms=frozenset(terms))
+    # the last rowid first, then a probe that sees every commit up to it (a write's one_generation
+    # block may have looked before another process's commit): what the probe misses, the write's
+    # transaction finds past ``seen`` (late_duplicate)
+    with db.fresh_look():
+        seen = _last_rowid(db)
+        check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms),
+                                           _tombstones(db), new_terms=frozenset(terms))
     match = check.match
     removed = [m.model_dump(exclude_none=True) for m in check.removed]
     if check.status == "duplicate" and not overrides.force:

@@ -394,6 +394,20 @@ class PostgresDatabase:
             self._local.seen = generation
         return generation
 
+    @contextmanager
+    def fresh_look(self) -> Iterator[None]:
+        """Inside a ``one_generation`` block, a stretch whose reads see every commit made so far, as
+        outside one: what a write's duplicate probe needs, which must not miss a text another
+        process committed after the block's first look (it takes the store's last rowid as the
+        point its late check starts from)."""
+        local = self._local
+        looking, seen = getattr(local, "looking", False), getattr(local, "seen", None)
+        local.looking, local.seen = False, None
+        try:
+            yield
+        finally:
+            local.looking, local.seen = looking, seen
+
     def data_version(self) -> int:
         """Changes when another process (or Store object) committed; our own commits leave it unchanged."""
         held = getattr(self._local, "seen", None)
