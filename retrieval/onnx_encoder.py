@@ -405,7 +405,9 @@ class OnnxEncoder:
         except Exception as exc:
             return None, openvino_bulk.failed(exc)
         if not cosines.min() >= openvino_bulk.MIN_PROBE_COSINE:
-            return None, f"openvino's probe vectors stray from the float graph's: cosine {cosines.min():.5f}"
+            low = np.floor(float(cosines.min()) * 1e6) / 1e6  # cut, not rounded: never shown at the bar
+            return None, (f"openvino's probe vectors stray from the float graph's: cosine {low:.6f}, under the "
+                          f"{openvino_bulk.MIN_PROBE_COSINE} it must reach")
         return runner, None
 
     def _token_counts(self, texts: list[str]) -> list[int]:
