@@ -60,6 +60,12 @@ class Malformed(ValueError):
     """A ledger line that parses as JSON but cannot be read as messages: it is skipped and counted."""
 
 
+# What the readers make of a line; raised when the same lines come to give other messages (a kind
+# of line skipped, a session's project read otherwise), so that an index an older kenning read is
+# read again, once, at its next sync (recall/transcripts.py). 2: Claude Code's compact summaries
+# skipped; a session in a shared generic ledger belongs to its own cwd's project.
+READER_VERSION = "2"
+
 @dataclass
 class Message:
     speaker: str          # user | assistant | tool

@@ -39,7 +39,7 @@ from kenning.store.models import MODES, Degraded, iso, utcnow
 
 from .folders import LedgerFolders
 from .ledger import Mark, marks_hold, read_from
-from .readers import epoch as _epoch, identity  # _epoch: readers.py checked it when the line was read
+from .readers import READER_VERSION, epoch as _epoch, identity  # _epoch: readers.py checked it when the line was read
 from .transcript_models import TranscriptHit, TranscriptResult
 from .transcript_vectors import TranscriptVectors, forget
 
@@ -58,6 +58,7 @@ BATCH_BELOW = 64  # an increment this small goes through the delta table (cheap,
 REBUILD_RETIRED_MIN = 10_000
 MAX_LIMIT = 50
 ENV_CURRENT_SESSION = "KENNING_CURRENT_SESSION"
+READER_KEY = "transcript_reader_version"  # meta: the READER_VERSION that read the indexed messages
 
 
 @dataclass
@@ -120,6 +121,7 @@ class TranscriptIndex:
         self._ledger_sessions: dict[int, tuple[tuple, set[str]]] = {}  # ledger id -> (its mark, its sessions)
         self._ledger_projects: dict[int, tuple[tuple, dict[str, str]]] = {}  # ... (its mark, sessions elsewhere)
         self._folders = LedgerFolders()
+        self._readers_current = False  # the index was read by these readers (READER_KEY), once known
         if not db.read_only and db.get_meta(TRANSCRIPT_TABLES.tokenizer_key) != fingerprint():
             with db.transaction() as c:
                 self.lexicon.ensure_current(c)
@@ -192,6 +194,7 @@ class TranscriptIndex:
             self._refresh()
             if self.db.read_only:  # serve what is indexed; reading the files on would need a write
                 return report
+            outdated = self._read_by_older_readers()
             sources = self.db.read(lambda c: c.execute(
                 "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
             seen: set[str] = set()
@@ -212,9 +215,10 @@ class TranscriptIndex:
                     seen.discard(path)
                     continue
                 known = self._ledgers.get(path)
-                if known and known.mark.size == stat.st_size and known.mark.mtime_ns == stat.st_mtime_ns:
+                if known and not outdated and known.mark.size == stat.st_size \
+                        and known.mark.mtime_ns == stat.st_mtime_ns:
                     continue
-                self._read(source_id, project, path, stat, known, report)
+                self._read(source_id, project, path, stat, known, report, again=outdated)
             gone = [led for path, led in self._ledgers.items() if path not in seen]
             if gone:
                 with self.db.transaction() as c:
@@ -224,15 +228,28 @@ class TranscriptIndex:
                     self._ledgers.pop(led.path, None)
             if report.reread or report.dropped:
                 self._maybe_rebuild()
+            if outdated:
+                with self.db.transaction() as c:
+                    self.db.set_meta(c, READER_KEY, READER_VERSION)
+                self._readers_current = True
         if report.messages and self.vectors is not None:
             self.vectors.semantic.wake_background()
         return report
 
+    def _read_by_older_readers(self) -> bool:
+        """Whether the indexed messages were read by readers older than these (``READER_VERSION``):
+        then every ledger is read again from its start at this sync. Asked once a process."""
+        if not self._readers_current:
+            self._readers_current = self.db.get_meta(READER_KEY) == READER_VERSION
+        return not self._readers_current
+
     def _read(self, source_id: int, default_project: str | None, path: str, stat: os.stat_result,
-              known: _Ledger | None, report: SyncReport) -> None:
+              known: _Ledger | None, report: SyncReport, again: bool = False) -> None:
+        """Read a ledger on from where it was read (from its start when it was rewritten, or when
+        ``again``: read by older readers)."""
         offset, state = 0, {}
-        rewritten = False
-        if known is not None:
+        rewritten = known is not None and again
+        if known is not None and not again:
             try:
                 with open(path, "rb") as f:
                     appended = stat.st_size >= known.mark.offset and marks_hold(f, known.mark)

@@ -93,6 +93,45 @@ def test_claude_code_compact_summary_is_not_recalled_as_something_the_user_said(
     assert not any("continued from a previous conversation" in h.snippet for h in hits)
 
 
+
+def test_an_index_read_by_older_readers_is_read_again_once(tmp_path, monkeypatch):
+    """A store whose ledgers an older kenning read (here: one that still took Claude Code's compact
+    summary for the user's words) is read again from each ledger's start at the next sync, once:
+    the summary goes, nothing is counted twice, and a later sync reads nothing again."""
+    from kenning.recall import readers, transcripts
+
+    sid = "9d1c3f00-0000-4000-8000-00000000beef"
+    base = {"sessionId": sid, "cwd": str(tmp_path), "isSidechain": False, "userType": "external"}
+    ledger = tmp_path / f"{sid}.jsonl"
+    _append(ledger,
+            {**base, "type": "user", "uuid": "u1", "timestamp": "2026-11-20T09:10:00.000Z",
+             "message": {"role": "user", "content": "Why does the numbat exporter drop rows?"}},
+            {**base, "type": "user", "uuid": "u2", "timestamp": "2026-11-20T10:00:00.000Z", "isCompactSummary": True,
+             "message": {"role": "user", "content": "This session is being continued. Summary: the numbat "
+                                                    "exporter drops rows."}},
+            {**base, "type": "assistant", "uuid": "a1", "timestamp": "2026-11-20T10:01:00.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The numbat exporter skips "
+                                                                                    "rows without a key."}]}})
+    claude = readers._claude
+    with monkeypatch.context() as older:  # the readers before READER_VERSION 2
+        older.setattr(readers, "_claude", lambda obj, state: claude(
+            {k: v for k, v in obj.items() if k != "isCompactSummary"}, state))
+        with kenning.open_store(tmp_path / "s") as old:
+            index_for(old).add_source(ledger, project=tmp_path)
+            assert len(index_for(old).search("numbat exporter", all_projects=True, limit=10).hits) == 3
+            with old.db.transaction() as c:
+                old.db.set_meta(c, transcripts.READER_KEY, "1")
+    with kenning.open_store(tmp_path / "s") as store:
+        ix = index_for(store)
+        report = ix.sync()
+        assert report.reread == 1 and report.messages == 2
+        hits = ix.search("numbat exporter", all_projects=True, limit=10).hits
+        assert sorted(h.speaker for h in hits) == ["assistant", "user"]
+        assert not any("being continued" in h.snippet for h in hits)
+        assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM transcript_messages").fetchone()[0]) == 2
+    with kenning.open_store(tmp_path / "s") as store:
+        assert not index_for(store).sync().changed  # read again once, not at every open
+
 def test_codex_rollout_skips_injected_context_event_echoes_and_reasoning(index):
     hits = index.search("refund idempotency", project=PAYMENTS).hits
     codex = [h for h in hits if h.format == "codex"]
