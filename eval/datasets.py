@@ -228,9 +228,14 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
 def _qrels(
     folder: Path | Traversable, documents: dict[str, Document], queries: dict[str, Query]
 ) -> tuple[dict[str, dict[str, int]], int]:
-    """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped."""
+    """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped.
+
+    A (query, document) pair judged twice with different grades is an error; the same grade twice is
+    harmless and read once.
+    """
     shown = _display(folder, QRELS_FILE)
     qrels: dict[str, dict[str, int]] = {}
+    first_seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that judged it
     unknown = 0
     for number, line in _lines(folder, QRELS_FILE):
         if not line.strip():
@@ -250,5 +255,13 @@ def _qrels(
         if query_id not in queries or doc_id not in documents:
             unknown += 1
             continue
-        qrels.setdefault(query_id, {})[doc_id] = grade
+        judged = qrels.setdefault(query_id, {})
+        if doc_id in judged and judged[doc_id] != grade:
+            # the later row would silently replace the earlier one (a relevant document judged 0
+            # makes its query unanswerable and moves every mean): which one is meant is the user's call
+            raise InvalidInput(f"{shown}:{number}: query {query_id!r} and document {doc_id!r} are judged "
+                               f"{grade} here and {judged[doc_id]} on line {first_seen[query_id, doc_id]}; "
+                               f"keep one judgment per pair")
+        first_seen.setdefault((query_id, doc_id), number)
+        judged[doc_id] = grade
     return qrels, unknown
