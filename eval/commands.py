@@ -44,7 +44,33 @@ def _read_json(path: Path, what: str) -> dict:
         raise InvalidInput(f"{what} {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("modes"), dict):
         raise InvalidInput(f"{what} {path}: not an eval report (no 'modes' object); make one with `kenning eval run --out`")
+    damage = _damage(data)
+    if damage:
+        raise InvalidInput(f"{what} {path}: damaged eval report ({damage}); make it again with `kenning eval run --out` "
+                           "(a committed baseline: `kenning eval record-baselines`, or restore it from git)")
     return data
+
+
+def _damage(report: Mapping) -> str | None:
+    """What in a report's shape the comparison could not read (a metric that is not a number, a mode
+    that is not an object), or None. A hand-edited or truncated-then-patched file is refused in one
+    line instead of failing half-way through a comparison."""
+    from .comparison import LATENCY_KEYS
+
+    if "config" in report and not isinstance(report["config"], (dict, type(None))):
+        return "'config' is not an object"
+    model_id = (report.get("config") or {}).get("model_id")
+    if model_id is not None and not isinstance(model_id, str):
+        return "config 'model_id' is not text"
+    for mode, row in report["modes"].items():
+        if not isinstance(row, dict):
+            return f"mode {mode!r} is not an object"
+        for metric in (*METRIC_COLUMNS, *LATENCY_KEYS):
+            value = row.get(metric)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or value != value):
+                return f"{mode} {metric} is {value!r}, not a number"
+    return None
 
 
 def _write_json(path: Path, payload: Mapping) -> None:

@@ -126,3 +126,32 @@ def test_a_mode_without_its_semantic_leg_is_not_compared_with_one_that_had_it():
     result = compare(lexical, full)
     assert result["differences"] == [{"setting": "hybrid mode's semantic leg", "report": "not run", "baseline": "run"}]
     assert result["regressions"] == [] and result["modes"] == {}
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda r: r["modes"]["bm25"].update({"nDCG@10": "0.9"}), "bm25 nDCG@10 is '0.9', not a number"),
+    (lambda r: r["modes"]["bm25"].update({"latency_ms_p50": None, "R@10": [1]}), "bm25 R@10 is [1], not a number"),
+    (lambda r: r["modes"].update({"bm25": [0.9]}), "mode 'bm25' is not an object"),
+    (lambda r: r.update({"config": "x"}), "'config' is not an object"),
+])
+def test_a_damaged_baseline_is_refused_in_one_line_not_a_traceback(recorded, tmp_path, damage, said):
+    """A hand-edited baseline whose metric is text used to end `eval compare` in a TypeError
+    traceback (float - str) half-way through the table; `eval run --baseline` the same."""
+    report = json.loads(recorded.read_text(encoding="utf-8"))
+    damage(report)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(report), encoding="utf-8")
+    for args in (["compare", str(recorded), str(damaged)],
+                 ["run", str(recorded.parent / "notes"), "--modes", "bm25", "--baseline", str(damaged)]):
+        result = runner.invoke(eval_app, args)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (f"error: baseline {damaged}: damaged eval report ({said}); make it again with "
+                                         "`kenning eval run --out` (a committed baseline: `kenning eval "
+                                         "record-baselines`, or restore it from git)")
+
+
+def test_the_committed_baselines_read_as_undamaged():
+    from kenning.eval.commands import _read_json
+
+    for path in sorted(BASELINES.glob("*.json")):
+        assert _read_json(path, "baseline")["modes"]
