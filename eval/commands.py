@@ -286,7 +286,7 @@ def _scratch_server(ctx: typer.Context, store_url: str | None) -> str | None:
 @_one_line_errors
 def run_command(
     ctx: typer.Context,
-    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), or 'builtin' / 'memval' / 'memval2' / 'memval3' (shipped memory-style sets)."),
+    collection: str = typer.Argument(..., help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv or BEIR's qrels/test.tsv), or 'builtin' / 'memval' / 'memval2' / 'memval3' (shipped memory-style sets)."),
     modes: Optional[str] = typer.Option(
         None, "--modes", help="Comma-separated modes (keyword,bm25,semantic,hybrid). Default: every mode that can run here."),
     group_sep: Optional[str] = typer.Option(
@@ -417,11 +417,11 @@ def _check_writable(path: Path | None, option: str) -> None:
 
 def _load(collection: str):
     """The collection, with one note on stderr for judgments it cannot use (the loader only counts them)."""
-    from .datasets import QRELS_FILE, load_dataset
+    from .datasets import load_dataset
 
     data = load_dataset(collection)
     if data.unknown_qrels:
-        ui.note(f"{collection}/{QRELS_FILE}: {data.unknown_qrels} judgment(s) name a query or document not in "
+        ui.note(f"{collection}/{data.qrels_file}: {data.unknown_qrels} judgment(s) name a query or document not in "
                 "the collection; ignored")
     return data
 

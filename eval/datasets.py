@@ -1,4 +1,5 @@
-"""Load BEIR-format relevance collections: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv``.
+"""Load BEIR-format relevance collections: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.tsv`` (or
+BEIR's own ``qrels/test.tsv``).
 
 A collection is a folder (or ``"builtin"`` / ``"memval"`` / ``"memval2"`` / ``"memval3"``, the memory-style sets shipped in the package). The
 loader is strict about the files themselves - a missing file or a malformed line is an
@@ -26,6 +27,9 @@ PACKAGED = {BUILTIN: "kenning.eval.builtin", "memval": "kenning.eval.memval", "m
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels.tsv"
+# BEIR's own layout (a download from the BEIR site): one qrels file per split; the test split is read
+BEIR_QRELS_DIR = "qrels"
+BEIR_QRELS_FILE = f"{BEIR_QRELS_DIR}/test.tsv"
 # LoCoMo's question categories by the names commonly used for the released ids (see the
 # collection's SOURCE.md); the dev split holds 1-4, a held-back file the adversarial ones (5).
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
@@ -93,6 +97,7 @@ class Dataset:
     queries: dict[str, Query]
     qrels: dict[str, dict[str, int]]
     unknown_qrels: int = 0
+    qrels_file: str = QRELS_FILE  # the judgments read, relative to the folder (qrels.tsv or qrels/test.tsv)
 
     def is_answerable(self, query_id: str) -> bool:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
@@ -102,7 +107,7 @@ class Dataset:
         """The first ``n`` queries (file order) with their judgments; the corpus is unchanged."""
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
-        return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels)
+        return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file)
 
 
 FOREIGN = "foreign"
@@ -118,7 +123,8 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
     queries = dict(data.queries)
     for i, query in enumerate(other.queries.values()):
         queries[f"{FOREIGN}{i}"] = Query(f"{FOREIGN}{i}", query.text, {"kind": FOREIGN, "from": other.name})
-    return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels)
+    return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels,
+                   data.qrels_file)
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:
@@ -138,7 +144,8 @@ def load_dataset(source: str | Path) -> Dataset:
         return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()
     if not folder.is_dir():
-        raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE}; "
+        raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE} "
+                           f"or {BEIR_QRELS_FILE}; "
                            f"the shipped sets are {', '.join(list(PACKAGED)[:-1])} and {list(PACKAGED)[-1]})")
     return _load(folder, folder.resolve().name)
 
@@ -167,8 +174,24 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
     if not queries:
         raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
-    qrels, unknown = _qrels(folder, documents, queries)
-    return Dataset(name, documents, queries, qrels, unknown)
+    qrels_file = _qrels_file(folder)
+    qrels, unknown = _qrels(folder, qrels_file, documents, queries)
+    return Dataset(name, documents, queries, qrels, unknown, qrels_file)
+
+
+def _qrels_file(folder: Path | Traversable) -> str:
+    """``qrels.tsv``, else BEIR's ``qrels/test.tsv``; a ``qrels/`` folder holding only other splits
+    (dev, train) is an error naming them, never a run on judgments nobody chose."""
+    if (folder / QRELS_FILE).is_file() or not isinstance(folder, Path):
+        return QRELS_FILE
+    if (folder / BEIR_QRELS_FILE).is_file():
+        return BEIR_QRELS_FILE
+    splits = sorted(p.name for p in (folder / BEIR_QRELS_DIR).glob("*.tsv")) if (folder / BEIR_QRELS_DIR).is_dir() else []
+    if splits:
+        raise InvalidInput(f"{folder}: no {QRELS_FILE} nor {BEIR_QRELS_FILE}; {BEIR_QRELS_DIR}/ holds "
+                           f"{', '.join(splits)}: the test split is the one evaluated, so copy the split you mean "
+                           f"to {folder / QRELS_FILE}")
+    raise InvalidInput(f"{folder / QRELS_FILE}: file is missing (nor is there BEIR's {BEIR_QRELS_FILE})")
 
 
 def _lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[int, str]]:
@@ -226,18 +249,18 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
 
 
 def _qrels(
-    folder: Path | Traversable, documents: dict[str, Document], queries: dict[str, Query]
+    folder: Path | Traversable, filename: str, documents: dict[str, Document], queries: dict[str, Query]
 ) -> tuple[dict[str, dict[str, int]], int]:
     """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped.
 
     A (query, document) pair judged twice with different grades is an error; the same grade twice is
     harmless and read once.
     """
-    shown = _display(folder, QRELS_FILE)
+    shown = _display(folder, filename)
     qrels: dict[str, dict[str, int]] = {}
     first_seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that judged it
     unknown = 0
-    for number, line in _lines(folder, QRELS_FILE):
+    for number, line in _lines(folder, filename):
         if not line.strip():
             continue
         fields = line.rstrip("\r\n").split("\t")

@@ -253,3 +253,28 @@ def test_a_pair_judged_twice_with_the_same_grade_is_read_once(tmp_path):
     folder = write_collection(tmp_path / "c", [{"_id": "d1", "text": "x"}], [{"_id": "q1", "text": "x"}],
                               [("q1", "d1", 2), ("q1", "d1", 2)])
     assert load_dataset(folder).qrels == {"q1": {"d1": 2}}
+
+
+def test_beir_layout_qrels_test_tsv_is_read(tmp_path):
+    """A collection as BEIR ships it (qrels/test.tsv, no qrels.tsv) used to stop at
+    'qrels.tsv: file is missing'."""
+    folder = write_collection(tmp_path / "beir", [{"_id": "d1", "text": "x"}, {"_id": "d2", "text": "y"}],
+                              [{"_id": "q1", "text": "x"}], [("q1", "d1", 2), ("q1", "dx", 1)])
+    (folder / "qrels").mkdir()
+    (folder / "qrels.tsv").rename(folder / "qrels" / "test.tsv")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n", encoding="utf-8")
+    data = load_dataset(folder)
+    assert data.qrels == {"q1": {"d1": 2}} and data.unknown_qrels == 1
+    assert data.qrels_file == "qrels/test.tsv" and data.limit_queries(1).qrels_file == "qrels/test.tsv"
+
+
+def test_beir_layout_without_a_test_split_names_the_splits_it_has(tmp_path):
+    folder = write_collection(tmp_path / "beir", [{"_id": "d1", "text": "x"}], [{"_id": "q1", "text": "x"}],
+                              [("q1", "d1", 1)])
+    (folder / "qrels").mkdir()
+    (folder / "qrels.tsv").rename(folder / "qrels" / "dev.tsv")
+    with pytest.raises(InvalidInput, match=r"no qrels.tsv nor qrels/test.tsv; qrels/ holds dev.tsv: the test split"):
+        load_dataset(folder)
+    (folder / "qrels" / "dev.tsv").unlink()
+    with pytest.raises(InvalidInput, match=r"qrels.tsv: file is missing \(nor is there BEIR's qrels/test.tsv\)"):
+        load_dataset(folder)
