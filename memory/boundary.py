@@ -14,8 +14,10 @@ ENTRY_POINTS = (
     "write", "confirm_write", "cancel_write", "pending_writes", "import_records", "import_checked", "import_bulk",
     "update", "remove", "restore", "verify", "record_use", "get", "show", "list", "tombstones", "search", "rank",
     "disable_scope", "enable_scope", "rename_scope", "scope_overview", "health", "events", "log_event", "configure",
-    "check", "rebuild", "resolve_conflict",
+    "check", "rebuild", "resolve_conflict", "count", "stats", "settle_uses", "here", "conflicts",
 )
+# Public properties that read the store: after close() they too say so, not sqlite3.ProgrammingError.
+STORE_PROPERTIES = ("config", "disabled_scopes")
 # The parameters that name a memory (or a staged write) by id: a ULID arrives in any case and is
 # looked up in the one case the store keeps (store/ids.canonical), whichever surface passed it.
 ID_PARAMETERS = frozenset({"id", "other_id", "keep_id", "ids", "pending_id"})
@@ -32,8 +34,7 @@ def guarded(fn: Callable) -> Callable:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if spelled is not None:
             args, kwargs = spelled(args, kwargs)
-        if getattr(self, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
-            raise InvalidInput(f"{fn.__name__}: this store was closed; open it again with kenning.open_store()")
+        _refuse_closed(self, fn.__name__)
         try:
             return fn(self, *args, **kwargs)
         except KenningError:
@@ -42,6 +43,20 @@ def guarded(fn: Callable) -> Callable:
             raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
 
     return call
+
+
+def _refuse_closed(store: Any, name: str) -> None:
+    if getattr(store, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
+        raise InvalidInput(f"{name}: this store was closed; open it again with kenning.open_store()")
+
+
+def _open_only(prop: property, name: str) -> property:
+    def read(self: Any) -> Any:
+        _refuse_closed(self, name)
+        return prop.fget(self)
+
+    read.__doc__ = prop.__doc__
+    return property(read, prop.fset, prop.fdel, prop.__doc__)
 
 
 def _id_spelling(fn: Callable) -> Callable[[tuple, dict], tuple[tuple, dict]] | None:
@@ -77,4 +92,8 @@ def guard(cls: type) -> type:
     for name in ENTRY_POINTS:
         if callable(getattr(cls, name, None)):
             setattr(cls, name, guarded(getattr(cls, name)))
+    for name in STORE_PROPERTIES:
+        prop = getattr(cls, name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            setattr(cls, name, _open_only(prop, name))
     return cls

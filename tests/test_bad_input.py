@@ -133,3 +133,25 @@ def test_a_query_of_more_distinct_words_than_a_search_counts_is_searched_by_its_
     from kenning.recall.recall import recall
 
     assert recall(store, query, all_projects=True, roles=("transcript",))["hits"] == []
+
+
+def test_every_read_of_a_closed_store_says_it_was_closed(tmp_path):
+    """count, stats, settle_uses, conflicts, here and the config / disabled_scopes properties sat
+    outside the guard: after close() they raised sqlite3.ProgrammingError ("Cannot operate on a
+    closed database"), which no ``except KenningError`` catches."""
+    import kenning
+
+    store = kenning.open_store(tmp_path / "s", cwd=tmp_path)
+    store.write("keep me", scopes=["x"])
+    store.close()
+    store.close()  # twice is harmless
+    calls = {"count": store.count, "stats": store.stats, "settle_uses": store.settle_uses,
+             "conflicts": store.conflicts, "here": store.here,
+             "config": lambda: store.config, "disabled_scopes": lambda: store.disabled_scopes}
+    for name, call in calls.items():
+        with pytest.raises(kenning.KenningError, match=f"^{name}: this store was closed; open it again"):
+            call()
+    with kenning.open_store(tmp_path / "s") as again:
+        assert again.count() == 1 and again.config.default_mode
+    with pytest.raises(InvalidInput, match="count: this store was closed"):
+        again.count()
