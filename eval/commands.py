@@ -497,8 +497,8 @@ def compare_command(
     """Show each mode's metric differences from a baseline; exit 1 when any drops by more than the tolerance.
 
     Latency differences are shown but never fail the comparison. Two reports of different collections
-    or settings (document or query count, --group-sep, --depth, --limit-queries, model) are not
-    compared: the command names what differs and exits 2.
+    or settings (document or query count, --group-sep, --depth, --limit-queries, model), or with no
+    mode in common, are not compared: the command names what differs and exits 2.
 
     Example:
 
@@ -515,6 +515,12 @@ def compare_command(
         raise InvalidInput(f"{report_path} and {baseline_path} are not comparable: "
                            + "; ".join(describe(d, "in the report") for d in result["differences"])
                            + " (compare two runs of one collection with the same settings)")
+    if not result["modes"]:
+        # nothing was diffed, so "no regression" (exit 0) would pass a gate on no evidence at all
+        report_modes = ", ".join(_read_json(report_path, "report")["modes"]) or "none"
+        raise InvalidInput(f"{report_path} and {baseline_path} have no mode in common (the report: {report_modes}; "
+                           f"the baseline: {', '.join(result['missing_modes']) or 'none'}); nothing compared "
+                           "(run the baseline's modes with --modes)")
     if as_json:
         emit_json(result)
     else:

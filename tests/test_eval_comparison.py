@@ -155,3 +155,17 @@ def test_the_committed_baselines_read_as_undamaged():
 
     for path in sorted(BASELINES.glob("*.json")):
         assert _read_json(path, "baseline")["modes"]
+
+
+def test_compare_with_no_mode_in_common_is_refused_not_passed(notes, recorded, tmp_path):
+    """A keyword-only report against a bm25 baseline diffed nothing and still said 'no regression',
+    exit 0: a gate passed on no evidence."""
+    report = tmp_path / "keyword.json"
+    ran = runner.invoke(eval_app, ["run", str(notes), "--modes", "keyword", "--out", str(report), "--baseline", "none"])
+    assert ran.exit_code == 0, ran.output
+    for extra in ([], ["--json"]):
+        result = runner.invoke(eval_app, ["compare", str(report), str(recorded), *extra])
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr.strip() == (f"error: {report} and {recorded} have no mode in common (the report: keyword; "
+                                         "the baseline: bm25); nothing compared (run the baseline's modes with --modes)")
+    assert runner.invoke(eval_app, ["compare", str(recorded), str(recorded)]).exit_code == 0
