@@ -116,6 +116,8 @@ def query(
 ) -> list[dict[str, Any]]:
     """Events oldest first, filtered by session, time (``at >= since``), kinds and memories."""
     where, params = [], []
+    if session is not None and not isinstance(session, str):
+        raise InvalidInput(f"session must be a session id (a string), got {type(session).__name__}")
     if session is not None:
         where.append("session = ?")
         params.append(session)
@@ -124,7 +126,7 @@ def query(
         params.append(_instant(since))
     for column, values in (("kind", kinds), ("memory_id", memory_ids)):
         if values is not None:
-            values = list(values)
+            values = _names(values, "kinds" if column == "kind" else "memory_ids")
             if not values:
                 return []
             where.append(f"{column} IN ({','.join('?' * len(values))})")
@@ -134,6 +136,20 @@ def query(
     sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY rowid"
     rows = db.read(lambda c: c.execute(sql, params).fetchall())
     return [{"at": at, "session": s, "kind": k, "memory_id": m, "payload": json.loads(p)} for at, s, k, m, p in rows]
+
+
+def _names(values: Iterable[str] | str, what: str) -> list[str]:
+    """A list of names; one string is one name (kinds="write" matched the kinds "w", "r", … and found nothing)."""
+    if isinstance(values, str):
+        return [values]
+    try:
+        names = list(values)
+    except TypeError:
+        raise InvalidInput(f"{what} must be a list of strings, got {type(values).__name__}") from None
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInput(f"{what} must be a list of strings, got an item of type {type(name).__name__}")
+    return names
 
 
 def _instant(value: datetime | str) -> str:

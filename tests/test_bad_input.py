@@ -155,3 +155,18 @@ def test_every_read_of_a_closed_store_says_it_was_closed(tmp_path):
         assert again.count() == 1 and again.config.default_mode
     with pytest.raises(InvalidInput, match="count: this store was closed"):
         again.count()
+
+
+def test_events_takes_one_kind_as_a_string_and_refuses_other_shapes(store):
+    """kinds="write" was iterated letter by letter (kind IN ('w', 'r', …)) and answered [] although
+    the log held writes; an int raised a bare TypeError; a session id of the wrong type matched nothing."""
+    store.write("The auth service listens on port 8443", scopes=["x"])
+    writes = store.events(kinds=["write"])
+    assert len(writes) == 1
+    assert store.events(kinds="write") == writes
+    with pytest.raises(InvalidInput, match="^kinds must be a list of strings, got int$"):
+        store.events(kinds=5)
+    with pytest.raises(InvalidInput, match="^kinds must be a list of strings, got an item of type int$"):
+        store.events(kinds=["write", 5])
+    with pytest.raises(InvalidInput, match="^session must be a session id"):
+        store.events(session=5)
