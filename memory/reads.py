@@ -202,6 +202,7 @@ def rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable[
 
     ``explain=False`` is rank-only (a ``Ranking``: ids and scores, the top hit's relevance label,
     no snippets or match terms): what the eval harness times, so its latency is the engine's."""
+    check_count(depth, "depth")  # depth=0 or -1 answered an empty ranking, as if nothing matched
     return _rank(s, query, mode, depth, scopes, category, None, explain)[0]
 
 

@@ -170,3 +170,13 @@ def test_events_takes_one_kind_as_a_string_and_refuses_other_shapes(store):
         store.events(kinds=["write", 5])
     with pytest.raises(InvalidInput, match="^session must be a session id"):
         store.events(session=5)
+
+
+@pytest.mark.parametrize("depth", [0, -1, "5", 2.5, True, None])
+def test_rank_refuses_a_depth_that_is_not_a_positive_whole_number(store, depth):
+    """depth=0 and depth=-1 answered an empty ranking, as if nothing matched; "5" raised a bare
+    TypeError ('>' not supported between int and str) wrapped as 'bad argument to rank'."""
+    store.write("The auth service listens on port 8443", scopes=["x"])
+    assert [h.snippet for h in store.rank("auth port", mode="bm25", depth=1).hits] == ["The auth service listens on port 8443"]
+    with pytest.raises(InvalidInput, match=r"^depth must be a whole number from 1 to 1,000,000,000, got "):
+        store.rank("auth port", mode="bm25", depth=depth)
