@@ -233,6 +233,9 @@ def _notes(report: Mapping) -> list:
         lines.append(f"only the first {report['limit_queries']} queries were run (--limit-queries)")
     if report.get("skipped_documents"):
         lines.append(f"{report['skipped_documents']} document(s) without text were not indexed")
+    if report.get("other_split_queries"):
+        lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that qrels/test.tsv does not name "
+                     "(another split's) were not run")
     return lines
 
 

@@ -98,6 +98,8 @@ class Dataset:
     qrels: dict[str, dict[str, int]]
     unknown_qrels: int = 0
     qrels_file: str = QRELS_FILE  # the judgments read, relative to the folder (qrels.tsv or qrels/test.tsv)
+    # BEIR layout only: queries of queries.jsonl that qrels/test.tsv never names (another split's), not run
+    other_split_queries: int = 0
 
     def is_answerable(self, query_id: str) -> bool:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
@@ -107,7 +109,8 @@ class Dataset:
         """The first ``n`` queries (file order) with their judgments; the corpus is unchanged."""
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
-        return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file)
+        return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file,
+                       self.other_split_queries)
 
 
 FOREIGN = "foreign"
@@ -124,7 +127,7 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
     for i, query in enumerate(other.queries.values()):
         queries[f"{FOREIGN}{i}"] = Query(f"{FOREIGN}{i}", query.text, {"kind": FOREIGN, "from": other.name})
     return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels,
-                   data.qrels_file)
+                   data.qrels_file, data.other_split_queries)
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:
@@ -175,8 +178,17 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
     qrels_file = _qrels_file(folder)
-    qrels, unknown = _qrels(folder, qrels_file, documents, queries)
-    return Dataset(name, documents, queries, qrels, unknown, qrels_file)
+    qrels, unknown, named = _qrels(folder, qrels_file, documents, queries)
+    other_split = 0
+    if qrels_file == BEIR_QRELS_FILE:
+        # BEIR's queries.jsonl holds every split's queries; one the test qrels never name is another
+        # split's, not an unanswerable question (this project's qrels.tsv leaves those unjudged on purpose)
+        kept = {q: query for q, query in queries.items() if q in named}
+        other_split, queries = len(queries) - len(kept), kept
+        if not queries:
+            raise InvalidInput(f"{_display(folder, BEIR_QRELS_FILE)}: names none of the queries in "
+                               f"{_display(folder, QUERIES_FILE)}; nothing to evaluate")
+    return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split)
 
 
 def _qrels_file(folder: Path | Traversable) -> str:
@@ -250,15 +262,17 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
 
 def _qrels(
     folder: Path | Traversable, filename: str, documents: dict[str, Document], queries: dict[str, Query]
-) -> tuple[dict[str, dict[str, int]], int]:
+) -> tuple[dict[str, dict[str, int]], int, set[str]]:
     """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped.
 
     A (query, document) pair judged twice with different grades is an error; the same grade twice is
-    harmless and read once.
+    harmless and read once. Returns the judgments of known ids, the count of the others, and every
+    known query a row names.
     """
     shown = _display(folder, filename)
     qrels: dict[str, dict[str, int]] = {}
     first_seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that judged it
+    named: set[str] = set()
     unknown = 0
     for number, line in _lines(folder, filename):
         if not line.strip():
@@ -275,6 +289,8 @@ def _qrels(
             if number == 1 and not qrels:
                 continue  # the header: query-id corpus-id score
             raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer") from None
+        if query_id in queries:
+            named.add(query_id)
         if query_id not in queries or doc_id not in documents:
             unknown += 1
             continue
@@ -287,4 +303,4 @@ def _qrels(
                                f"keep one judgment per pair")
         first_seen.setdefault((query_id, doc_id), number)
         judged[doc_id] = grade
-    return qrels, unknown
+    return qrels, unknown, named

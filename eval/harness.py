@@ -455,5 +455,7 @@ def run_eval(
         report["skipped_documents"] = skipped
     if data.unknown_qrels:
         report["unknown_qrels"] = data.unknown_qrels
+    if data.other_split_queries:
+        report["other_split_queries"] = data.other_split_queries
     return report
 

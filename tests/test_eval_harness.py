@@ -338,3 +338,35 @@ def test_the_label_table_fits_80_columns_with_every_variant():
     assert header.split() == ["mode", "high", "prec", "medium", "prec", "low", "prec", "top", "high"]
     assert "hybrid-lexical" in shown and shown.count("100.0%") == 6 * 7
     assert "prec: the share of those judged relevant" in " ".join(shown.split())
+
+
+def test_beir_layout_runs_only_the_test_splits_queries_and_says_so(tmp_path):
+    """BEIR's queries.jsonl holds every split's queries and qrels/test.tsv judges the test ones; a
+    train query must not run as an 'unanswerable' one (its results would fill the unanswerable
+    block of a collection that has none) - it is left out and counted."""
+    folder = write_collection(
+        tmp_path / "beir",
+        [{"_id": "d1", "text": "the auth service listens on port 8443"}, {"_id": "d2", "text": "lunch is at noon"}],
+        [{"_id": "q1", "text": "auth service port"}, {"_id": "t1", "text": "when is lunch"}],
+        [("q1", "d1", 1)])
+    (folder / "qrels").mkdir()
+    (folder / "qrels.tsv").rename(folder / "qrels" / "test.tsv")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nt1\td2\t1\n", encoding="utf-8")
+    data = load_dataset(folder)
+    assert list(data.queries) == ["q1"] and data.other_split_queries == 1
+    report = run_eval(folder, modes="bm25", progress=False)
+    assert report["queries"] == 1 and report["other_split_queries"] == 1
+    assert "unanswerable" not in report["modes"]["bm25"] and report["modes"]["bm25"]["nDCG@10"] == 1.0
+    text = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--baseline", "none"])
+    assert text.exit_code == 0, text.output
+    assert "1 query(ies) of queries.jsonl that qrels/test.tsv does not name (another split's) were not run" in text.stdout
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nqx\td1\t1\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"qrels/test.tsv: names none of the queries in .*queries.jsonl; nothing to evaluate"):
+        load_dataset(folder)
+
+
+def test_a_plain_qrels_tsv_keeps_unjudged_queries_as_unanswerable(tmp_path):
+    folder = write_collection(tmp_path / "plain", [{"_id": "d1", "text": "auth port 8443"}],
+                              [{"_id": "q1", "text": "auth port"}, {"_id": "q2", "text": "the sky"}], [("q1", "d1", 1)])
+    data = load_dataset(folder)
+    assert list(data.queries) == ["q1", "q2"] and data.other_split_queries == 0
