@@ -100,6 +100,9 @@ class Dataset:
     qrels_file: str = QRELS_FILE  # the judgments read, relative to the folder (qrels.tsv or qrels/test.tsv)
     # BEIR layout only: queries of queries.jsonl that qrels/test.tsv never names (another split's), not run
     other_split_queries: int = 0
+    # queries whose every relevant judgment names a document the corpus lacks: no answer can be found
+    # and none is known to be absent, so they are neither scored nor counted as unanswerable; not run
+    orphaned_queries: int = 0
 
     def is_answerable(self, query_id: str) -> bool:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
@@ -110,7 +113,7 @@ class Dataset:
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
         return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file,
-                       self.other_split_queries)
+                       self.other_split_queries, self.orphaned_queries)
 
 
 FOREIGN = "foreign"
@@ -127,7 +130,7 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
     for i, query in enumerate(other.queries.values()):
         queries[f"{FOREIGN}{i}"] = Query(f"{FOREIGN}{i}", query.text, {"kind": FOREIGN, "from": other.name})
     return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels,
-                   data.qrels_file, data.other_split_queries)
+                   data.qrels_file, data.other_split_queries, data.orphaned_queries)
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:
@@ -178,7 +181,14 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
     qrels_file = _qrels_file(folder)
-    qrels, unknown, named = _qrels(folder, qrels_file, documents, queries)
+    qrels, unknown, named, lost = _qrels(folder, qrels_file, documents, queries)
+    orphaned = {q for q in lost if not any(grade > 0 for grade in qrels.get(q, {}).values())}
+    if orphaned:
+        queries = {q: query for q, query in queries.items() if q not in orphaned}
+        qrels = {q: judged for q, judged in qrels.items() if q not in orphaned}
+        if not queries:
+            raise InvalidInput(f"{_display(folder, qrels_file)}: every query's relevant documents are missing from "
+                               f"{_display(folder, CORPUS_FILE)}; nothing to evaluate")
     other_split = 0
     if qrels_file == BEIR_QRELS_FILE:
         # BEIR's queries.jsonl holds every split's queries; one the test qrels never name is another
@@ -188,7 +198,7 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         if not queries:
             raise InvalidInput(f"{_display(folder, BEIR_QRELS_FILE)}: names none of the queries in "
                                f"{_display(folder, QUERIES_FILE)}; nothing to evaluate")
-    return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split)
+    return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split, len(orphaned))
 
 
 def _qrels_file(folder: Path | Traversable) -> str:
@@ -262,17 +272,18 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
 
 def _qrels(
     folder: Path | Traversable, filename: str, documents: dict[str, Document], queries: dict[str, Query]
-) -> tuple[dict[str, dict[str, int]], int, set[str]]:
+) -> tuple[dict[str, dict[str, int]], int, set[str], set[str]]:
     """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped.
 
     A (query, document) pair judged twice with different grades is an error; the same grade twice is
     harmless and read once. Returns the judgments of known ids, the count of the others, and every
-    known query a row names.
+    known query a row names, and every known query judged relevant to a document the corpus lacks.
     """
     shown = _display(folder, filename)
     qrels: dict[str, dict[str, int]] = {}
     first_seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that judged it
     named: set[str] = set()
+    lost: set[str] = set()
     unknown = 0
     for number, line in _lines(folder, filename):
         if not line.strip():
@@ -292,6 +303,8 @@ def _qrels(
         if query_id in queries:
             named.add(query_id)
         if query_id not in queries or doc_id not in documents:
+            if query_id in queries and grade > 0:
+                lost.add(query_id)
             unknown += 1
             continue
         judged = qrels.setdefault(query_id, {})
@@ -303,4 +316,4 @@ def _qrels(
                                f"keep one judgment per pair")
         first_seen.setdefault((query_id, doc_id), number)
         judged[doc_id] = grade
-    return qrels, unknown, named
+    return qrels, unknown, named, lost

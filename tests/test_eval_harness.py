@@ -370,3 +370,23 @@ def test_a_plain_qrels_tsv_keeps_unjudged_queries_as_unanswerable(tmp_path):
                               [{"_id": "q1", "text": "auth port"}, {"_id": "q2", "text": "the sky"}], [("q1", "d1", 1)])
     data = load_dataset(folder)
     assert list(data.queries) == ["q1", "q2"] and data.other_split_queries == 0
+
+
+def test_a_query_whose_relevant_documents_are_all_missing_is_not_run_as_unanswerable(tmp_path):
+    """q2's only relevant document is not in the corpus: it used to count as an unanswerable query
+    ('none on purpose'), its hits scored in the unanswerable block. It is left out and counted; a
+    query with a known relevant document beside a missing one is still scored."""
+    folder = write_collection(
+        tmp_path / "c",
+        [{"_id": "d1", "text": "the auth service listens on port 8443"}, {"_id": "d2", "text": "lunch is at noon"}],
+        [{"_id": "q1", "text": "auth service port"}, {"_id": "q2", "text": "when is lunch"},
+         {"_id": "q3", "text": "what colour is the sky"}],
+        [("q1", "d1", 1), ("q1", "gone1", 1), ("q2", "gone2", 1), ("q2", "d2", 0)])
+    data = load_dataset(folder)
+    assert list(data.queries) == ["q1", "q3"] and data.orphaned_queries == 1 and data.unknown_qrels == 2
+    report = run_eval(folder, modes="bm25", progress=False)
+    assert report["queries"] == 2 and report["orphaned_queries"] == 1
+    assert report["modes"]["bm25"]["queries"] == 1 and report["modes"]["bm25"]["unanswerable"]["queries"] == 1
+    text = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--baseline", "none"])
+    assert text.exit_code == 0, text.output
+    assert "1 query(ies) whose every relevant document is missing from the corpus were not run" in text.stdout
