@@ -213,15 +213,17 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     (``plain``: a lexical search answered as store/plain.py's data, ``ranking.run_plain``)."""
     config = config or s.config
     mode = mode or config.default_mode
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str):  # a dict, bytes or None is not an empty query: say what it is
+        raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+    if not query.strip():
         raise InvalidInput("the query is empty; give words a matching memory would contain")
     if not query.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in query):
         raise InvalidInput("the query is not valid Unicode (it holds a lone surrogate such as \\ud800)")
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    if scopes is not None and not isinstance(scopes, str) and not list(scopes):
-        scopes = None
-    scopes = check_scopes(scopes) if scopes else None
+    if isinstance(scopes, (list, tuple, set, frozenset)) and not scopes:
+        scopes = None  # no scopes named: every scope (an int or a generator is check_scopes' to refuse)
+    scopes = check_scopes(scopes) if scopes is not None and scopes != "" else None
     check_category(category)
     filters = ranking.Filters(scopes, category, view.updated_after if view else None,
                               view.hidden_keys(s.db) if view else ())

@@ -180,3 +180,31 @@ def test_rank_refuses_a_depth_that_is_not_a_positive_whole_number(store, depth):
     assert [h.snippet for h in store.rank("auth port", mode="bm25", depth=1).hits] == ["The auth service listens on port 8443"]
     with pytest.raises(InvalidInput, match=r"^depth must be a whole number from 1 to 1,000,000,000, got "):
         store.rank("auth port", mode="bm25", depth=depth)
+
+
+@pytest.mark.parametrize("query,message", [
+    ({"q": "auth"}, "query must be a string, got dict"),
+    (b"auth", "query must be a string, got bytes"),
+    (None, "query must be a string, got NoneType"),
+    (["auth"], "query must be a string, got list"),
+    ("  ", "the query is empty"),
+])
+def test_a_query_that_is_not_a_string_is_named_as_such(store, query, message):
+    """A dict, bytes or a list as the query was refused as 'the query is empty', which sends the
+    caller looking for a missing word rather than a wrong type."""
+    store.write("The auth service listens on port 8443", scopes=["x"])
+    for call in (lambda: store.search(query), lambda: store.rank(query)):
+        with pytest.raises(InvalidInput, match=f"^{message}"):
+            call()
+
+
+@pytest.mark.parametrize("scopes", [5, 2.5, object()])
+def test_search_names_scopes_of_the_wrong_type(store, scopes):
+    """search(scopes=5) raised 'bad argument to search: TypeError: 'int' object is not iterable'."""
+    store.write("The auth service listens on port 8443", scopes=["x"])
+    for call in (lambda: store.search("auth", scopes=scopes), lambda: store.rank("auth", scopes=scopes)):
+        with pytest.raises(InvalidInput, match=r"^scopes must be a list of strings, got "):
+            call()
+    assert [h.snippet for h in store.search("auth", scopes=[], auto_scope=False).hits] == [
+        "The auth service listens on port 8443"]  # an empty list still means every scope
+    assert store.search("auth", scopes="y").hits == []  # one string is one scope
