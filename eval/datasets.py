@@ -110,6 +110,8 @@ class Dataset:
 
     def limit_queries(self, n: int) -> Dataset:
         """The first ``n`` queries (file order) with their judgments; the corpus is unchanged."""
+        if n < 1:  # [:-2] would keep all but the last two
+            raise InvalidInput("--limit-queries must be at least 1")
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
         return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file,

@@ -136,6 +136,8 @@ def tune(
         raise InvalidInput("give at least one collection to tune on")
     loaded = [as_dataset(s) for s in sources]
     if limit_queries is not None:
+        if limit_queries < 1:  # a negative slice would tune on all but the last N, silently
+            raise InvalidInput("--limit-queries must be at least 1")
         loaded = [d.limit_queries(limit_queries) for d in loaded]
     for data in loaded:
         if not any(data.is_answerable(q) for q in data.queries):

@@ -390,3 +390,13 @@ def test_a_query_whose_relevant_documents_are_all_missing_is_not_run_as_unanswer
     text = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--baseline", "none"])
     assert text.exit_code == 0, text.output
     assert "1 query(ies) whose every relevant document is missing from the corpus were not run" in text.stdout
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_tune_refuses_a_limit_below_one_instead_of_tuning_on_all_but_the_last(grouped, limit):
+    """`eval tune --limit-queries -1` tuned on every query but the last (a Python slice), and 0 said
+    'has no query with a relevant document'; `eval run` already refused both."""
+    result = runner.invoke(eval_app, ["tune", str(grouped), "--limit-queries", limit])
+    assert result.exit_code == 2 and result.stderr.strip() == "error: --limit-queries must be at least 1"
+    with pytest.raises(InvalidInput, match="--limit-queries must be at least 1"):
+        load_dataset(grouped).limit_queries(int(limit))
