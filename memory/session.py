@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kenning.errors import InvalidInput
 from kenning.retrieval.text import fingerprint
 from kenning.store import integrity, records
 from kenning.store.backend import open_backend
@@ -44,6 +45,7 @@ class Session:
         session_id: str | None,
         cwd: str | os.PathLike | None,
     ):
+        _check_arguments(clock, session_id, cwd)
         self.location = resolve_store_dir(directory)  # a directory, or a postgresql:// URL
         # one session per Store object: the event log's unit
         self.session_id = session_id or new_ulid()
@@ -144,6 +146,17 @@ class Session:
             if self._semantic is not None:
                 self._semantic.close()  # stops the background embedder, saves the vector index
             self.db.close()
+
+
+def _check_arguments(clock: object, session_id: object, cwd: object) -> None:
+    """open_store's other arguments, refused at the open: cwd=5 raised a bare TypeError from pathlib,
+    clock=5 failed at the first write ('int' object is not callable), session_id=["a"] at the first event."""
+    if not callable(clock):
+        raise InvalidInput(f"clock must be a function returning the time (a datetime), got {type(clock).__name__}")
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidInput(f"session_id must be a string, got {type(session_id).__name__}")
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise InvalidInput(f"cwd must be a folder path, got {type(cwd).__name__}")
 
 
 class SessionState:

@@ -208,3 +208,19 @@ def test_search_names_scopes_of_the_wrong_type(store, scopes):
     assert [h.snippet for h in store.search("auth", scopes=[], auto_scope=False).hits] == [
         "The auth service listens on port 8443"]  # an empty list still means every scope
     assert store.search("auth", scopes="y").hits == []  # one string is one scope
+
+
+@pytest.mark.parametrize("keyword,value,message", [
+    ("cwd", 5, "^cwd must be a folder path, got int$"),
+    ("clock", 5, "^clock must be a function returning the time"),
+    ("session_id", ["a"], "^session_id must be a string, got list$"),
+    ("session_id", 5, "^session_id must be a string, got int$"),
+])
+def test_open_store_refuses_its_other_arguments_at_the_open(tmp_path, keyword, value, message):
+    """cwd=5 raised a bare TypeError from pathlib (no KenningError); clock=5 opened and failed at the
+    first write; session_id=["a"] failed at the first logged event, session_id=5 was logged as an int."""
+    import kenning
+
+    with pytest.raises(InvalidInput, match=message):
+        kenning.open_store(tmp_path / "s", **{keyword: value})
+    assert not (tmp_path / "s").exists()  # refused before anything was created
