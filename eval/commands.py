@@ -307,7 +307,7 @@ def run_command(
     baseline: Optional[str] = typer.Option(
         None, "--baseline", metavar="FILE|none",
         help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json). "
-             "A run whose settings differ from the baseline's (collection, document or query count, --group-sep, "
+             "A run whose settings differ from the baseline's (collection, document or query count, contents, --group-sep, "
              "--depth, --limit-queries, model) gets no verdict, only a note naming the difference. The exit code "
              "is 0 either way; `kenning eval compare` exits 1 on a regression."),
     foreign: Optional[str] = typer.Option(
@@ -465,7 +465,7 @@ def _verdict_lines(verdict: Mapping) -> list[str]:
     if verdict["differences"]:
         from .comparison import describe
 
-        other = any(d["setting"] == "documents" for d in verdict["differences"])
+        other = any(d["setting"] in ("documents", "collection contents") for d in verdict["differences"])
         return [f"no verdict: this run's settings differ from the baseline {where}: "
                 + "; ".join(describe(d) for d in verdict["differences"]),
                 ("the baseline holds another collection of that name: " if other else
@@ -503,7 +503,7 @@ def compare_command(
     """Show each mode's metric differences from a baseline; exit 1 when any drops by more than the tolerance.
 
     Latency differences are shown but never fail the comparison. Two reports of different collections
-    or settings (document or query count, --group-sep, --depth, --limit-queries, model), or with no
+    or settings (document or query count, contents, --group-sep, --depth, --limit-queries, model), or with no
     mode in common, are not compared: the command names what differs and exits 2.
 
     Example:

@@ -24,6 +24,8 @@ SETTINGS = (
     ("group_sep", "--group-sep"),
     ("depth", "--depth"),
     ("limit_queries", "--limit-queries"),
+    # a hash of the documents, queries and judgments (Dataset.fingerprint): same counts, other contents
+    ("contents", "collection contents"),
 )
 WRITTEN_WHEN_GIVEN = {"limit_queries"}
 QUOTED = {"collection", "--group-sep"}  # text as typed: a separator may be a space
@@ -33,7 +35,7 @@ def differences(report: Mapping, baseline: Mapping) -> list[dict]:
     """Every recorded setting that changes the figures and differs, as ``{"setting", "report", "baseline"}``.
 
     A setting one of the two does not record (a report from before it was recorded) is not held
-    against it. Besides the top-level settings: the embedding model (its files; the backend is
+    against it. The contents' hash is named only when no count or setting before it differs. Besides the top-level settings: the embedding model (its files; the backend is
     encoder noise the tolerance absorbs), and a mode that ran without its semantic leg on one side
     only (hybrid without the embeddings extra is another ranking).
     """
@@ -41,6 +43,8 @@ def differences(report: Mapping, baseline: Mapping) -> list[dict]:
     for key, label in SETTINGS:
         if key not in WRITTEN_WHEN_GIVEN and (key not in report or key not in baseline):
             continue
+        if key == "contents" and out:
+            continue  # another count or setting already says why; the hash would only repeat it
         if report.get(key) != baseline.get(key):
             out.append({"setting": label, "report": report.get(key), "baseline": baseline.get(key)})
     models = [_model(r) for r in (report, baseline)]

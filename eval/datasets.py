@@ -108,6 +108,18 @@ class Dataset:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
         return any(grade > 0 for grade in self.qrels.get(query_id, {}).values())
 
+    def fingerprint(self) -> str:
+        """A short hash of what the figures are measured on: every document's id and indexed text,
+        every query's id and text (in order) and every judgment. Two collections with the same
+        counts but an edited judgment or document differ here, so their figures are not compared."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for part in ([(d.id, d.content) for d in self.documents.values()], [(q.id, q.text) for q in self.queries.values()],
+                     sorted((q, d, g) for q, judged in self.qrels.items() for d, g in judged.items())):
+            digest.update(json.dumps(part, ensure_ascii=False).encode("utf-8"))
+        return digest.hexdigest()[:16]
+
     def limit_queries(self, n: int) -> Dataset:
         """The first ``n`` queries (file order) with their judgments; the corpus is unchanged."""
         if n < 1:  # [:-2] would keep all but the last two

@@ -435,6 +435,7 @@ def run_eval(
         "documents": len(data.documents),
         "group_sep": group_sep,
         "depth": depth,
+        "contents": data.fingerprint(),
         "modes": {},
     }
     with Progress(progress) as bar:

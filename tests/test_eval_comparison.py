@@ -169,3 +169,27 @@ def test_compare_with_no_mode_in_common_is_refused_not_passed(notes, recorded, t
         assert result.stderr.strip() == (f"error: {report} and {recorded} have no mode in common (the report: keyword; "
                                          "the baseline: bm25); nothing compared (run the baseline's modes with --modes)")
     assert runner.invoke(eval_app, ["compare", str(recorded), str(recorded)]).exit_code == 0
+
+
+def test_an_edited_judgment_with_the_same_counts_is_another_collection_not_a_regression(notes, recorded, tmp_path):
+    """Moving a judgment to another document kept every count, so `eval compare` diffed the two
+    runs and called the engine WORSE (exit 1) for a change in the qrels; now the contents' hash
+    differs and the comparison is refused, naming it."""
+    qrels = notes / "qrels.tsv"
+    qrels.write_text(qrels.read_text(encoding="utf-8").replace("b:q1\tb:2", "b:q1\tb:3"), encoding="utf-8")
+    report = tmp_path / "edited.json"
+    ran = runner.invoke(eval_app, ["run", str(notes), "--modes", "bm25", "--out", str(report), "--baseline", "none"])
+    assert ran.exit_code == 0, ran.output
+    edited, base = (json.loads(p.read_text(encoding="utf-8")) for p in (report, recorded))
+    assert (edited["queries"], edited["documents"]) == (base["queries"], base["documents"])
+    assert edited["contents"] != base["contents"]
+    result = runner.invoke(eval_app, ["compare", str(report), str(recorded)])
+    assert result.exit_code == 2, result.output
+    assert (f"not comparable: collection contents: {edited['contents']} in the report, {base['contents']} "
+            "in the baseline") in result.stderr
+    verdict = runner.invoke(eval_app, ["run", str(notes), "--modes", "bm25", "--baseline", str(recorded)])
+    assert "no verdict: this run's settings differ" in verdict.stdout and "collection contents:" in verdict.stdout
+    # the same contents compare as before
+    again = tmp_path / "again.json"
+    runner.invoke(eval_app, ["run", str(notes), "--modes", "bm25", "--out", str(again), "--baseline", "none"])
+    assert runner.invoke(eval_app, ["compare", str(again), str(report)]).exit_code == 0
