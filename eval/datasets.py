@@ -109,13 +109,14 @@ class Dataset:
         return any(grade > 0 for grade in self.qrels.get(query_id, {}).values())
 
     def fingerprint(self) -> str:
-        """A short hash of what the figures are measured on: every document's id and indexed text,
+        """A short hash of what the figures are measured on: every document's id, title and text,
         every query's id and text (in order) and every judgment. Two collections with the same
         counts but an edited judgment or document differ here, so their figures are not compared."""
         import hashlib
 
         digest = hashlib.sha256()
-        for part in ([(d.id, d.content) for d in self.documents.values()], [(q.id, q.text) for q in self.queries.values()],
+        # the files' text, not Document.content: a change to how a title is joined is the code's, not the data's
+        for part in ([(d.id, d.title, d.text) for d in self.documents.values()], [(q.id, q.text) for q in self.queries.values()],
                      sorted((q, d, g) for q, judged in self.qrels.items() for d, g in judged.items())):
             digest.update(json.dumps(part, ensure_ascii=False).encode("utf-8"))
         return digest.hexdigest()[:16]
