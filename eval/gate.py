@@ -81,7 +81,8 @@ def source(name: str, data: Path | None = None) -> str | Path:
         return name
     folder = (data or eval_data()) / name
     if not folder.is_dir():
-        raise InvalidInput(f"eval data {folder} is missing: set {EVAL_DATA_ENV} to the folder holding {name}/")
+        how = "pass --data" if data is not None else f"set {EVAL_DATA_ENV}"  # name what the user set
+        raise InvalidInput(f"eval data {folder} is missing: {how} to the folder holding {name}/")
     return folder
 
 
@@ -136,6 +137,10 @@ def record(names: list[str] | None = None, data: Path | None = None, out: Path =
     unknown = set(names or []) - {c.name for c in CASES}
     if unknown:
         raise InvalidInput(f"no gate case named {', '.join(sorted(unknown))}; cases: {', '.join(c.name for c in CASES)}")
+    for case in chosen:  # every folder first: a missing one must not stop the run half-way, some files rewritten
+        source(case.name, data)
+        if case.foreign:
+            source(case.foreign, data)
     written = []
     for case in chosen:
         report = run_case(case, data=data)

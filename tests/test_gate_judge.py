@@ -48,3 +48,18 @@ def test_a_case_run_with_other_settings_fails():
     base = {**_report(bm25=_row()), "depth": 100, "group_sep": ":"}
     problems = judge({**_report(bm25=_row()), "depth": 10, "group_sep": None, "limit_queries": 40}, base)
     assert [p.split(":")[0] for p in problems] == ["--group-sep", "--depth", "--limit-queries"]
+
+
+def test_record_checks_every_collection_folder_before_rewriting_any_baseline(tmp_path):
+    """`record-baselines builtin med --data WRONG` re-recorded builtin, then stopped at med, and told
+    the user to set KENNING_EVAL_DATA though they had passed --data."""
+    import pytest
+
+    from kenning.errors import InvalidInput
+    from kenning.eval.gate import record
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InvalidInput, match=r"eval data .*nope/med is missing: pass --data to the folder holding med/"):
+        record(["builtin", "med"], data=tmp_path / "nope", out=out)
+    assert list(out.iterdir()) == []
