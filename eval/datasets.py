@@ -164,6 +164,9 @@ def load_dataset(source: str | Path) -> Dataset:
     if str(source) in PACKAGED:
         return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()
+    if folder.is_file():  # e.g. the corpus.jsonl itself
+        raise InvalidInput(f"{folder}: a file, not a collection folder; give the folder that holds {CORPUS_FILE}, "
+                           f"{QUERIES_FILE} and {QRELS_FILE} (or {BEIR_QRELS_FILE})")
     if not folder.is_dir():
         raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE} "
                            f"or {BEIR_QRELS_FILE}; "

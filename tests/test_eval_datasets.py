@@ -278,3 +278,9 @@ def test_beir_layout_without_a_test_split_names_the_splits_it_has(tmp_path):
     (folder / "qrels" / "dev.tsv").unlink()
     with pytest.raises(InvalidInput, match=r"qrels.tsv: file is missing \(nor is there BEIR's qrels/test.tsv\)"):
         load_dataset(folder)
+
+
+def test_a_file_given_for_the_folder_is_named_as_a_file(small):
+    """`eval run path/corpus.jsonl` said 'no such collection folder', as if the path did not exist."""
+    with pytest.raises(InvalidInput, match=r"corpus.jsonl: a file, not a collection folder; give the folder that holds"):
+        load_dataset(small / "corpus.jsonl")
