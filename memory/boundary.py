@@ -29,11 +29,14 @@ def guarded(fn: Callable) -> Callable:
     rolled back, so nothing was written."""
 
     spelled = _id_spelling(fn)
+    switches = _switches(fn)
 
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if spelled is not None:
             args, kwargs = spelled(args, kwargs)
+        if switches:
+            _check_switches(fn.__name__, switches, args, kwargs)
         _refuse_closed(self, fn.__name__)
         try:
             return fn(self, *args, **kwargs)
@@ -43,6 +46,25 @@ def guarded(fn: Callable) -> Callable:
             raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
 
     return call
+
+
+def _switches(fn: Callable) -> list[tuple[int, str]]:
+    """(position after self, name) of every parameter whose default is True or False."""
+    code = fn.__code__
+    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
+    defaults = dict(zip(code.co_varnames[code.co_argcount - len(fn.__defaults__ or ()) : code.co_argcount],
+                        fn.__defaults__ or ()))
+    defaults.update(fn.__kwdefaults__ or {})
+    return [(i, name) for i, name in enumerate(names) if isinstance(defaults.get(name), bool)]
+
+
+def _check_switches(method: str, switches: list[tuple[int, str]], args: tuple, kwargs: dict) -> None:
+    """A flag must be True or False: force="no", persist="no" or auto_scope="false" are truthy strings
+    that silently did the opposite of what they say (wrote a duplicate, stored a setting for every process)."""
+    for i, name in switches:
+        given = args[i] if i < len(args) else kwargs.get(name, False)
+        if not isinstance(given, bool):
+            raise InvalidInput(f"{method}: {name} must be True or False, got {given!r:.60}")
 
 
 def _refuse_closed(store: Any, name: str) -> None:

@@ -224,3 +224,22 @@ def test_open_store_refuses_its_other_arguments_at_the_open(tmp_path, keyword, v
     with pytest.raises(InvalidInput, match=message):
         kenning.open_store(tmp_path / "s", **{keyword: value})
     assert not (tmp_path / "s").exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("call,flag", [
+    (lambda s: s.write("Deploys go through the staging cluster first", scopes=["x"], force="no"), "force"),
+    (lambda s: s.configure(persist="no", bm25_k1=1.5), "persist"),
+    (lambda s: s.search("deploys staging", auto_scope="false"), "auto_scope"),
+    (lambda s: s.search("deploys staging", expand_top=1), "expand_top"),
+    (lambda s: s.list(record=None), "record"),
+    (lambda s: s.pending_writes(all_sessions="yes"), "all_sessions"),
+])
+def test_a_flag_that_is_not_true_or_false_is_refused(store, call, flag):
+    """force="no" was truthy and wrote a duplicate through the duplicate gate; persist="no" stored
+    the setting for every process: a flag given as a string or a number did what it did not say."""
+    store.write("Deploys go through the staging cluster first", scopes=["x"])
+    before, k1 = _snapshot(store), store.config.bm25_k1
+    with pytest.raises(InvalidInput, match=f": {flag} must be True or False, got "):
+        call(store)
+    assert _snapshot(store) == before and store.config.bm25_k1 == k1
+    assert store.write("Deploys go through the staging cluster first", scopes=["x"]).status == "duplicate"
