@@ -200,6 +200,10 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
 
     qrels_file = _qrels_file(folder)
     qrels, unknown, named, lost = _qrels(folder, qrels_file, documents, queries)
+    if unknown and not qrels:
+        # not one row matches: the wrong file, or columns swapped; every query would run as "unanswerable"
+        raise InvalidInput(f"{_display(folder, qrels_file)}: none of its {unknown} judgment(s) names a query of "
+                           f"{QUERIES_FILE} and a document of {CORPUS_FILE} (columns: query-id, corpus-id, score)")
     orphaned = {q for q in lost if not any(grade > 0 for grade in qrels.get(q, {}).values())}
     if orphaned:
         queries = {q: query for q, query in queries.items() if q not in orphaned}

@@ -284,3 +284,15 @@ def test_a_file_given_for_the_folder_is_named_as_a_file(small):
     """`eval run path/corpus.jsonl` said 'no such collection folder', as if the path did not exist."""
     with pytest.raises(InvalidInput, match=r"corpus.jsonl: a file, not a collection folder; give the folder that holds"):
         load_dataset(small / "corpus.jsonl")
+
+
+def test_qrels_of_which_no_row_matches_the_collection_is_an_error(tmp_path):
+    """Columns swapped (corpus-id first): every row was ignored with a note, and every query ran as an
+    'unanswerable' one - a table of dashes and an unanswerable block for a collection that has none."""
+    folder = write_collection(tmp_path / "c", [{"_id": "d1", "text": "x"}], [{"_id": "q1", "text": "x"}],
+                              [("d1", "q1", 1)])
+    with pytest.raises(InvalidInput, match=r"qrels.tsv: none of its 1 judgment\(s\) names a query of queries.jsonl "
+                                           r"and a document of corpus.jsonl \(columns: query-id, corpus-id, score\)"):
+        load_dataset(folder)
+    header_only = write_collection(tmp_path / "h", [{"_id": "d1", "text": "x"}], [{"_id": "q1", "text": "x"}], [])
+    assert load_dataset(header_only).qrels == {}  # no judgment at all: every query unanswerable, as written

@@ -360,7 +360,7 @@ def test_beir_layout_runs_only_the_test_splits_queries_and_says_so(tmp_path):
     text = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--baseline", "none"])
     assert text.exit_code == 0, text.output
     assert "1 query(ies) of queries.jsonl that qrels/test.tsv does not name (another split's) were not run" in text.stdout
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nqx\td1\t1\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n", encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"qrels/test.tsv: names none of the queries in .*queries.jsonl; nothing to evaluate"):
         load_dataset(folder)
 
