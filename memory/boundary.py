@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -109,11 +110,37 @@ def _canonical(given: Any) -> Any:
     return canonical(given)
 
 
+# What help(Store.<method>) says it raises, beyond InvalidInput (every entry point) - all KenningError.
+_BY_ID = "NotFound (no memory has that id)"
+_WRITES = "ReadOnlyStore / StorageError (the store cannot be written: permissions, a full disk)"
+RAISES = {
+    "write": (_WRITES,), "confirm_write": (_WRITES,), "import_records": (_WRITES,), "import_checked": (_WRITES,),
+    "import_bulk": (_WRITES,), "rename_scope": (_WRITES,), "configure": (_WRITES,), "rebuild": (_WRITES,),
+    "update": (_BY_ID, "Stale (``version`` is older than the memory)",
+               "GateRefused (kenning.memory.gates; an InvalidInput: a gate refused the new text)", _WRITES),
+    "remove": (_BY_ID, _WRITES), "restore": (_BY_ID, _WRITES), "verify": (_BY_ID, _WRITES),
+    "record_use": (_BY_ID, _WRITES), "resolve_conflict": (_BY_ID, _WRITES), "get": (_BY_ID,), "show": (_BY_ID,),
+    "search": ("SearchDisabled (search_enabled is off)",
+               "EmbeddingsUnavailable (mode semantic or hybrid named, the embeddings extra absent or broken)"),
+    "rank": ("EmbeddingsUnavailable (mode semantic or hybrid named, the embeddings extra absent or broken)",),
+}
+
+
+def _documented(fn: Callable, name: str) -> None:
+    """Append the errors the method raises to its docstring, so help() names them."""
+    raises = ("InvalidInput (a malformed argument, or the store was closed)", *RAISES.get(name, ()))
+    doc = (fn.__doc__ or "").rstrip()
+    indent = min((len(line) - len(line.lstrip()) for line in doc.splitlines()[1:] if line.strip()), default=8)
+    lines = textwrap.wrap("Raises (kenning.errors, every one a KenningError): " + "; ".join(raises) + ".", 96)
+    fn.__doc__ = doc + "\n\n" + "\n".join(" " * indent + line for line in lines) + "\n"
+
+
 def guard(cls: type) -> type:
     """Class decorator: wrap every entry point of the Store class."""
     for name in ENTRY_POINTS:
         if callable(getattr(cls, name, None)):
             setattr(cls, name, guarded(getattr(cls, name)))
+            _documented(getattr(cls, name), name)
     for name in STORE_PROPERTIES:
         prop = getattr(cls, name, None)
         if isinstance(prop, property) and prop.fget is not None:

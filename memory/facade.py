@@ -280,6 +280,7 @@ class Store(SessionState):
         return events.query(self._s.db, session=session, since=since, kinds=kinds)
 
     def close(self) -> None:
+        """Save the vector index, close the database; closing again does nothing, other calls raise InvalidInput."""
         self._s.close()  # saves the vector index, closes the database
         self._closed = True  # a later call says so (memory/boundary.py) instead of failing inside sqlite3
 

@@ -95,3 +95,20 @@ def test_cli_output_shows_control_sequences_as_escapes(tmp_path):
         assert shown.returncode == 0, shown.stderr
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
         assert "\\x1b" in shown.stdout.replace("\n", "").replace("│", "").replace(" ", "") or args[0] == "search"
+
+
+def test_help_names_what_every_public_method_raises():
+    """help(Store.search) named no exception: a caller learnt of InvalidInput, NotFound or
+    SearchDisabled by meeting them. Every entry point's docstring now ends with the errors it raises,
+    each of them a KenningError; close says what a later call does."""
+    import inspect
+
+    import kenning
+    from kenning.memory.boundary import ENTRY_POINTS
+
+    for name in ENTRY_POINTS:
+        doc = inspect.getdoc(getattr(kenning.Store, name))
+        assert doc and "Raises (kenning.errors, every one a KenningError): InvalidInput" in doc, name
+    assert "NotFound" in inspect.getdoc(kenning.Store.get) and "SearchDisabled" in inspect.getdoc(kenning.Store.search)
+    assert "Stale" in inspect.getdoc(kenning.Store.update) and "StorageError" in inspect.getdoc(kenning.Store.write)
+    assert "raise InvalidInput" in inspect.getdoc(kenning.Store.close)
