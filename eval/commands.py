@@ -351,7 +351,7 @@ def run_command(
         check_can_plot(plot)
     data = _load(collection)
     base = _baseline(baseline, data.name)
-    report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=not as_json,
+    report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=True,
                       reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
     if out_path is not None:
         _write_json(out_path, report)
@@ -597,7 +597,7 @@ def tune_command(
         if not exists(write_config.expanduser()):
             raise InvalidInput(f"--write-config {write_config}: no kenning store there; check the path "
                                "(`kenning info` names the default store)")
-    result = tune([_load(c) for c in collections], group_sep=group_sep, metric=metric, progress=not as_json,
+    result = tune([_load(c) for c in collections], group_sep=group_sep, metric=metric, progress=True,
                   limit_queries=limit_queries)
     if write_config is not None:
         result["written_to"] = str(write_config)

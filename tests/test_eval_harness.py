@@ -400,3 +400,29 @@ def test_tune_refuses_a_limit_below_one_instead_of_tuning_on_all_but_the_last(gr
     assert result.exit_code == 2 and result.stderr.strip() == "error: --limit-queries must be at least 1"
     with pytest.raises(InvalidInput, match="--limit-queries must be at least 1"):
         load_dataset(grouped).limit_queries(int(limit))
+
+
+def test_json_output_keeps_the_progress_bar_on_stderr(grouped, monkeypatch):
+    """`eval run --json > report.json` (and tune --json) showed no progress at all, minutes of silence
+    on SciFact; the bars go to stderr, only when it is a terminal, so stdout stays pure JSON."""
+    import kenning.eval.harness as harness
+    import kenning.eval.tuning as tuning
+
+    seen = {}
+    real_run, real_tune = harness.run_eval, tuning.tune
+
+    def run_eval_spy(*args, **kwargs):
+        seen["run"] = kwargs["progress"]
+        return real_run(*args, **{**kwargs, "progress": False})
+
+    def tune_spy(*args, **kwargs):
+        seen["tune"] = kwargs["progress"]
+        raise InvalidInput("stop here")
+
+    monkeypatch.setattr(harness, "run_eval", run_eval_spy)
+    monkeypatch.setattr(tuning, "tune", tune_spy)
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--json"])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)
+    runner.invoke(eval_app, ["tune", str(grouped), "--json"])
+    assert seen == {"run": True, "tune": True}
