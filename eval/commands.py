@@ -97,6 +97,8 @@ def _report_table(report: Mapping):
     title = f"{report['dataset']}: {counted}, {report['documents']} documents"
     if report.get("group_sep"):
         title += f", grouped by '{report['group_sep']}'"
+    if report.get("depth") is not None:  # --depth: how deep each mode ranked (R@100 needs 100)
+        title += f", {report['depth']} hits ranked per query"
     table = Table(title=title + "; metrics over the answerable queries", box=box.SIMPLE_HEAD)
     table.add_column("mode", style="bold")
     metrics = [m for m in METRIC_COLUMNS if any(m in row for row in rows.values())]  # R@100 needs --depth >= 100

@@ -426,3 +426,10 @@ def test_json_output_keeps_the_progress_bar_on_stderr(grouped, monkeypatch):
     json.loads(result.stdout)
     runner.invoke(eval_app, ["tune", str(grouped), "--json"])
     assert seen == {"run": True, "tune": True}
+
+
+def test_the_table_says_how_deep_each_query_was_ranked(grouped):
+    """--depth shaped the figures (R@100 is left out below 100) but the text report never said it."""
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--depth", "20"])
+    assert result.exit_code == 0, result.output
+    assert "20 hits ranked per query" in " ".join(result.stdout.split())
