@@ -43,8 +43,12 @@ def guarded(fn: Callable) -> Callable:
             return fn(self, *args, **kwargs)
         except KenningError:
             raise
-        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, UnicodeError, RecursionError) as exc:
-            raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+        except Exception as exc:
+            _refuse_closed(self, fn.__name__, exc)  # closed by another thread (or a callback) while it ran
+            if isinstance(exc, (TypeError, ValueError, AttributeError, KeyError, OverflowError, UnicodeError,
+                                RecursionError)):
+                raise InvalidInput(f"bad argument to {fn.__name__}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+            raise
 
     return call
 
@@ -68,9 +72,9 @@ def _check_switches(method: str, switches: list[tuple[int, str]], args: tuple, k
             raise InvalidInput(f"{method}: {name} must be True or False, got {given!r:.60}")
 
 
-def _refuse_closed(store: Any, name: str) -> None:
+def _refuse_closed(store: Any, name: str, cause: BaseException | None = None) -> None:
     if getattr(store, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
-        raise InvalidInput(f"{name}: this store was closed; open it again with kenning.open_store()")
+        raise InvalidInput(f"{name}: this store was closed; open it again with kenning.open_store()") from cause
 
 
 def _open_only(prop: property, name: str) -> property:

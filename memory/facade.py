@@ -281,8 +281,8 @@ class Store(SessionState):
 
     def close(self) -> None:
         """Save the vector index, close the database; closing again does nothing, other calls raise InvalidInput."""
+        self._closed = True  # first: a later call, or one racing the close, says so (boundary.py), not sqlite3
         self._s.close()  # saves the vector index, closes the database
-        self._closed = True  # a later call says so (memory/boundary.py) instead of failing inside sqlite3
 
     def __enter__(self) -> "Store":
         return self

@@ -243,3 +243,21 @@ def test_a_flag_that_is_not_true_or_false_is_refused(store, call, flag):
         call(store)
     assert _snapshot(store) == before and store.config.bm25_k1 == k1
     assert store.write("Deploys go through the staging cluster first", scopes=["x"]).status == "duplicate"
+
+
+def test_a_call_the_store_is_closed_under_says_the_store_was_closed(tmp_path):
+    """close() from another thread (here, deterministically, from the call's own progress callback)
+    while a call runs: the call raised sqlite3.ProgrammingError ('Cannot operate on a closed
+    database'), no KenningError; it now raises InvalidInput 'this store was closed'."""
+    import kenning
+
+    store = kenning.open_store(tmp_path / "s")
+    store.write("The cache layer sits in front of the database", scopes=["x"])
+    rows = [{"content": f"row {i} about the cache layer and its eviction policy {i}"} for i in range(6)]
+    with pytest.raises(kenning.KenningError, match="^import_records: this store was closed; open it again"):
+        store.import_records(rows, batch_size=2, progress=lambda done: store.close())
+    with pytest.raises(kenning.KenningError, match="^rebuild: this store was closed"):
+        again = kenning.open_store(tmp_path / "s")
+        again.rebuild("lexical", progress=lambda stage, done, total: again.close())
+    with kenning.open_store(tmp_path / "s") as third:
+        assert third.check()["ok"]
