@@ -238,6 +238,9 @@ def _notes(report: Mapping) -> list:
     if report.get("other_split_queries"):
         lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that qrels/test.tsv does not name "
                      "(another split's) were not run")
+    if report.get("relevant_outside_group"):
+        lines.append(Text(f"{report['relevant_outside_group']} query(ies) have a relevant document outside their "
+                          f"--group-sep group, which they never search: their recall cannot reach 1", style="yellow"))
     if report.get("orphaned_queries"):
         lines.append(f"{report['orphaned_queries']} query(ies) whose every relevant document is missing from the "
                      "corpus were not run (neither answerable here nor known to be unanswerable)")

@@ -108,6 +108,19 @@ class Dataset:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
         return any(grade > 0 for grade in self.qrels.get(query_id, {}).values())
 
+    def outside_their_group(self, sep: str | None) -> tuple[int, int]:
+        """(answerable queries with a group, those of them with a relevant document outside it) under
+        ``sep``: a query searches only its group, so such a document can never be found."""
+        grouped = outside = 0
+        for query_id in self.queries:
+            group = group_of(query_id, sep)
+            relevant = [d for d, grade in self.qrels.get(query_id, {}).items() if grade > 0]
+            if group is None or not relevant:
+                continue
+            grouped += 1
+            outside += any(group_of(d, sep) != group for d in relevant)
+        return grouped, outside
+
     def fingerprint(self) -> str:
         """A short hash of what the figures are measured on: every document's id, title and text,
         every query's id and text (in order) and every judgment. Two collections with the same

@@ -429,6 +429,11 @@ def run_eval(
     if unknown_refs:
         raise InvalidInput(f"unknown reference {unknown_refs[0]!r}; available: {', '.join(REFERENCES)}")
     wanted = resolve_modes(modes)
+    grouped, outside = data.outside_their_group(group_sep)
+    if grouped and outside == grouped:
+        raise InvalidInput(f"--group-sep {group_sep!r}: every grouped query has a relevant document outside its group "
+                           "(the part of the id before the separator), where it can never be found; check the "
+                           "separator against the ids")
     report: dict = {
         "dataset": data.name,
         "queries": len(data.queries),
@@ -460,5 +465,7 @@ def run_eval(
         report["other_split_queries"] = data.other_split_queries
     if data.orphaned_queries:
         report["orphaned_queries"] = data.orphaned_queries
+    if outside:
+        report["relevant_outside_group"] = outside
     return report
 

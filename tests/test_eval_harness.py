@@ -433,3 +433,19 @@ def test_the_table_says_how_deep_each_query_was_ranked(grouped):
     result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--depth", "20"])
     assert result.exit_code == 0, result.output
     assert "20 hits ranked per query" in " ".join(result.stdout.split())
+
+
+def test_a_group_sep_that_hides_relevant_documents_is_said_or_refused(grouped, tmp_path):
+    """--group-sep '1' over ids like 'q1' / 'd1' put every query in a group holding none of its answers:
+    nDCG@10 fell (.80 -> .54 on a 3-query set) with no word said. Every grouped query cut off from an
+    answer is refused; some are counted (relevant_outside_group) and named under the table."""
+    with pytest.raises(InvalidInput, match=r"--group-sep 'q': every grouped query has a relevant document outside its group"):
+        run_eval(grouped, modes="bm25", group_sep="q", progress=False)  # 'a:q1' -> group 'a:', docs 'a:1' -> none
+    qrels = grouped / "qrels.tsv"
+    qrels.write_text(qrels.read_text(encoding="utf-8") + "b:q1\ta:2\t1\n", encoding="utf-8")  # across conversations
+    report = run_eval(grouped, modes="bm25", group_sep=":", progress=False)
+    assert report["relevant_outside_group"] == 1
+    text = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--group-sep", ":"])
+    assert ("1 query(ies) have a relevant document outside their --group-sep group, which they never search"
+            in " ".join(text.stdout.split()))
+    assert "relevant_outside_group" not in run_eval(grouped, modes="bm25", progress=False)
