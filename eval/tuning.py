@@ -142,6 +142,11 @@ def tune(
     for data in loaded:
         if not any(data.is_answerable(q) for q in data.queries):
             raise InvalidInput(f"{data.name} has no query with a relevant document; nothing to tune on")
+        grouped, outside = data.outside_their_group(group_sep)
+        if grouped and outside == grouped:  # as eval run: a sweep over queries that cannot find their answers
+            raise InvalidInput(f"--group-sep {group_sep!r}: every grouped query of {data.name} has a relevant document "
+                               "outside its group (the part of the id before the separator), where it can never be "
+                               "found; check the separator against the ids")
     semantic = kenning.embeddings_available()
     legs = ["keyword", "bm25"] + (["vector"] if semantic else [])
 

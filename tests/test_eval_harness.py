@@ -449,3 +449,9 @@ def test_a_group_sep_that_hides_relevant_documents_is_said_or_refused(grouped, t
     assert ("1 query(ies) have a relevant document outside their --group-sep group, which they never search"
             in " ".join(text.stdout.split()))
     assert "relevant_outside_group" not in run_eval(grouped, modes="bm25", progress=False)
+
+
+def test_tune_refuses_a_group_sep_that_cuts_every_query_off_from_its_answers(grouped):
+    result = runner.invoke(eval_app, ["tune", str(grouped), "--group-sep", "q"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --group-sep 'q': every grouped query of grouped has a relevant document outside")
