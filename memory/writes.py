@@ -172,6 +172,7 @@ def import_records(
     them queued for `kenning index` or a server's background embedder.
     """
     batch_size = check_count(batch_size, "batch_size")
+    _check_import(items, progress)
     write_enabled.require(s.config)
     memories = _import_memories(s, items, default_scopes, labels)
     since = _newest_rowid(s)
@@ -195,6 +196,7 @@ def import_checked(
     of a live memory, a removed one or an earlier record. Importing the same records again commits
     nothing new. A malformed record still means nothing is written (InvalidInput)."""
     batch_size = check_count(batch_size, "batch_size")
+    _check_import(items, progress)
     write_enabled.require(s.config)
     items = items if isinstance(items, list) else list(items)
     memories = _import_memories(s, items, default_scopes, labels)
@@ -238,6 +240,7 @@ def import_bulk(
     text (the same id with another text refuses the whole import); one without an id is present
     when a memory with the same text hash exists (as many times as the file repeats it)."""
     batch_size = check_count(batch_size, "batch_size")
+    _check_import(items, progress)
     write_enabled.require(s.config)
     items = items if isinstance(items, list) else list(items)
     memories = _import_memories(s, items, default_scopes, labels)
@@ -291,6 +294,18 @@ def _already_present(s: Session, memories: list[Memory], given: list[bool]) -> l
             same = stored.get(digest)
             out.append(same.pop(0) if same else None)  # each stored copy answers one line
     return out
+
+
+def _check_import(items: object, progress: object) -> None:
+    """The records must be an iterable of dicts: one dict, a string or None was refused as 'record 1:
+    expected a JSON object' or a TypeError ('NoneType' object is not iterable); progress a function."""
+    if isinstance(items, dict):
+        raise InvalidInput("records must be a list of records, got one dict; wrap it in a list: [record]")
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidInput(f"records must be a list (or iterable) of dicts, got {type(items).__name__}")
+    if progress is not None and not callable(progress):
+        raise InvalidInput(f"progress must be a function (it is called with the count done), got "
+                           f"{type(progress).__name__}")
 
 
 def _import_memories(s: Session, items: Iterable[dict], default_scopes: list[str] | None,

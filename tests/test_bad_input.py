@@ -261,3 +261,20 @@ def test_a_call_the_store_is_closed_under_says_the_store_was_closed(tmp_path):
         again.rebuild("lexical", progress=lambda stage, done, total: again.close())
     with kenning.open_store(tmp_path / "s") as third:
         assert third.check()["ok"]
+
+
+@pytest.mark.parametrize("method", ["import_records", "import_checked", "import_bulk"])
+@pytest.mark.parametrize("records,message", [
+    ({"content": "The cache layer sits in front of the database"}, "records must be a list of records, got one dict"),
+    ("The cache layer sits in front of the database", "records must be a list \\(or iterable\\) of dicts, got str"),
+    (None, "records must be a list \\(or iterable\\) of dicts, got NoneType"),
+])
+def test_an_import_of_something_not_a_list_of_records_says_so(store, method, records, message):
+    """One dict (a single record) and a string were refused as 'record 1: expected a JSON object',
+    None as 'bad argument to import_records: TypeError: 'NoneType' object is not iterable'."""
+    before = _snapshot(store)
+    with pytest.raises(InvalidInput, match=f"^{message}"):
+        getattr(store, method)(records)
+    with pytest.raises(InvalidInput, match="^progress must be a function"):
+        getattr(store, method)([{"content": "The cache layer sits in front of the database"}], progress=5)
+    assert _snapshot(store) == before
