@@ -416,13 +416,15 @@ def run_eval(
     ``foreign`` adds another collection's queries as unanswerable ones (category ``foreign``).
     """
     data = as_dataset(dataset)
+    other_data = as_dataset(foreign) if foreign is not None else None
+    if limit_queries is not None and limit_queries >= max(len(data.queries), len(other_data.queries) if other_data else 0):
+        limit_queries = None  # cuts nothing: the run is the whole collection's, and its report says so (comparable)
     if limit_queries is not None:
         if limit_queries < 1:
             raise InvalidInput("--limit-queries must be at least 1")
         data = data.limit_queries(limit_queries)
-    if foreign is not None:
-        other = as_dataset(foreign)
-        data = with_foreign_queries(data, other.limit_queries(limit_queries) if limit_queries else other)
+    if other_data is not None:
+        data = with_foreign_queries(data, other_data.limit_queries(limit_queries) if limit_queries else other_data)
     if depth < 10:
         raise InvalidInput("depth must be at least 10 (nDCG@10 needs ten ranks)")
     unknown_refs = [r for r in reference if r not in REFERENCES]

@@ -455,3 +455,15 @@ def test_tune_refuses_a_group_sep_that_cuts_every_query_off_from_its_answers(gro
     result = runner.invoke(eval_app, ["tune", str(grouped), "--group-sep", "q"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --group-sep 'q': every grouped query of grouped has a relevant document outside")
+
+
+def test_a_limit_that_cuts_no_query_is_no_setting(grouped, tmp_path):
+    """--limit-queries 99 on a 3-query collection ran every query but was recorded, so the run got
+    'no verdict: --limit-queries: 99 here, none in the baseline' against its own full baseline."""
+    report = run_eval(grouped, modes="bm25", limit_queries=99, progress=False)
+    assert "limit_queries" not in report and report["queries"] == 3
+    assert run_eval(grouped, modes="bm25", limit_queries=2, progress=False)["limit_queries"] == 2
+    base = tmp_path / "base.json"
+    assert runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--out", str(base), "--baseline", "none"]).exit_code == 0
+    result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--limit-queries", "99", "--baseline", str(base)])
+    assert f"verdict: as good as the baseline {base}" in result.stdout
