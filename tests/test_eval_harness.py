@@ -467,3 +467,11 @@ def test_a_limit_that_cuts_no_query_is_no_setting(grouped, tmp_path):
     assert runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--out", str(base), "--baseline", "none"]).exit_code == 0
     result = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--limit-queries", "99", "--baseline", str(base)])
     assert f"verdict: as good as the baseline {base}" in result.stdout
+
+
+def test_an_empty_group_sep_is_no_grouping_in_the_report(grouped):
+    """--group-sep '' groups nothing but was recorded as '', so the run got no verdict against a
+    baseline made without the option ('--group-sep: '' here, none in the baseline')."""
+    report = run_eval(grouped, modes="bm25", group_sep="", progress=False)
+    assert report["group_sep"] is None
+    assert report["modes"]["bm25"]["nDCG@10"] == run_eval(grouped, modes="bm25", progress=False)["modes"]["bm25"]["nDCG@10"]
