@@ -7,7 +7,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kenning.errors import InvalidInput, KenningError
+from kenning.errors import InvalidInput, KenningError, StorageError
 from kenning.store.ids import canonical
 
 # Every public Store method a caller (library, CLI, MCP, HTTP) reaches with outside input.
@@ -41,6 +41,9 @@ def guarded(fn: Callable) -> Callable:
         _refuse_closed(self, fn.__name__)
         try:
             return fn(self, *args, **kwargs)
+        except StorageError as exc:  # PostgreSQL's closed pool reads as "cannot reach": say it was closed
+            _refuse_closed(self, fn.__name__, exc)
+            raise
         except KenningError:
             raise
         except Exception as exc:
