@@ -234,7 +234,11 @@ def _notes(report: Mapping) -> list:
     if report.get("limit_queries"):
         lines.append(f"only the first {report['limit_queries']} queries were run (--limit-queries)")
     if report.get("skipped_documents"):
-        lines.append(f"{report['skipped_documents']} document(s) without text were not indexed")
+        line = f"{report['skipped_documents']} document(s) without text were not indexed"
+        if report.get("queries_judged_relevant_to_skipped"):
+            line += (f"; {report['queries_judged_relevant_to_skipped']} query(ies) have one judged relevant, which "
+                     "no mode can return (their recall cannot reach 1)")
+        lines.append(line)
     if report.get("other_split_queries"):
         lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that qrels/test.tsv does not name "
                      "(another split's) were not run")

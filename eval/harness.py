@@ -462,6 +462,10 @@ def run_eval(
     skipped = len(data.documents) - len(indexable(data))
     if skipped:
         report["skipped_documents"] = skipped
+        empty = {doc.id for doc in data.documents.values() if not doc.content.strip()}
+        judged = sum(any(grade > 0 and d in empty for d, grade in data.qrels.get(q, {}).items()) for q in data.queries)
+        if judged:  # their answer is a document no mode can return: recall below 1 by construction
+            report["queries_judged_relevant_to_skipped"] = judged
     if data.unknown_qrels:
         report["unknown_qrels"] = data.unknown_qrels
     if data.other_split_queries:

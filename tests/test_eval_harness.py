@@ -475,3 +475,15 @@ def test_an_empty_group_sep_is_no_grouping_in_the_report(grouped):
     report = run_eval(grouped, modes="bm25", group_sep="", progress=False)
     assert report["group_sep"] is None
     assert report["modes"]["bm25"]["nDCG@10"] == run_eval(grouped, modes="bm25", progress=False)["modes"]["bm25"]["nDCG@10"]
+
+
+def test_a_judged_relevant_document_without_text_is_named(grouped):
+    """b:3 has no text, so it is not indexed; judged relevant to b:q1 it lowered b:q1's recall while
+    the report said only '1 document(s) without text were not indexed'."""
+    qrels = grouped / "qrels.tsv"
+    qrels.write_text(qrels.read_text(encoding="utf-8") + "b:q1\tb:3\t1\n", encoding="utf-8")
+    report = run_eval(grouped, modes="bm25", group_sep=":", progress=False)
+    assert report["skipped_documents"] == 1 and report["queries_judged_relevant_to_skipped"] == 1
+    text = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--group-sep", ":"])
+    assert ("1 document(s) without text were not indexed; 1 query(ies) have one judged relevant, which no mode can "
+            "return" in " ".join(text.stdout.split()))
