@@ -155,8 +155,11 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
     The ids carry no group separator, so a grouped collection answers them from every group.
     """
     queries = dict(data.queries)
+    prefix = FOREIGN
+    while any(q.startswith(prefix) for q in data.queries):  # a collection's own "foreign0" would be replaced
+        prefix += "_"
     for i, query in enumerate(other.queries.values()):
-        queries[f"{FOREIGN}{i}"] = Query(f"{FOREIGN}{i}", query.text, {"kind": FOREIGN, "from": other.name})
+        queries[f"{prefix}{i}"] = Query(f"{prefix}{i}", query.text, {"kind": FOREIGN, "from": other.name})
     return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels,
                    data.qrels_file, data.other_split_queries, data.orphaned_queries)
 

@@ -296,3 +296,17 @@ def test_qrels_of_which_no_row_matches_the_collection_is_an_error(tmp_path):
         load_dataset(folder)
     header_only = write_collection(tmp_path / "h", [{"_id": "d1", "text": "x"}], [{"_id": "q1", "text": "x"}], [])
     assert load_dataset(header_only).qrels == {}  # no judgment at all: every query unanswerable, as written
+
+
+def test_foreign_queries_never_replace_a_query_of_the_collection(tmp_path):
+    """A collection whose own query is called 'foreign0' lost it (and its judgments' say) to the first
+    foreign query, silently: one answerable query fewer, the mean moved."""
+    from kenning.eval.datasets import with_foreign_queries
+
+    here = load_dataset(write_collection(tmp_path / "here", [{"_id": "d1", "text": "x"}],
+                                         [{"_id": "foreign0", "text": "x"}], [("foreign0", "d1", 1)]))
+    other = load_dataset(write_collection(tmp_path / "other", [{"_id": "e1", "text": "y"}],
+                                          [{"_id": "o1", "text": "y"}], [("o1", "e1", 1)]))
+    both = with_foreign_queries(here, other)
+    assert len(both.queries) == 2 and both.queries["foreign0"].text == "x" and both.is_answerable("foreign0")
+    assert sorted(q.category or "" for q in both.queries.values()) == ["", "foreign"]
