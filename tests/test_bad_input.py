@@ -278,3 +278,17 @@ def test_an_import_of_something_not_a_list_of_records_says_so(store, method, rec
     with pytest.raises(InvalidInput, match="^progress must be a function"):
         getattr(store, method)([{"content": "The cache layer sits in front of the database"}], progress=5)
     assert _snapshot(store) == before
+
+
+def test_scopes_given_as_any_iterable_of_strings_are_taken(store):
+    """The methods are annotated ``scopes: Iterable[str]`` and mypy accepts a generator, but every
+    one refused it at run time ('scopes must be a list of strings, got generator')."""
+    one = store.write("The cache layer sits in front of the database", scopes=(s for s in ["projects:a"]))
+    assert one.status == "committed" and store.get(one.id).scopes == ["projects:a"]
+    store.write("The billing cache sits in front of the ledger", scopes={"projects:b": 1}.keys())
+    assert [h.id for h in store.search("cache", scopes=iter(["projects:a"]), auto_scope=False).hits] == [one.id]
+    assert [m.id for m in store.list(scopes=map(str, ["projects:a"]), auto_scope=False)] == [one.id]
+    assert store.update(one.id, scopes=(s for s in ["projects:c"])).scopes == ["projects:c"]
+    for wrong in ({"projects:a": 1}, b"projects:a", 5):
+        with pytest.raises(InvalidInput, match="^scopes must be a list of strings, got "):
+            store.search("cache", scopes=wrong)

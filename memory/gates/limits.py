@@ -55,8 +55,10 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
     """1-64 distinct, non-blank scopes without control characters; returns them de-duplicated."""
     if scopes is None or isinstance(scopes, str):
         scopes = [scopes] if scopes else []
-    elif not isinstance(scopes, (list, tuple, set, frozenset)):
+    elif isinstance(scopes, (bytes, Mapping)) or not isinstance(scopes, Iterable):
         raise InvalidInput(f"scopes must be a list of strings, got {type(scopes).__name__}")
+    elif not isinstance(scopes, (list, tuple, set, frozenset)):
+        scopes = list(scopes)  # a generator, dict keys, a map: the Iterable[str] the annotations promise
     clean: list[str] = []
     for scope in scopes:
         if not isinstance(scope, str):
