@@ -31,6 +31,8 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
     """Move a memory to the tombstones with a reason; it leaves search but is never deleted."""
     from .gates.pipeline import tombstones_changed  # the write path's module: loaded here, not with curation
 
+    if reason is not None and not isinstance(reason, str):  # remove(id, 5) was told a reason is required
+        raise InvalidInput(f"reason must be text, got {type(reason).__name__}")
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("a removal reason is required, e.g. --reason 'superseded by the new deploy doc'")
     if has_control_chars(reason):

@@ -107,6 +107,7 @@ def confirm_write(s: Session, pending_id: str, own_session: bool = False) -> Wri
     """Commit a staged write, gated again against the store as it is now; a refusal keeps it staged.
     ``own_session``: only a write this session staged (an agent's connection: the user's veto over
     an inference about them is given in that conversation, not by another agent)."""
+    _check_pending_id(pending_id)
     now = s.clock()
     state, staged = s.db.read(lambda c: pending_mod.lookup(c, pending_id, now))
     if state == "live" and own_session and staged.session != s.session_id:
@@ -132,6 +133,7 @@ def confirm_write(s: Session, pending_id: str, own_session: bool = False) -> Wri
 def cancel_write(s: Session, pending_id: str, own_session: bool = False) -> dict[str, Any]:
     """Drop a staged write: cancelled, or expired / not_found when there was nothing left to drop;
     ``own_session``: only a write this session staged (``confirm_write``)."""
+    _check_pending_id(pending_id)
     now = s.clock()
     with s.transaction() as c:
         state, staged = pending_mod.lookup(c, pending_id, now)
@@ -294,6 +296,13 @@ def _already_present(s: Session, memories: list[Memory], given: list[bool]) -> l
             same = stored.get(digest)
             out.append(same.pop(0) if same else None)  # each stored copy answers one line
     return out
+
+
+def _check_pending_id(pending_id: object) -> None:
+    """confirm_write(5) failed as a several-line pydantic ValidationError; cancel_write(5) answered not_found."""
+    if not isinstance(pending_id, str):
+        raise InvalidInput("pending_id must be a string (the id a staged write answered), got "
+                           f"{type(pending_id).__name__}")
 
 
 def _check_import(items: object, progress: object) -> None:

@@ -292,3 +292,17 @@ def test_scopes_given_as_any_iterable_of_strings_are_taken(store):
     for wrong in ({"projects:a": 1}, b"projects:a", 5):
         with pytest.raises(InvalidInput, match="^scopes must be a list of strings, got "):
             store.search("cache", scopes=wrong)
+
+
+def test_a_pending_id_or_a_reason_of_the_wrong_type_is_named(store):
+    """confirm_write(5) raised a several-line pydantic ValidationError wrapped as 'bad argument',
+    cancel_write(5) answered not_found as if the id were merely unknown, remove(id, 5) said
+    'a removal reason is required' although one was given."""
+    kept = store.write("The cache layer sits in front of the database", scopes=["x"]).id
+    for call in (lambda: store.confirm_write(5), lambda: store.cancel_write(5)):
+        with pytest.raises(InvalidInput, match=r"^pending_id must be a string \(the id a staged write answered\), got int$"):
+            call()
+    with pytest.raises(InvalidInput, match="^reason must be text, got int$"):
+        store.remove(kept, 5)
+    assert store.get(kept).content == "The cache layer sits in front of the database"
+    assert store.confirm_write("nope").status == "not_found"
