@@ -248,6 +248,9 @@ def _notes(report: Mapping) -> list:
     if report.get("orphaned_queries"):
         lines.append(f"{report['orphaned_queries']} query(ies) whose every relevant document is missing from the "
                      "corpus were not run (neither answerable here nor known to be unanswerable)")
+    if report.get("conflicting_judgments"):
+        lines.append(Text(f"{report['conflicting_judgments']} (query, document) pair(s) are judged twice in the qrels "
+                          "with different grades: the higher grade was kept", style="yellow"))
     return lines
 
 

@@ -103,6 +103,8 @@ class Dataset:
     # queries whose every relevant judgment names a document the corpus lacks: no answer can be found
     # and none is known to be absent, so they are neither scored nor counted as unanswerable; not run
     orphaned_queries: int = 0
+    # (query, document) pairs judged twice with different grades: the higher grade is kept
+    conflicting_judgments: int = 0
 
     def is_answerable(self, query_id: str) -> bool:
         """A query is answerable when at least one document is judged relevant (grade > 0)."""
@@ -141,7 +143,7 @@ class Dataset:
         kept = dict(list(self.queries.items())[:n])
         qrels = {q: j for q, j in self.qrels.items() if q in kept}
         return Dataset(self.name, self.documents, kept, qrels, self.unknown_qrels, self.qrels_file,
-                       self.other_split_queries, self.orphaned_queries)
+                       self.other_split_queries, self.orphaned_queries, self.conflicting_judgments)
 
 
 FOREIGN = "foreign"
@@ -161,7 +163,7 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
     for i, query in enumerate(other.queries.values()):
         queries[f"{prefix}{i}"] = Query(f"{prefix}{i}", query.text, {"kind": FOREIGN, "from": other.name})
     return Dataset(f"{data.name}+{other.name} queries", data.documents, queries, data.qrels, data.unknown_qrels,
-                   data.qrels_file, data.other_split_queries, data.orphaned_queries)
+                   data.qrels_file, data.other_split_queries, data.orphaned_queries, data.conflicting_judgments)
 
 
 def group_of(item_id: str, sep: str | None) -> str | None:
@@ -215,7 +217,7 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
     qrels_file = _qrels_file(folder)
-    qrels, unknown, named, lost = _qrels(folder, qrels_file, documents, queries)
+    qrels, unknown, named, lost, conflicts = _qrels(folder, qrels_file, documents, queries)
     if unknown and not qrels:
         # not one row matches: the wrong file, or columns swapped; every query would run as "unanswerable"
         raise InvalidInput(f"{_display(folder, qrels_file)}: none of its {unknown} judgment(s) names a query of "
@@ -236,7 +238,7 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
         if not queries:
             raise InvalidInput(f"{_display(folder, BEIR_QRELS_FILE)}: names none of the queries in "
                                f"{_display(folder, QUERIES_FILE)}; nothing to evaluate")
-    return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split, len(orphaned))
+    return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split, len(orphaned), conflicts)
 
 
 def _qrels_file(folder: Path | Traversable) -> str:
@@ -310,16 +312,19 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
 
 def _qrels(
     folder: Path | Traversable, filename: str, documents: dict[str, Document], queries: dict[str, Query]
-) -> tuple[dict[str, dict[str, int]], int, set[str], set[str]]:
+) -> tuple[dict[str, dict[str, int]], int, set[str], set[str], int]:
     """Tab-separated ``query-id  corpus-id  score``; a header line is recognised and skipped.
 
-    A (query, document) pair judged twice with different grades is an error; the same grade twice is
-    harmless and read once. Returns the judgments of known ids, the count of the others, and every
-    known query a row names, and every known query judged relevant to a document the corpus lacks.
+    A (query, document) pair judged twice with different grades keeps the higher grade, whatever the
+    rows' order, and is counted (the report says how many): a later 0 must not silently make a
+    query unanswerable, and refusing the file would stop a run on a collection whose qrels merge
+    several assessors' rows. The same grade twice is read once. Returns the judgments of known ids,
+    the count of the others, every known query a row names, every known query judged relevant to a
+    document the corpus lacks, and the count of pairs judged with different grades.
     """
     shown = _display(folder, filename)
     qrels: dict[str, dict[str, int]] = {}
-    first_seen: dict[tuple[str, str], int] = {}  # (query, document) -> the line that judged it
+    conflicting: set[tuple[str, str]] = set()
     named: set[str] = set()
     lost: set[str] = set()
     unknown = 0
@@ -347,11 +352,7 @@ def _qrels(
             continue
         judged = qrels.setdefault(query_id, {})
         if doc_id in judged and judged[doc_id] != grade:
-            # the later row would silently replace the earlier one (a relevant document judged 0
-            # makes its query unanswerable and moves every mean): which one is meant is the user's call
-            raise InvalidInput(f"{shown}:{number}: query {query_id!r} and document {doc_id!r} are judged "
-                               f"{grade} here and {judged[doc_id]} on line {first_seen[query_id, doc_id]}; "
-                               f"keep one judgment per pair")
-        first_seen.setdefault((query_id, doc_id), number)
+            conflicting.add((query_id, doc_id))
+            grade = max(grade, judged[doc_id])
         judged[doc_id] = grade
-    return qrels, unknown, named, lost
+    return qrels, unknown, named, lost, len(conflicting)

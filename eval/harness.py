@@ -472,6 +472,8 @@ def run_eval(
         report["other_split_queries"] = data.other_split_queries
     if data.orphaned_queries:
         report["orphaned_queries"] = data.orphaned_queries
+    if data.conflicting_judgments:
+        report["conflicting_judgments"] = data.conflicting_judgments
     if outside:
         report["relevant_outside_group"] = outside
     return report

@@ -392,6 +392,20 @@ def test_a_query_whose_relevant_documents_are_all_missing_is_not_run_as_unanswer
     assert "1 query(ies) whose every relevant document is missing from the corpus were not run" in text.stdout
 
 
+
+def test_the_report_says_how_many_pairs_were_judged_twice_with_different_grades(tmp_path):
+    folder = write_collection(
+        tmp_path / "c",
+        [{"_id": "d1", "text": "the auth service listens on port 8443"}, {"_id": "d2", "text": "lunch is at noon"}],
+        [{"_id": "q1", "text": "auth service port"}, {"_id": "q2", "text": "when is lunch"}],
+        [("q1", "d1", 1), ("q2", "d2", 1), ("q2", "d2", 0)])
+    report = run_eval(folder, modes="bm25", progress=False)
+    assert report["conflicting_judgments"] == 1 and report["modes"]["bm25"]["queries"] == 2
+    text = runner.invoke(eval_app, ["run", str(folder), "--modes", "bm25", "--baseline", "none"])
+    assert text.exit_code == 0, text.output
+    assert "1 (query, document) pair(s) are judged twice in the qrels with different grades: the higher grade was kept" \
+        in " ".join(text.stdout.split())
+
 @pytest.mark.parametrize("limit", ["0", "-1"])
 def test_tune_refuses_a_limit_below_one_instead_of_tuning_on_all_but_the_last(grouped, limit):
     """`eval tune --limit-queries -1` tuned on every query but the last (a Python slice), and 0 said
