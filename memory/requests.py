@@ -88,6 +88,23 @@ def link_dict(link: dict | Link) -> dict[str, Any]:
     return checked
 
 
+def link_dicts(links: object) -> list[dict[str, Any]]:
+    """The links a caller gave, each checked, errors naming ``links`` and the item: links="x" was
+    read letter by letter and links=[5] answered 'value: Input should be a valid dictionary'."""
+    if isinstance(links, (str, bytes, dict)) or not isinstance(links, (list, tuple)):
+        raise InvalidInput(f"links must be a list of links ({{'kind': ..., 'target': id}}), "
+                           f"got {type(links).__name__}")
+    checked = []
+    for i, link in enumerate(links):
+        try:
+            checked.append(link_dict(link))
+        except InvalidInput as exc:
+            if type(exc) is not InvalidInput:
+                raise  # a GateRefused (a secret in a note) keeps its gate
+            raise InvalidInput(f"links[{i}]: {str(exc).removeprefix('value: ')}") from exc
+    return checked
+
+
 def no_secret(value: object, field: str) -> None:
     """Secrets stay out of every stored field, not only the memory text: refuse like the gate does."""
     from .gates import GateRefused, credentials

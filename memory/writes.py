@@ -70,7 +70,7 @@ def write(
         origin = s.locate()
         request = {
             "content": content, "scopes": scopes, "category": category, "confidence": confidence, "source": source,
-            "metadata": metadata, "links": [requests.link_dict(link) for link in links or []],
+            "metadata": metadata, "links": requests.link_dicts(links or []),
             "claims": [str(c) for c in parse_claims(requests.texts(claims, "claims"))],
             "acknowledge_transient": bool(acknowledge_transient),
             "acknowledge_user_claim": bool(acknowledge_user_claim),
@@ -593,7 +593,7 @@ def update(
     if metadata is not None:
         changes["metadata"] = check_metadata(metadata)
     if links is not None:
-        changes["links"] = [requests.link_dict(link) for link in links]
+        changes["links"] = requests.link_dicts(links)
     requests.no_secret_in(changes.get("scopes", []), changes.get("metadata"))
     with s.transaction() as c:
         updated, text_changed = apply_update(s, c, id, changes, acknowledge_transient, acknowledge_user_claim,

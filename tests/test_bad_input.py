@@ -306,3 +306,22 @@ def test_a_pending_id_or_a_reason_of_the_wrong_type_is_named(store):
         store.remove(kept, 5)
     assert store.get(kept).content == "The cache layer sits in front of the database"
     assert store.confirm_write("nope").status == "not_found"
+
+
+def test_links_of_the_wrong_shape_are_named(store):
+    """links="x" was read letter by letter and links=[5] (through write or update) answered
+    'value: Input should be a valid dictionary or instance of Link', naming no argument."""
+    kept = store.write("The cache layer sits in front of the database", scopes=["x"]).id
+    calls = (lambda links: store.write("The ledger sits behind the gateway", scopes=["x"], links=links),
+             lambda links: store.update(kept, links=links))
+    for call in calls:
+        with pytest.raises(InvalidInput, match=r"^links must be a list of links \({'kind': ..., 'target': id}\), got str$"):
+            call("x")
+        with pytest.raises(InvalidInput, match="^links must be a list of links .*, got dict$"):
+            call({"kind": "extends", "target": kept})
+        with pytest.raises(InvalidInput, match="^links\\[1\\]: Input should be a valid dictionary or instance of Link$"):
+            call([{"kind": "extends", "target": kept}, 5])
+        with pytest.raises(InvalidInput, match="^links\\[0\\]: kind: Input should be"):
+            call([{"kind": "zzz", "target": kept}])
+    linked = store.write("The ledger sits behind the gateway", scopes=["x"], links=[{"kind": "extends", "target": kept}])
+    assert [link.target for link in store.get(linked.id).links] == [kept]
