@@ -159,6 +159,9 @@ def record_use(
     parallel to ``ids`` with None where there is none. Negative outcomes come back on later hits as
     ``recent_negative_outcomes``.
     """
+    if ids is not None and not isinstance(ids, str) and (isinstance(ids, (bytes, dict))
+                                                        or not isinstance(ids, Iterable)):
+        raise InvalidInput(f"ids must be a memory id or a list of them, got {type(ids).__name__}")
     ids = [ids] if isinstance(ids, str) else list(ids or [])
     if not ids or len(ids) > MAX_OUTCOME_IDS or not all(isinstance(i, str) and i.strip() for i in ids):
         raise InvalidInput(f"give 1-{MAX_OUTCOME_IDS} memory ids")

@@ -176,6 +176,8 @@ def excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str
     """One excerpt per id: a single string repeated, or a parallel list with None gaps."""
     if excerpt is None or isinstance(excerpt, str):
         values = [excerpt] * count
+    elif isinstance(excerpt, (bytes, dict)) or not isinstance(excerpt, Iterable):
+        raise InvalidInput(f"excerpt must be text or a list parallel to the ids, got {type(excerpt).__name__}")
     else:
         values = list(excerpt)
         if len(values) != count:

@@ -325,3 +325,15 @@ def test_links_of_the_wrong_shape_are_named(store):
             call([{"kind": "zzz", "target": kept}])
     linked = store.write("The ledger sits behind the gateway", scopes=["x"], links=[{"kind": "extends", "target": kept}])
     assert [link.target for link in store.get(linked.id).links] == [kept]
+
+
+def test_record_use_names_ids_and_excerpt_of_the_wrong_type(store):
+    """record_use(5, ...) and record_use(id, ..., excerpt=5) answered "bad argument to record_use:
+    TypeError: 'int' object is not iterable", naming neither argument."""
+    kept = store.write("The cache layer sits in front of the database", scopes=["x"]).id
+    with pytest.raises(InvalidInput, match="^ids must be a memory id or a list of them, got int$"):
+        store.record_use(5, "applied")
+    with pytest.raises(InvalidInput, match="^excerpt must be text or a list parallel to the ids, got int$"):
+        store.record_use(kept, "applied", excerpt=5)
+    assert store.events(kinds="outcome") == []
+    assert store.record_use(kept, "applied", excerpt="cache layer")["status"] == "recorded"
