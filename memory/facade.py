@@ -93,7 +93,7 @@ class Store(SessionState):
         labels: list[str] | None = None,
         embed: bool = False,
     ) -> list[str]:
-        """Trusted bulk path (no gates, no origin): every record validated, then all committed or none."""
+        """Trusted bulk path (no gates): all validated first (one bad: none written), then committed batch by batch."""
         return writes.import_records(self._s, records, batch_size, progress, default_scopes, labels, embed)
 
     def import_bulk(self, records: Iterable[dict], **options: Any) -> ImportReport:
