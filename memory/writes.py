@@ -62,7 +62,9 @@ def write(
     if groundedness_check and not (isinstance(source_transcript, str) and source_transcript.strip()):
         raise InvalidInput("groundedness_check needs source_transcript: the conversation text to check against")
     # the settings, the probe's lexicon and the tombstones share one look at the store (store/db.py)
-    with s.db.one_generation():
+    with s.db.one_generation() as looks_now:
+        # read before the block's look: a commit that look misses lies past it (pipeline.run)
+        seen = pipeline.last_rowid(s.db) if looks_now else None
         config = s.config
         refusal = write_enabled.check(config)
         if refusal is not None:
@@ -79,7 +81,7 @@ def write(
             "origin": None if origin is None else {"repo": origin.repo, "worktree": origin.worktree,
                                                    "commit": origin.commit},
         }
-        memory, gated = _gated(s, request, source_transcript if groundedness_check else None)
+        memory, gated = _gated(s, request, source_transcript if groundedness_check else None, seen)
     if isinstance(gated, WriteResult):
         return _credit_duplicate(s, gated)
     if memory.category == "user-inference" or config.require_write_confirmation:
@@ -711,9 +713,10 @@ def _credit_duplicate(s: Session, result: WriteResult) -> WriteResult:
     return result.model_copy(update={"corroboration_recorded": seen is None})
 
 
-def _gated(s: Session, request: dict[str, Any],
-           source_transcript: str | None = None) -> tuple[Memory, WriteResult | pipeline.Passed]:
-    """Validate a write request into a Memory and run the gates: (memory, refusal or what passed)."""
+def _gated(s: Session, request: dict[str, Any], source_transcript: str | None = None,
+           seen: int | None = None) -> tuple[Memory, WriteResult | pipeline.Passed]:
+    """Validate a write request into a Memory and run the gates: (memory, refusal or what passed);
+    ``seen`` as ``pipeline.run`` takes it."""
     origin = request.get("origin")
     memory = requests.new_memory({
         "content": request["content"], "scopes": request["scopes"], "category": request["category"],
@@ -726,6 +729,7 @@ def _gated(s: Session, request: dict[str, Any],
             s.db, s.lexicon, s.config, memory.content, memory.category, parse_claims(request["claims"]),
             origin["worktree"] if origin else None, pipeline.Overrides.from_request(request),
             scopes=memory.scopes, repo=origin["repo"] if origin else None, source_transcript=source_transcript,
+            seen=seen,
         )
     return memory, gated
 

@@ -410,20 +410,21 @@ class Database:
             (model,)).fetchone()[0])
 
     @contextmanager
-    def one_generation(self) -> Iterator[None]:
+    def one_generation(self) -> Iterator[bool]:
         """A block of reads (a search) that shares one look at the store's state: this thread reads
         PRAGMA data_version once, at the first ask, instead of at each of the settings', lexicon's,
         trust memo's and row memos' checks (six statements a search). A commit another connection
         makes meanwhile is seen at the next block, as if it had landed just after this one began;
         this connection's own commits never move data_version, and ``stamp`` counts them as they
-        happen. Nested blocks are the outer one."""
+        happen. Nested blocks are the outer one. Yields whether this block is the outer one (its
+        look is still to come: what is read before the first ask is older than the look)."""
         local = self._local
         if getattr(local, "looking", False):
-            yield
+            yield False
             return
         local.looking, local.seen = True, None
         try:
-            yield
+            yield True
         finally:
             local.looking, local.seen = False, None
 

@@ -16,6 +16,8 @@ claims, which each have their own acknowledgement or none.
 
 from __future__ import annotations
 
+import contextlib
+
 import sqlite3
 import weakref
 from dataclasses import dataclass, field
@@ -82,8 +84,11 @@ def run(
     scopes: list[str] = (),
     repo: str | None = None,
     source_transcript: str | None = None,
+    seen: int | None = None,
 ) -> WriteResult | Passed:
-    """A refusal (a gate's status, duplicate or previously_removed), or what the write may proceed with."""
+    """A refusal (a gate's status, duplicate or previously_removed), or what the write may proceed with.
+    ``seen``: the store's last memory rowid, read before the caller's ``one_generation`` block first
+    looked at the store (``last_rowid``); without it the probe takes a fresh look of its own."""
     refusal = (
         run_content_gates(content, category, overrides.acknowledge_transient, overrides.acknowledge_user_claim)
         or scope_match.check(scopes, repo, worktree, overrides.acknowledge_scope_mismatch or overrides.force)
@@ -94,11 +99,12 @@ def run(
         return refused(refusal)
     # tokenized once: the probe, the overlap, the stored row and the index entry share it
     tokens, terms = tokens_and_terms(content)
-    # the last rowid first, then a probe that sees every commit up to it (a write's one_generation
-    # block may have looked before another process's commit): what the probe misses, the write's
-    # transaction finds past ``seen`` (late_duplicate)
-    with db.fresh_look():
-        seen = _last_rowid(db)
+    # the last rowid first, then a probe that sees every commit up to it: what the probe misses, the
+    # write's transaction finds past ``seen`` (late_duplicate). A caller's one_generation block may
+    # have looked at the store before another process's commit, so the rowid is read before that
+    # look (``seen``), or the probe looks afresh
+    with contextlib.nullcontext() if seen is not None else db.fresh_look():
+        seen = last_rowid(db) if seen is None else seen
         check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms),
                                            _tombstones(db), new_terms=frozenset(terms))
     match = check.match
@@ -133,7 +139,7 @@ def late_duplicate(c: sqlite3.Connection, content: str, passed: Passed) -> Write
     return _duplicate(check.match, check.related_ids + passed.related) if check.status == "duplicate" else None
 
 
-def _last_rowid(db: Database) -> int:
+def last_rowid(db: Database) -> int:
     return db.read(lambda c: c.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0])
 
 

@@ -367,18 +367,19 @@ class PostgresDatabase:
                 self._generation = generation
 
     @contextmanager
-    def one_generation(self) -> Iterator[None]:
+    def one_generation(self) -> Iterator[bool]:
         """In the block this thread reads ``kenning_generation`` once, at the first ask, instead of at
         every one: a search asks for its settings, its lexicon, its vector count and its trust memo
         (3 to 7 round trips for one answer). A commit made meanwhile by another process is seen at
         the next block, as if it had landed just after this one began; this thread's own commits in
-        the block are taken in as they happen. Nested blocks are the outer one."""
+        the block are taken in as they happen. Nested blocks are the outer one. Yields whether this
+        block is the outer one (its look is still to come)."""
         if getattr(self._local, "looking", False):
-            yield
+            yield False
             return
         self._local.looking, self._local.seen = True, None
         try:
-            yield
+            yield True
         finally:
             self._local.looking, self._local.seen = False, None
 
