@@ -6,8 +6,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+
+from . import looks
 
 DB_FILENAME = "kenning.sqlite3"
 
@@ -409,38 +411,18 @@ class Database:
             f"SELECT (SELECT COUNT(*) FROM {rows}) - (SELECT COUNT(*) FROM {vectors} WHERE model_id = ?)",
             (model,)).fetchone()[0])
 
-    @contextmanager
-    def one_generation(self) -> Iterator[bool]:
+    def one_generation(self) -> AbstractContextManager[bool]:
         """A block of reads (a search) that shares one look at the store's state: this thread reads
         PRAGMA data_version once, at the first ask, instead of at each of the settings', lexicon's,
         trust memo's and row memos' checks (six statements a search). A commit another connection
         makes meanwhile is seen at the next block, as if it had landed just after this one began;
         this connection's own commits never move data_version, and ``stamp`` counts them as they
-        happen. Nested blocks are the outer one. Yields whether this block is the outer one (its
-        look is still to come: what is read before the first ask is older than the look)."""
-        local = self._local
-        if getattr(local, "looking", False):
-            yield False
-            return
-        local.looking, local.seen = True, None
-        try:
-            yield True
-        finally:
-            local.looking, local.seen = False, None
+        happen. Yields whether this block is the outer one (store/looks.py)."""
+        return looks.one_generation(self._local)
 
-    @contextmanager
-    def fresh_look(self) -> Iterator[None]:
-        """Inside a ``one_generation`` block, a stretch whose reads see every commit made so far, as
-        outside one: what a write's duplicate probe needs, which must not miss a text another
-        process committed after the block's first look (it takes the store's last rowid as the
-        point its late check starts from)."""
-        local = self._local
-        looking, seen = getattr(local, "looking", False), getattr(local, "seen", None)
-        local.looking, local.seen = False, None
-        try:
-            yield
-        finally:
-            local.looking, local.seen = looking, seen
+    def fresh_look(self) -> AbstractContextManager[None]:
+        """Inside a ``one_generation`` block, reads that see every commit made so far (store/looks.py)."""
+        return looks.fresh_look(self._local)
 
     def data_version(self) -> int:
         """Changes when another connection commits; our own commits leave it unchanged. Read once

@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .. import looks
 from . import dialect, schema
 
 CONNECT_TIMEOUT_S = 10
@@ -366,22 +367,14 @@ class PostgresDatabase:
             if self._generation is not None and generation == self._generation + 1:
                 self._generation = generation
 
-    @contextmanager
-    def one_generation(self) -> Iterator[bool]:
+    def one_generation(self) -> AbstractContextManager[bool]:
         """In the block this thread reads ``kenning_generation`` once, at the first ask, instead of at
         every one: a search asks for its settings, its lexicon, its vector count and its trust memo
         (3 to 7 round trips for one answer). A commit made meanwhile by another process is seen at
         the next block, as if it had landed just after this one began; this thread's own commits in
-        the block are taken in as they happen. Nested blocks are the outer one. Yields whether this
-        block is the outer one (its look is still to come)."""
-        if getattr(self._local, "looking", False):
-            yield False
-            return
-        self._local.looking, self._local.seen = True, None
-        try:
-            yield True
-        finally:
-            self._local.looking, self._local.seen = False, None
+        the block are taken in as they happen. Yields whether this block is the outer one
+        (store/looks.py)."""
+        return looks.one_generation(self._local)
 
     def generation(self) -> int:
         """The commit counter (moved by every commit, ours included): read now, or once per
@@ -395,19 +388,9 @@ class PostgresDatabase:
             self._local.seen = generation
         return generation
 
-    @contextmanager
-    def fresh_look(self) -> Iterator[None]:
-        """Inside a ``one_generation`` block, a stretch whose reads see every commit made so far, as
-        outside one: what a write's duplicate probe needs, which must not miss a text another
-        process committed after the block's first look (it takes the store's last rowid as the
-        point its late check starts from)."""
-        local = self._local
-        looking, seen = getattr(local, "looking", False), getattr(local, "seen", None)
-        local.looking, local.seen = False, None
-        try:
-            yield
-        finally:
-            local.looking, local.seen = looking, seen
+    def fresh_look(self) -> AbstractContextManager[None]:
+        """Inside a ``one_generation`` block, reads that see every commit made so far (store/looks.py)."""
+        return looks.fresh_look(self._local)
 
     def data_version(self) -> int:
         """Changes when another process (or Store object) committed; our own commits leave it unchanged."""
