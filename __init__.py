@@ -18,8 +18,9 @@ __version__ = "0.1.0"
 
 # the module that defines each public name
 _MODULES = {
-    "kenning.errors": ("EmbeddingsUnavailable", "InvalidInput", "KenningError", "NotFound", "SearchDisabled",
-                       "StorageError"),
+    "kenning.errors": ("EmbeddingsUnavailable", "InvalidInput", "KenningError", "NotFound", "ReadOnlyStore",
+                       "SearchDisabled", "Stale", "StorageError"),
+    "kenning.memory.gates": ("GateRefused",),
     "kenning.store.models": ("Degraded", "LIVE_SETTINGS", "Hit", "Link", "Memory", "SearchResult", "StoreConfig",
                              "Tombstone", "WriteResult"),
     "kenning.memory.facade": ("Store", "open_store"),
@@ -27,7 +28,10 @@ _MODULES = {
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 if TYPE_CHECKING:
-    from kenning.errors import EmbeddingsUnavailable, InvalidInput, KenningError, NotFound, SearchDisabled, StorageError
+    from kenning.errors import (
+        EmbeddingsUnavailable, InvalidInput, KenningError, NotFound, ReadOnlyStore, SearchDisabled, Stale, StorageError,
+    )
+    from kenning.memory.gates import GateRefused
     from kenning.store.models import (
         LIVE_SETTINGS, Degraded, Hit, Link, Memory, SearchResult, StoreConfig, Tombstone, WriteResult,
     )

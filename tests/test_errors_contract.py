@@ -112,3 +112,20 @@ def test_help_names_what_every_public_method_raises():
     assert "NotFound" in inspect.getdoc(kenning.Store.get) and "SearchDisabled" in inspect.getdoc(kenning.Store.search)
     assert "Stale" in inspect.getdoc(kenning.Store.update) and "StorageError" in inspect.getdoc(kenning.Store.write)
     assert "raise InvalidInput" in inspect.getdoc(kenning.Store.close)
+
+
+def test_every_error_a_public_method_raises_is_importable_from_kenning_itself(store):
+    """A caller catching a stale update, a read-only store or a gate's refusal needs only ``import kenning``."""
+    import kenning
+    from kenning import errors
+
+    raised = {name for name, value in vars(errors).items()
+              if isinstance(value, type) and issubclass(value, KenningError)}
+    assert raised <= set(kenning.__all__)
+    memory = store.list(record=False)[0]
+    with pytest.raises(kenning.Stale):
+        store.update(memory.id, text="the auth service listens on port 9443", version="0" * 8)
+    store.configure(write_enabled=False)
+    with pytest.raises(kenning.GateRefused):
+        store.update(memory.id, text="the auth service listens on port 9443")
+    assert {"Stale", "ReadOnlyStore", "GateRefused"} <= set(dir(kenning))
