@@ -11,6 +11,8 @@
   verification (never verified: since the commit the memory was written at), restricted to the
   memory's anchored paths (attested by verify, declared in claims) when it has any. Paths scraped
   from the prose do not narrow it: scraping misfires, and verified_paths is the attestation.
+  Counted both ways from that commit: a checkout of an older commit or of another branch takes
+  away commits the verified code had, which moves it as much as new ones do.
 
 A measurement that cannot be made (no origin, worktree or repository gone, git missing) is
 ``unmeasured`` with a reason and a ``None`` count, never a zero.
@@ -313,7 +315,9 @@ def assess_commit_drift(
     """Commits in the origin repository since the last verification (else since the write's commit,
     else since written_at), touching paths when there are any. ``verified_head``: the repository's
     HEAD when it was verified (``head_of``): git's dates have whole seconds, so a commit made just
-    before the verify, in the same second, would count as after it by date."""
+    before the verify, in the same second, would count as after it by date. A baseline commit is
+    compared with HEAD both ways (``base...HEAD``): HEAD checked out back to an ancestor, or to
+    another branch, lacks commits the verified code had, and ``base..HEAD`` counted none of them."""
     if origin is None:
         return CommitDrift(status="not_applicable", reason="no origin recorded")
     cache = cache or DriftCache()
@@ -335,11 +339,11 @@ def assess_commit_drift(
     attempts: list[tuple[str, list[str]]] = []
     if verified is not None:
         if verified_head and _is_sha(verified_head):
-            attempts.append((f"verified {verified.isoformat()}", [f"{verified_head}..HEAD"]))
+            attempts.append((f"verified {verified.isoformat()}", [f"{verified_head}...HEAD"]))
         attempts.append((f"verified {verified.isoformat()}", [f"--since={_git_date(verified)}", "HEAD"]))
     else:
         if origin.commit and _is_sha(origin.commit):
-            attempts.append((f"commit {origin.commit}", [f"{origin.commit}..HEAD"]))
+            attempts.append((f"commit {origin.commit}", [f"{origin.commit}...HEAD"]))
         if written is not None:
             attempts.append((f"written {written.isoformat()}", [f"--since={_git_date(written)}", "HEAD"]))
     if not attempts:

@@ -120,9 +120,26 @@ def test_a_commit_in_the_same_second_before_the_verify_is_not_counted_after_it(s
     assert store.show(mid)["commit_drift"]["commits_since_verify"] == 0
     commit(repo, START + timedelta(days=1), {"other.txt": "after the verify, same second\n"})
     assert hit_for(store, mid)["commit_drift_count"] == 1  # counted from the HEAD the verify saw, not by date
-    git(repo, "reset", "-q", "--hard", "HEAD~2")  # history rewritten past the verified commit: still counted
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # history rewritten past the verified commit: still counted,
     commit(repo, START + timedelta(days=2), {"other.txt": "rewritten history\n"})
-    assert hit_for(store, mid)["commit_drift_count"] == 1
+    assert hit_for(store, mid)["commit_drift_count"] == 2  # with the verified src/app.py change it took away
+
+
+def test_a_checkout_of_older_code_than_was_verified_is_drift(store, repo, clock):
+    mid = store.write("The server entry point src/app.py returns 2", scopes=["x"]).id
+    commit(repo, START + timedelta(hours=1), {"src/app.py": "def main():\n    return 2\nPORT = 8443\n"})
+    clock.now = START + timedelta(hours=2)
+    assert store.verify(mid, verified_paths=["src/app.py"])["commit_drift_count"] == 0
+    git(repo, "checkout", "-q", "HEAD~1")  # src/app.py as it was before the change the verify vouched for
+    hit = hit_for(store, mid, "server entry point")
+    assert hit["commit_drift_count"] == 1 and hit["staleness_verdict"] == "spot_check_recommended"
+    assert store.show(mid)["commit_drift"]["status"] == "drift"
+    git(repo, "checkout", "-q", "-b", "side")  # another branch from there, with its own change
+    commit(repo, START + timedelta(hours=3), {"src/app.py": "def main():\n    return 3\nPORT = 8443\n"})
+    assert hit_for(store, mid, "server entry point")["commit_drift_count"] == 2
+    never = store.write("The docs index is docs/README.md", scopes=["x"]).id  # never verified: from its write
+    git(repo, "checkout", "-q", "main")
+    assert hit_for(store, never, "docs index")["commit_drift_count"] == 2  # side's commit gone, main's back
 
 
 def test_a_never_verified_memory_becomes_due_after_the_window(store, clock):
