@@ -22,6 +22,9 @@ STORE_PROPERTIES = ("config", "disabled_scopes")
 # The parameters that name a memory (or a staged write) by id: a ULID arrives in any case and is
 # looked up in the one case the store keeps (store/ids.canonical), whichever surface passed it.
 ID_PARAMETERS = frozenset({"id", "other_id", "keep_id", "ids", "pending_id"})
+# Parameters holding a token the caller read back (show's or search's ``version``): one of another
+# type can never match, and answered "stale" as if another agent had changed the memory.
+TOKEN_PARAMETERS = frozenset({"version"})
 
 
 def guarded(fn: Callable) -> Callable:
@@ -31,6 +34,7 @@ def guarded(fn: Callable) -> Callable:
 
     spelled = _id_spelling(fn)
     switches = _switches(fn)
+    tokens = _positions(fn, TOKEN_PARAMETERS)
 
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -38,6 +42,8 @@ def guarded(fn: Callable) -> Callable:
             args, kwargs = spelled(args, kwargs)
         if switches:
             _check_switches(fn.__name__, switches, args, kwargs)
+        if tokens:
+            _check_tokens(fn.__name__, tokens, args, kwargs)
         _refuse_closed(self, fn.__name__)
         try:
             return fn(self, *args, **kwargs)
@@ -75,6 +81,21 @@ def _check_switches(method: str, switches: list[tuple[int, str]], args: tuple, k
             raise InvalidInput(f"{method}: {name} must be True or False, got {given!r:.60}")
 
 
+def _positions(fn: Callable, wanted: frozenset[str]) -> list[tuple[int, str]]:
+    """(position after self, name) of the parameters named in ``wanted``."""
+    code = fn.__code__
+    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
+    return [(i, name) for i, name in enumerate(names) if name in wanted]
+
+
+def _check_tokens(method: str, tokens: list[tuple[int, str]], args: tuple, kwargs: dict) -> None:
+    for i, name in tokens:
+        given = args[i] if i < len(args) else kwargs.get(name)
+        if given is not None and not isinstance(given, str):
+            raise InvalidInput(f"{method}: {name} must be the version text that show or search gave, "
+                               f"got {type(given).__name__}")
+
+
 def _refuse_closed(store: Any, name: str, cause: BaseException | None = None) -> None:
     if getattr(store, "_closed", False):  # else sqlite3's "Cannot operate on a closed database" from deep inside
         raise InvalidInput(f"{name}: this store was closed; open it again with kenning.open_store()") from cause
@@ -92,9 +113,7 @@ def _open_only(prop: property, name: str) -> property:
 def _id_spelling(fn: Callable) -> Callable[[tuple, dict], tuple[tuple, dict]] | None:
     """For a method with id parameters, a function giving its arguments with those ids canonical;
     None for the rest (a search pays nothing)."""
-    code = fn.__code__
-    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]  # after self
-    where = [(i, name) for i, name in enumerate(names) if name in ID_PARAMETERS]
+    where = _positions(fn, ID_PARAMETERS)
     if not where:
         return None
 

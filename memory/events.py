@@ -65,6 +65,16 @@ def log_many(
     conn.executemany("INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)", stored)
 
 
+def from_caller(memory_id: object, payload: object) -> tuple[str | None, dict[str, Any] | None]:
+    """A caller's own event (Store.log_event): an id that is not text (5) was stored as a number no
+    query by memory id finds, and a payload that is not a mapping ([1]) broke the events' shape."""
+    if memory_id is not None and not isinstance(memory_id, str):
+        raise InvalidInput(f"log_event: memory_id must be a memory id (text), got {type(memory_id).__name__}")
+    if payload is not None and not isinstance(payload, dict):
+        raise InvalidInput(f"log_event: payload must be a dict (a JSON object), got {type(payload).__name__}")
+    return memory_id, payload
+
+
 def check_kind(kind: object) -> None:
     if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS:
         raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")

@@ -272,7 +272,7 @@ class Store(SessionState):
 
     def log_event(self, kind: str, memory_id: str | None = None, payload: dict[str, Any] | None = None) -> None:
         """Append one event for this session (other modules log their own kinds: the audit, episodes)."""
-        self._s.log(kind, memory_id, payload)
+        self._s.log(kind, *events.from_caller(memory_id, payload))
 
     def events(self, session: str | None = None, since: datetime | str | None = None,
                kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -337,3 +337,26 @@ def test_record_use_names_ids_and_excerpt_of_the_wrong_type(store):
         store.record_use(kept, "applied", excerpt=5)
     assert store.events(kinds="outcome") == []
     assert store.record_use(kept, "applied", excerpt="cache layer")["status"] == "recorded"
+
+
+def test_a_version_that_is_not_text_is_named_not_answered_stale(store):
+    """update/verify(version=5) answered "changed since you read it", sending the caller to re-read
+    a memory nobody had changed; the number can never be a version."""
+    memory = store.write("the auth service listens on port 8443", scopes=["x"])
+    for call in (lambda: store.update(memory.id, text="the auth service listens on port 9443", version=5),
+                 lambda: store.verify(memory.id, version=5)):
+        with pytest.raises(InvalidInput, match="version must be the version text"):
+            call()
+    shown = store.show(memory.id)
+    assert shown["content"] == "the auth service listens on port 8443" and shown["last_verified_at"] is None
+
+
+def test_a_callers_event_of_the_wrong_shape_is_named_and_not_logged(store):
+    before = len(store.events())
+    with pytest.raises(InvalidInput, match="memory_id must be a memory id"):
+        store.log_event("checked", memory_id=5)
+    with pytest.raises(InvalidInput, match="payload must be a dict"):
+        store.log_event("checked", payload=[1])
+    assert len(store.events()) == before
+    store.log_event("checked", memory_id="01ARZ3NDEKTSV4RRFFQ69G5FAV", payload={"by": "me"})
+    assert store.events(kinds=["checked"])[-1]["payload"] == {"by": "me"}
