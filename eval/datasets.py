@@ -298,7 +298,7 @@ def _id_of(row: dict, where: str) -> str:
         value = str(value)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{where}: missing or empty '_id'")
-    return value
+    return value.strip()  # as the qrels' fields are read: "d1 " in the corpus is the qrels' "d1"
 
 
 def _string(row: dict, key: str, where: str, required: bool) -> str:
@@ -308,6 +308,30 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
     if not isinstance(value, str) or (required and not value.strip()):
         raise InvalidInput(f"{where}: '{key}' must be {'non-empty ' if required else ''}text")
     return value
+
+
+def _grade(score: str) -> int | None:
+    """A judgment's grade: an integer, also written as one with a zero fraction ("1.0", as some tools
+    write TREC qrels); None for anything else."""
+    try:
+        return int(score)
+    except ValueError:
+        pass
+    try:
+        value = float(score)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
+def _is_number(score: str) -> bool:
+    """Line 1 is a header only when its score is no number at all: a first row graded 0.5 is an
+    error, not a header silently skipped (its judgment would be lost)."""
+    try:
+        float(score)
+    except ValueError:
+        return False
+    return True
 
 
 def _qrels(
@@ -337,12 +361,11 @@ def _qrels(
                 f"{shown}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
             )
         query_id, doc_id, score = (f.strip() for f in fields)
-        try:
-            grade = int(score)
-        except ValueError:
-            if number == 1 and not qrels:
+        grade = _grade(score)
+        if grade is None:
+            if number == 1 and not _is_number(score):
                 continue  # the header: query-id corpus-id score
-            raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer") from None
+            raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer")
         if query_id in queries:
             named.add(query_id)
         if query_id not in queries or doc_id not in documents:

@@ -314,3 +314,24 @@ def test_foreign_queries_never_replace_a_query_of_the_collection(tmp_path):
     both = with_foreign_queries(here, other)
     assert len(both.queries) == 2 and both.queries["foreign0"].text == "x" and both.is_answerable("foreign0")
     assert sorted(q.category or "" for q in both.queries.values()) == ["", "foreign"]
+
+
+def test_a_first_qrels_row_with_a_fractional_score_is_an_error_not_a_header(tmp_path):
+    """Line 1 of "q\\td\\t0.5" was taken for a header and skipped: its judgment silently lost."""
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}, {"_id": "e", "text": "y"}],
+                              [{"_id": "q", "text": "x"}], [("q", "d", "0.5"), ("q", "e", 1)], header=False)
+    with pytest.raises(InvalidInput, match=r"qrels\.tsv:1: score '0\.5' is not an integer"):
+        load_dataset(folder)
+
+
+def test_scores_written_with_a_zero_fraction_are_grades(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d", "text": "x"}, {"_id": "e", "text": "y"}],
+                              [{"_id": "q", "text": "x"}], [("q", "d", "1.0"), ("q", "e", "2.0")], header=False)
+    assert load_dataset(folder).qrels == {"q": {"d": 1, "e": 2}}
+
+
+def test_ids_with_surrounding_spaces_match_the_qrels_as_their_fields_are_read(tmp_path):
+    folder = write_collection(tmp_path / "c", [{"_id": "d1 ", "text": "the auth port"}],
+                              [{"_id": " q1", "text": "auth port"}], [("q1", "d1", 1)])
+    loaded = load_dataset(folder)
+    assert loaded.qrels == {"q1": {"d1": 1}} and set(loaded.documents) == {"d1"} and set(loaded.queries) == {"q1"}
