@@ -30,7 +30,9 @@ _IDENTIFIER = r"[A-Za-z_$][\w$]*"
 _SYMBOL_RE = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*")
 _NAME_RE = re.compile(r"[A-Za-z_$][\w$.-]*")
 
-ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree"]
+# unreadable: the file or a folder on its path may not be read (permissions, an I/O error): the
+# claim is neither shown to hold nor to fail, and drift reports it as unmeasured
+ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree", "unreadable"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,15 @@ def _inside(root: Path, target: Path) -> bool:
     return True
 
 
+def exists(path: Path) -> bool | None:
+    """Whether path exists, or None when that cannot be told (a folder on the way may not be
+    searched): pathlib answers False only for a path that is not there, and raises otherwise."""
+    try:
+        return path.exists()
+    except OSError:
+        return None
+
+
 def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> ClaimResult:
     """Check one claim against the files in worktree as they are now."""
     parsed = parse_claim(claim) if isinstance(claim, str) else claim
@@ -174,14 +185,17 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
     target = root / parsed.path
     if not _inside(root, target):
         return ClaimResult(text, "outside_worktree", f"{parsed.path} resolves outside the worktree (symlink)")
-    if not target.exists():
-        return ClaimResult(text, "missing_path", f"{parsed.path} does not exist in {root}")
-    if parsed.kind == "path":
-        return ClaimResult(text, "ok", f"{parsed.path} exists")
-    if not target.is_file():
-        return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
-    with target.open("r", encoding="utf-8", errors="replace") as fh:
-        source = fh.read(MAX_READ_BYTES)
+    try:
+        if not target.exists():
+            return ClaimResult(text, "missing_path", f"{parsed.path} does not exist in {root}")
+        if parsed.kind == "path":
+            return ClaimResult(text, "ok", f"{parsed.path} exists")
+        if not target.is_file():
+            return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
+        with target.open("r", encoding="utf-8", errors="replace") as fh:
+            source = fh.read(MAX_READ_BYTES)
+    except OSError as exc:  # a search, show or health must not fail on one file it may not read
+        return ClaimResult(text, "unreadable", f"{parsed.path} cannot be read: {exc.strerror or exc}")
     if parsed.kind == "symbol":
         if defines_symbol(source, parsed.symbol):
             return ClaimResult(text, "ok", f"{parsed.symbol} is defined in {parsed.path}")

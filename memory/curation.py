@@ -16,7 +16,7 @@ from kenning.store.models import Memory, Tombstone, iso
 from kenning.store.semantic import enqueue, forget
 
 from . import events, outcomes, requests, trust
-from .claims import ParsedClaim, check_claims, parse_claims
+from .claims import ParsedClaim, check_claims, exists, parse_claims
 from .gates import write_enabled
 from .gates.limits import has_control_chars
 from .session import Session
@@ -203,6 +203,10 @@ def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClai
     if not root.is_dir():
         raise InvalidInput(f"the worktree of memory {memory.id} ({worktree}) no longer exists, so its paths and "
                            "claims cannot be checked; update or remove the memory")
+    unreadable = [p for p in paths if exists(root / p) is None]
+    if unreadable:
+        raise InvalidInput(f"verified path(s) cannot be read in {worktree}: {', '.join(unreadable)}; attest only "
+                           "paths you could check")
     missing = [p for p in paths if not (root / p).exists()]
     if missing:
         raise InvalidInput(f"verified path(s) missing in {worktree}: {', '.join(missing)}; attest only paths that "

@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from kenning.errors import InvalidInput
-from kenning.memory.claims import ClaimResult, ParsedClaim, check_claims, normalize_claim_path, parse_claim
+from kenning.memory.claims import ClaimResult, ParsedClaim, check_claims, exists, normalize_claim_path, parse_claim
 from kenning.memory.origin import run_git
 
 # the calendar and the paths cited in prose (no git, no models) live in citations.py
@@ -289,13 +289,19 @@ def assess_path_drift(
     if worktree is None:
         return PathDrift(status="unmeasured", reason="no origin recorded: written outside a git repository", **base)
     root = Path(worktree)
+    if exists(root) is None:
+        return PathDrift(status="unmeasured", reason=f"worktree {worktree} cannot be read", worktree=worktree, **base)
     if not root.is_dir():
         return PathDrift(status="unmeasured", reason=f"worktree {worktree} no longer exists", worktree=worktree, **base)
-    missing = [p for p in cited if not (root / p).exists()]
+    found = {p: exists(root / p) for p in cited}
+    missing = [p for p in cited if found[p] is False]
     results = check_claims(parsed, root)
-    anchored = [r.claim for r in results if not r.ok] + [p for p in verified if p in missing]
+    anchored = [r.claim for r in results if not r.ok and r.status != "unreadable"] + [p for p in verified if p in missing]
+    # what may not be read is neither there nor gone: unmeasured, while what was measured still counts
+    unreadable = [p for p in cited if found[p] is None] + [r.claim for r in results if r.status == "unreadable"]
     return PathDrift(
-        status="measured",
+        status="unmeasured" if unreadable else "measured",
+        reason=f"cannot read {', '.join(dict.fromkeys(unreadable))} in {worktree}" if unreadable else None,
         worktree=worktree,
         missing=missing,
         claims=results,

@@ -13,6 +13,7 @@ import pytest
 import kenning
 from kenning.errors import InvalidInput, NotFound
 from clocks import ticking
+from unprivileged import run_unprivileged
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 BODY = "The server entry point is src/app.py and its docs are docs/README.md"
@@ -162,6 +163,34 @@ def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, c
     hit = hit_for(store, mid)
     assert hit["path_drift_missing"] is None and hit["path_drift_status"] == "unmeasured"
     assert hit["commit_drift_count"] is None and hit["commit_drift_status"] == "unmeasured"
+
+
+def test_a_cited_file_that_cannot_be_read_is_unmeasured_not_an_error(store, repo, clock):
+    commit(repo, START, {"secret/conf.py": "TOKEN_TTL = 30\n"})
+    claimed = store.write("The token TTL is set in secret/conf.py", scopes=["x"],
+                          claims=["secret/conf.py::TOKEN_TTL=30"]).id
+    cited = store.write("The secret settings module is secret/conf.py", scopes=["x"]).id
+
+    def look() -> tuple:
+        with pytest.raises(InvalidInput, match="cannot be read"):
+            store.verify(claimed, verified_paths=["secret/conf.py"])
+        return (hit_for(store, claimed, "token TTL"), hit_for(store, cited, "secret settings module"),
+                store.show(claimed), store.health()["curation_pending"]["drifted"])
+
+    (repo / "secret" / "conf.py").chmod(0)  # searches, shows and health raised PermissionError
+    try:
+        hit, other, shown, drifted = run_unprivileged(look)
+        (repo / "secret").chmod(0)  # nor may the folder be searched: the prose path cannot be told either
+        folder = run_unprivileged(lambda: hit_for(store, cited, "secret settings module"))
+    finally:
+        (repo / "secret").chmod(0o755)
+        (repo / "secret" / "conf.py").chmod(0o644)
+    assert hit["path_drift_missing"] is None and hit["path_drift_status"] == "unmeasured"
+    assert "secret/conf.py::TOKEN_TTL=30" in hit["path_drift_reason"] and "claim_anchored_missing" not in hit
+    assert hit["staleness_verdict"] == "fresh"  # not shown to fail: unmeasured, not required
+    assert shown["path_drift"]["claims"][0]["status"] == "unreadable" and drifted == 0
+    assert other["path_drift_missing"] == 0  # it exists; only its contents may not be read
+    assert folder["path_drift_missing"] is None and "secret/conf.py" in folder["path_drift_reason"]
 
 
 # --- verify -------------------------------------------------------------------------------------
