@@ -37,12 +37,14 @@ _TLDS = frozenset("com org net io dev ai co app gov edu info biz me us uk de eu 
 _NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.I)
 _CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|]+")
 _SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
+# a line, a column or a range of them after the path (dashes of every kind), or an anchor
+_LOCATION = re.compile(r"(?::L?\d+(?:[-\u2010-\u2015]L?\d+)?)+$|#.*$")
 
 
 def _as_path(token: str) -> str | None:
     """token as a worktree-relative path if it reads as one, else None."""
     c = token.rstrip(".,:;!?*").lstrip("*").partition("::")[0]  # punctuation, **emphasis**, ::symbol
-    c = re.sub(r"(?::\d+){1,2}$|#.*$", "", c)  # src/app.py:42:7, docs/x.md#usage
+    c = _LOCATION.sub("", c)  # src/app.py:42:7, src/app.py:10-20, src/app.py:L10, docs/x.md#usage
     explicit = c.startswith("./")
     c = c[2:] if explicit else c
     if not c or c.startswith(("/", "~", "-", "../")) or "/../" in c or any(ch in c for ch in "*?$%=\\"):

@@ -14,6 +14,7 @@ from kenning.memory.origin import Origin
 from kenning.memory.staleness import (
     DriftCache,
     assess_commit_drift,
+    assess_path_drift,
     assess_staleness,
     assess_verification,
     extract_paths,
@@ -92,6 +93,14 @@ def test_extract_paths_keeps_file_and_directory_citations():
     ]
 
 
+@pytest.mark.parametrize("cited", ["src/app.py:10-20", "src/app.py:L10", "src/app.py:L10-L20", "src/app.py:10:5-12:3",
+                                   "src/app.py:10\u201320", "(src/app.py:10-20)", "src/app.py#L10-L20"])
+def test_a_path_cited_with_a_line_range_is_checked(cited, tmp_path):
+    # "the bug is at src/app.py:10-20" named no path: its file deleted, the memory still read as fresh
+    assert extract_paths(f"the retry bug is at {cited}, see there") == ["src/app.py"]
+    assert assess_path_drift(f"the retry bug is at {cited}", [], str(tmp_path)).missing == ["src/app.py"]
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -107,6 +116,7 @@ def test_extract_paths_keeps_file_and_directory_citations():
         "src/*.py and tests/**/test_*.py",
         "$HOME/bin/tool.sh and %APPDATA%/x.ini",
         "Node.js, socket.io, e.g. i.e.",
+        "the image org/app:12 and 24/7:1",
     ],
 )
 def test_extract_paths_skips_urls_versions_and_look_alikes(text):
