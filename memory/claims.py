@@ -160,9 +160,11 @@ def _unquote(value: str) -> str:
     return v
 
 
-def _inside(root: Path, target: Path) -> bool:
+def inside(root: Path, target: Path) -> bool:
+    """Whether target, its symlinks followed, lies in root. os.path.realpath, not Path.resolve: that
+    raises RuntimeError on a symlink loop, which failed every search returning such a claim."""
     try:
-        target.resolve().relative_to(root.resolve())
+        Path(os.path.realpath(target)).relative_to(os.path.realpath(root))
     except ValueError:
         return False
     return True
@@ -183,7 +185,7 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
     text = str(parsed)
     root = Path(worktree)
     target = root / parsed.path
-    if not _inside(root, target):
+    if not inside(root, target):
         return ClaimResult(text, "outside_worktree", f"{parsed.path} resolves outside the worktree (symlink)")
     try:
         if not target.exists():

@@ -128,6 +128,15 @@ def test_a_symlink_out_of_the_worktree_is_refused(worktree, tmp_path):
     assert check_claim("link.txt", worktree).status == "outside_worktree"
 
 
+def test_a_symlink_loop_is_a_missing_path_not_an_error(worktree):
+    # Path.resolve raised RuntimeError on it: every search, show, verify and write naming it failed
+    os.symlink("loop.py", worktree / "src" / "loop.py")
+    os.symlink("b.py", worktree / "src" / "a.py")
+    os.symlink("a.py", worktree / "src" / "b.py")
+    for claim in ("src/loop.py::main", "src/a.py", "src/b.py::PORT=1"):
+        assert check_claim(claim, worktree).status == "missing_path"
+
+
 def test_check_claims_keeps_order(worktree):
     results = check_claims(["src/auth/server.py::main", "nope.py"], worktree)
     assert [r.status for r in results] == ["ok", "missing_path"]
