@@ -50,3 +50,10 @@ class EmbeddingsUnavailable(KenningError, RuntimeError):
         super().__init__(f"the semantic leg is unavailable ({cause}); {repair}")
         self.cause = cause
         self.fix = fix
+
+
+def says_damaged(exc: BaseException) -> bool:
+    """SQLite's ways of saying a file's pages are not a database it can read (the store's file or the
+    embedding cache's): here, beside the errors, because both the store and retrieval ask it."""
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text

@@ -46,10 +46,11 @@ def _unopenable(ctx: typer.Context, exc: Exception) -> dict | None:
     import sqlite3
     from pathlib import Path
 
-    from kenning.store.db import DB_FILENAME, damaged, salvage_advice
+    from kenning.errors import says_damaged
+    from kenning.store.db import DB_FILENAME, salvage_advice
     from kenning.store.location import resolve_store_dir
 
-    if not (isinstance(exc.__cause__, sqlite3.DatabaseError) and damaged(exc.__cause__)):
+    if not (isinstance(exc.__cause__, sqlite3.DatabaseError) and says_damaged(exc.__cause__)):
         return None
     root = ctx.find_root()
     where = resolve_store_dir(root.obj["store_dir"] if isinstance(root.obj, dict) else None)

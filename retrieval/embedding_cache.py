@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.errors import says_damaged
+
 _CACHE_FILE = "embeddings.sqlite"
 # SQLite's default limit on host parameters is 999 on old builds; stay under it.
 _CHUNK = 500
@@ -46,7 +48,7 @@ class EmbeddingCache:
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as exc:
-            if not _damaged(exc):
+            if not says_damaged(exc):
                 raise
             # Only a cache: the damaged file is moved aside (kept for a look) and a new one started.
             aside = self.path.with_name(f"{self.path.name}.damaged-{os.getpid()}")
@@ -96,7 +98,7 @@ class EmbeddingCache:
                     [model_id, *chunk],
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
-                if not _damaged(exc):
+                if not says_damaged(exc):
                     raise
                 self._damaged_pages(exc)
                 break  # what the damaged pages held is a miss: encoded again
@@ -122,14 +124,9 @@ class EmbeddingCache:
                     [(model_id, text_key(text), vector.tobytes()) for text, vector in zip(texts, vectors)],
                 )
         except sqlite3.DatabaseError as exc:
-            if not _damaged(exc):
+            if not says_damaged(exc):
                 raise
             self._damaged_pages(exc)  # not kept: the caller has its vectors all the same
-
-
-def _damaged(exc: sqlite3.DatabaseError) -> bool:
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
 def _warn(message: str) -> None:

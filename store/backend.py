@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kenning.errors import InvalidInput, StorageError
+from kenning.errors import InvalidInput, StorageError, says_damaged
 
 from . import files
-from .db import DB_FILENAME, Database, damage_message, damaged
+from .db import DB_FILENAME, Database, damage_message
 from .location import URL_PREFIXES as URL_SCHEMES
 
 
@@ -57,9 +57,9 @@ def open_backend(location: str | os.PathLike) -> Opened:
     except sqlite3.DatabaseError as exc:
         if not path.exists():
             raise InvalidInput(f"cannot create a store in {directory} ({exc})") from exc
-        if damaged(exc) and _sqlite_header(path):
+        if says_damaged(exc) and _sqlite_header(path):
             raise StorageError(damage_message(path, exc)) from exc
-        if damaged(exc):
+        if says_damaged(exc):
             raise StorageError(f"{path} is not a SQLite database (another kind of file, or damaged from its first "
                                f"page: {exc}); restore the store from a backup, or give another store folder") from exc
         if "full" in str(exc).lower() or ("disk i/o" in str(exc).lower() and _disk_full(directory)):

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from kenning.errors import says_damaged
+
 from . import looks
 
 DB_FILENAME = "kenning.sqlite3"
@@ -587,15 +589,9 @@ def storage_errors(path: Path) -> Iterator[None]:
             raise StorageError(f"{path} stayed locked by another process for too long; retry") from exc
         raise
     except sqlite3.DatabaseError as exc:  # after OperationalError, its subclass
-        if damaged(exc):
+        if says_damaged(exc):
             raise StorageError(damage_message(path, exc)) from exc
         raise
-
-
-def damaged(exc: sqlite3.DatabaseError) -> bool:
-    """SQLite's ways of saying the file's pages are not a database it can read."""
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
 def reports_damage(exc: BaseException) -> bool:
@@ -604,7 +600,7 @@ def reports_damage(exc: BaseException) -> bool:
     from kenning.errors import StorageError
 
     cause = exc.__cause__
-    return isinstance(exc, StorageError) and isinstance(cause, sqlite3.DatabaseError) and damaged(cause)
+    return isinstance(exc, StorageError) and isinstance(cause, sqlite3.DatabaseError) and says_damaged(cause)
 
 
 def salvage_advice(path: Path | str) -> str:
