@@ -16,7 +16,7 @@ from kenning.store.models import Memory, Tombstone, iso
 from kenning.store.semantic import enqueue, forget
 
 from . import events, outcomes, requests, trust
-from .claims import ParsedClaim, check_claims, exists, parse_claims
+from .claims import ParsedClaim, check_claims, exists, inside, parse_claims
 from .gates import write_enabled
 from .gates.limits import has_control_chars
 from .session import Session
@@ -203,6 +203,10 @@ def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClai
     if not root.is_dir():
         raise InvalidInput(f"the worktree of memory {memory.id} ({worktree}) no longer exists, so its paths and "
                            "claims cannot be checked; update or remove the memory")
+    outside = [p for p in paths if not inside(root, root / p)]
+    if outside:  # commit drift would watch the link, never what it points at (claims refuse it too)
+        raise InvalidInput(f"verified path(s) resolve outside {worktree} through a symlink: {', '.join(outside)}; "
+                           "attest the paths inside the repository")
     unreadable = [p for p in paths if exists(root / p) is None]
     if unreadable:
         raise InvalidInput(f"verified path(s) cannot be read in {worktree}: {', '.join(unreadable)}; attest only "

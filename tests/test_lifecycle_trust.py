@@ -210,6 +210,17 @@ def test_verify_refuses_missing_paths_and_false_claims_and_changes_nothing(store
     assert store.get(mid) == before and store.events(kinds=["verify"]) == []
 
 
+def test_verify_refuses_a_path_that_leaves_the_worktree_through_a_symlink(store, repo, tmp_path):
+    (tmp_path / "shared.py").write_text("TOKEN_TTL = 30\n")
+    os.symlink(tmp_path / "shared.py", repo / "src" / "shared.py")
+    mid = store.write("The token TTL is set in src/shared.py", scopes=["x"]).id
+    # it was attested, and commit drift then watched the link, never the file it points at
+    with pytest.raises(InvalidInput, match="outside .* symlink: src/shared.py"):
+        store.verify(mid, verified_paths=["src/app.py", "src/shared.py"])
+    assert store.get(mid).last_verified_at is None
+    assert store.verify(mid, verified_paths=["src/app.py"])["status"] == "verified"
+
+
 def test_verify_replaces_attestations_and_an_update_of_the_body_clears_them(store, repo, clock):
     mid = store.write("Docs live in docs/README.md; the windows build uses win/setup.ps1", scopes=["x"]).id
     store.verify(mid, verified_paths=["docs/README.md"], verified_absent_paths=["win/setup.ps1"],
