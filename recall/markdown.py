@@ -48,6 +48,9 @@ PROFILE_KIND = {"tier": "profile"}
 USER_TITLE = "About the user"
 ALL_MEMORIES = 10**9
 DIRS_META_KEY = "markdown_dirs"
+# the manifest's record of an export under way: each file it rewrites (the entry and a hash of the new
+# text) and each it removes, saved before the first of them is touched (see ``_settle_interrupted``)
+WRITING = "writing"
 
 
 def _filesystem_errors(fn):
@@ -113,7 +116,26 @@ def _load(folder: Path, rebuild: bool = False) -> dict[str, Any]:
         if rebuild:
             return fresh
         raise InvalidInput(f"{path} is damaged ({str(exc)[:200]}); export again with --force to rebuild it") from None
+    _settle_interrupted(folder, data)
     return data
+
+
+def _settle_interrupted(folder: Path, data: dict[str, Any]) -> None:
+    """Take in what an interrupted export (killed, a full disk) wrote. Its files are replaced one by one and
+    the manifest saved at the end, so a file it rewrote held kenning's new text against the old entry: the
+    next export refused it as a person's edit, and sync read a block that export moved to another file (its
+    memory re-scoped) as deleted, and removed the memory. Each file is whole, old or new (``atomic_write``):
+    one whose text is the new one gets its new entry, one the export removed loses its entry."""
+    writing = data.pop(WRITING, None)
+    if not writing:
+        return
+    for rel, entry in writing["files"].items():
+        if _is_file(folder / rel) and sha(read_text(folder / rel)) == entry["text"]:
+            data["files"][rel] = {"kind": entry.get("kind"), "ids": entry["ids"]}
+    for rel in writing["removing"]:
+        if not _is_file(folder / rel):
+            data["files"].pop(rel, None)
+            data["pending"].pop(rel, None)
 
 
 def _is_file(path: Path) -> bool:
@@ -149,6 +171,18 @@ def _check_manifest(folder: Path, data: Any) -> None:
             raise ValueError(f"the pending writes of {rel!r} are not a mapping")
     for rel in folders:
         _check_rel(folder, rel, file=False)
+    writing = data.get(WRITING)
+    if writing is not None:
+        if not (isinstance(writing, dict) and isinstance(writing.get("files"), dict)
+                and isinstance(writing.get("removing"), list)):
+            raise ValueError("its record of an export under way is not {files, removing}")
+        for rel, entry in writing["files"].items():
+            _check_rel(folder, rel, file=True)
+            if not (isinstance(entry, dict) and isinstance(entry.get("text"), str) and isinstance(entry.get("ids"), dict)
+                    and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["ids"].items())):
+                raise ValueError(f"the export record of {rel!r} is not {{kind, ids, text}}")
+        for rel in writing["removing"]:
+            _check_rel(folder, rel, file=True)
 
 
 def _check_rel(folder: Path, rel: Any, file: bool) -> None:
@@ -218,30 +252,40 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                 raise InvalidInput(f"{unsynced[0]} has edits not synced yet; run `kenning sync {folder}` first "
                                    "(or export with --force to overwrite them)")
         wanted = _files_for(store)
-        written, unchanged = [], []
+        plan: list[tuple[str, str | None, dict[str, Any]]] = []  # rel, its new text (None: unchanged), its entry
         for rel, (kind, title, memories) in sorted(wanted.items()):
             path = folder / rel
             text = render_file(kind, title, memories)
             for parent in reversed(path.relative_to(folder).parents[:-1]):
                 if not (folder / parent).exists():
                     created.append(folder / parent)
-            path.parent.mkdir(parents=True, exist_ok=True)
             old = read_text(path) if _is_file(path) else None
             if old is not None:  # a file a person's editor saved with CRLF or a byte-order mark keeps them
                 text = _in_style_of(old, text)
-            if old == text:
+            plan.append((rel, None if old == text else text, {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}}))
+        going = sorted(set(manifest["files"]) - set(wanted))
+        manifest["folders"] = sorted({*manifest["folders"], *(str(p.relative_to(folder)) for p in created if p != folder)})
+        if going or any(text is not None for _, text, _ in plan):
+            _remember_folder(store, folder)  # before the first file: `kenning clean` looks here after a crash
+            manifest[WRITING] = {"files": {rel: {**entry, "text": sha(text)} for rel, text, entry in plan if text},
+                                 "removing": going}
+            _save(folder, manifest)
+        written, unchanged = [], []
+        for rel, text, entry in plan:
+            if text is None:
                 unchanged.append(rel)
             else:
-                atomic_write(path, text)
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(folder / rel, text)
                 written.append(rel)
-            manifest["files"][rel] = {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}}
+            manifest["files"][rel] = entry
         removed = []
-        for rel in sorted(set(manifest["files"]) - set(wanted)):
+        for rel in going:
             (folder / rel).unlink(missing_ok=True)
             removed.append(rel)
             del manifest["files"][rel]
             manifest["pending"].pop(rel, None)
-        manifest["folders"] = sorted({*manifest["folders"], *(str(p.relative_to(folder)) for p in created if p != folder)})
+        manifest.pop(WRITING, None)
         _prune_folders(folder, manifest)
         _save(folder, manifest)
     _remember_folder(store, folder)
