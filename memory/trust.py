@@ -2,7 +2,8 @@
 
 Every search hit and every ``show`` carries the staleness verdict (memory/staleness.py). On top:
 
-- ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link). The
+- ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link), or
+  replace a removed memory that did (a chain stays replaced when its middle is removed). The
   spec's link means "prefer this over the target", so a superseded hit is never ``high`` (what
   replaced it is the answer), never the one expanded, and comes right after a hit of the same
   result that replaces it (``superseders_first``), whatever their scores;
@@ -73,21 +74,33 @@ def full_detail(assessed: Staleness) -> dict[str, Any]:
 
 
 def superseded_by(db: Database, ids: list[str]) -> dict[str, list[str]]:
-    """For each id, the live memories that supersede it."""
+    """For each id, the live memories that supersede it: directly, or through removed memories
+    that superseded it and were superseded in turn (A <- B <- C with B removed "merged into C":
+    A is still replaced, by C). A removed superseder with no live successor supersedes nothing."""
     if not ids:
         return {}
     held = memo(db, "superseded_by")  # read again only after the store changed
     missing = list(dict.fromkeys(i for i in ids if i not in held))
     if missing:
-        marks = ",".join("?" * len(missing))
-        rows = db.read(lambda c: c.execute(
-            f"SELECT l.target, m.id FROM memory_links l JOIN memories m ON m.rowid = l.source "
-            f"WHERE l.kind = 'supersedes' AND l.target IN ({marks}) AND m.removed_at IS NULL ORDER BY m.id",
-            missing).fetchall())
-        found: dict[str, list[str]] = {i: [] for i in missing}
-        for target, source in rows:
-            found[target].append(source)
-        held.update(found)
+        found: dict[str, set[str]] = {i: set() for i in missing}
+        frontier: dict[str, set[str]] = {i: {i} for i in missing}  # a target -> the asked ids it stands for
+        seen: set[tuple[str, str]] = set()
+        while frontier:
+            marks = ",".join("?" * len(frontier))
+            rows = db.read(lambda c: c.execute(
+                f"SELECT l.target, m.id, m.removed_at IS NULL FROM memory_links l JOIN memories m "
+                f"ON m.rowid = l.source WHERE l.kind = 'supersedes' AND l.target IN ({marks})",
+                list(frontier)).fetchall())
+            after: dict[str, set[str]] = {}
+            for target, source, live in rows:
+                for asked in frontier[target]:
+                    if live:
+                        found[asked].add(source)
+                    elif (source, asked) not in seen:  # a cycle of removed memories ends here
+                        seen.add((source, asked))
+                        after.setdefault(source, set()).add(asked)
+            frontier = after
+        held.update((i, sorted(found[i] - {i})) for i in missing)
     return {i: list(held[i]) for i in ids if held.get(i)}
 
 

@@ -284,6 +284,29 @@ def test_a_superseded_hit_comes_after_what_replaced_it_and_is_never_high_or_expa
     assert store.search(query, mode=mode).to_dict()["hits"][0]["id"] == old
 
 
+def test_a_chain_stays_superseded_when_its_middle_is_removed(store):
+    first = store.write("The production database is hosted on pg-prod-1", scopes=["p"]).id
+    second = store.write("The production database moved to pg-prod-2", scopes=["p"],
+                         links=[{"kind": "supersedes", "target": first}]).id
+    third = store.write("The production database moved again, to pg-prod-3", scopes=["p"],
+                        links=[{"kind": "supersedes", "target": second}]).id
+    query = "where is the production database hosted"
+    store.remove(second, reason="merged into the pg-prod-3 note")
+    hits = store.search(query, mode="bm25", expand_top=True).to_dict()["hits"]
+    # pg-prod-1 read as current, high and expanded above pg-prod-3
+    assert [h["id"] for h in hits] == [third, first] and hits[1]["superseded_by"] == [third]
+    assert hits[1]["relevance"] != "high" and "content" not in hits[1]
+    assert store.show(first)["superseded_by"] == [third]
+    store.restore(second)
+    assert store.show(first)["superseded_by"] == [second]
+    store.remove(third, reason="rolled back")
+    store.remove(second, reason="rolled back too")  # nothing live replaces any of it: current again
+    assert "superseded_by" not in store.show(first)
+    store.update(first, links=[{"kind": "supersedes", "target": second}])  # a cycle through tombstones ends
+    store.restore(third)
+    assert store.show(first)["superseded_by"] == [third] and store.show(third).get("superseded_by") is None
+
+
 def test_superseders_first_keeps_rank_order_otherwise_and_survives_a_cycle():
     from types import SimpleNamespace as H
 
