@@ -184,7 +184,8 @@ def _say_taken_over(report: dict) -> None:
 @handle_errors
 def sync_command(
     ctx: typer.Context,
-    directory: Path = typer.Argument(..., help="A folder written by `kenning export --markdown`."),
+    # a str, not a Path: typer makes "" into Path("."), and an empty folder must not mean this directory
+    directory: str = typer.Argument(..., help="A folder written by `kenning export --markdown`."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Read edits to MEMORY.md / USER.md back: an edited body updates, a deleted block removes (restorable),
@@ -229,7 +230,7 @@ def sync_command(
 @handle_errors
 def export_command(
     ctx: typer.Context,
-    markdown: Path = typer.Option(..., "--markdown", metavar="DIR", help="Folder for one MEMORY.md per scope and USER.md (created if missing)."),
+    markdown: str = typer.Option(..., "--markdown", metavar="DIR", help="Folder for one MEMORY.md per scope and USER.md (created if missing)."),
     force: bool = typer.Option(False, "--force", help="Overwrite edits in the folder that were not synced yet."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

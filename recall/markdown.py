@@ -61,6 +61,8 @@ def _filesystem_errors(fn):
     def guarded(store, directory, *args, **kwargs):
         if isinstance(directory, str) and "\0" in directory:
             raise InvalidInput("the folder path holds a NUL character")
+        if isinstance(directory, str) and not directory.strip():  # Path("") is ".": it would mean this directory
+            raise InvalidInput("the markdown folder is empty; give the folder's path")
         try:
             return fn(store, directory, *args, **kwargs)
         except KenningError:

@@ -89,6 +89,26 @@ def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
         s.close()
 
 
+def test_export_and_sync_with_an_empty_folder_are_errors_not_this_directory(tmp_path):
+    store = tmp_path / "store"
+    ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args in (("export", "--markdown", ""), ("export", "--markdown", "  "), ("sync", ""), ("sync", "--json", "")):
+        assert "empty" in one_line_error(kenning(tmp_path, "--store", str(store), *args)), args
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no MEMORY.md, USER.md or manifest here
+
+    import kenning as library
+    from kenning.recall.markdown import export, sync
+
+    s = library.open_store(store)
+    try:
+        for call in (export, sync):
+            with pytest.raises(InvalidInput, match="empty"):
+                call(s, "")
+    finally:
+        s.close()
+
+
 # ---------------------------------------------------------------- bug 2: a store path that is a file
 def test_a_store_path_that_is_a_file_is_named_as_a_file(tmp_path):
     afile = tmp_path / "afile"
