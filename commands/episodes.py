@@ -121,7 +121,9 @@ def serve(
     does that ~3.5x faster on a CPU with bfloat16 units (see `kenning index --help`).
 
     Example client entry: {"command": "kenning", "args": ["serve"], "env": {"KENNING_HOME": "~/.kenning"}}
+
     Example: kenning --store ~/.kenning serve --http --port 8765
+
     Example: kenning --store ~/.kenning serve --http --port 0   (any free port; the start line names it)
     """
     if http:

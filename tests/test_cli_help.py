@@ -58,3 +58,11 @@ def test_the_commands_a_tester_named():
     assert "--keep ID " in helps["kenning resolve"] and "--max-body BYTES " in helps["kenning serve"]
     everything = "\n".join(helps.values())
     assert not re.search(r"\{[A-Z_]+\}|<(str|path|int|list\[str\])>", everything)
+
+
+def test_each_example_starts_a_line_of_its_own():
+    """Lines of a docstring's paragraph are joined when help is wrapped: examples one under the other ran
+    together into one paragraph ("... --port 8765 Example: kenning ...") unless a blank line parts them."""
+    for path, command, context in _every_command():
+        for line in command.get_help(context).splitlines():
+            assert "Example" not in line.lstrip()[1:], (path, line)
