@@ -24,15 +24,18 @@ from typing import Literal
 
 from kenning.errors import InvalidInput
 
-MAX_READ_BYTES = 4 * 1024 * 1024  # a claim about a larger file is checked on its first 4 MiB
+MAX_READ_BYTES = 4 * 1024 * 1024  # a claim about a larger file is checked on its first 4 MiB (else too_large)
 
 _IDENTIFIER = r"[A-Za-z_$][\w$]*"
 _SYMBOL_RE = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*")
 _NAME_RE = re.compile(r"[A-Za-z_$][\w$.-]*")
 
-# unreadable: the file or a folder on its path may not be read (permissions, an I/O error): the
-# claim is neither shown to hold nor to fail, and drift reports it as unmeasured
-ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree", "unreadable"]
+# unreadable: the file or a folder on its path may not be read (permissions, an I/O error);
+# too_large: what a claim names is not in the first MAX_READ_BYTES of a larger file. Such a claim is
+# neither shown to hold nor to fail (UNCHECKED), and drift reports it as unmeasured
+ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree", "unreadable",
+                      "too_large"]
+UNCHECKED = ("unreadable", "too_large")
 
 
 @dataclass(frozen=True)
@@ -196,8 +199,18 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
             return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
         with target.open("r", encoding="utf-8", errors="replace") as fh:
             source = fh.read(MAX_READ_BYTES)
+            cut = bool(fh.read(1))
     except OSError as exc:  # a search, show or health must not fail on one file it may not read
         return ClaimResult(text, "unreadable", f"{parsed.path} cannot be read: {exc.strerror or exc}")
+    result = _judge(parsed, text, source)
+    if cut and not result.ok:  # the rest of the file may hold it: not a sign that the claim fails
+        return ClaimResult(text, "too_large", f"{result.detail} in its first {MAX_READ_BYTES // 2**20} MiB; "
+                                              "the rest of the file was not read")
+    return result
+
+
+def _judge(parsed: ParsedClaim, text: str, source: str) -> ClaimResult:
+    """A symbol or value claim against the text of its file."""
     if parsed.kind == "symbol":
         if defines_symbol(source, parsed.symbol):
             return ClaimResult(text, "ok", f"{parsed.symbol} is defined in {parsed.path}")

@@ -14,8 +14,9 @@
   Counted both ways from that commit: a checkout of an older commit or of another branch takes
   away commits the verified code had, which moves it as much as new ones do.
 
-A measurement that cannot be made (no origin, worktree or repository gone, git missing) is
-``unmeasured`` with a reason and a ``None`` count, never a zero.
+A measurement that cannot be made (no origin, worktree or repository gone, git missing, a cited
+file kenning may not read, a claim not in the first 4 MiB of a larger file) is ``unmeasured`` with
+a reason and a ``None`` count, never a zero.
 
 Verdict rule (``staleness_verdict``):
 
@@ -44,7 +45,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from kenning.errors import InvalidInput
-from kenning.memory.claims import ClaimResult, ParsedClaim, check_claims, exists, normalize_claim_path, parse_claim
+from kenning.memory.claims import (
+    UNCHECKED, ClaimResult, ParsedClaim, check_claims, exists, normalize_claim_path, parse_claim,
+)
 from kenning.memory.origin import run_git
 
 # the calendar and the paths cited in prose (no git, no models) live in citations.py
@@ -296,12 +299,12 @@ def assess_path_drift(
     found = {p: exists(root / p) for p in cited}
     missing = [p for p in cited if found[p] is False]
     results = check_claims(parsed, root)
-    anchored = [r.claim for r in results if not r.ok and r.status != "unreadable"] + [p for p in verified if p in missing]
+    anchored = [r.claim for r in results if not r.ok and r.status not in UNCHECKED] + [p for p in verified if p in missing]
     # what may not be read is neither there nor gone: unmeasured, while what was measured still counts
-    unreadable = [p for p in cited if found[p] is None] + [r.claim for r in results if r.status == "unreadable"]
+    unreadable = [p for p in cited if found[p] is None] + [r.claim for r in results if r.status in UNCHECKED]
     return PathDrift(
         status="unmeasured" if unreadable else "measured",
-        reason=f"cannot read {', '.join(dict.fromkeys(unreadable))} in {worktree}" if unreadable else None,
+        reason=f"cannot check {', '.join(dict.fromkeys(unreadable))} in {worktree}" if unreadable else None,
         worktree=worktree,
         missing=missing,
         claims=results,

@@ -137,6 +137,23 @@ def test_a_symlink_loop_is_a_missing_path_not_an_error(worktree):
         assert check_claim(claim, worktree).status == "missing_path"
 
 
+def test_a_claim_past_the_part_of_a_huge_file_that_is_read_is_unchecked_not_false(worktree):
+    from kenning.memory.claims import MAX_READ_BYTES
+
+    big = worktree / "gen" / "tables.py"
+    big.parent.mkdir()
+    big.write_text("EARLY = 1\n" + "# generated\n" * (MAX_READ_BYTES // 12 + 1) + "LATE = 2\ndef late():\n    pass\n")
+    assert check_claim("gen/tables.py::EARLY=1", worktree).ok
+    assert check_claim("gen/tables.py::EARLY=3", worktree).status == "too_large"  # may be assigned again later
+    for claim in ("gen/tables.py::LATE=2", "gen/tables.py::late"):  # were missing_symbol: a false drift
+        result = check_claim(claim, worktree)
+        assert result.status == "too_large" and "the rest of the file was not read" in result.detail
+    from kenning.memory.staleness import assess_path_drift
+
+    drift = assess_path_drift("see gen/tables.py", ["gen/tables.py::late"], str(worktree))
+    assert drift.status == "unmeasured" and drift.claim_anchored_missing == []  # was spot_check_required
+
+
 def test_check_claims_keeps_order(worktree):
     results = check_claims(["src/auth/server.py::main", "nope.py"], worktree)
     assert [r.status for r in results] == ["ok", "missing_path"]
