@@ -1,10 +1,11 @@
-"""The README's commands and example are the ones that work."""
+"""The README's commands and example are the ones that work, and docs/architecture.md shows what the code has."""
 
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 
 
 def _blocks(lang):
@@ -29,3 +30,27 @@ def test_the_readme_links_nothing_outside_the_repository():
     """The README is also the PyPI page: no relative links, nothing from beside the repository."""
     assert "../" not in README
     assert not re.findall(r"\]\((?!https?://)[^)]*\)", README), "relative links break on PyPI"
+
+
+def test_the_architecture_pages_search_result_has_the_fields_a_search_returns(tmp_path):
+    """The page shows a whole bm25 result as the shape surfaces depend on: no field missing, none made up."""
+    import json
+
+    import kenning
+
+    shown = json.loads(re.search(r"```json\n(.*?)```", ARCHITECTURE, flags=re.S).group(1))
+    store = kenning.open_store(tmp_path / "s")
+    try:
+        store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+        real = store.search("auth service port", mode="bm25").to_dict()
+    finally:
+        store.close()
+    assert set(shown) == set(real)
+    assert set(shown["hits"][0]) == set(real["hits"][0])
+
+
+def test_the_architecture_page_names_every_extra():
+    extras = re.search(r"\[project\.optional-dependencies\]\n(.*?)\n\[", (ROOT / "pyproject.toml").read_text(), re.S)
+    names = re.findall(r"^([a-z]+) = \[", extras.group(1), re.M)
+    listed = re.search(r"^pyproject\.toml +the distribution: extras ([^;]*);", ARCHITECTURE, re.M).group(1)
+    assert names and listed.split(", ") == names
