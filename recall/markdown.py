@@ -420,7 +420,7 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
         ids_now[block.id] = _sync_block(store, rel, block, written_ids.get(block.id), newline, edits, report)
     pending = manifest["pending"].setdefault(rel, {})
     for seg in parsed.new:
-        memory = _sync_new(store, rel, kind, seg, pending, report)
+        memory = _sync_new(store, rel, kind, seg, pending, report, where)
         if memory is not None:
             edits.append((seg.start, seg.end, render_block(memory, newline)))
             ids_now[memory.id] = sha(memory.content)
@@ -540,7 +540,7 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
 
 
 def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[str, str],
-              report: dict[str, list]) -> Memory | None:
+              report: dict[str, list], where: dict[str, dict[str, str | None]]) -> Memory | None:
     """Write a paragraph outside the blocks; the new memory when it committed (its block replaces the paragraph)."""
     key = sha(seg.body)
     staged = pending.get(key)
@@ -565,6 +565,11 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
     if result.status == "committed":
         report["written"].append({"file": rel, "id": result.id, "line": seg.line})
         return store.get(result.id)
+    twin = _written_before(store, rel, text, result.id, where) if result.status == "duplicate" else None
+    if twin is not None:
+        where.setdefault(twin.id, {})[rel] = kind.get("scope")
+        report["written"].append({"file": rel, "id": twin.id, "line": seg.line, "by_an_earlier_sync": True})
+        return twin
     if result.status == "pending":
         pending[key] = result.pending_id
         report["pending"].append({"file": rel, "line": seg.line, "pending_id": result.pending_id, "still": False})
@@ -574,6 +579,21 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
                               "why": result.reason or result.status, "match": result.id}
                              | ({"hint": hint, "override": result.override} if hint else {}))
     return None
+
+
+def _written_before(store: "Store", rel: str, text: str, memory_id: str | None,
+                    where: dict[str, dict[str, str | None]]) -> Memory | None:
+    """The memory a sync killed before it rewrote this file wrote from this very paragraph: the one the
+    duplicates gate names, holding exactly its text, filed here and with no block anywhere in the folder.
+    Without it a second sync refused the paragraph as that memory's duplicate and left it in the file, where
+    every export then refused it as an edit not synced. Nothing is lost by taking it: its block says the same."""
+    if memory_id is None or memory_id in where:
+        return None
+    try:
+        memory = store.get(memory_id)
+    except NotFound:
+        return None
+    return memory if memory.content == text and home_file(memory) == rel else None
 
 
 # a MEMORY.md paragraph about the user: the mirror's own place for it is USER.md, which stages it for the user

@@ -1,5 +1,7 @@
-"""A markdown export killed (SIGKILL) between two of the files it rewrites: the next export finishes the
-job, and a sync in between takes nothing the export wrote for a person's edit. Real processes, the real CLI."""
+"""The markdown mirror killed (SIGKILL) half-way. An export killed between two of the files it rewrites:
+the next export finishes the job, and a sync in between takes nothing the export wrote for a person's edit.
+A sync killed after it wrote a file's new paragraphs to the store, before it rewrote the file: the next
+sync finishes it. Real processes, the real CLI."""
 
 import json
 import os
@@ -29,6 +31,21 @@ KILLED_EXPORT = textwrap.dedent("""
     markdown.atomic_write = write
     with kenning.open_store(sys.argv[1]) as store:
         markdown.export(store, sys.argv[2])
+""")
+
+
+# a sync that dies when it would first replace a file (the store's writes before it are committed)
+KILLED_SYNC = textwrap.dedent("""
+    import os, signal, sys
+    import kenning
+    import kenning.recall.markdown as markdown
+
+    def write(path, text):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    markdown.atomic_write = write
+    with kenning.open_store(sys.argv[1]) as store:
+        markdown.sync(store, sys.argv[2])
 """)
 
 
@@ -86,3 +103,26 @@ def test_a_sync_after_a_killed_export_removes_no_memory_the_export_moved(exporte
         assert s.get(moved).scopes == ["team:t4"] and s.count() == 10
     assert cli(store, "export", "--markdown", str(folder)).returncode == 0
     assert moved in (folder / "team/t4/MEMORY.md").read_text()
+
+
+def test_a_sync_killed_before_it_rewrote_a_file_is_finished_by_the_next_one(exported):
+    store, folder, _ = exported
+    notes = ["The nightly report job runs at 02:30 UTC on the batch host", "The batch host keeps logs for nine days"]
+    with open(folder / "team/t0/MEMORY.md", "a", encoding="utf-8") as f:
+        f.write("".join(f"\n{note}\n" for note in notes))
+    killed = subprocess.run([sys.executable, "-c", KILLED_SYNC, str(store), str(folder)], timeout=300,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert killed.returncode == -signal.SIGKILL
+    with kenning.open_store(store) as s:
+        assert s.count() == 12  # both paragraphs were committed, the file still holds them as paragraphs
+
+    synced = json.loads(cli(store, "sync", str(folder), "--json").stdout)
+    assert synced["refused"] == []  # was: both refused as duplicates of the memories the killed sync wrote
+    assert [w["by_an_earlier_sync"] for w in synced["written"]] == [True, True]
+    with kenning.open_store(store) as s:
+        assert s.count() == 12
+        stored = {m.content: m.id for m in s.list(scopes=["team:t0"], limit=50, auto_scope=False)}
+    text = (folder / "team/t0/MEMORY.md").read_text()
+    assert all(stored[note] in text for note in notes)
+    again = cli(store, "export", "--markdown", str(folder))
+    assert again.returncode == 0, again.stderr  # was: "team/t0/MEMORY.md has edits not synced yet", for ever
