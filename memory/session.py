@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from kenning.store.db import Database
 from kenning.store.ids import new_ulid
 from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
+from kenning.store.plain import utcnow
 
 from . import events
 from .deferred import DeferredEvents
@@ -58,7 +59,7 @@ class Session:
         self.settled_through = 0
         # when this session last measured the curation pressure (a scan of the store) and found it low
         self.curation_checked_at: datetime | None = None
-        self.clock = clock
+        self.clock = clock if clock is utcnow else _in_utc(clock)
         opened = open_backend(self.location)
         self.db, self.directory, self.path = opened.db, opened.directory, opened.path
         self.store_id = integrity.store_id(self.db)
@@ -157,6 +158,17 @@ def _check_arguments(clock: object, session_id: object, cwd: object) -> None:
         raise InvalidInput(f"session_id must be a string, got {type(session_id).__name__}")
     if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
         raise InvalidInput(f"cwd must be a folder path, got {type(cwd).__name__}")
+
+
+def _in_utc(clock: Callable[[], datetime]) -> Callable[[], datetime]:
+    """A caller's clock whose naive readings mean UTC, as a naive time does everywhere else in kenning.
+    Timestamps were written as local time while the trust arithmetic took them as UTC: with
+    clock=datetime.now a search called a memory stale hours before health did (or after), and health
+    failed on subtracting a naive time from an aware one."""
+    def now() -> datetime:
+        ts = clock()
+        return ts.replace(tzinfo=timezone.utc) if isinstance(ts, datetime) and ts.tzinfo is None else ts
+    return now
 
 
 class SessionState:

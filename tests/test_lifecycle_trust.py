@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
-from clocks import ticking
+from clocks import Clock, ticking
 from unprivileged import run_unprivileged
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -153,6 +154,32 @@ def test_a_never_verified_memory_becomes_due_after_the_window(store, clock):
     assert "never verified" in store.show(mid)["verification"]["recommendation"]
     store.configure(verification_stale_days=60)
     assert hit_for(store, mid, "release notes")["staleness_verdict"] == "fresh"
+
+
+@pytest.fixture
+def tokyo(monkeypatch):
+    """The process's local time zone is UTC+9 for one test."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_naive_clock_means_utc_to_search_and_health_alike(tmp_path, tokyo):
+    clock = Clock(datetime(2026, 3, 1, 12, 0))  # naive, as datetime.now or datetime.utcnow read
+    with kenning.open_store(tmp_path / "naive", clock=clock) as store:
+        mid = store.write("Release notes are written by the on-call engineer", scopes=["x"]).id
+        store.verify(mid)
+        assert store.get(mid).last_verified_at == datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+        clock.now = datetime(2026, 3, 31, 11, 0)  # 29 days 23 hours later
+        # was spot_check_recommended here while health counted nothing stale (nine hours apart)
+        assert hit_for(store, mid, "release notes")["staleness_verdict"] == "fresh"
+        assert store.health()["curation_pending"]["stale"] == 0
+        clock.now = datetime(2026, 3, 31, 13, 0)
+        assert hit_for(store, mid, "release notes")["verification"]["status"] == "stale"
+        report = store.health()  # was InvalidInput: can't subtract offset-naive and offset-aware datetimes
+        assert report["curation_pending"]["stale"] == 1 and report["oldest_unverified"][0]["age_days"] == 30.0
 
 
 def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, clock):
