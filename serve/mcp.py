@@ -441,7 +441,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     @writer
     def memory_audit_turn(
         user_message: Annotated[str, Field(min_length=1, max_length=100_000, description="The user's message of the turn being audited.")],
-        assistant_response: Annotated[str | None, Field(max_length=1_000_000, description="The assistant's reply, if any (settles this turn's search hits as applied).")] = None,
+        assistant_response: Annotated[str | None, Field(max_length=1_000_000, description="The assistant's reply, if any: probed too, so a memory its wording points at is a candidate.")] = None,
         lookback_seconds: Annotated[int, Field(ge=1, le=audit.MAX_LOOKBACK_SECONDS, description="How far back a search, show or list counts as looking it up.")] = audit.DEFAULT_LOOKBACK_SECONDS,
         mode: Mode = None,
     ) -> out.AuditOut:
@@ -451,6 +451,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         high-relevance memory existed and nothing was searched, shown or listed in this session within
         lookback_seconds), ok (it was looked up) or no_signal (no high-relevance memory). hits are the top probe
         hits. Logs turn_audited, and search_miss on a miss (counted as silent_misses in memory_scope_overview).
+        The turn is over: this session's search hits not yet settled settle as applied (auto_applied counts them).
         """
         return audit.audit_turn(store, user_message, assistant_response=assistant_response,
                                 lookback_seconds=lookback_seconds, mode=mode)

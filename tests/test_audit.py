@@ -110,3 +110,16 @@ def test_bad_arguments(store, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         audit_turn(store, **kwargs)
     assert kinds(store) == []
+
+
+def test_the_turn_settles_its_hits_with_or_without_the_reply_as_the_tool_says(store):
+    """The tool's assistant_response once claimed to be what settles the turn's hits; every audit settles
+    them, and the reply is a second probe."""
+    from kenning.serve.mcp import build_server
+
+    store.search("auth service port", mode="bm25")
+    assert audit_turn(store, QUESTION, mode="bm25")["auto_applied"] == 1  # no reply given
+    tool = build_server(store)._tool_manager.get_tool("memory_audit_turn")
+    assert "auto_applied" in tool.description
+    reply = tool.parameters["properties"]["assistant_response"]["description"]
+    assert "settle" not in reply and "probe" in reply
