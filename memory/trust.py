@@ -9,7 +9,7 @@ Every search hit and every ``show`` carries the staleness verdict (memory/stalen
   result that replaces it (``superseders_first``), whatever their scores;
 - ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
   summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
-  dense link graph cannot flood a result);
+  dense link graph cannot flood a result), each with its ``superseded_by`` when one replaced it;
 - ``recent_negative_outcomes``: the latest ``ignored`` and ``contradicted`` outcome of the last
   30 days (at most one of each) that came after the memory was last verified or edited — an edit
   or a verification answers the complaint.
@@ -188,6 +188,7 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
     from kenning.store.models import Memory
 
     found = {mid: (Memory.from_record(record, mid), removed) for mid, record, removed in rows}
+    replaced = superseded_by(db, [mid for mid, (_, removed) in found.items() if removed is None])
     out: dict[str, list[dict[str, Any]]] = {}
     for source, link in wanted:
         target, removed = found.get(link.target, (None, None))
@@ -196,6 +197,8 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
             entry["status"] = "missing"
         else:
             entry.update(scopes=target.scopes, summary=target.summary, status="removed" if removed else "live")
+            if link.target in replaced:  # live, but not the current word: what replaced it is
+                entry["superseded_by"] = replaced[link.target]
         out.setdefault(source, []).append(entry)
     return out
 

@@ -366,6 +366,19 @@ def test_depends_on_is_inlined_within_the_caps(store):
     assert store.search("zebra runbook one", mode="bm25").to_dict()["hits"][0]["depends_on_resolved"][0]["status"] == "removed"
 
 
+def test_a_superseded_dependency_says_what_replaced_it(store):
+    old = store.write("The deploy key is kept in vault path ops/deploy", scopes=["ops"]).id
+    runbook = store.write("zebra runbook: fetch the deploy key, then run the release", scopes=["ops"],
+                          links=[{"kind": "depends_on", "target": old}]).id
+    new = store.write("The deploy key moved to the secrets manager", scopes=["ops"],
+                      links=[{"kind": "supersedes", "target": old}]).id
+    [entry] = hit_for(store, runbook, "zebra runbook")["depends_on_resolved"]
+    # it read as a live dependency, the caller sent to the old vault path
+    assert entry["status"] == "live" and entry["superseded_by"] == [new]
+    store.remove(new, reason="the move was rolled back")
+    assert "superseded_by" not in hit_for(store, runbook, "zebra runbook")["depends_on_resolved"][0]
+
+
 # --- outcomes -----------------------------------------------------------------------------------
 
 
