@@ -54,3 +54,15 @@ def test_the_architecture_page_names_every_extra():
     names = re.findall(r"^([a-z]+) = \[", extras.group(1), re.M)
     listed = re.search(r"^pyproject\.toml +the distribution: extras ([^;]*);", ARCHITECTURE, re.M).group(1)
     assert names and listed.split(", ") == names
+
+
+def test_the_readme_names_every_extra_and_that_kenning_eval_needs_its_own():
+    """Every `kenning eval` command computes its metrics with ir-measures, which only the eval extra installs:
+    the README once offered the extra for "reference rows and plots" alone (and left openvino out)."""
+    extras = re.search(r"^Extras: (.*?)Python 3\.10", README, re.M | re.S).group(1)
+    declared = re.search(r"\[project\.optional-dependencies\]\n(.*?)\n\[", (ROOT / "pyproject.toml").read_text(), re.S)
+    for name in re.findall(r"^([a-z]+) = \[", declared.group(1), re.M):
+        assert name == "dev" or re.search(rf"`{name}`\s+\(", extras), name
+    said = re.search(r"`eval` \(([^)]*)\)", extras).group(1)
+    assert "`kenning eval`" in said and "ir-measures" in said
+    assert "ir-measures" in re.search(r"^eval = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
