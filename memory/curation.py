@@ -110,7 +110,7 @@ def verify(
                     "hint": "another agent changed this memory since you read it; nothing was recorded. "
                             "Re-read it with memory_show, re-check, and verify again with the new version."}
         to_check = given if given is not None else parse_claims(c.spec for c in memory.claims)
-        _check_attestation(memory, paths or [], to_check)
+        _check_attestation(memory, paths or [], to_check, absent or [])
         fields = memory.model_dump()
         fields.update(last_verified_at=now, verification_note=note)
         if paths is not None:
@@ -192,10 +192,14 @@ def settle_uses(s: Session) -> int:
     return applied
 
 
-def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClaim]) -> None:
+def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClaim], absent: list[str]) -> None:
+    worktree = memory.origin.worktree if memory.origin else None
+    there = [p for p in absent if worktree and exists(Path(worktree) / p)]
+    if there:  # drift never looks at an absent path again: one that is here would go unwatched
+        raise InvalidInput(f"verified absent path(s) exist in {worktree}: {', '.join(there)}; attest them with "
+                           "verified_paths instead")
     if not paths and not claims:
         return
-    worktree = memory.origin.worktree if memory.origin else None
     if worktree is None:
         raise InvalidInput(f"memory {memory.id} was written outside any git repository, so paths and claims "
                            "cannot be checked against it; verify it without them")

@@ -248,6 +248,18 @@ def test_verify_refuses_a_path_that_leaves_the_worktree_through_a_symlink(store,
     assert store.verify(mid, verified_paths=["src/app.py"])["status"] == "verified"
 
 
+def test_verify_refuses_to_call_a_path_that_is_there_absent(store, repo):
+    mid = store.write("Deploys run scripts/deploy.sh; Windows builds use win/setup.ps1", scopes=["x"]).id
+    commit(repo, START, {"scripts/deploy.sh": "#!/bin/sh\n"})
+    # it was taken, and drift never looked at scripts/deploy.sh again: its deletion read as fresh
+    with pytest.raises(InvalidInput, match="absent path.* exist .*scripts/deploy.sh"):
+        store.verify(mid, verified_absent_paths=["win/setup.ps1", "scripts/deploy.sh"])
+    assert store.get(mid).verified_absent_paths == [] and store.get(mid).last_verified_at is None
+    store.verify(mid, verified_paths=["scripts/deploy.sh"], verified_absent_paths=["win/setup.ps1"])
+    commit(repo, START + timedelta(hours=1), {"scripts/deploy.sh": None})
+    assert hit_for(store, mid, "deploys windows builds")["staleness_verdict"] == "spot_check_required"
+
+
 def test_verify_replaces_attestations_and_an_update_of_the_body_clears_them(store, repo, clock):
     mid = store.write("Docs live in docs/README.md; the windows build uses win/setup.ps1", scopes=["x"]).id
     store.verify(mid, verified_paths=["docs/README.md"], verified_absent_paths=["win/setup.ps1"],
