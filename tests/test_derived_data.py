@@ -223,3 +223,35 @@ def test_cli_check_exits_1_on_damage_and_rebuild_fixes_it(filled):
     assert cli("check", store=home).returncode == 0
     wrong = cli("rebuild", "everything", store=home)
     assert wrong.returncode == 2 and "rebuild what" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def postings(store, term):
+    """The term's stored (lexids, tfs), from its one segment."""
+    blob = store.db.read(lambda c: c.execute("SELECT postings FROM lex_segments WHERE term = ?", (term,)).fetchone()[0])
+    half = len(blob) // 8
+    values = struct.unpack(f"<{2 * half}i", blob)
+    return list(values[:half]), list(values[half:])
+
+
+def set_postings(store, term, lexids, tfs):
+    sql(store, "UPDATE lex_segments SET postings = ? WHERE term = ?",
+        struct.pack(f"<{2 * len(lexids)}i", *lexids, *tfs), term)
+
+
+def test_check_names_exactly_the_terms_whose_postings_differ(filled):
+    """Postings compared as a multiset per term: a wrong tf, a posting stored twice (segment and
+    delta) and a posting moved to another document are each named; postings of removed memories
+    and an untouched term are not."""
+    auth_ids, auth_tfs = postings(filled, "auth")
+    set_postings(filled, "auth", auth_ids, [auth_tfs[0] + 1, *auth_tfs[1:]])  # a wrong tf
+    mail_ids, mail_tfs = postings(filled, "mail")
+    sql(filled, "INSERT INTO lex_delta(term, lexid, tf) VALUES ('mail', ?, ?)", mail_ids[0], mail_tfs[0])  # twice
+    gateway_ids, gateway_tfs = postings(filled, "gateway")
+    set_postings(filled, "gateway", [gateway_ids[0] + 1, *gateway_ids[1:]], gateway_tfs)  # the wrong document
+    queue = filled.search("queue", mode="bm25", limit=1, record=False).hits[0].id
+    filled.remove(queue, "gone")  # its postings stay in the segments, no longer live: not a difference
+    report = filled.check()
+    assert [p["what"] for p in report["problems"]] == [
+        "postings differ from the memories' text for 3 terms ('auth', 'gateway', 'mail')"]
+    filled.rebuild("lexical")
+    assert filled.check()["ok"]
