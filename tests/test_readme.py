@@ -66,3 +66,19 @@ def test_the_readme_names_every_extra_and_that_kenning_eval_needs_its_own():
     said = re.search(r"`eval` \(([^)]*)\)", extras).group(1)
     assert "`kenning eval`" in said and "ir-measures" in said
     assert "ir-measures" in re.search(r"^eval = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+
+
+def test_the_readme_names_every_mcp_tool(tmp_path):
+    """The MCP section lists the tools by name; memory_list_tombstones was missing and three hid behind
+    "scope tools"."""
+    import kenning
+    from kenning.serve.mcp import build_server
+
+    store = kenning.open_store(tmp_path / "s")
+    try:
+        tools = {tool.name for tool in build_server(store)._tool_manager.list_tools()}
+    finally:
+        store.close()
+    section = README.split("## Use kenning from an agent (MCP)")[1].split("\n## ")[0]
+    named = set(re.findall(r"`((?:memory|episode|session)_[a-z_]+)`", section))
+    assert len(tools) > 20 and tools <= named, sorted(tools - named)
