@@ -11,8 +11,8 @@ Every search hit and every ``show`` carries the staleness verdict (memory/stalen
   summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
   dense link graph cannot flood a result), each with its ``superseded_by`` when one replaced it;
 - ``recent_negative_outcomes``: the latest ``ignored`` and ``contradicted`` outcome of the last
-  30 days (at most one of each) that came after the memory was last verified or edited — an edit
-  or a verification answers the complaint.
+  30 days (at most one of each) that came after the memory was last verified or its text edited —
+  a new text or a verification answers the complaint; a scope, link or confidence edit does not.
 
 Only the returned hits are annotated, with one git cache per call, so a search stays fast. A hit
 whose memory cites nothing checkable is annotated from its verification calendar alone
@@ -120,12 +120,13 @@ def negative_outcomes(db: Database, memories: list[Memory], now: datetime) -> di
             fetched[event["memory_id"]].append(event)
         known.update((mid, (since, events_)) for mid, events_ in fetched.items())
     logged = [e for mid in by_id for e in known[mid][1] if e["at"] >= since]
+    rewritten = _text_changed_at(db, sorted({e["memory_id"] for e in logged}))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for event in reversed(logged):  # newest first (per memory, which is all that is compared)
         payload = event["payload"]
         outcome = payload.get("outcome")
         memory = by_id[event["memory_id"]]
-        answered = iso(max(t for t in (memory.updated, memory.last_verified_at) if t is not None))
+        answered = max(t for t in (rewritten.get(memory.id), iso(memory.last_verified_at), "") if t is not None)
         if outcome not in NEGATIVE_OUTCOMES or event["at"] <= answered:
             continue
         entry = {"outcome": outcome, "at": event["at"], "session": event["session"]}
@@ -170,6 +171,23 @@ def _negative_events(db: Database, ids: list[str], since: datetime) -> list[dict
         f"AND at >= ? AND json_extract(payload, '$.outcome') IN ({kinds}) ORDER BY rowid",
         [*ids, events.OUTCOME, iso(since), *NEGATIVE_OUTCOMES]).fetchall())
     return [{"at": at, "session": s, "memory_id": m, "payload": json.loads(p)} for at, s, m, p in rows]
+
+
+def _text_changed_at(db: Database, ids: list[str]) -> dict[str, str]:
+    """When each memory's text was last replaced (its update events that changed it; one logged
+    before the event said so counts as one). ``updated`` answered a complaint, and it moves with a
+    scope, link or confidence edit too: re-scoping a contradicted memory hid that it was contradicted."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = db.read(lambda c: c.execute(
+        f"SELECT memory_id, at, payload FROM events WHERE kind = ? AND memory_id IN ({marks})",
+        [events.UPDATE, *ids]).fetchall())
+    out: dict[str, str] = {}
+    for mid, at, payload in rows:
+        if json.loads(payload).get("text_changed", True):
+            out[mid] = max(out.get(mid, ""), at)
+    return out
 
 
 def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:

@@ -411,6 +411,22 @@ def test_negative_outcomes_ride_on_hits_until_answered(store, clock):
     assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")  # no longer recent
 
 
+def test_only_a_new_text_or_a_verify_answers_a_negative_outcome(store):
+    mid = store.write("Deploys run through deploy.sh at the repository root", scopes=["ops"]).id
+    other = store.write("Deploy logs are kept for a week", scopes=["ops"]).id
+    store.record_use([mid], "contradicted", note="the user says deploys moved to CI")
+    # each of these hid the complaint from hits and from health's contradicted bucket
+    store.update(mid, scopes=["ops", "ci"])
+    store.update(mid, confidence="high")
+    store.update(mid, links=[{"kind": "extends", "target": other}])
+    store.rename_scope("ci", "cicd")
+    assert hit_for(store, mid, "deploys")["recent_negative_outcomes"][0]["note"] == "the user says deploys moved to CI"
+    assert store.health()["curation_pending"]["contradicted"] == 1
+    store.update(mid, text="Deploys run in CI (the deploy workflow); deploy.sh was retired")
+    assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")
+    assert store.health()["curation_pending"]["contradicted"] == 0
+
+
 def test_record_use_validates_its_arguments(store):
     a = store.write("Alpha service owns the queue", scopes=["x"]).id
     b = store.write("Beta service owns the cache", scopes=["x"]).id
