@@ -16,14 +16,23 @@ def migrate_command(
 ) -> None:
     """Copy every memory, tombstone, link, event, episode, pending write, verification and embedding
     from SOURCE into DESTINATION, which must hold no store yet. SOURCE is left as it was."""
+    from rich.progress import Progress
+
     from kenning.store.transfer import migrate
 
-    # given as typed: migrate refuses an empty one, or a URL other than postgresql://, as --store does
-    report = migrate(source, destination,
-                     progress=None if as_json else lambda table, n: ui.out.print(f"  {table}: {plural(n, 'row')}"))
+    with Progress(console=ui.err, transient=True, disable=ui.no_bar(as_json)) as bar:
+        task = bar.add_task("copying", total=None)
+
+        def step(table: str, copied: int, total: int) -> None:
+            bar.update(task, description=f"copying {table}", completed=copied, total=total)
+
+        # given as typed: migrate refuses an empty one, or a URL other than postgresql://, as --store does
+        report = migrate(source, destination, progress=step)
     if as_json:
         emit_json(report)
         return
+    for table, n in report["rows"].items():
+        ui.out.print(f"  {table}: {plural(n, 'row')}")
     total = sum(report["rows"].values())
     ui.out.print(f"copied {plural(report['rows']['memories'], 'memory', 'memories')} and {plural(total, 'row')} "
                  f"in all from {report['source']} to {report['destination']}")

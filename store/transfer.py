@@ -68,27 +68,33 @@ def _is_empty(db: Any) -> bool:
                for t in TABLES if t != "meta")
 
 
-def copy(source: Any, target: Any, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
-    """Copy every table of ``source`` into the empty ``target`` in one transaction; the row counts."""
+def copy(source: Any, target: Any, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+    """Copy every table of ``source`` into the empty ``target`` in one transaction; the row counts.
+    ``progress(table, copied, total)`` hears each batch: the rows copied so far out of every table's."""
     if not _is_empty(target):
         raise InvalidInput(f"{target.path} already holds a store; migrate copies into a new, empty one only")
     counts: dict[str, int] = {}
+    total = sum(source.read(lambda c, t=t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLES)
+    copied = 0
     with target.transaction() as c:
         c.execute("DELETE FROM meta")
         for table, columns in TABLES.items():
+            if progress is not None:
+                progress(table, copied, total)
             found = rows(source, table)
             insert = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
             for start in range(0, len(found), BATCH):
                 c.executemany(insert, found[start:start + BATCH])
+                copied += len(found[start:start + BATCH])
+                if progress is not None:
+                    progress(table, copied, total)
             counts[table] = len(found)
-            if progress is not None:
-                progress(table, len(found))
         target.keys_loaded(c)
     return counts
 
 
 def migrate(source: str | os.PathLike, destination: str | os.PathLike,
-            progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+            progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Open both stores through the backend seam (the destination is created) and copy. A source
     that holds no store is refused, and nothing is created there (SRC is left as it was)."""
     from .backend import exists, is_url, open_backend
