@@ -25,6 +25,10 @@ from .vector_rows import load_rows
 
 INDEX_FILENAME = "vectors.idx"
 SAVE_INTERVAL_S = 30.0
+# every row's key and memory for one model: '+model_id' keeps SQLite on the (mem, model_id) index, which
+# holds both and reads a few MB; through embeddings_model it fetched each row from the table, whose pages
+# carry the vectors (~0.6 s of CPU, and seconds of disk when cold, at 100k before a first hybrid search)
+KEYS_SQL = "SELECT id, mem FROM embeddings WHERE +model_id = ?"
 
 
 def current_generation(c: Any) -> int:
@@ -111,8 +115,7 @@ class IndexFile:
         generation = held["now"]
         if self._index is not None and generation == self._generation:
             return
-        rows = self.db.read(lambda c: c.execute(
-            "SELECT id, mem FROM embeddings WHERE model_id = ?", (encoder.model_id,)).fetchall())
+        rows = self.db.read(lambda c: c.execute(KEYS_SQL, (encoder.model_id,)).fetchall())
         wanted = dict(rows)
         saved_as = None  # the generation the loaded file was saved at
         if self._index is None:

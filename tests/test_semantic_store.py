@@ -107,6 +107,28 @@ def test_the_pending_count_walks_the_queue_not_every_memory(store):
     assert store.semantic.embed_pending() == len(MEMORIES) - 1 and store.semantic.pending_count() == 0
     assert store.semantic.embed_pending() == 0  # an empty queue answers at once
 
+@pytest.mark.sqlite_only
+def test_the_index_keys_are_read_from_the_covering_index_not_the_vector_rows(store):
+    """A cold process reads every embedding row's key and memory before its first vector search: from
+    the (mem, model_id) index, not row by row from the table whose pages hold the vectors."""
+    from kenning.store.vector_file import KEYS_SQL
+
+    ids = store.import_records([{"content": text, "scopes": ["x"]} for text in MEMORIES])
+    store.semantic.embed_pending()
+    model = store.semantic.encoder().model_id
+    with store.db.transaction() as c:  # another model's row (a switch): not this model's key
+        c.execute("INSERT INTO embeddings(mem, model_id, content_hash, vector) SELECT mem, 'other', content_hash, "
+                  "vector FROM embeddings LIMIT 1")
+    rows = store.db.read(lambda c: c.execute(KEYS_SQL, (model,)).fetchall())
+    memories = store.db.read(lambda c: c.execute("SELECT rowid FROM memories").fetchall())
+    assert sorted(mem for _, mem in rows) == sorted(mem for (mem,) in memories)
+    plan = " | ".join(row[-1] for row in store.db.read(
+        lambda c: c.execute("EXPLAIN QUERY PLAN " + KEYS_SQL, (model,)).fetchall()))
+    assert "COVERING INDEX" in plan, plan
+    with kenning.open_store(store.directory) as cold:
+        assert cold.search("kitten resting by a sunny sill", mode="semantic").hits[0].id == ids[3]
+
+
 def test_the_background_embedder_drains_the_queue_while_searches_answer(store):
     import time
 
