@@ -89,6 +89,10 @@ class _Ledger:
     project: str | None
     state: str
 
+    def read_by_these_readers(self) -> bool:
+        """Whether these readers (``READER_VERSION``) read it, though the store's READER_KEY is older."""
+        return json.loads(self.state).get("readers") == READER_VERSION
+
 
 _indexes: "weakref.WeakKeyDictionary[Any, TranscriptIndex]" = weakref.WeakKeyDictionary()
 
@@ -215,10 +219,11 @@ class TranscriptIndex:
                     seen.discard(path)
                     continue
                 known = self._ledgers.get(path)
-                if known and not outdated and known.mark.size == stat.st_size \
+                again = outdated and known is not None and not known.read_by_these_readers()
+                if known and not again and known.mark.size == stat.st_size \
                         and known.mark.mtime_ns == stat.st_mtime_ns:
                     continue
-                self._read(source_id, project, path, stat, known, report, again=outdated)
+                self._read(source_id, project, path, stat, known, report, again=again)
             gone = [led for path, led in self._ledgers.items() if path not in seen]
             if gone:
                 with self.db.transaction() as c:
@@ -264,6 +269,7 @@ class TranscriptIndex:
         except OSError:
             return
         state["lines"] = inc.lines
+        state["readers"] = READER_VERSION  # a sync killed before it records READER_KEY does not read it again
         session, parent = identity(state)
         if session is None:
             session = Path(path).stem

@@ -116,6 +116,7 @@ def test_an_index_read_by_older_readers_is_read_again_once(tmp_path, monkeypatch
     with monkeypatch.context() as older:  # the readers before READER_VERSION 2
         older.setattr(readers, "_claude", lambda obj, state: claude(
             {k: v for k, v in obj.items() if k != "isCompactSummary"}, state))
+        older.setattr(transcripts, "READER_VERSION", "1")
         with kenning.open_store(tmp_path / "s") as old:
             index_for(old).add_source(ledger, project=tmp_path)
             assert len(index_for(old).search("numbat exporter", all_projects=True, limit=10).hits) == 3
