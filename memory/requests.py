@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
 from kenning.errors import InvalidInput
 from kenning.store.ids import canonical, new_ulid
-from kenning.store.models import Link, Memory
+from kenning.store.models import Link, Memory, iso
 
 from .claims import normalize_claim_path
 from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
@@ -19,6 +19,7 @@ from .gates.limits import check_content, check_metadata, check_scopes, has_contr
 MAX_ID_CHARS = 200
 MAX_NOTE_CHARS = 500
 AMBIENT_LONG_WORDS = 500
+CLOCK_SKEW = timedelta(days=1)  # how far ahead of this clock an imported time may be (another machine's clock)
 
 
 def invalid(exc: ValidationError) -> InvalidInput:
@@ -39,7 +40,13 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     fields["id"] = new_ulid() if given is None else check_id(given)
     fields.setdefault("created", now)
     fields.setdefault("updated", now)
-    return validated({k: v for k, v in fields.items() if v is not None})
+    memory = validated({k: v for k, v in fields.items() if v is not None})
+    for name in ("created", "updated", "last_verified_at"):
+        # a verification dated 2099 read as fresh until then, a write dated 2099 as never due
+        if (at := getattr(memory, name)) is not None and at > now + CLOCK_SKEW:
+            raise InvalidInput(f"{name} {iso(at)} is in the future (it is {iso(now)} now); a memory cannot "
+                               "have been written or checked later than now")
+    return memory
 
 
 _set = object.__setattr__

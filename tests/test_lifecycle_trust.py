@@ -182,6 +182,16 @@ def test_a_naive_clock_means_utc_to_search_and_health_alike(tmp_path, tokyo):
         assert report["curation_pending"]["stale"] == 1 and report["oldest_unverified"][0]["age_days"] == 30.0
 
 
+def test_an_import_dated_in_the_future_is_refused(store, clock):
+    for key in ("last_verified_at", "created"):  # read as fresh until 2099, or as never due
+        with pytest.raises(InvalidInput, match=f"record 1: {key} 2099-01-01T00:00:00.000000Z is in the future"):
+            store.import_records([{"content": "The billing export runs nightly", key: "2099-01-01T00:00:00Z"}])
+    assert store.count() == 0
+    ahead = (clock.now + timedelta(hours=2)).isoformat()  # another machine's clock a little ahead: taken
+    [mid] = store.import_records([{"content": "The billing export runs nightly", "last_verified_at": ahead}])
+    assert hit_for(store, mid, "billing export")["verification"]["status"] == "fresh"
+
+
 def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, clock):
     import shutil
 
