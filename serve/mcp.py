@@ -79,8 +79,8 @@ ScopeFilter = Annotated[
 ]
 Mode = Annotated[
     Literal["keyword", "bm25", "semantic", "hybrid"] | None,
-    Field(description="Retrieval mode; omit for the store default (hybrid). Without the embeddings extra, "
-                      "semantic and hybrid answer lexically and say so in `degraded`."),
+    Field(description="Retrieval mode; omit for the store's default_mode setting (hybrid unless the user changed "
+                      "it). Without the embeddings extra, semantic and hybrid answer lexically and say so in `degraded`."),
 ]
 Category = Annotated[
     Literal["fact", "user-inference", "ambient"],

@@ -178,3 +178,15 @@ def test_writes_disabled_refuses_a_scope_rename_and_changes_nothing(store):
     assert store.get(mid).scopes == ["projects:auth"]
     store.configure(write_enabled=True)
     assert store.rename_scope("projects:auth", "projects:login") == 1
+
+
+def test_the_mcp_mode_follows_default_mode_as_its_description_says(store):
+    """memory_search's mode once read "omit for the store default (hybrid)": a store set to bm25 answers bm25."""
+    from kenning.serve.mcp import build_server
+
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    store.configure(default_mode="bm25")
+    tool = build_server(store)._tool_manager.get_tool("memory_search")
+    assert tool.fn(query="auth service port", auto_scope=False)["mode"] == "bm25"
+    described = tool.parameters["properties"]["mode"]["description"]
+    assert "default_mode" in described and "default (hybrid)" not in described
