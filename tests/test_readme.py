@@ -82,3 +82,14 @@ def test_the_readme_names_every_mcp_tool(tmp_path):
     section = README.split("## Use kenning from an agent (MCP)")[1].split("\n## ")[0]
     named = set(re.findall(r"`((?:memory|episode|session)_[a-z_]+)`", section))
     assert len(tools) > 20 and tools <= named, sorted(tools - named)
+
+
+def test_the_architecture_page_places_every_module_of_the_rooms():
+    """The layout block is where a newcomer looks for a file: deferred.py, collector.py, batch_tokens.py and
+    stdio_guard.py were in no room of it."""
+    layout = re.search(r"```\n(.*?)```", ARCHITECTURE, flags=re.S).group(1)
+    named = set(re.findall(r"[a-z_0-9]+\.(?:py|c)\b", layout))
+    for room in ("memory", "store", "retrieval", "serve"):
+        for module in sorted((ROOT / room).glob("*.[pc]*")):
+            if module.suffix in (".py", ".c") and module.name != "__init__.py":
+                assert module.name in named, f"{room}/{module.name}"
