@@ -224,6 +224,19 @@ def test_a_claim_that_does_not_hold_in_the_worktree_is_refused_with_what_failed(
     assert refusal.hint == "Correct the claim or the memory text so they match the code as it is now, then write again."
 
 
+def test_a_claim_that_cannot_be_checked_is_uncheckable_not_false(tmp_path):
+    from kenning.memory.claims import MAX_READ_BYTES, parse_claims
+    from kenning.memory.gates import claims as claims_gate
+
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "big.py").write_text("#\n" * (MAX_READ_BYTES // 2 + 1) + "LATE = 2\n")
+    refusal = claims_gate.check(parse_claims(["gen/big.py::LATE=2"]), str(tmp_path))
+    assert (refusal.status, refusal.matched) == ("claims_uncheckable", ["gen/big.py::LATE=2"])  # was claim_false
+    assert "cannot be checked" in refusal.reason and "the rest of the file was not read" in refusal.reason
+    mixed = claims_gate.check(parse_claims(["gen/big.py::LATE=2", "missing.txt"]), str(tmp_path))
+    assert mixed.status == "claim_false"  # one is shown false
+
+
 def test_the_content_gates_run_in_order_with_their_overrides_passed_on():
     from kenning.memory.gates import GateRefused, run_content_gates
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from kenning.memory.claims import ParsedClaim, check_claims
+from kenning.memory.claims import UNCHECKED, ParsedClaim, check_claims
 from kenning.memory.gates import GateRefusal
 
 GATE = "claims"
@@ -33,6 +33,15 @@ def check(claims: Iterable[ParsedClaim], worktree: str | None) -> GateRefusal | 
     failed = [r for r in check_claims(claims, worktree) if not r.ok]
     if not failed:
         return None
+    if all(r.status in UNCHECKED for r in failed):  # not shown false: calling them false sends a true claim to be "fixed"
+        return GateRefusal(
+            gate=GATE,
+            status="claims_uncheckable",
+            reason="claim(s) cannot be checked in " + worktree + ": " + "; ".join(f"{r.claim} ({r.detail})"
+                                                                             for r in failed),
+            hint="Declare claims about files kenning can read (within their first 4 MiB), or leave these out.",
+            matched=[r.claim for r in failed],
+        )
     return GateRefusal(
         gate=GATE,
         status="claim_false",
