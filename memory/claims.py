@@ -197,7 +197,7 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
             return ClaimResult(text, "ok", f"{parsed.path} exists")
         if not target.is_file():
             return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
-        with target.open("r", encoding="utf-8", errors="replace") as fh:
+        with target.open("r", encoding="utf-8-sig", errors="replace") as fh:  # a BOM is no text
             source = fh.read(MAX_READ_BYTES)
             cut = bool(fh.read(1))
     except OSError as exc:  # a search, show or health must not fail on one file it may not read

@@ -154,6 +154,14 @@ def test_a_claim_past_the_part_of_a_huge_file_that_is_read_is_unchecked_not_fals
     assert drift.status == "unmeasured" and drift.claim_anchored_missing == []  # was spot_check_required
 
 
+def test_a_byte_order_mark_does_not_hide_a_first_line_definition(worktree):
+    # saved by an editor that writes a BOM: PORT was "not defined" and the memory spot_check_required
+    (worktree / "conf.py").write_bytes(b"\xef\xbb\xbfPORT = 8443\n")
+    (worktree / "compose.yml").write_bytes(b"\xef\xbb\xbfversion: 3\nservices: {}\n")
+    for claim in ("conf.py::PORT", "conf.py::PORT=8443", "compose.yml::version", "compose.yml::version=3"):
+        assert check_claim(claim, worktree).ok, claim
+
+
 def test_check_claims_keeps_order(worktree):
     results = check_claims(["src/auth/server.py::main", "nope.py"], worktree)
     assert [r.status for r in results] == ["ok", "missing_path"]
