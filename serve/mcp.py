@@ -232,14 +232,16 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         category: Annotated[Category | None, Field(description="Only this category.")] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, newest update first (1-50).")] = MAX_LIMIT,
         with_bodies: Annotated[bool, Field(description="Include full bodies. Pulls every listed memory into your context: only for small stores.")] = False,
+        auto_scope: Annotated[bool, Field(description="True: only memories written from this repository and worktree, plus global ones. False: every project.")] = True,
     ) -> out.ListOut:
         """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated).
 
         Cheap triage when you need to see what exists rather than find one thing; filter by scopes to narrow.
+        Like memory_search it shows this repository's and global memories unless auto_scope=false.
         with_bodies=true inlines every body - use it only when the listed set is small, otherwise show the few
         ids you need with memory_show. Scopes disabled for this session are left out.
         """
-        memories = store.list(scopes=scopes, category=category, limit=limit)
+        memories = store.list(scopes=scopes, category=category, limit=limit, auto_scope=auto_scope)
         rows = [m.listing(with_body=with_bodies) for m in memories]
         return {"count": len(rows), "with_bodies": with_bodies, "memories": rows}
 

@@ -8,6 +8,7 @@ modes so no test waits for the embedding model.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from contextlib import asynccontextmanager, contextmanager
@@ -353,3 +354,19 @@ def test_argument_errors_are_one_plain_line_without_pydantic_text(server):
                         (server.fails("memory_search", query="x", max_results=99), "max_results")):
         assert field in text, text
         assert "pydantic" not in text and "http" not in text and "\n" not in text and "type=" not in text, text
+
+
+def test_memory_list_hides_other_projects_unless_auto_scope_is_false(tmp_path, repo):
+    """memory_list said "List live memories" but, with no auto_scope of its own, only ever listed this
+    repository's and global ones: another project's memory could not be listed through it at all."""
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=other, check=True)
+    subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "store"), "write",
+                    "The billing service listens on port 7001"], cwd=other, check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    with connect(tmp_path / "store", repo) as conn:
+        assert conn.call("memory_list")["count"] == 0
+        everything = conn.call("memory_list", auto_scope=False)
+        assert [m["summary"] for m in everything["memories"]] == ["The billing service listens on port 7001"]
+        assert "auto_scope" in conn.tools()["memory_list"].description
