@@ -448,3 +448,17 @@ def test_scopes_joined_by_a_comma_are_a_400_not_an_empty_answer(client, url):
     repeated = client.get(url + "&scopes=infra&scopes=other").json()
     rows = repeated.get("hits") or repeated.get("memories") or [t["memory"] for t in repeated["tombstones"]]
     assert {row["id"] for row in rows} == ids
+
+
+def test_the_readme_names_each_read_routes_parameters(client):
+    """The README's route list is a newcomer's reference: it left out /search's expand_top and /memories'
+    all and body, so listing another repository's memories over HTTP looked impossible."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    routes = re.search(r"^Routes, each one library call: (.*?)Errors are", readme, re.M | re.S).group(1)
+    schema = client.get("/openapi.json").json()["paths"]
+    for path in ("/search", "/memories", "/tombstones", "/health"):
+        said = re.search(rf"`GET {path}` \(([^)]*)\)", routes).group(1)
+        named = set(re.findall(r"`([a-z_]+)(?:=[a-z]+)?`", said))
+        assert named == {p["name"] for p in schema[path]["get"]["parameters"]}, path
