@@ -118,7 +118,7 @@ def index_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
 @handle_errors
 def remove(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="A registered source, as `kenning transcripts list` shows it."),
+    path: str = typer.Argument(..., help="A registered source, as `kenning transcripts list` shows it."),  # "" is no "."
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stop indexing a source and drop its messages from the index (the files are left alone)."""

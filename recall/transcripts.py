@@ -175,6 +175,8 @@ class TranscriptIndex:
 
     def remove_source(self, path: str | os.PathLike) -> dict[str, Any]:
         """Unregister a source and drop what was indexed from it (the files are not touched)."""
+        if isinstance(path, str) and not path.strip():  # Path("") is ".": it would remove this directory's source
+            raise InvalidInput("the transcript source is empty; give one as `kenning transcripts list` shows it")
         given = Path(path).expanduser()
         candidates = {str(given), str(given.resolve()) if given.exists() else str(given.absolute())}
         with self._lock, self.db.transaction() as c:

@@ -89,6 +89,15 @@ def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
         s.close()
 
 
+def test_transcripts_remove_with_an_empty_path_is_an_error_not_this_directory(tmp_path):
+    store = tmp_path / "store"
+    (tmp_path / "ledger.jsonl").write_text('{"role": "user", "text": "where does the auth service listen"}\n')
+    ok(kenning(tmp_path, "--store", str(store), "transcripts", "add", "."))  # this directory, registered
+    assert "empty" in one_line_error(kenning(tmp_path, "--store", str(store), "transcripts", "remove", ""))
+    listed = ok(kenning(tmp_path, "--store", str(store), "transcripts", "list", "--json"))
+    assert json.loads(listed.stdout)["count"] == 1  # still registered
+
+
 def test_export_and_sync_with_an_empty_folder_are_errors_not_this_directory(tmp_path):
     store = tmp_path / "store"
     ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
