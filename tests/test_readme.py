@@ -93,3 +93,15 @@ def test_the_architecture_page_places_every_module_of_the_rooms():
         for module in sorted((ROOT / room).glob("*.[pc]*")):
             if module.suffix in (".py", ".c") and module.name != "__init__.py":
                 assert module.name in named, f"{room}/{module.name}"
+
+
+def test_each_section_the_docs_point_to_is_a_heading_there():
+    """"bench/README.md, "Session 22"" sent a reader to a heading that reads "Sessions 22-23"."""
+    for doc in (README, ARCHITECTURE):
+        text = " ".join(doc.split())
+        for target, names in re.findall(r"`?((?:bench|eval/baselines)/README\.md)`?,? ((?:\"[^\"]+\"(?:,? (?:and )?)?)+)",
+                                        text):
+            headings = [" ".join(line.split()).lower() for line in (ROOT / target).read_text().splitlines()
+                        if line.startswith("#")]
+            for name in re.findall(r'"([^"]+)"', names):
+                assert any(name.lower() in h for h in headings), (target, name)
