@@ -5,6 +5,8 @@ a real server process (raw sockets, the CLI, KENNING_TOKEN) where the wire matte
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -77,6 +79,27 @@ def test_port_zero_serves_on_the_free_port_its_start_line_names(tmp_path):
         port = int(base.rsplit(":", 1)[1])
         assert port > 0
         assert httpx.get(f"{base}/health", timeout=10).status_code == 200
+
+
+def test_the_start_line_comes_once_connections_are_taken(tmp_path):
+    """A client that connects on reading the start line is answered, not refused while the server
+    is still starting (the line named a port that was bound but not yet listening)."""
+    server = subprocess.Popen([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), "serve", "--http",
+                               "--port", "0"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        line = server.stderr.readline()
+        port = int(re.search(r"serving on http://\S+:(\d+)/", line).group(1))
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:  # at once: no retry
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert conn.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # as tests/http_server.py: a first model export may hold the shutdown
+            server.kill()
+            server.wait()
 
 
 @pytest.mark.parametrize("method, url", EVERY_ROUTE)
