@@ -300,6 +300,22 @@ def test_an_imported_id_with_slashes_is_reachable_on_every_memory_route(client, 
     assert "/memories/{id}" in client.get("/openapi.json").json()["paths"]  # the schema names it plainly
 
 
+def test_the_page_marks_a_superseded_or_contradicted_memory(client, store):
+    """The page showed a superseded hit with nothing but its fresh badge, as if it were current (the
+    CLI prints 'superseded by', the API superseded_by), and never a user's recent contradiction."""
+    old = store.write("The staging VPN gateway is vpn-1.internal", scopes=["ops"]).id
+    new = store.write("The staging VPN gateway moved to vpn-2.internal", scopes=["ops"],
+                      links=[{"kind": "supersedes", "target": old}]).id
+    store.record_use([old], "contradicted", note="the user says it moved")
+    page = client.get("/", params={"q": "staging VPN gateway"}).text
+    hit = page[page.index(f'data-id="{old}"'):].split("</li>")[0]
+    assert f'class="badge superseded" title="superseded by {new}"' in hit and 'class="badge contradicted"' in hit
+    assert "badge superseded" not in page[page.index(f'data-id="{new}"'):].split("</li>")[0]
+    shown = client.get(f"/ui/memories/{old}").text
+    assert 'id="superseded"' in shown and f'<a href="/ui/memories/{new}"><code>{new}</code></a>' in shown
+    assert "recently contradicted: the user says it moved" in shown
+
+
 @pytest.mark.parametrize("mid", ["wiki/ops#7", "faq?id=3", "notes 100% done", "a&b=c/d"])
 def test_the_page_links_to_a_memory_whose_id_holds_url_characters(client, store, mid):
     """An imported id may hold '#', '?', '%', '&' or a space: the page's links encode it, so following a
