@@ -87,6 +87,8 @@ def show_search(result: Any, as_json: bool, out: Any = None, why: bool = False) 
         replaced = hit.trust.get("superseded_by")
         if replaced:
             stale += f"  superseded by {', '.join(replaced)}"
+        for outcome in hit.trust.get("recent_negative_outcomes", ()):  # the user rejected it lately
+            stale += f"  recently {outcome['outcome']}"
         out.print(f"{i:>2}. {hit.id}  {hit.relevance} ({hit.matched_leg})  {hit.score:.3f}{stale}  "
                   f"{', '.join(hit.scopes)}")
         out.print("   " + short(hit.snippet))

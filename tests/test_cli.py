@@ -111,6 +111,13 @@ def test_a_superseded_hit_says_so_and_follows_what_replaced_it(cli, mode):
     assert "pg-prod-1" not in "\n".join(lines[5:])  # the old text is never inlined as the answer
 
 
+def test_a_hit_the_user_recently_rejected_says_so(cli):
+    mid = _json(cli("write", "Deploys run through deploy.sh at the repository root", "--scope", "ops", "--json"))["id"]
+    cli("record-use", mid, "--outcome", "contradicted", "--note", "moved to CI")
+    [line] = [x for x in cli("search", "deploys", "--mode", "bm25").stdout.splitlines() if mid in x]
+    assert "recently contradicted" in line  # --json carried it, the table said nothing
+
+
 @pytest.mark.embeddings  # hybrid's bm25 leg runs with feedback beside the vector leg; without it, plain fusion
 def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
     cli("write", "The billing service uses Adyen for payments", "--scope", "p")
