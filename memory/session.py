@@ -62,7 +62,7 @@ class Session:
         self.clock = clock if clock is utcnow else _in_utc(clock)
         opened = open_backend(self.location)
         self.db, self.directory, self.path = opened.db, opened.directory, opened.path
-        self.store_id = integrity.store_id(self.db)
+        self.store_id = integrity.store_id(self.db, self.directory)
         self.lexicon = Lexicon(self.db)
         if not self.db.read_only and not integrity.lexicon_docs_still_consistent(self.db):
             integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back

@@ -52,11 +52,19 @@ _ALWAYS = ("part", "what", "repair")
 
 
 # ------------------------------------------------------------------------------ store identity
-def store_id(db: Database) -> str:
-    """The store's identity, made once: a derived file names the store it was built from."""
+def store_id(db: Database, directory: Path | None = None) -> str:
+    """The store's identity, made once: a derived file names the store it was built from. A vector index
+    file in ``directory`` when it is made predates it (a kenning before store identities wrote it, so it
+    names no store): it is removed then, and the next vector search builds one from the rows, where `kenning
+    check` of an upgraded store called it 'built for another store' until then."""
     found = db.get_meta(STORE_ID_KEY)
     if found or getattr(db, "read_only", False):
         return found or ""
+    if directory is not None:  # first: a crash before the identity is made leaves no such file behind
+        from .vector_file import INDEX_FILENAME  # here: the vector code loads only for a store made now
+
+        if (directory / INDEX_FILENAME).is_file():
+            remove_index_file(directory / INDEX_FILENAME)
     with db.transaction() as c:
         row = c.execute("SELECT value FROM meta WHERE key = ?", (STORE_ID_KEY,)).fetchone()
         if row:

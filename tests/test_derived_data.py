@@ -182,6 +182,30 @@ def test_an_index_file_newer_than_a_restored_database_is_not_trusted(tmp_path):
 
 @pytest.mark.embeddings
 @pytest.mark.slow
+@pytest.mark.sqlite_only  # the index file beside the SQLite file
+@needs_model
+def test_an_index_file_from_before_store_identities_is_dropped_when_the_store_gets_one(tmp_path):
+    """A store an older kenning made (before 84f0ea8) has no identity, and its vectors.idx names none: the
+    upgrade gives the store one, so `kenning check` called the file 'built for another store' (exit 1)."""
+    from kenning.retrieval.vector import VectorIndex
+
+    home = tmp_path / "s"
+    with open_store(home) as store:
+        store.import_records([{"content": t, "scopes": ["t"]} for t in TEXTS[:10]], embed=True)
+        store.search("billing", mode="semantic")
+        model, dim = store.db.get_meta("embedding_model"), int(store.db.get_meta("embedding_dim"))
+        sql(store, "DELETE FROM meta WHERE key = 'store_id'")
+    index = VectorIndex.load(home / INDEX_FILENAME, dim, {"model_id": model})
+    index.save(home / INDEX_FILENAME, {"model_id": model, "generation": index.meta["generation"]})  # the old meta
+    with open_store(home) as store:
+        assert store.check()["ok"], store.check()["problems"]
+        hits = store.search("billing service", mode="semantic", limit=3).hits
+        assert "billing" in store.get(hits[0].id).content
+        assert store.check()["ok"], store.check()["problems"]
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow
 @needs_model
 def test_damaged_embedding_rows_are_found_and_rebuilt(tmp_path):
     with open_store(tmp_path / "s") as store:
