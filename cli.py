@@ -824,15 +824,24 @@ def verify(
         None, "--verified-absent-path", metavar="PATH", help="A path meant to be absent there, e.g. another platform's (repeatable)."),
     claim: Optional[list[str]] = typer.Option(
         None, "--claim", help="A claim to check and store: path, path::symbol or path::NAME=literal (repeatable)."),
+    version: Optional[str] = typer.Option(
+        None, "--version", metavar="VERSION", help="The version you checked (from show or search --json): a memory "
+                                                 "changed since is not verified (exit 1)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Record that you spot-checked a memory and it still holds (its text and `updated` stay as they are)."""
+    """Record that you spot-checked a memory and it still holds (its text and `updated` stay as they are).
+    With --version, exits 1 and records nothing when the memory changed since you read it."""
     report = _store(ctx).verify(id, note=note_text, verified_paths=verified_path,
-                                verified_absent_paths=verified_absent_path, claims=claim)
+                                verified_absent_paths=verified_absent_path, claims=claim, version=version)
     if as_json:
         emit_json(report)
+    elif report["status"] == "stale":
+        ui.out.print(f"not verified: {report['id']} changed since version {report['version']} (it is "
+                     f"{report['current_version']} now); read it again, re-check, then verify that version")
     else:
         ui.out.print(f"verified {report['id']} at {when(report['last_verified_at'])}: {report['staleness_verdict']}")
+    if report["status"] == "stale":
+        raise typer.Exit(1)
 
 
 @app.command("record-use", epilog="Example: kenning record-use 01JD0Q6ZP3M2W9X8Y7V6T5S4R3 --outcome contradicted --note 'moved to 9443'")

@@ -89,6 +89,19 @@ def test_verify_record_use_search_options_scopes_and_health(cli):
     assert table.exit_code == 0 and "curation:" in table.stdout
 
 
+def test_verify_with_the_version_read_refuses_a_memory_changed_since(cli):
+    mid = as_json(cli("write", "The service port is 8443, see src/app.py", "--scope", "ops", "--json"))["id"]
+    read = as_json(cli("show", mid, "--json"))["version"]
+    as_json(cli("update", mid, "--text", "The service port is 9443, see src/app.py", "--json"))
+    # the CLI had no --version: a check of the 8443 text was stamped on the 9443 one
+    stale = cli("verify", mid, "--version", read)
+    assert stale.exit_code == 1 and f"not verified: {mid} changed since version {read}" in stale.stdout
+    assert as_json(cli("verify", mid, "--version", read, "--json"), exit_code=1)["status"] == "stale"
+    assert as_json(cli("show", mid, "--json"))["verification"]["status"] == "never"
+    current = as_json(cli("show", mid, "--json"))["version"]
+    assert as_json(cli("verify", mid, "--version", current, "--json"))["status"] == "verified"
+
+
 def test_lifecycle_commands_have_help_with_an_example(cli):
     for command in ("verify", "record-use", "confirm", "cancel", "pending", "scopes", "rename-scope", "health"):
         result = runner.invoke(app, [command, "--help"])
