@@ -15,6 +15,7 @@ leave it, neither by ``..`` nor through a symlink.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
@@ -175,11 +176,12 @@ def inside(root: Path, target: Path) -> bool:
 
 def exists(path: Path) -> bool | None:
     """Whether path exists, or None when that cannot be told (a folder on the way may not be
-    searched): pathlib answers False only for a path that is not there, and raises otherwise."""
+    searched): pathlib answers False only for a path that is not there, and raises otherwise. A
+    name too long for the file system cannot be there."""
     try:
         return path.exists()
-    except OSError:
-        return None
+    except OSError as exc:
+        return False if exc.errno == errno.ENAMETOOLONG else None
 
 
 def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> ClaimResult:
@@ -190,9 +192,12 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
     target = root / parsed.path
     if not inside(root, target):
         return ClaimResult(text, "outside_worktree", f"{parsed.path} resolves outside the worktree (symlink)")
+    found = exists(target)
+    if found is False:
+        return ClaimResult(text, "missing_path", f"{parsed.path} does not exist in {root}")
     try:
-        if not target.exists():
-            return ClaimResult(text, "missing_path", f"{parsed.path} does not exist in {root}")
+        if found is None:
+            target.stat()  # raises again, with the reason the detail gives
         if parsed.kind == "path":
             return ClaimResult(text, "ok", f"{parsed.path} exists")
         if not target.is_file():

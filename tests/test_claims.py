@@ -162,6 +162,16 @@ def test_a_byte_order_mark_does_not_hide_a_first_line_definition(worktree):
         assert check_claim(claim, worktree).ok, claim
 
 
+def test_a_path_too_long_for_the_file_system_is_missing_not_an_error(worktree):
+    # stat raised ENAMETOOLONG: every search returning a memory that cited such a path failed
+    from kenning.memory.staleness import assess_path_drift
+
+    long = "src/" + "x" * 300 + ".py"
+    assert check_claim(f"{long}::main", worktree).status == "missing_path"
+    drift = assess_path_drift(f"the generated file is {long}", [], str(worktree))
+    assert (drift.status, drift.missing) == ("measured", [long])
+
+
 def test_check_claims_keeps_order(worktree):
     results = check_claims(["src/auth/server.py::main", "nope.py"], worktree)
     assert [r.status for r in results] == ["ok", "missing_path"]
