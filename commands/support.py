@@ -294,8 +294,8 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
                 return fn(*args, **kwargs)
             except KenningError as exc:
                 refusal = getattr(exc, "refusal", None)  # a GateRefused (memory/gates), not imported for every command
-                if getattr(refusal, "status", None) == "writes_disabled":
-                    writes_disabled(refusal, bool(kwargs.get("as_json")))
+                if refusal is not None:
+                    gate_refused(refusal, bool(kwargs.get("as_json")))
                 message = str(exc)
             except ImportError as exc:
                 if missing_extra is None:
@@ -312,17 +312,28 @@ def one_line_errors(missing_extra: str | None = None) -> Callable[[Callable], Ca
     return decorate
 
 
-def writes_disabled(refusal: Any, as_json: bool) -> None:
-    """The user turned writes off: every command that changes memories (update, remove, restore, verify,
-    record-use, rename-scope, resolve, ...) answers as `kenning write` does, a status and not an error:
-    the same lines (or, with --json, the same object, ``status: writes_disabled``) on stdout, exit 1."""
+def gate_refused(refusal: Any, as_json: bool) -> None:
+    """A gate refused the change (writes turned off, run-state wording in an update's text, a secret in a
+    reason): every command that changes memories (update, remove, restore, verify, record-use,
+    rename-scope, resolve, ...) answers as `kenning write` does, a status and not an error: the same
+    lines (or, with --json, the same object, e.g. ``status: writes_disabled``) on stdout, exit 1."""
+    from types import SimpleNamespace
+    from typing import get_args
+
     import typer
 
     from kenning.memory.gates.pipeline import refused
+    from kenning.store.models import WriteStatus
 
-    result = refused(refusal)
+    if refusal.status in get_args(WriteStatus):
+        result: Any = refused(refusal)
+        payload = result.to_dict()
+    else:  # truncation_warning: update's own gate, a status no write has
+        payload = {"status": refusal.status, "gate": refusal.gate, "code": refusal.status, "reason": refusal.reason,
+                   "hint": refusal.hint, "matched": refusal.matched, "override": refusal.override}
+        result = SimpleNamespace(id=None, pending_id=None, related=[], warnings=[], **payload)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(payload)
     else:
         print_write_result(result)
     raise typer.Exit(1)

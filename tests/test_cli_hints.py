@@ -125,17 +125,25 @@ def test_scope_mismatch_has_a_cli_override(tmp_path):
     assert forced.returncode == 0 and forced.stdout.startswith("committed"), forced.stdout + forced.stderr
 
 
-# ------------------------------------------------------------------ update: a refusal is an error line
+# ------------------------------------------------------------------ update: a refusal is a status, as write's
 def test_update_refusals_speak_cli_and_truncation_can_be_acknowledged(tmp_path):
+    """A gate's refusal of an update was an error line and exit 2, which the README keeps for requests that
+    were wrong; it is now the status `write` gives a refusal (stdout, exit 1; with --json the same object)."""
     store = tmp_path / "s"
     body = "The billing service sends invoices on the first day of the month. It retries failed charges twice."
     mid = written_id(kenning_cli(store, "write", body, "--scope", "x", "--json"))
     cut = kenning_cli(store, "update", mid, "--text", "The billing service sends invoices on the first day of")
-    assert cut.returncode == 2 and "truncation" in cut.stderr and "--ack-truncation" in cut.stderr, cut.stderr
-    assert_cli_terms(cut.stderr)
+    assert cut.returncode == 1 and cut.stderr == "", cut.stderr
+    assert cut.stdout.startswith("truncation_warning") and "--ack-truncation" in cut.stdout, cut.stdout
+    assert_cli_terms(cut.stdout)
     transient = kenning_cli(store, "update", mid, "--text", "I am going to run the billing tests now")
-    assert transient.returncode == 2 and "--ack-transient" in transient.stderr, transient.stderr
-    assert_cli_terms(transient.stderr)
+    assert transient.returncode == 1 and "--ack-transient" in transient.stdout, transient.stdout
+    assert_cli_terms(transient.stdout)
+    as_json = kenning_cli(store, "update", mid, "--text", "I am going to run the billing tests now", "--json")
+    said = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and said["status"] == "transient_warning" and said["gate"] == "durability"
+    assert "--ack-transient" in said["hint"]
+    assert json.loads(kenning_cli(store, "show", mid, "--json").stdout)["content"] == body  # nothing written
     acked = kenning_cli(store, "update", mid, "--text", "The billing service sends invoices on the first day of",
                         "--ack-truncation")
     assert acked.returncode == 0 and acked.stdout.startswith("updated"), acked.stdout + acked.stderr
@@ -145,10 +153,10 @@ def test_an_update_into_a_user_claim_says_how_to_file_one_since_update_cannot(tm
     store = tmp_path / "s"
     mid = written_id(kenning_cli(store, "write", "Deploys go through the staging host first", "--scope", "x", "--json"))
     refused = kenning_cli(store, "update", mid, "--text", "The user prefers tabs over spaces")
-    assert refused.returncode == 2 and "user_claims" in refused.stderr, refused.stderr
+    assert refused.returncode == 1 and "user_claims" in refused.stdout, refused.stdout + refused.stderr
     for said in ("`kenning write`", "--category user-inference", "`kenning remove`", "--ack-user-claim"):
-        assert said in refused.stderr, refused.stderr
-    assert_cli_terms(refused.stderr)
+        assert said in refused.stdout, refused.stdout
+    assert_cli_terms(refused.stdout)
     followed = kenning_cli(store, "update", mid, "--text", "The user prefers tabs over spaces", "--category",
                            "user-inference")  # what the old hint said, which update refuses
     assert followed.returncode != 0
