@@ -215,7 +215,7 @@ def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClai
     if unreadable:
         raise InvalidInput(f"verified path(s) cannot be read in {worktree}: {', '.join(unreadable)}; attest only "
                            "paths you could check")
-    missing = [p for p in paths if not (root / p).exists()]
+    missing = [p for p in paths if exists(root / p) is False]
     if missing:
         raise InvalidInput(f"verified path(s) missing in {worktree}: {', '.join(missing)}; attest only paths that "
                            "exist (verified_absent_paths is for paths meant to be absent), or update the memory")

@@ -238,6 +238,8 @@ def test_verify_refuses_missing_paths_and_false_claims_and_changes_nothing(store
     before = store.get(mid)
     with pytest.raises(InvalidInput, match="missing.py"):
         store.verify(mid, verified_paths=["missing.py"])
+    with pytest.raises(InvalidInput, match="missing in"):  # stat raised ENAMETOOLONG (a bare OSError)
+        store.verify(mid, verified_paths=["src/" + "x" * 300 + ".py"])
     with pytest.raises(InvalidInput, match="PORT=9000"):
         store.verify(mid, claims=["src/app.py::PORT=9000"])
     with pytest.raises(InvalidInput, match="500"):
