@@ -637,6 +637,8 @@ def _read_jsonl(file: str) -> tuple[list, list[str]]:
         name, data = "stdin", _stdin_bytes("JSON Lines")
     else:
         path = Path(file)
+        if not file.strip():  # was "error:  is not a file", naming nothing
+            raise InvalidInput("the file name is empty; give a JSON Lines file, or - to read stdin")
         if not path.is_file():
             raise InvalidInput(f"{file} is not a file")
         try:

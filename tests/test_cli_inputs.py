@@ -98,6 +98,12 @@ def test_transcripts_remove_with_an_empty_path_is_an_error_not_this_directory(tm
     assert json.loads(listed.stdout)["count"] == 1  # still registered
 
 
+def test_import_of_an_empty_file_name_says_the_name_is_empty(tmp_path):
+    for name in ("", "  "):
+        message = one_line_error(kenning(tmp_path, "--store", str(tmp_path / "store"), "import", name))
+        assert "empty" in message and "- to read stdin" in message, message  # was "error:  is not a file"
+
+
 def test_export_and_sync_with_an_empty_folder_are_errors_not_this_directory(tmp_path):
     store = tmp_path / "store"
     ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
