@@ -157,3 +157,20 @@ def test_a_write_ahead_log_it_cannot_read_is_an_error_naming_the_log(store_dir):
         log.chmod(0o600)
     finally:
         owner.close()
+
+
+def test_a_markdown_export_of_a_read_only_store_is_written(store_dir, tmp_path):
+    """An export only reads the store; remembering its folder (for `kenning clean`) is a write the store
+    refuses, which made the export fail with ReadOnlyStore (after writing its files, later before)."""
+    from kenning.recall import markdown
+
+    (store_dir / DB_FILENAME).chmod(0o400)
+    store_dir.chmod(0o500)
+    folder = tmp_path / "md"
+
+    def export():
+        with open_store(store_dir) as store:
+            return markdown.export(store, folder)
+
+    done = run_unprivileged(export)
+    assert done["memories"] == 1 and FACT in (folder / "ops" / "MEMORY.md").read_text()
