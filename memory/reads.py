@@ -56,8 +56,9 @@ def show(s: Session, id: str) -> dict[str, Any]:
     out["summary"], out["version"] = memory.summary, memory.version
     out.update(trust.full_detail(assessed))
     targets = records.summaries(s.db, [link.target for link in memory.links])
-    out["links"] = [{**link.model_dump(mode="json"), **targets.get(link.target, {"status": "missing"})}
-                    for link in memory.links]
+    replaced = trust.superseded_by(s.db, [link.target for link in memory.links])
+    out["links"] = [{**link.model_dump(mode="json"), **targets.get(link.target, {"status": "missing"}),
+                     **_replaced_by(replaced.get(link.target, []), memory.id)} for link in memory.links]
     out["reverse_links"] = records.reverse_links(s.db, memory.id)
     replaced = trust.superseded_by(s.db, [memory.id]).get(memory.id)
     negatives = trust.negative_outcomes(s.db, [memory], now).get(memory.id)
@@ -66,6 +67,12 @@ def show(s: Session, id: str) -> dict[str, Any]:
             out[key] = value
     s.log_read(events.SHOW, memory.id)
     return out
+
+
+def _replaced_by(superseders: list[str], shown: str) -> dict[str, list[str]]:
+    """A link target's superseded_by, but for the memory shown (its own supersedes link says so already)."""
+    others = [i for i in superseders if i != shown]
+    return {"superseded_by": others} if others else {}
 
 
 def check_category(category: str | None) -> None:

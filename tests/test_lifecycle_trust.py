@@ -399,8 +399,12 @@ def test_a_superseded_dependency_says_what_replaced_it(store):
     [entry] = hit_for(store, runbook, "zebra runbook")["depends_on_resolved"]
     # it read as a live dependency, the caller sent to the old vault path
     assert entry["status"] == "live" and entry["superseded_by"] == [new]
+    shown = store.show(runbook)["links"][0]  # show's links read as current too
+    assert shown["status"] == "live" and shown["superseded_by"] == [new]
+    assert "superseded_by" not in store.show(new)["links"][0]  # its own supersedes link says it
     store.remove(new, reason="the move was rolled back")
     assert "superseded_by" not in hit_for(store, runbook, "zebra runbook")["depends_on_resolved"][0]
+    assert "superseded_by" not in store.show(runbook)["links"][0]
 
 
 # --- outcomes -----------------------------------------------------------------------------------
