@@ -15,6 +15,7 @@ leave it, neither by ``..`` nor through a symlink.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -202,16 +203,23 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
             return ClaimResult(text, "ok", f"{parsed.path} exists")
         if not target.is_file():
             return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
-        with target.open("r", encoding="utf-8-sig", errors="replace") as fh:  # a BOM is no text
-            source = fh.read(MAX_READ_BYTES)
-            cut = bool(fh.read(1))
+        with target.open("rb") as fh:
+            raw = fh.read(MAX_READ_BYTES + 1)
     except OSError as exc:  # a search, show or health must not fail on one file it may not read
         return ClaimResult(text, "unreadable", f"{parsed.path} cannot be read: {exc.strerror or exc}")
-    result = _judge(parsed, text, source)
-    if cut and not result.ok:  # the rest of the file may hold it: not a sign that the claim fails
+    result = _judge(parsed, text, _text(raw[:MAX_READ_BYTES]))
+    if len(raw) > MAX_READ_BYTES and not result.ok:  # the rest of the file may hold it: not a sign that the claim fails
         return ClaimResult(text, "too_large", f"{result.detail} in its first {MAX_READ_BYTES // 2**20} MiB; "
                                               "the rest of the file was not read")
     return result
+
+
+def _text(raw: bytes) -> str:
+    """A file's text: UTF-16 when it starts with that byte order mark (as Windows tools write
+    PowerShell scripts and .reg files), else UTF-8; a BOM is no part of the first line's text."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def _judge(parsed: ParsedClaim, text: str, source: str) -> ClaimResult:

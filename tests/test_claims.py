@@ -162,6 +162,14 @@ def test_a_byte_order_mark_does_not_hide_a_first_line_definition(worktree):
         assert check_claim(claim, worktree).ok, claim
 
 
+def test_a_utf16_file_is_read_as_utf16(worktree):
+    # read as UTF-8, "$Version = '1.2'" was a run of NULs: the claim missing, a true claim refused
+    (worktree / "setup.ps1").write_bytes("$Version = '1.2'\r\nfunction Install {\r\n}\r\n".encode("utf-16"))
+    for claim in ("setup.ps1::$Version='1.2'", "setup.ps1::Install", "setup.ps1::$Version"):
+        assert check_claim(claim, worktree).ok, claim
+    assert check_claim("setup.ps1::$Version='2.0'", worktree).status == "wrong_value"
+
+
 def test_a_path_too_long_for_the_file_system_is_missing_not_an_error(worktree):
     # stat raised ENAMETOOLONG: every search returning a memory that cited such a path failed
     from kenning.memory.staleness import assess_path_drift
