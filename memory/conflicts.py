@@ -17,12 +17,10 @@ from .session import Session
 def conflicts(s: Session, auto_scope: bool, limit: int) -> list[dict[str, Any]]:
     """Contradiction pairs among visible live memories (one row per pair), with both summaries."""
     limit = check_count(limit)  # 0 or -1 listed nothing while a conflict stood, as health refuses
-    report = health.report(s.db, s.config.verification_stale_days, s.view(auto_scope), s.clock(), limit)
-    pairs = report["conflicts"]
-    summaries = records.summaries(s.db, [p["id"] for p in pairs] + [p["contradicts"] for p in pairs])
-    return [{"id": p["id"], "other_id": p["contradicts"], "note": p["note"],
-             "summary": summaries.get(p["id"], {}).get("summary"),
-             "other_summary": summaries.get(p["contradicts"], {}).get("summary")} for p in pairs]
+    pairs = health.conflict_pairs(s.db, s.view(auto_scope))[:limit]
+    summaries = records.summaries(s.db, [a for a, _, _ in pairs] + [b for _, b, _ in pairs])
+    return [{"id": a, "other_id": b, "note": note, "summary": summaries.get(a, {}).get("summary"),
+             "other_summary": summaries.get(b, {}).get("summary")} for a, b, note in pairs]
 
 
 def resolve(s: Session, id: str, other_id: str, resolution: str, keep_id: str | None,

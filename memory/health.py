@@ -93,13 +93,7 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
 
     buckets["drifted"] = _drifted(db, view)
 
-    pairs: dict[frozenset[str], tuple[str, str, str | None]] = {}
-    for source, target, note in read(
-        "SELECT m.id, l.target, l.note FROM memory_links l JOIN memories m ON m.rowid = l.source "
-        f"WHERE l.kind = 'contradicts' AND m.removed_at IS NULL {where} ORDER BY m.id, l.target"):
-        if target in created_at:
-            pairs.setdefault(frozenset((source, target)), (source, target, note))
-    buckets["conflicts"] = list(pairs.values())
+    buckets["conflicts"] = conflict_pairs(db, view)
 
     outcomes = events.query(db, since=now - trust.RECENT_OUTCOMES, kinds=[events.OUTCOME])
     flagged = sorted({e["memory_id"] for e in outcomes if e["memory_id"] in created_at})
@@ -110,6 +104,32 @@ def _scan(db: Database, stale_days: int, view: View, now: datetime) -> tuple[dic
     buckets["silent_misses"] = [e for e in events.query(db, kinds=[events.SEARCH_MISS])
                                 if e["memory_id"] in created_at]
     return buckets, created_at
+
+
+def conflict_pairs(db: Database, view: View) -> list[tuple[str, str, str | None]]:
+    """(id, contradicts, note) once a pair of visible live memories linked with contradicts, by id:
+    read from the links and their targets alone (``memory_conflicts`` ran the whole health scan of
+    every memory for them, ~0.6 s of CPU at 100k)."""
+    where, params = view.where()
+
+    def read(c: Any) -> list[tuple[str, str, str | None]]:
+        links = c.execute(
+            "SELECT m.id, l.target, l.note FROM memory_links l JOIN memories m ON m.rowid = l.source "
+            f"WHERE l.kind = 'contradicts' AND m.removed_at IS NULL {where} ORDER BY m.id, l.target", params).fetchall()
+        targets = sorted({target for _, target, _ in links})
+        visible: set[str] = set()
+        for start in range(0, len(targets), 500):
+            chunk = targets[start:start + 500]
+            visible.update(row[0] for row in c.execute(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND m.removed_at IS NULL "
+                f"{where}", [*chunk, *params]))
+        pairs: dict[frozenset[str], tuple[str, str, str | None]] = {}
+        for source, target, note in links:
+            if target in visible:
+                pairs.setdefault(frozenset((source, target)), (source, target, note))
+        return list(pairs.values())
+
+    return db.read(read)
 
 
 def _drifted(db: Database, view: View) -> list[tuple]:

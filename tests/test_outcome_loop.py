@@ -136,6 +136,24 @@ def test_keep_both_needs_a_note_and_leaves_an_extends_link(store):
         store.resolve_conflict(a, b, "keep_both", note="again")
 
 
+def test_conflicts_are_read_from_the_links_without_the_health_scan(store, monkeypatch):
+    """Listing the pairs reads the contradicts links and their targets, not every memory (the health
+    scan, O(store)); the pairs are still the visible live ones, once a pair, as health counts them."""
+    from kenning.memory import health
+
+    a = store.write("The staging database host is pg-stage-2", scopes=["projects:db"]).id
+    b = store.write("The staging database host is pg-stage-9 since the move", scopes=["projects:db"],
+                    links=[{"kind": "contradicts", "target": a}]).id
+    store.update(a, links=[{"kind": "contradicts", "target": b}])  # linked both ways: still one pair
+    c = store.write("Deploys are approved by the release manager", scopes=["projects:ops"]).id
+    store.write("Deploys are approved by the on-call engineer", scopes=["projects:ops"],
+                links=[{"kind": "contradicts", "target": c}])
+    store.remove(c, reason="gone")  # its pair is no conflict any more
+    assert store.scope_overview(auto_scope=False)["curation_pending"]["conflicts"] == 1
+    monkeypatch.setattr(health, "_scan", lambda *a, **k: pytest.fail("conflicts ran the whole health scan"))
+    assert [{p["id"], p["other_id"]} for p in store.conflicts(auto_scope=False)] == [{a, b}]
+
+
 # --- optimistic concurrency, two processes ----------------------------------------------------------
 
 CHILD = textwrap.dedent("""
