@@ -28,6 +28,7 @@ from .claims import parse_claims
 from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, user_claims, write_enabled
 from .gates.limits import check_content, check_count, check_metadata, check_scopes
 from .session import Session
+from .staleness import head_of
 
 CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
 CURATION_RECHECK = timedelta(minutes=10)  # how long a measured curation pressure is trusted
@@ -627,6 +628,10 @@ def apply_update(s: Session, c: Any, id: str, changes: dict[str, Any], acknowled
             raise GateRefused(refusal)
         fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
                       verified_absent_paths=[], claims=[])
+        if fields["origin"] and (head := head_of(memory.origin)):
+            # the new text is written against the code as it is now: commit drift counts from here,
+            # not from the first text's commit (a rewrite read as "N commits since it was written")
+            fields["origin"] = {**fields["origin"], "commit": head}
     fields["updated"] = max(s.clock(), memory.updated)
     updated = requests.validated(fields)
     records.check_link_targets(c, updated.links, self_id=updated.id)

@@ -144,6 +144,21 @@ def test_a_checkout_of_older_code_than_was_verified_is_drift(store, repo, clock)
     assert hit_for(store, never, "docs index")["commit_drift_count"] == 2  # side's commit gone, main's back
 
 
+def test_a_rewritten_memory_counts_commits_from_its_new_text(store, repo, clock):
+    mid = store.write("The server entry point is src/app.py", scopes=["x"]).id
+    for hour in (1, 2, 3):
+        commit(repo, START + timedelta(hours=hour), {"other.txt": f"change {hour}\n"})
+    assert hit_for(store, mid, "server entry point")["commit_drift_count"] == 3
+    store.update(mid, text="The server entry point is src/app.py (main)")
+    # the new text was written against the code as it is now: it read "3 commits since it was written"
+    assert hit_for(store, mid, "server entry point")["commit_drift_count"] == 0
+    assert store.get(mid).origin.commit == git(repo, "rev-parse", "HEAD")
+    store.update(mid, scopes=["x", "y"])  # no new text: the baseline stays
+    commit(repo, START + timedelta(hours=4), {"other.txt": "change 4\n"})
+    store.update(mid, scopes=["x"])
+    assert hit_for(store, mid, "server entry point")["commit_drift_count"] == 1
+
+
 def test_a_never_verified_memory_becomes_due_after_the_window(store, clock):
     mid = store.write("Release notes are written by the on-call engineer", scopes=["x"]).id
     clock.now = START + timedelta(days=29)
