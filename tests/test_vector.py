@@ -242,6 +242,26 @@ def test_load_answers_none_for_a_corrupted_or_extended_file(saved_graph):
     assert VectorIndex.load(path, DIM, meta) is None
 
 
+@pytest.mark.parametrize("damage", ["payload_bytes", "shape"])
+def test_load_answers_none_for_a_header_that_asks_for_more_than_the_file_holds(saved_graph, damage):
+    """The header is not under the checksum: a damaged size is refused before any buffer is allocated
+    for it (a payload_bytes of 2**60 raised MemoryError out of the search)."""
+    from kenning.retrieval.vector import _HEADER_LEN, _MAGIC
+
+    path, meta = saved_graph
+    data = path.read_bytes()
+    start = len(_MAGIC) + _HEADER_LEN.size
+    (length,) = _HEADER_LEN.unpack(data[len(_MAGIC):start])
+    header = json.loads(data[start:start + length])
+    if damage == "payload_bytes":
+        header["payload_bytes"] = 2**60
+    else:
+        header["arrays"][1]["shape"] = [2**40, DIM]
+    text = json.dumps(header).encode()
+    path.write_bytes(_MAGIC + _HEADER_LEN.pack(len(text)) + text + data[start + length:])
+    assert VectorIndex.load(path, DIM, meta) is None
+
+
 def test_load_answers_none_for_something_that_is_not_an_index(tmp_path):
     path = tmp_path / "vectors.idx"
     path.write_text(json.dumps({"format": 1}))
