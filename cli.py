@@ -1017,8 +1017,11 @@ def info(
               + (" (read-only: reads work, writes are refused)" if report["read_only"] else ""))
     ui.out.print(f"  {plural(report['memories'], 'memory', 'memories')}, {plural(report['tombstones'], 'tombstone')}, "
               f"{plural(report['pending_writes'], 'pending write')}, {plural(report['episodes'], 'episode')}")
+    from kenning.retrieval.embeddings import installed
+
+    fix = "`kenning index`" if installed() else f"they need the embeddings extra: {INSTALL_EMBEDDINGS}"
     ui.out.print(f"  {plural(report['embedded'], 'memory', 'memories')} embedded, {report['embed_pending']} waiting "
-              f"(`kenning index`); default mode {report['default_mode']}")
+              f"({fix}); default mode {report['default_mode']}")
     ui.out.print(f"  {report['size_bytes'] / 1e6:.1f} MB on disk")
 
 

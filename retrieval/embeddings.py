@@ -250,6 +250,16 @@ def backend() -> str:
     return chosen
 
 
+def installed() -> bool:
+    """Whether the packages the encoder backend runs on are there (looked up, not imported): `kenning info`
+    points at `kenning index` only then. An unknown $KENNING_ENCODER is judged as the default."""
+    try:
+        name = backend()
+    except InvalidInput:
+        name = DEFAULT_BACKEND
+    return all(importlib.util.find_spec(package) is not None for package in _REQUIRED_PACKAGES[name])
+
+
 def encoder_id(spec: ModelSpec, backend_name: str | None = None) -> str:
     """The id a store and the embedding cache key vectors by: the model id plus the backend.
 

@@ -205,3 +205,20 @@ def test_models_convert_makes_the_8bit_variant_the_store_then_uses(tmp_path):
     found = json.loads(kenning(tmp_path, *store, "search", "fruit trees need water", "--mode", "semantic",
                                "--json", **env).stdout)
     assert found["hits"] and found["hits"][0]["matched_leg"] == "semantic"
+
+
+def test_info_points_at_kenning_index_only_when_the_extra_is_there(tmp_path):
+    """On the base install `kenning info` said "1 waiting (`kenning index`)", a command that then fails
+    for want of the extra; it names the install instead. The extra's absence is made with
+    sys.modules[name] = None, which find_spec reads as "not installed"."""
+    assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
+    run = ("import sys; sys.modules['onnxruntime'] = None; sys.argv = ['kenning', 'info']; "
+           "from kenning.__main__ import main; main()")
+    env = {**os.environ, "KENNING_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "KENNING_ENCODER": "onnx"}
+    base = subprocess.run([sys.executable, "-c", run], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert base.returncode == 0, base.stderr
+    assert "`kenning index`" not in base.stdout and 'pip install "kenning[embeddings]"' in base.stdout, base.stdout
+    from kenning.retrieval.embeddings import installed
+
+    if installed():  # with the extra, the command that embeds them
+        assert "`kenning index`" in kenning(tmp_path, "info").stdout
