@@ -953,7 +953,9 @@ def rename_scope(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Rename a scope on every memory and tombstone that carries it."""
-    changed = _store(ctx).rename_scope(old, new)
+    store = _store(ctx)
+    with ui.busy(f"renaming {old} to {new}", as_json):
+        changed = store.rename_scope(old, new)
     if not changed:  # most often a mistyped name: "renamed ... on 0 memories" read as done
         raise InvalidInput(f"no memory or tombstone carries the scope {old!r}, so nothing was renamed; "
                            "`kenning scopes --no-auto-scope` lists the scopes in use")

@@ -24,7 +24,9 @@ def check(
     from kenning.errors import StorageError
 
     try:
-        report = _store(ctx).check()
+        store = _store(ctx)
+        with ui.busy("checking the store and everything derived from it", as_json):
+            report = store.check()
     except StorageError as exc:  # too damaged to open: that is the finding, not a failure of the check
         report = _unopenable(ctx, exc)
         if report is None:  # a full disk, a lock, permissions: no finding about the store, an error

@@ -237,7 +237,9 @@ def export_command(
     """Write every memory as markdown a person can read and edit (then `kenning sync` takes the edits back)."""
     from kenning.recall.markdown import export
 
-    report = export(cli_store(ctx), markdown, force=force)
+    store = cli_store(ctx)
+    with ui.busy(f"exporting to {markdown}", as_json):
+        report = export(store, markdown, force=force)
     _say_taken_over(report)
     if as_json:
         emit_json(report)

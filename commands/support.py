@@ -376,6 +376,16 @@ def no_bar(as_json: bool) -> bool:
     return as_json or not (globals().get("err") or __getattr__("err")).is_terminal
 
 
+def busy(message: str, as_json: bool) -> Any:
+    """A spinner on stderr while one long call runs that reports no steps (check, export, rename-scope:
+    seconds of silence at 100k memories); nothing under --json or off a terminal, as no_bar says."""
+    from contextlib import nullcontext
+
+    from rich.text import Text  # not markup: a scope or folder name is shown as typed
+
+    return nullcontext() if no_bar(as_json) else (globals().get("err") or __getattr__("err")).status(Text(message))
+
+
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     """``1 memory``, ``2 memories``: the count with the right form of the noun."""
     return f"{count} {singular if count == 1 else plural_form or singular + 's'}"

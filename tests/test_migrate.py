@@ -123,26 +123,13 @@ def test_cli_migrate_reports_rows_and_refuses_in_one_line(tmp_path, postgres_url
 def test_cli_migrate_shows_a_bar_on_stderr_and_the_counts_on_stdout(tmp_path):
     """Long work shows a progress bar on stderr, as import and index do: migrate printed only a line on
     stdout after each whole table, so a large table was minutes of silence."""
-    import os
-    import pty
-    import select
+    from terminal import run_on_a_terminal
 
     with kenning.open_store(tmp_path / "a") as s:
         s.write("The auth service listens on port 8443", scopes=["projects:auth"])
-    controller, terminal = pty.openpty()  # stderr a terminal: the bar is drawn there, as for a person
-    done = subprocess.run([sys.executable, "-m", "kenning.cli", "migrate", str(tmp_path / "a"), str(tmp_path / "b")],
-                          stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=300)
-    os.close(terminal)
-    drawn = b""
-    while select.select([controller], [], [], 0)[0]:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # the terminal's other end is closed: everything was read
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    os.close(controller)
+    # stderr a terminal: the bar is drawn there, as for a person
+    done, drawn = run_on_a_terminal([sys.executable, "-m", "kenning.cli", "migrate", str(tmp_path / "a"),
+                                     str(tmp_path / "b")], text=True, timeout=300)
     assert done.returncode == 0
     assert b"copying" in drawn
     assert "copying" not in done.stdout
