@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -264,6 +265,9 @@ class Database:
         self.lock = threading.RLock()
         self._log_changes = 0  # rows this connection changed in the event log alone (``log_only``)
         self._local = threading.local()  # per thread: inside ``one_generation``, and the data_version it read
+        self._forks = 0  # how many times this process forked off from the one that opened the connection
+        self._closed = False
+        _OPEN.add(self)
         if path.is_file() and not _may_write(path):
             self._open_read_only()
             return
@@ -272,10 +276,7 @@ class Database:
         )
         try:
             _refuse_foreign(self.conn, path)  # first: it only reads, and may refuse the file
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._configure()
             self._migrate()
         except sqlite3.OperationalError as exc:
             if not _permission_problem(exc) or not path.is_file():
@@ -283,6 +284,40 @@ class Database:
             self.conn.close()
             _refuse_unreadable_log(path)
             self._open_read_only()
+
+    def _configure(self) -> None:
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+    def _forked(self) -> None:
+        """In a forked child: a connection of its own. SQLite forbids using a connection across fork:
+        the parent's file locks come along in SQLite's per-process bookkeeping but not in the kernel,
+        so a new connection beside the inherited one would believe it holds locks it does not (the
+        parent, closing last, could then delete the WAL this child still writes to), and waits
+        forever for a write lock the parent's transaction held at the fork. So the inherited
+        connection is closed first (that rolls back, in the child only, what the parent had open;
+        the kernel's locks are per process, so the parent's stay), then a new one opened. A lock
+        another parent thread held at the fork would stay held here forever: it is made anew in place
+        (objects beside the database share it), as the logging module does with its handlers' locks.
+        data_version numbers of the new connection are set apart from the parent's, so a memo keyed
+        by one of the parent's values never matches."""
+        self.lock._at_fork_reinit()
+        self._local = threading.local()
+        if self._closed:
+            return
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+        self._forks += 1
+        self._log_changes = 0
+        if self.read_only:
+            self._open_read_only()
+            return
+        self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        self._configure()
 
     def _open_read_only(self) -> None:
         """Open for reading only. SQLite needs to create the -shm file even to read a WAL database, which
@@ -434,7 +469,7 @@ class Database:
         if seen is not None:
             return seen
         with self.lock:
-            version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+            version = self.conn.execute("PRAGMA data_version").fetchone()[0] + (self._forks << 48)
         if getattr(local, "looking", False):
             local.seen = version
         return version
@@ -487,7 +522,24 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
+            self._closed = True
+            _OPEN.discard(self)
             self.conn.close()
+
+
+# Every open Database of this process, for the fork hook
+_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for db in list(_OPEN):
+        try:
+            db._forked()
+        except sqlite3.Error:  # the file is gone or unreadable now: the next call says so
+            pass
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:

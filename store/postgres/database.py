@@ -13,7 +13,9 @@ through that transaction's connection, so it sees its own uncommitted rows, as w
 from __future__ import annotations
 
 import functools
+import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
@@ -216,7 +218,6 @@ class PostgresDatabase:
     def __init__(self, url: str, pool_size: int = 4):
         require_driver()
         import psycopg
-        from psycopg_pool import ConnectionPool
 
         self.url = url
         self.path = display_url(url)
@@ -227,14 +228,36 @@ class PostgresDatabase:
                 self._migrate(conn)
                 # a role that may only read serves reads; every transaction then says why it cannot write
                 self.read_only = not conn.execute("SELECT has_table_privilege('memories', 'INSERT')").fetchone()[0]
-            self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
-                                       configure=_configure, open=False)
+            self._pool_size = pool_size
+            self.pool = self._new_pool()
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self._local = threading.local()
         self.lock = threading.RLock()  # in-process state kept beside the database (lexicon, vector index)
         self._state = threading.Lock()
         self._generation: int | None = None  # the last generation known, our own commits included
         self._version = 0  # what data_version() reports: bumped when another process's commit is seen
+        _OPEN.add(self)
+
+    def _new_pool(self) -> Any:
+        from psycopg_pool import ConnectionPool
+
+        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs={"autocommit": True},
+                              configure=_configure, open=False)
+
+    def _forked(self) -> None:
+        """In a forked child: a pool of its own. The inherited pool's connections are the parent's
+        sessions (two processes speaking on one socket interleave their messages) and its worker
+        threads did not come along (a child waited 30 s for a connection, then failed). psycopg
+        never ends a connection in a process other than the one that opened it, so dropping the
+        inherited pool leaves the parent's sessions as they are. Locks another parent thread held at
+        the fork are made anew in place."""
+        self.lock._at_fork_reinit()
+        self._state._at_fork_reinit()
+        self._local = threading.local()
+        if self.pool.closed:
+            return
+        self.pool = self._new_pool()
+        self.pool.open(wait=False)
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
@@ -444,7 +467,23 @@ class PostgresDatabase:
                              f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
 
     def close(self) -> None:
+        _OPEN.discard(self)
         self.pool.close()
+
+
+# Every open PostgresDatabase of this process, for the fork hook
+_OPEN: weakref.WeakSet[PostgresDatabase] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for db in list(_OPEN):
+        try:
+            db._forked()
+        except Exception:  # noqa: BLE001 - the child's next call says what is wrong with the store
+            pass
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _relation(exc: Any) -> str:
