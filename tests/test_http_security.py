@@ -263,3 +263,12 @@ def test_settings_cross_between_the_server_and_another_process(tmp_path):
         assert httpx.post(f"{base}/memories", json={"content": "The queue is RabbitMQ", "scopes": ["x"]}
                           ).status_code == 409
         assert warm.count() == 1
+
+
+def test_an_empty_host_is_named_in_the_refusal():
+    """--host "" listens on every interface; the refusal read "refusing to listen on  without a token"."""
+    from kenning.errors import InvalidInput
+    from kenning.serve.http.security import check_bind
+
+    with pytest.raises(InvalidInput, match=r"listen on every interface \(an empty host\) without a token"):
+        check_bind("", None)

@@ -51,7 +51,8 @@ def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond this machine without a token: anyone on the network could read and write."""
     if not is_loopback(host) and not token:
         raise InvalidInput(
-            f"refusing to listen on {host} without a token: anyone who can reach it could read and change "
+            f"refusing to listen on {host.strip() or 'every interface (an empty host)'} without a token: anyone "
+            "who can reach it could read and change "
             f"every memory; set one with --token or ${TOKEN_ENV} (or listen on 127.0.0.1)")
 
 
