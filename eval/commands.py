@@ -478,9 +478,12 @@ def _verdict_lines(verdict: Mapping) -> list[str]:
         from .comparison import describe
 
         other = any(d["setting"] in ("documents", "collection contents") for d in verdict["differences"])
+        foreign = _foreign_of(verdict["differences"])
         return [f"no verdict: this run's settings differ from the baseline {where}: "
                 + "; ".join(describe(d) for d in verdict["differences"]),
                 ("the baseline holds another collection of that name: " if other else
+                 f"the baseline also ran {foreign}'s queries as unanswerable ones: add --foreign <{foreign}'s "
+                 "folder, or its name if it is built in>; or " if foreign else
                  "to compare, run with the baseline's settings; or ")
                 + "pass --baseline FILE (a report of a run like this one, from `kenning eval run --out`), "
                   "or --baseline none"]
@@ -492,6 +495,16 @@ def _verdict_lines(verdict: Mapping) -> list[str]:
                 f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}"]
     return [f"verdict: as good as the baseline {where} (no metric of {', '.join(verdict['modes_compared'])} "
             f"dropped by more than {verdict['tolerance']})"]
+
+
+def _foreign_of(differences: list[Mapping]) -> str | None:
+    """The collection whose queries the baseline added (``--foreign``) when this run added none: its
+    name reads "med+cranfield queries" (eval/datasets.py)."""
+    for d in differences:
+        here, there = str(d.get("report")), str(d.get("baseline"))
+        if d["setting"] == "collection" and there.startswith(here + "+") and there.endswith(" queries"):
+            return there[len(here) + 1 : -len(" queries")]
+    return None
 
 
 def _cache_line(report: Mapping) -> str | None:

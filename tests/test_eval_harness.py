@@ -501,3 +501,22 @@ def test_a_judged_relevant_document_without_text_is_named(grouped):
     text = runner.invoke(eval_app, ["run", str(grouped), "--modes", "bm25", "--baseline", "none", "--group-sep", ":"])
     assert ("1 document(s) without text were not indexed; 1 query(ies) have one judged relevant, which no mode can "
             "return" in " ".join(text.stdout.split()))
+
+
+def test_a_baseline_made_with_foreign_queries_names_the_option_to_compare_with_it(tmp_path):
+    """`eval run med` against the committed baseline (made with cranfield's queries as foreign ones)
+    said only that the collection and query count differ; the note now names --foreign and the
+    collection, and a run with it gets its verdict."""
+    plain = write_collection(tmp_path / "plain", [{"_id": "d1", "text": "the auth port is 8443"}],
+                             [{"_id": "q1", "text": "auth port"}], [("q1", "d1", 1)])
+    other = write_collection(tmp_path / "other", [{"_id": "e1", "text": "lunch is at noon"}],
+                             [{"_id": "r1", "text": "when is lunch"}], [("r1", "e1", 1)])
+    base = tmp_path / "base.json"
+    made = runner.invoke(eval_app, ["run", str(plain), "--modes", "bm25", "--foreign", str(other), "--out", str(base),
+                                    "--baseline", "none"])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(eval_app, ["run", str(plain), "--modes", "bm25", "--baseline", str(base)])
+    assert "the baseline also ran other's queries as unanswerable ones: add --foreign" in result.stdout
+    again = runner.invoke(eval_app, ["run", str(plain), "--modes", "bm25", "--foreign", str(other),
+                                     "--baseline", str(base)])
+    assert "verdict: as good as the baseline" in again.stdout
