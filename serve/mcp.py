@@ -445,7 +445,11 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         user_message: Annotated[str, Field(min_length=1, max_length=100_000, description="The user's message of the turn being audited.")],
         assistant_response: Annotated[str | None, Field(max_length=1_000_000, description="The assistant's reply, if any: probed too, so a memory its wording points at is a candidate.")] = None,
         lookback_seconds: Annotated[int, Field(ge=1, le=audit.MAX_LOOKBACK_SECONDS, description="How far back a search, show or list counts as looking it up.")] = audit.DEFAULT_LOOKBACK_SECONDS,
-        mode: Mode = None,
+        mode: Annotated[
+            Literal["keyword", "bm25", "semantic", "hybrid"] | None,
+            Field(description="The probe's retrieval mode; omit for the store's default_mode setting (hybrid unless "
+                              "the user changed it). Without the embeddings extra, semantic and hybrid probe lexically."),
+        ] = None,
     ) -> out.AuditOut:
         """End-of-turn telemetry for a client hook; a model in conversation should not call it.
 

@@ -190,3 +190,14 @@ def test_the_mcp_mode_follows_default_mode_as_its_description_says(store):
     assert tool.fn(query="auth service port", auto_scope=False)["mode"] == "bm25"
     described = tool.parameters["properties"]["mode"]["description"]
     assert "default_mode" in described and "default (hybrid)" not in described
+
+
+def test_the_audit_tools_mode_names_no_field_its_answer_lacks(store):
+    """memory_audit_turn shared memory_search's mode text, which sends the caller to `degraded`:
+    an audit's answer has no such field."""
+    from kenning.serve.mcp import build_server
+
+    tool = build_server(store)._tool_manager.get_tool("memory_audit_turn")
+    described = tool.parameters["properties"]["mode"]["description"]
+    answer = tool.fn(user_message="which port does the auth service use")
+    assert "degraded" not in answer and "degraded" not in described and "default_mode" in described
