@@ -154,6 +154,20 @@ def test_conflicts_are_read_from_the_links_without_the_health_scan(store, monkey
     assert [{p["id"], p["other_id"]} for p in store.conflicts(auto_scope=False)] == [{a, b}]
 
 
+def test_a_contradiction_its_newer_side_supersedes_is_no_conflict(store):
+    """supersedes says which to prefer; a pair linked by both was listed as a conflict to resolve."""
+    old = store.write("The staging database host is pg-stage-2", scopes=["projects:db"]).id
+    new = store.write("The staging database host is pg-stage-9 since the move", scopes=["projects:db"],
+                      links=[{"kind": "contradicts", "target": old}, {"kind": "supersedes", "target": old}]).id
+    other = store.write("The staging cache host is redis-stage-1", scopes=["projects:db"]).id
+    store.write("The staging cache host is redis-stage-4", scopes=["projects:db"],
+                links=[{"kind": "contradicts", "target": other}])
+    assert [p["other_id"] for p in store.conflicts(auto_scope=False)] == [other]
+    assert store.scope_overview(auto_scope=False)["curation_pending"]["conflicts"] == 1
+    store.remove(new, reason="wrong after all")  # no live superseder: nothing is preferred, and no conflict either
+    assert [p["other_id"] for p in store.conflicts(auto_scope=False)] == [other]
+
+
 # --- optimistic concurrency, two processes ----------------------------------------------------------
 
 CHILD = textwrap.dedent("""
