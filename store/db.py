@@ -271,9 +271,7 @@ class Database:
         if path.is_file() and not _may_write(path):
             self._open_read_only()
             return
-        self.conn = sqlite3.connect(
-            str(path), timeout=30.0, isolation_level=None, check_same_thread=False
-        )
+        self.conn = self._connect()
         try:
             _refuse_foreign(self.conn, path)  # first: it only reads, and may refuse the file
             self._configure()
@@ -284,6 +282,9 @@ class Database:
             self.conn.close()
             _refuse_unreadable_log(path)
             self._open_read_only()
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
 
     def _configure(self) -> None:
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -316,7 +317,7 @@ class Database:
         if self.read_only:
             self._open_read_only()
             return
-        self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        self.conn = self._connect()
         self._configure()
 
     def _open_read_only(self) -> None:
