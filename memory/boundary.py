@@ -62,38 +62,46 @@ def guarded(fn: Callable) -> Callable:
     return call
 
 
+def _parameters(fn: Callable) -> list[tuple[int, str]]:
+    """(position after self, name) of every parameter of ``fn`` but self."""
+    code = fn.__code__
+    return list(enumerate(code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]))
+
+
 def _switches(fn: Callable) -> list[tuple[int, str]]:
     """(position after self, name) of every parameter whose default is True or False."""
     code = fn.__code__
-    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
     defaults = dict(zip(code.co_varnames[code.co_argcount - len(fn.__defaults__ or ()) : code.co_argcount],
                         fn.__defaults__ or ()))
     defaults.update(fn.__kwdefaults__ or {})
-    return [(i, name) for i, name in enumerate(names) if isinstance(defaults.get(name), bool)]
+    return [(i, name) for i, name in _parameters(fn) if isinstance(defaults.get(name), bool)]
 
 
 def _check_switches(method: str, switches: list[tuple[int, str]], args: tuple, kwargs: dict) -> None:
     """A flag must be True or False: force="no", persist="no" or auto_scope="false" are truthy strings
     that silently did the opposite of what they say (wrote a duplicate, stored a setting for every process)."""
     for i, name in switches:
-        given = args[i] if i < len(args) else kwargs.get(name, False)
+        given = _argument(args, kwargs, i, name, False)
         if not isinstance(given, bool):
             raise InvalidInput(f"{method}: {name} must be True or False, got {given!r:.60}")
 
 
 def _positions(fn: Callable, wanted: frozenset[str]) -> list[tuple[int, str]]:
     """(position after self, name) of the parameters named in ``wanted``."""
-    code = fn.__code__
-    names = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
-    return [(i, name) for i, name in enumerate(names) if name in wanted]
+    return [(i, name) for i, name in _parameters(fn) if name in wanted]
 
 
 def _check_tokens(method: str, tokens: list[tuple[int, str]], args: tuple, kwargs: dict) -> None:
     for i, name in tokens:
-        given = args[i] if i < len(args) else kwargs.get(name)
+        given = _argument(args, kwargs, i, name, None)
         if given is not None and not isinstance(given, str):
             raise InvalidInput(f"{method}: {name} must be the version text that show or search gave, "
                                f"got {type(given).__name__}")
+
+
+def _argument(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
+    """What a call passed for the parameter at position ``i`` (after self) named ``name``."""
+    return args[i] if i < len(args) else kwargs.get(name, default)
 
 
 def _refuse_closed(store: Any, name: str, cause: BaseException | None = None) -> None:
