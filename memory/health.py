@@ -119,16 +119,16 @@ def conflict_pairs(db: Database, view: View) -> list[tuple[str, str, str | None]
             f"WHERE l.kind = 'contradicts' AND m.removed_at IS NULL {where} ORDER BY m.id, l.target", params).fetchall()
         targets = sorted({target for _, target, _ in links})
         visible: set[str] = set()
-        for start in range(0, len(targets), 500):
-            chunk = targets[start:start + 500]
+        for chunk in _chunks(targets):
             visible.update(row[0] for row in c.execute(
                 f"SELECT m.id FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) AND m.removed_at IS NULL "
                 f"{where}", [*chunk, *params]))
-        settled = {frozenset(pair) for pair in c.execute(
-            "SELECT m.id, l.target FROM memory_links l JOIN memories m ON m.rowid = l.source "
-            "WHERE l.kind = 'supersedes' AND m.removed_at IS NULL AND EXISTS (SELECT 1 FROM memory_links x "
-            "JOIN memories mx ON mx.rowid = x.source WHERE x.kind = 'contradicts' AND "
-            "((mx.id = m.id AND x.target = l.target) OR (mx.id = l.target AND x.target = m.id)))").fetchall()}
+        settled: set[frozenset[str]] = set()  # pairs where one (live) also supersedes the other
+        for chunk in _chunks(sorted({x for source, target, _ in links for x in (source, target)})):
+            settled.update(frozenset(pair) for pair in c.execute(
+                "SELECT m.id, l.target FROM memories m JOIN memory_links l ON l.source = m.rowid "
+                f"WHERE m.id IN ({','.join('?' * len(chunk))}) AND l.kind = 'supersedes' AND m.removed_at IS NULL",
+                chunk))
         pairs: dict[frozenset[str], tuple[str, str, str | None]] = {}
         for source, target, note in links:
             if target in visible and frozenset((source, target)) not in settled:
@@ -136,6 +136,11 @@ def conflict_pairs(db: Database, view: View) -> list[tuple[str, str, str | None]
         return list(pairs.values())
 
     return db.read(read)
+
+
+def _chunks(ids: list[str], size: int = 500) -> list[list[str]]:
+    """``ids`` in runs short enough for one IN (...) list."""
+    return [ids[start:start + size] for start in range(0, len(ids), size)]
 
 
 def _drifted(db: Database, view: View) -> list[tuple]:
