@@ -310,30 +310,6 @@ def _string(row: dict, key: str, where: str, required: bool) -> str:
     return value
 
 
-def _grade(score: str) -> int | None:
-    """A judgment's grade: an integer, also written as one with a zero fraction ("1.0", as some tools
-    write TREC qrels); None for anything else."""
-    try:
-        return int(score)
-    except ValueError:
-        pass
-    try:
-        value = float(score)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() else None
-
-
-def _is_number(score: str) -> bool:
-    """Line 1 is a header only when its score is no number at all: a first row graded 0.5 is an
-    error, not a header silently skipped (its judgment would be lost)."""
-    try:
-        float(score)
-    except ValueError:
-        return False
-    return True
-
-
 def _qrels(
     folder: Path | Traversable, filename: str, documents: dict[str, Document], queries: dict[str, Query]
 ) -> tuple[dict[str, dict[str, int]], int, set[str], set[str], int]:
@@ -361,11 +337,15 @@ def _qrels(
                 f"{shown}:{number}: expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
             )
         query_id, doc_id, score = (f.strip() for f in fields)
-        grade = _grade(score)
-        if grade is None:
-            if number == 1 and not _is_number(score):
-                continue  # the header: query-id corpus-id score
+        try:
+            value: float | None = float(score)  # a grade may be written 1.0, as some tools write TREC qrels
+        except ValueError:
+            if number == 1:
+                continue  # the header: query-id corpus-id score (a first row graded 0.5 is no header)
+            value = None
+        if value is None or not value.is_integer():
             raise InvalidInput(f"{shown}:{number}: score {score!r} is not an integer")
+        grade = int(value)
         if query_id in queries:
             named.add(query_id)
         if query_id not in queries or doc_id not in documents:
