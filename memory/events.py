@@ -99,8 +99,12 @@ def _mask_short(text: str) -> str:
 
 def _masked(value: Any) -> Any:
     """The payload with secret-looking spans masked in every string: what a caller typed (a search
-    query, an audited user turn) is logged, but a secret in it is not."""
+    query, an audited user turn) is logged, but a secret in it is not. A NUL becomes U+FFFD: the log
+    keeps it as JSON's \\u0000, which PostgreSQL's jsonb refuses to read, so one search for "a\\x00b"
+    made every later read of the log there fail (health, events, the session's settlement)."""
     if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
         if len(value) < 8:
             return value
         if len(value) <= 64:
@@ -111,7 +115,7 @@ def _masked(value: Any) -> Any:
 
         return mask(value)
     if isinstance(value, dict):
-        return {k: _masked(v) for k, v in value.items()}
+        return {k.replace("\x00", "\ufffd") if isinstance(k, str) else k: _masked(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_masked(v) for v in value]
     return value

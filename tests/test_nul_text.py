@@ -38,3 +38,22 @@ def test_an_import_names_the_line_with_a_nul_and_imports_nothing(tmp_path):
     assert done.returncode != 0 and f"{path.name}:3:" in done.stderr and "NUL" in done.stderr, done.stderr
     with kenning.open_store(tmp_path / "s") as s:
         assert s.list(auto_scope=False) == []  # was: all five kept, the NUL with them
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request, tmp_path):
+    """A new store's place on each backend (PostgreSQL's through the test server, in both suite modes)."""
+    return tmp_path / "s" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+
+
+def test_a_search_for_a_nul_leaves_the_event_log_readable(location):
+    """The query is logged as JSON, where a NUL is \\u0000, which PostgreSQL's jsonb refuses: one such
+    search made health, events, the overview and the session's settlement at close fail there for good."""
+    with kenning.open_store(location) as s:
+        kept = s.write("The deploy key rotates monthly on the build host", scopes=["ops"]).id
+        assert [h.id for h in s.search("deploy\x00 key", mode="bm25").hits] == [kept]
+        s.log_event("note", kept, {"said\x00": "a\x00b"})
+    with kenning.open_store(location) as s:
+        assert s.health()["total"] == 1 and s.scope_overview()["total"] == 1 and s.conflicts() == []
+        logged = {e["kind"]: e["payload"] for e in s.events()}
+        assert logged["search"]["query"] == "deploy\ufffd key" and logged["note"] == {"said\ufffd": "a\ufffdb"}
