@@ -184,7 +184,10 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
         raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
     boundary = events.prior_session_boundary(s.db, s.session_id) if since_prior_session else None
     view = s.view(auto_scope, updated_after=boundary)
-    result, memories = _rank(s, query, mode, limit, scopes, category, view, config=config, plain=plain)
+    # expand_top weighs the top hit against the runner-up the store holds, which a page of one leaves out
+    result, memories = _rank(s, query, mode, limit + 1 if expand_top else limit, scopes, category, view,
+                             config=config, plain=plain)
+    result.hits, beyond = result.hits[:limit], result.hits[limit:]
     if since_prior_session and boundary is None:
         result.hits = []
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
@@ -192,7 +195,8 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
         others = replace(view, auto_scope=False)
         if _rank(s, query, mode, 1, scopes, category, others, config=config, plain=plain)[0].hits:
             result.note = HIDDEN_BY_AUTO_SCOPE
-    trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top)
+    trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top,
+                   runner_up=beyond[0] if beyond else None)
     if record and not s.db.read_only:  # a read-only store answers without its event log
         result.use_token = outcomes.new_token()
         # queued, not committed here: the batch it commits in settles the hits of two searches ago

@@ -244,15 +244,16 @@ def superseders_first(hits: list[Hit], replaced: dict[str, list[str]]) -> list[H
     return out + held
 
 
-def decisive_top(hits: list[Hit]) -> bool:
-    """Is the top hit clearly the answer: high relevance, or a decisive lead over the runner-up?"""
+def decisive_top(hits: list[Hit], beyond: Hit | None = None) -> bool:
+    """Is the top hit clearly the answer: high relevance, or a decisive lead over the runner-up
+    (the second hit, else ``beyond``, the best hit the page left out; a hit alone leads)?"""
     if not hits:
         return False
     top = hits[0]
-    if top.relevance == "high" or len(hits) == 1:
+    second = hits[1] if len(hits) > 1 else beyond
+    if top.relevance == "high" or second is None:
         return True
-    runner_up = hits[1].score
-    return top.score > 0 and (top.score - runner_up) / top.score >= DECISIVE_LEAD
+    return top.score > 0 and (top.score - second.score) / top.score >= DECISIVE_LEAD
 
 
 def annotate(
@@ -262,8 +263,10 @@ def annotate(
     now: datetime,
     stale_days: int,
     expand_top: bool = False,
+    runner_up: Hit | None = None,
 ) -> None:
-    """Fill in each hit's trust fields in place (and the top hit's body when asked and deserved)."""
+    """Fill in each hit's trust fields in place (and the top hit's body when asked and deserved;
+    ``runner_up``: the best hit ranked past the page, for a page of one)."""
     cache = None  # one git cache for the call, made when a hit needs the full assessment
     replaced = superseded_by(db, [h.id for h in hits])
     if replaced:
@@ -274,7 +277,7 @@ def annotate(
     ordered = [memories[h.id] for h in hits]
     negatives = negative_outcomes(db, ordered, now)
     depends = resolve_depends_on(db, ordered)
-    expand = expand_top and decisive_top(hits) and hits[0].id not in replaced
+    expand = expand_top and decisive_top(hits, runner_up) and hits[0].id not in replaced
     for position, hit in enumerate(hits):
         memory = memories[hit.id]
         hit.version = version_of(memory)

@@ -201,6 +201,15 @@ def test_search_expand_top(s):
     assert hit["content"].startswith("The narwhal exporter")
 
 
+@spec("memory_search: expand_top weighs the top hit against the runner-up even when max_results=1 leaves it out")
+def test_search_expand_top_page_of_one(s):
+    write(s, "The pangolin exporter writes csv files for the finance team")
+    write(s, "The pangolin exporter writes json files for the data team")
+    for n in (1, 2):  # two equal candidates: no decisive lead, whatever the page size
+        hits = s.call("memory_search", query="pangolin exporter", mode="bm25", max_results=n, expand_top=True)["hits"]
+        assert len(hits) == n and hits[0]["relevance"] != "high" and "content" not in hits[0]
+
+
 @spec("memory_search: auto_scope filters to this repo; False is cross-project")
 def test_search_auto_scope(s, place):
     store, repo = place
