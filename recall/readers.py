@@ -51,8 +51,9 @@ _INJECTED_PREFIXES = (
 )
 SPEAKERS = ("user", "assistant", "tool")
 # JSON may spell half of a surrogate pair on its own ("\\ud83d"); json.loads joins every whole pair,
-# so a surrogate left in a parsed string is a lone one, which no UTF-8 text (nor SQLite) can hold
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# so a surrogate left in a parsed string is a lone one, which no UTF-8 text (nor SQLite) can hold;
+# nor can PostgreSQL's text hold a NUL ("\\u0000")
+_UNSTORABLE = re.compile(r"[\ud800-\udfff\x00]")
 REPLACEMENT = "\ufffd"
 
 
@@ -80,9 +81,9 @@ def read_line(obj: Any, state: dict[str, Any]) -> list[Message]:
     """The messages one line holds (often none); updates ``state``. Unknown shapes yield nothing.
 
     Raises ``Malformed`` for a line that cannot be read (``state`` is then left as it was). A lone
-    surrogate in a string (an emoji cut in half where a tool truncated its output) is replaced with
-    U+FFFD rather than refusing the line: the rest of the message is good prose worth recalling, and
-    only one character of it is lost."""
+    surrogate in a string (an emoji cut in half where a tool truncated its output), or a NUL, is
+    replaced with U+FFFD rather than refusing the line: the rest of the message is good prose worth
+    recalling, and only one character of it is lost."""
     before = dict(state)  # its values are strings and flags: a shallow copy restores it
     try:
         messages = [_checked(m) for m in _read(obj, state)]
@@ -303,8 +304,8 @@ def _tool_prose(text: str) -> str:
 
 
 def mend(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (the text itself when it holds none)."""
-    return _LONE_SURROGATE.sub(REPLACEMENT, text) if _LONE_SURROGATE.search(text) else text
+    """``text`` with every lone surrogate and NUL replaced by U+FFFD (the text itself when it holds none)."""
+    return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
 
 
 def epoch(ts: Any) -> float | None:

@@ -154,6 +154,25 @@ def test_lone_surrogates_in_ids_and_text_become_replacement_characters(index, tm
     assert index.sources()[0]["messages"] == 2
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_nuls_in_ids_and_text_become_replacement_characters_on_every_backend(backend, tmp_path, request):
+    """PostgreSQL's text cannot hold a NUL: one message with one made adding the folder fail there,
+    and every later recall and transcripts list with it (each sync tried again)."""
+    import kenning
+
+    where = tmp_path / "s" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    line = _claude("sess-\x00", "the heron migration\x00 finished", "1") | {"cwd": "/home/me/pr\x00oj"}
+    ledger = _write(tmp_path / "s.jsonl", json.dumps(line), json.dumps(GOOD_GENERIC))
+    with kenning.open_store(where) as store:
+        store.configure(persist=False, default_mode="bm25")
+        index = index_for(store)
+        added = index.add_source(ledger, project=PROJECT)
+        assert added["malformed_lines"] == 0 and added["messages_added"] == 2
+        (hit,) = index.search("heron migration", all_projects=True).hits
+        assert hit.snippet == "the heron migration\ufffd finished" and hit.session == "sess-\ufffd"
+        assert hit.project == "/home/me/pr\ufffdoj" and index.sources()[0]["messages"] == 2
+
+
 def test_a_file_no_line_of_which_is_a_message_is_added_with_a_warning_naming_remove(tmp_path):
     not_a_transcript = _write(tmp_path / "passwd", "root:x:0:0:root:/root:/bin/bash", "daemon:x:1:1::/:/bin/false")
     store = tmp_path / "store"
