@@ -965,6 +965,27 @@ def rename_scope(
         ui.out.print(f"renamed {old} to {new} on {plural(changed, 'memory', 'memories')}")
 
 
+@app.command(epilog="Example (inside the checkout's new folder): kenning rehome ~/src/old-name")
+@handle_errors
+def rehome(
+    ctx: typer.Context,
+    old: str = typer.Argument(..., help="The folder the checkout was in when its memories were written."),
+    new: Optional[str] = typer.Argument(None, help="Where it is now (default: this directory's checkout)."),
+    force: bool = typer.Option(False, "--force", help="Move them even if OLD still exists or NEW lacks their commits."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Give the memories of a moved or renamed checkout its new folder.
+
+    Memories are shown to the checkout they were written in (auto_scope), named by its folder, so
+    moving the folder hides them; this moves them, with their journal entries, to the new one."""
+    store = _store(ctx)
+    moved = store.rehome(old, new, force=force)
+    if as_json:
+        emit_json(moved)
+    else:
+        ui.out.print(f"moved {plural(moved['moved'], 'memory', 'memories')} from {moved['old']} to {moved['new']}")
+
+
 @app.command(epilog="Example: kenning health --limit 5")
 @handle_errors
 def health(

@@ -15,7 +15,7 @@ ENTRY_POINTS = (
     "write", "confirm_write", "cancel_write", "pending_writes", "import_records", "import_checked", "import_bulk",
     "update", "remove", "restore", "verify", "record_use", "get", "show", "list", "tombstones", "search", "rank",
     "disable_scope", "enable_scope", "rename_scope", "scope_overview", "health", "events", "log_event", "configure",
-    "check", "rebuild", "resolve_conflict", "count", "stats", "settle_uses", "here", "conflicts",
+    "check", "rebuild", "resolve_conflict", "count", "stats", "settle_uses", "here", "conflicts", "rehome",
 )
 # Public properties that read the store: after close() they too say so, not sqlite3.ProgrammingError.
 STORE_PROPERTIES = ("config", "disabled_scopes")
@@ -150,6 +150,7 @@ _WRITES = "ReadOnlyStore / StorageError (the store cannot be written: permission
 RAISES = {
     "write": (_WRITES,), "confirm_write": (_WRITES,), "import_records": (_WRITES,), "import_checked": (_WRITES,),
     "import_bulk": (_WRITES,), "rename_scope": (_WRITES,), "configure": (_WRITES,), "rebuild": (_WRITES,),
+    "rehome": ("NotFound (no memory was written in that folder)", _WRITES),
     "update": (_BY_ID, "Stale (``version`` is older than the memory)",
                "GateRefused (kenning.memory.gates; an InvalidInput: a gate refused the new text)", _WRITES),
     "remove": (_BY_ID, _WRITES), "restore": (_BY_ID, _WRITES), "verify": (_BY_ID, _WRITES),

@@ -25,7 +25,7 @@ from .gates.secret_marks import may_hold_secret
 SEARCH, SHOW, LIST = "search", "show", "list"
 WRITE, PENDING, CONFIRM, CANCEL = "write", "pending", "confirm", "cancel"
 UPDATE, REMOVE, RESTORE, VERIFY = "update", "remove", "restore", "verify"
-OUTCOME, RENAME_SCOPE = "outcome", "rename_scope"
+OUTCOME, RENAME_SCOPE, REHOME = "outcome", "rename_scope", "rehome"
 CORROBORATE = "corroborate"  # a duplicate write credited to the memory that already said it
 SEARCH_MISS = "search_miss"
 

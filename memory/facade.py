@@ -84,15 +84,9 @@ class Store(SessionState):
         """Unexpired staged writes of this session (or of every session), oldest first."""
         return writes.pending_writes(self._s, all_sessions)
 
-    def import_records(
-        self,
-        records: Iterable[dict],
-        batch_size: int = 2000,
-        progress: Callable[[int], None] | None = None,
-        default_scopes: list[str] | None = None,
-        labels: list[str] | None = None,
-        embed: bool = False,
-    ) -> list[str]:
+    def import_records(self, records: Iterable[dict], batch_size: int = 2000,
+                       progress: Callable[[int], None] | None = None, default_scopes: list[str] | None = None,
+                       labels: list[str] | None = None, embed: bool = False) -> list[str]:
         """Trusted bulk path (no gates): all validated first (one bad: none written), then committed batch by batch."""
         return writes.import_records(self._s, records, batch_size, progress, default_scopes, labels, embed)
 
@@ -100,14 +94,9 @@ class Store(SessionState):
         """The trusted path, resumable: a record already stored (same id and text, or same text) is skipped."""
         return writes.import_bulk(self._s, records, **options)
 
-    def import_checked(
-        self,
-        records: Iterable[dict],
-        batch_size: int = 2000,
-        progress: Callable[[int], None] | None = None,
-        default_scopes: list[str] | None = None,
-        labels: list[str] | None = None,
-    ) -> ImportReport:
+    def import_checked(self, records: Iterable[dict], batch_size: int = 2000,
+                       progress: Callable[[int], None] | None = None, default_scopes: list[str] | None = None,
+                       labels: list[str] | None = None) -> ImportReport:
         """Import through the write gates, in batch form: each record committed, refused or skipped as a
         duplicate; importing again commits nothing new. A malformed record means nothing is written."""
         return writes.import_checked(self._s, records, batch_size, progress, default_scopes, labels)
@@ -236,6 +225,10 @@ class Store(SessionState):
     def rename_scope(self, old: str, new: str) -> int:
         """Relabel a scope on every memory and tombstone carrying it; returns how many changed."""
         return scoping.rename(self._s, old, new)
+
+    def rehome(self, old: str, new: str | None = None, force: bool = False) -> dict[str, Any]:
+        """Give the memories written in a checkout moved from folder ``old`` its new one (default: ours)."""
+        return scoping.rehome(self._s, old, new, force)
 
     def scope_overview(self, auto_scope: bool = True) -> dict[str, Any]:
         """A cheap session-start picture without memory content: counts per scope, curation backlog, pending writes."""

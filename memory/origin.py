@@ -171,3 +171,16 @@ def _repo_root(worktree: str, git_dir: str, common_dir: str) -> str:
         return worktree
     common = Path(common_dir)
     return str(common.parent) if common.name == ".git" else str(common)
+
+
+def holds_any_commit(worktree: str, commits: list[str]) -> bool:
+    """Whether the checkout at worktree has at least one of these commits: the test that a folder a
+    moved checkout's memories are given (``scoping.rehome``) is the same repository. One ``git
+    rev-parse`` per commit, stopping at the first found; False when git cannot run there."""
+    for commit in commits:
+        done = run_git(["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], worktree)
+        if done is None:
+            return False
+        if done.returncode == 0:
+            return True
+    return False

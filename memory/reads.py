@@ -10,6 +10,7 @@ models (store/models.py) only where it builds them.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import replace
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,16 @@ def show(s: Session, id: str) -> dict[str, Any]:
             out[key] = value
     s.log_read(events.SHOW, memory.id)
     return out
+
+
+def _moved_checkout(s: Session, id: str) -> str:
+    """When the hidden hit was written in a folder that no longer exists, the way to bring it back
+    here: a checkout moved on disk hides what it wrote until ``rehome`` names its new folder."""
+    worktree = s.db.read(lambda c: c.execute("SELECT origin_worktree FROM memories WHERE id = ?", (id,)).fetchone())
+    if not worktree or not worktree[0] or os.path.exists(worktree[0]):
+        return ""
+    return (f"; the best of them was written in {worktree[0]}, which no longer exists: if that checkout moved "
+            f"here, rehome (`kenning rehome {worktree[0]}`) gives its memories this folder")
 
 
 def _replaced_by(superseders: list[str], shown: str) -> dict[str, list[str]]:
@@ -193,8 +204,9 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
         result.note = "no other session has logged anything yet, so there is no prior session to compare with"
     elif not result.hits and view.scoped_to is not None:
         others = replace(view, auto_scope=False)
-        if _rank(s, query, mode, 1, scopes, category, others, config=config, plain=plain)[0].hits:
-            result.note = HIDDEN_BY_AUTO_SCOPE
+        hidden = _rank(s, query, mode, 1, scopes, category, others, config=config, plain=plain)[0].hits
+        if hidden:
+            result.note = HIDDEN_BY_AUTO_SCOPE + _moved_checkout(s, hidden[0].id)
     trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top,
                    runner_up=beyond[0] if beyond else None)
     if record and not s.db.read_only:  # a read-only store answers without its event log

@@ -1,4 +1,5 @@
-"""What a caller sees: auto-scoping to its repository, session-disabled scopes, and scope renames.
+"""What a caller sees: auto-scoping to its repository, session-disabled scopes, scope renames, and
+moving a checkout's memories to where it now lives (``rehome``).
 
 A memory written inside a git worktree belongs to that repository and worktree; one written
 outside any repository is global. With ``auto_scope`` a caller inside a worktree sees that
@@ -101,3 +102,50 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
         conn.execute("DELETE FROM memory_scopes WHERE scope = ? AND mem = ?", (old, rowid))
         conn.execute("INSERT OR IGNORE INTO memory_scopes(scope, mem) VALUES (?, ?)", (new, rowid))
     return [mid for _, mid, _ in rows]
+
+
+def under(path: str | None, folder: str) -> str | None:
+    """``path`` with its leading ``folder`` part, or None when it is not ``folder`` or inside it."""
+    if path is None:
+        return None
+    if path == folder:
+        return ""
+    prefix = folder.rstrip("/") + "/"
+    return path[len(prefix) - 1:] if path.startswith(prefix) else None
+
+
+def rehome(conn: sqlite3.Connection, old: str, new: str) -> list[tuple[str, str, str | None]]:
+    """Give every memory, tombstone and journal entry recorded at ``old`` (or in a folder inside it)
+    ``new`` in its place; returns (id, new worktree, recorded commit) of the memories changed.
+
+    A relabel, not an edit, like ``rename``: ``updated`` and verification stay (the version changes, as
+    with any change to the record). The
+    recorded worktree and repository are matched by equality on their distinct values (read from
+    the origin index), never by a text range, whose order depends on PostgreSQL's collation.
+    """
+    from kenning.store.models import Memory  # here: a plain search uses this module without pydantic
+
+    def moved(path: str | None) -> str | None:
+        rest = under(path, old)
+        return None if rest is None else new + rest
+
+    pairs = conn.execute("SELECT DISTINCT origin_repo, origin_worktree FROM memories "
+                         "WHERE origin_worktree IS NOT NULL").fetchall()
+    changed: list[tuple[str, str, str | None]] = []
+    for repo, worktree in pairs:
+        new_repo, new_worktree = moved(repo), moved(worktree)
+        if new_repo is None and new_worktree is None:
+            continue
+        rows = conn.execute("SELECT rowid, id, record FROM memories WHERE origin_worktree = ? AND origin_repo = ?",
+                            (worktree, repo)).fetchall()
+        for rowid, mid, record in rows:
+            memory = Memory.from_record(record, mid)
+            origin = memory.origin.model_copy(update={"repo": new_repo or repo, "worktree": new_worktree or worktree})
+            conn.execute("UPDATE memories SET record = ?, origin_repo = ?, origin_worktree = ? WHERE rowid = ?",
+                         (memory.model_copy(update={"origin": origin}).model_dump_json(), origin.repo,
+                          origin.worktree, rowid))
+            changed.append((mid, origin.worktree, origin.commit))
+    for (worktree,) in conn.execute("SELECT DISTINCT worktree FROM episodes WHERE worktree IS NOT NULL").fetchall():
+        if (target := moved(worktree)) is not None:
+            conn.execute("UPDATE episodes SET worktree = ? WHERE worktree = ?", (target, worktree))
+    return changed

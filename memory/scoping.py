@@ -1,10 +1,15 @@
-"""Scopes as a session handles them: hide one for this session only, show it again, relabel one everywhere."""
+"""Scopes as a session handles them: hide one for this session only, show it again, relabel one
+everywhere, and give a moved checkout's memories its new folder (auto_scope keys on that folder)."""
 
 from __future__ import annotations
 
-from kenning.errors import NotFound
+import os
+from typing import Any
+
+from kenning.errors import InvalidInput, NotFound
 
 from . import events, scopes
+from .origin import holds_any_commit
 from .gates import write_enabled
 from .gates.limits import check_scopes
 from .session import Session
@@ -45,3 +50,64 @@ def rename(s: Session, old: str, new: str) -> int:
         s.disabled_scopes[s.disabled_scopes.index(old)] = new
         s.disabled_scopes[:] = list(dict.fromkeys(s.disabled_scopes))
     return len(changed)
+
+
+SAME_REPOSITORY_COMMITS = 20  # recorded commits looked up in the new checkout, at most
+
+
+def rehome(s: Session, old: str, new: str | None, force: bool = False) -> dict[str, Any]:
+    """Move the memories (and journal entries) recorded at the checkout folder ``old`` to ``new``
+    (default: the caller's worktree); returns both folders as resolved and how many memories moved.
+
+    auto_scope shows a caller the memories written in its own worktree, named by its folder, so a
+    checkout moved or renamed on disk hides everything it wrote. Refused unless ``force``: an
+    ``old`` that still exists (its memories would vanish from there) and a ``new`` that holds none
+    of the commits the memories were written at (most likely another repository, or a typo)."""
+    old = _folder(old, "the old folder")
+    if new is None:
+        here = s.here()
+        if here is None:
+            raise InvalidInput("this directory is in no git checkout, so there is nowhere to move the memories "
+                               "to: run it inside the checkout's new folder, or name that folder")
+        new = here.worktree
+    new = os.path.realpath(_folder(new, "the new folder"))
+    if not os.path.isdir(new):
+        raise InvalidInput(f"the new folder {new} is not a directory: name where the checkout is now")
+    if old == new or old == "/":
+        raise InvalidInput(f"cannot move memories from {old} to {new}")
+    if os.path.exists(old) and not force:
+        raise InvalidInput(f"{old} still exists: its memories would be hidden there once moved to {new}; "
+                           "pass force (--force) to move them all the same")
+    write_enabled.require(s.config)
+    with s.transaction() as c:
+        changed = scopes.rehome(c, old, new)
+        if not changed:
+            raise NotFound(f"no memory was written in {old} or a folder inside it; memories of other checkouts "
+                           "show with auto_scope off (--no-auto-scope), each with its origin")
+        if not force:
+            _same_repository(old, changed)
+        events.log(c, s.clock(), s.session_id, events.REHOME, None, {"old": old, "new": new, "count": len(changed)})
+    s.locate()  # auto_scope reads the caller's checkout again
+    return {"old": old, "new": new, "moved": len(changed)}
+
+
+def _same_repository(old: str, changed: list[tuple[str, str, str | None]]) -> None:
+    """Refuse unless each new worktree holds one of the commits its memories were written at (up to
+    ``SAME_REPOSITORY_COMMITS`` of them; memories of a repository without commits pass)."""
+    commits: dict[str, list[str]] = {}
+    for _, worktree, commit in changed:
+        known = commits.setdefault(worktree, [])
+        if commit and commit not in known and len(known) < SAME_REPOSITORY_COMMITS:
+            known.append(commit)
+    for worktree, wanted in commits.items():
+        if wanted and not holds_any_commit(worktree, wanted):
+            raise InvalidInput(f"{worktree} holds none of the commits the memories of {old} were written at, so it "
+                               "is no checkout of that repository (or lost that history); pass force (--force) to "
+                               "move them all the same")
+
+
+def _folder(path: str, what: str) -> str:
+    """An absolute folder path without a trailing slash; ``~`` expands. An empty one names nothing."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput(f"{what} is empty: name a folder")
+    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
