@@ -28,10 +28,12 @@ from .claims import parse_claims
 from .gates import GateRefused, batch as batch_gates, pipeline, run_content_gates, truncation, user_claims, write_enabled
 from .gates.limits import check_content, check_count, check_metadata, check_scopes
 from .session import Session
-from .staleness import head_of
+from .staleness import VERIFIED_HEAD, head_of
 
 CURATION_HINT = "curation_hint"  # logged when a write carried the hint: once per session
 CURATION_RECHECK = timedelta(minutes=10)  # how long a measured curation pressure is trusted
+# what memory_verify keeps in a memory's metadata: attestations of the text it checked, void for a new one
+ATTESTED = ("verified_commits", "verified_versions", VERIFIED_HEAD)
 
 
 def write(
@@ -627,7 +629,8 @@ def apply_update(s: Session, c: Any, id: str, changes: dict[str, Any], acknowled
         if refusal is not None:
             raise GateRefused(refusal)
         fields.update(last_verified_at=None, verification_note=None, verified_paths=[],
-                      verified_absent_paths=[], claims=[])
+                      verified_absent_paths=[], claims=[],
+                      metadata={k: v for k, v in fields["metadata"].items() if k not in ATTESTED})
         if fields["origin"] and (head := head_of(memory.origin)):
             # the new text is written against the code as it is now: commit drift counts from here,
             # not from the first text's commit (a rewrite read as "N commits since it was written")

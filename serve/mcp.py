@@ -348,8 +348,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         acknowledge_truncation: Annotated[bool, Field(description="Accept a shorter body that ends mid-sentence: the cut is deliberate.")] = False,
     ) -> out.UpdateOut:
         """Correct a memory that drifted or was wrong. Give only what changes; scopes and links replace the
-        old lists whole. A body edit bumps updated and clears last_verified_at and the attested claims; a
-        scope-only edit keeps verification. Returns {status: updated, memory}, or without writing anything:
+        old lists whole. A body edit bumps updated and clears last_verified_at and every attestation (paths,
+        claims, commits, versions); a scope-only edit keeps verification. Returns {status: updated, memory}, or
+        without writing anything:
         - a gate's status (transient_warning, credential_warning, user_claim_warning, truncation_warning when a
           shorter body ends mid-sentence, writes_disabled) with reason, hint and the acknowledge_* override;
         - stale when version is given and another agent changed the memory since: re-fetch with memory_show

@@ -445,6 +445,17 @@ def test_update_content(s):
     assert out["status"] == "updated" and out["memory"]["last_verified_at"] is None
 
 
+@spec("memory_update: a new body clears the verified-* attestations, commits and versions too")
+def test_update_content_clears_every_attestation(s):
+    mid = write(s, "The grebe client pins protobuf 4 in src/app.py")["id"]
+    s.call("memory_verify", id=mid, verified_paths=["src/app.py"], verified_commits=["abc1234"],
+           verified_versions=["4.25"])
+    memory = s.call("memory_update", id=mid, content="The grebe client pins protobuf 5 in src/app.py")["memory"]
+    assert memory["verified_paths"] == [] and not {"verified_commits", "verified_versions"} & set(memory["metadata"])
+    again = s.call("memory_verify", id=mid)  # None keeps the prior attestation: there is none for this text
+    assert (again["verified_paths"], again["verified_commits"], again["verified_versions"]) == ([], [], [])
+
+
 @spec("memory_update: scopes / links REPLACE; links {type, target_id, note?}")
 def test_update_links(s):
     a = write(s, "The puffin queue is FIFO")["id"]
