@@ -2,7 +2,9 @@
 
 Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.js``, ``c#``,
 ``snake_case``) stay whole; alphabetic words are reduced to their Snowball English stem
-(PyStemmer, the C Snowball bm25s uses); CJK runs become overlapping bigrams; stopwords are dropped
+(PyStemmer, the C Snowball bm25s uses); runs of CJK, Thai, Lao, Myanmar and Khmer (written without
+spaces) become overlapping bigrams; a combining mark or a format character stays inside its word
+(Hindi, pointed Arabic and Hebrew), and a Turkish i is folded whatever its dot; stopwords are dropped
 from queries only (judged on the word before stemming), and only when something else is left. A
 search writes out a stopword's contraction first (``search_tokens``: "what's" -> "what"), so the
 piece the apostrophe splits off is no query term.
@@ -18,18 +20,30 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
-TOKENIZER_VERSION = "2"
-TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, cjk bigrams, query stopwords"
+TOKENIZER_VERSION = "3"
+TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams,"
+                  " marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-# A CJK run, or a word made of word characters (CJK excluded) joined by dots, with an optional
-# ``++`` / ``#`` tail: keeps 3.12.1, node.js, c++, c# whole while "end." loses its full stop.
-_TOKEN_PATTERN = rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:\.[^\W{_CJK}]+)*(?:\+\+|#)?)"
+# scripts written without spaces between words, cut into bigrams like CJK: Thai, Lao, Myanmar, Khmer
+_UNSPACED = _CJK + "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+# A character that belongs to the word beside it (UAX #29's Extend, Format and ZWJ: a combining mark -
+# a Devanagari vowel sign, an Arabic or Hebrew vowel point, a Thai vowel, a mark NFKC found nothing
+# to compose with - or a format character: soft hyphen, ZWJ/ZWNJ, word joiner, a bidi mark, BOM)
+# is seen by the pattern as _JOIN, which it takes inside a word or run; without that a word of
+# Hindi fell apart into its consonants. U+200B (zero-width space) stays a break, as in UAX #29.
+_JOIN = "\ue000"
+# A run of unspaced script, or a word made of word characters (those scripts excluded) joined by dots,
+# with an optional ``++`` / ``#`` tail: keeps 3.12.1, node.js, c++, c# whole while "end." loses its full stop.
+_WORD_CHAR = rf"[^\W{_UNSPACED}]"
+_WORD_PART = rf"{_WORD_CHAR}(?:{_WORD_CHAR}|{_JOIN})*"
+_TOKEN_PATTERN = (rf"(?P<cjk>[{_UNSPACED}](?:[{_UNSPACED}]|{_JOIN})*)"
+                  rf"|(?P<word>{_WORD_PART}(?:\.{_WORD_PART})*(?:\+\+|#)?)")
 
 
 @functools.cache
@@ -37,6 +51,31 @@ def _token_re() -> re.Pattern[str]:
     """The pattern for text that is not ASCII, compiled on first use: its class (word characters
     minus CJK) takes ~10 ms to compile, and a process that sees only ASCII never needs it."""
     return re.compile(_TOKEN_PATTERN)
+
+
+class _Joiners(dict):
+    """``str.translate`` table: a mark or format character -> _JOIN (U+E000 itself, a private-use
+    character no word holds, -> a space), every other character kept; each looked up once."""
+
+    def __missing__(self, cp: int) -> int | str:
+        kind = unicodedata.category(chr(cp))
+        value: int | str = _JOIN if (kind[0] == "M" or kind == "Cf") and cp != 0x200B else cp
+        self[cp] = value = " " if cp == 0xE000 else value
+        return value
+
+
+class _Ignored(dict):
+    """``str.translate`` table dropping what only shapes a word's look, not its spelling: format
+    characters (soft hyphen, ZWJ, bidi marks) and variation selectors; each looked up once."""
+
+    def __missing__(self, cp: int) -> int | None:
+        ignored = unicodedata.category(chr(cp)) == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
+        self[cp] = value = None if ignored else cp
+        return value
+
+
+_JOINING = _Joiners()
+_IGNORED = _Ignored()
 
 
 STOPWORDS = frozenset(
@@ -71,19 +110,36 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
         folded = _FOLDED
         return [(folded.get(w) or _fold_new(w), m.start(), m.end())
                 for m in _ASCII_WORD_RE.finditer(text) for w in (m.group().lower(),)]
-    norm = unicodedata.normalize("NFKC", text)
-    out: list[tuple[str, int, int]] = []
-    for m in _token_re().finditer(norm):
+    return list(_general_spans(unicodedata.normalize("NFKC", text)))
+
+
+def _general_spans(norm: str) -> Iterator[tuple[str, int, int]]:
+    """``token_spans`` of NFKC text that is not ASCII: the pattern runs over the text with its
+    joining characters made ``_JOIN`` (one for one, so its spans are the text's), the tokens are cut
+    from the text itself."""
+    for m in _token_re().finditer(norm.translate(_JOINING)):
         start, end = m.span()
-        if m.lastgroup == "cjk":
-            run = m.group().casefold()
-            if len(run) == 1:
-                out.append((run, start, end))
-            else:
-                out.extend((run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
+        if m.lastgroup == "word":
+            yield _word(norm[start:end]), start, end
+            continue
+        units = _units(norm, start, end)
+        if len(units) == 1:
+            yield units[0]
+        for (first, s, _), (second, _, e) in zip(units, units[1:]):
+            yield first + second, s, e
+
+
+def _units(norm: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """The letters of an unspaced run, casefolded, each with the marks that follow it (a Thai vowel
+    sign) and without what ``_IGNORED`` drops (a variation selector): what its bigrams pair up."""
+    units: list[tuple[str, int, int]] = []
+    for i in range(start, end):
+        if _JOINING[ord(norm[i])] == _JOIN:  # never the run's first character (the pattern's rule)
+            token, s, _ = units[-1]
+            units[-1] = (token + norm[i].translate(_IGNORED), s, i + 1)
         else:
-            out.append((_word(m.group()), start, end))
-    return out
+            units.append((norm[i].casefold(), i, i + 1))
+    return units
 
 
 def clear_word_caches() -> None:
@@ -95,8 +151,16 @@ def clear_word_caches() -> None:
 
 @functools.lru_cache(maxsize=1 << 17)
 def _word(raw: str) -> str:
-    """casefold + stem of one word token; cached, as a store repeats a small vocabulary."""
-    return stem(raw.casefold())
+    """casefold + stem of one word token; cached, as a store repeats a small vocabulary.
+
+    What only shapes its look is dropped (``_IGNORED``: "con\u00adnection" is "connection"), and a
+    Turkish i is folded as its capital is: casefold makes "İstanbul" "i̇stanbul" (an i with a
+    combining dot) and "IŞIK" "işik", so both dotted and dotless i become i, or neither would meet
+    the word typed in lower case ("istanbul", "ışık")."""
+    word = raw.translate(_IGNORED).casefold()
+    if "\u0307" in word or "ı" in word:
+        word = word.replace("i\u0307", "i").replace("ı", "i")
+    return stem(word)
 
 
 # ASCII text needs no NFKC and holds no CJK: its words are plain ``\w`` runs (the same tokens)
@@ -120,16 +184,7 @@ def tokenize(text: str) -> list[str]:
         if None in out:
             out = [t or _fold_new(w) for t, w in zip(out, words)]
         return out
-    out: list[str] = []
-    for cjk, word in _token_re().findall(unicodedata.normalize("NFKC", text)):
-        if word:
-            out.append(_word(word))
-        elif len(cjk) == 1:
-            out.append(cjk.casefold())
-        else:
-            run = cjk.casefold()
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return out
+    return [token for token, _, _ in _general_spans(unicodedata.normalize("NFKC", text))]
 
 
 def _fold_new(word: str) -> str:
@@ -377,6 +432,6 @@ def _trim(text: str, start: int, end: int, width: int) -> str:
 def fingerprint() -> str:
     """Changes whenever the token stream would change, so the stored index can be rebuilt."""
     probe = ("Queries indexes class news C++ node.js 3.12.1 東京都 Ｆｕｌｌ-width ﬁle caches matches "
-             "running generously connection connected")
+             "running generously connection connected हिन्दी กรุงเทพ İstanbul con\u00adnection")
     raw = TOKENIZER_VERSION + "|" + " ".join(tokenize(probe)) + "|" + ",".join(sorted(STOPWORDS))
     return hashlib.sha256(raw.encode()).hexdigest()[:16]

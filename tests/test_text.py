@@ -141,6 +141,26 @@ def test_cjk_spans_point_at_their_bigrams():
     assert text.token_spans("ＡＢ 東京") == [("ab", 0, 2), ("東京", 3, 5)]  # spans in the NFKC text
 
 
+def test_a_word_keeps_its_combining_marks_and_format_characters():
+    """A mark (a Devanagari vowel sign, an Arabic vowel point) or a format character (soft hyphen,
+    ZWNJ) belongs to its word: a Hindi word is one token, not its consonants one by one."""
+    assert text.tokenize("दिल्ली में सर्वर") == ["दिल्ली", "में", "सर्वर"]
+    assert text.tokenize("الخَادِمُ يَعْمَلُ") == ["الخَادِمُ", "يَعْمَلُ"]
+    assert text.token_spans("दिल्ली x") == [("दिल्ली", 0, 6), ("x", 7, 8)]
+    assert text.tokenize("con\u00adnection") == ["connect"] and text.tokenize("می\u200cخواهم") == ["میخواهم"]
+    assert text.tokenize("max\u200bconnections") == ["max", "connect"]  # a zero-width space breaks (UAX #29)
+
+
+def test_scripts_without_spaces_become_bigrams_of_letters_with_their_marks():
+    assert text.token_spans("กรุงเทพ") == [("กรุ", 0, 3), ("รุง", 1, 4), ("งเ", 3, 5), ("เท", 4, 6), ("ทพ", 5, 7)]
+    assert set(text.tokenize("กรุงเทพ")) <= set(text.tokenize("เซิร์ฟเวอร์หลักอยู่ที่กรุงเทพ"))
+    assert text.tokenize("葛\U000E0100城") == ["葛城"]  # a variation selector picks a glyph, not a letter
+
+
+def test_a_turkish_i_meets_its_other_case():
+    assert text.tokenize("İstanbul IŞIK") == text.tokenize("istanbul ışık") == ["istanbul", "işik"]
+
+
 def test_each_thread_makes_its_own_stemmer_once():
     """A PyStemmer object is not thread-safe: a new thread makes one on first use and keeps it."""
     import threading
@@ -176,7 +196,7 @@ def test_normalize_and_match_terms():
 
 def test_fingerprint_is_pinned():
     """Every store rebuilds its index when this changes: change it only with TOKENIZER_VERSION."""
-    assert text.fingerprint() == "c4705b9e2a07ee8e"
+    assert text.fingerprint() == "c42b5f4543c7cd28"
 
 
 # Snippets of texts made of one-letter words ("a a a ... key b b"): spaces sit at every other

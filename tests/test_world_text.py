@@ -1,0 +1,25 @@
+"""Memories in the world's scripts, found again through the store by a word they hold: the lexical
+legs must see a Hindi, Thai or Turkish word as the word it is, not as its letters."""
+
+import pytest
+
+
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_hindi_word_finds_only_the_memory_that_holds_it(store, mode):
+    delhi = store.write("दिल्ली सर्वर पर बैकअप हर रात चलता है", scopes=["ops"]).id
+    store.write("मुंबई के दफ्तर में प्रिंटर खराब हो गया है", scopes=["ops"])  # shares the letter द, not the word
+    hits = store.search("दिल्ली", mode=mode).hits
+    assert [h.id for h in hits] == [delhi] and hits[0].match_terms == ["दिल्ली"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_thai_word_is_found_inside_its_unspaced_sentence(store, mode):
+    bangkok = store.write("เซิร์ฟเวอร์หลักอยู่ที่กรุงเทพ", scopes=["ops"]).id
+    store.write("เครื่องพิมพ์ในสำนักงานเชียงใหม่เสียแล้ว", scopes=["ops"])
+    assert [h.id for h in store.search("กรุงเทพ", mode=mode).hits] == [bangkok]
+
+
+@pytest.mark.parametrize("query", ["istanbul", "ISTANBUL", "ışık", "işik"])
+def test_a_turkish_word_is_found_whatever_its_dotted_or_dotless_i(store, query):
+    office = store.write("İstanbul ofisindeki yazıcının adı IŞIK", scopes=["ops"]).id
+    assert [h.id for h in store.search(query, mode="bm25").hits] == [office]
