@@ -25,6 +25,12 @@ from .text import tokenize
 
 MIN_LENGTH = 4  # shorter tokens are left alone: too many real words are one swap apart
 MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
+# A token's slips number 27 a letter, each as long as the token: a run of letters no typist slips
+# on (a pasted DNA sequence, 8,000 letters) asked 1.7 GB and 15 s, a longer one had the process
+# killed; and a pasted page of unknown words asked 20 s. No development query holds a word of over
+# 18 letters or over 33 words corrections looks at, so these bounds change none of their answers.
+MAX_LENGTH = 40
+MAX_WORDS = 64  # a query's first this many words are looked at, the rest left as written
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -50,13 +56,21 @@ def written_swaps(word: str, token: str) -> list[str]:
     return sorted({t for swap in _swaps(word) for t in tokenize(swap)} - {token})
 
 
+def examined(tokens: Iterable[str]) -> list[str]:
+    """The tokens ``corrections`` looks at: the query's first ``MAX_WORDS`` distinct words of
+    ``MIN_LENGTH`` to ``MAX_LENGTH`` ASCII letters (chosen from the query alone, so a memo of its
+    answers never depends on which words were asked before)."""
+    return [t for t in dict.fromkeys(tokens) if MIN_LENGTH <= len(t) <= MAX_LENGTH and t.isascii() and t.isalpha()
+            ][:MAX_WORDS]
+
+
 def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]],
                 written: Mapping[str, str]) -> dict[str, str]:
     """Token -> the word it was meant to be, for each token no document holds that has a slip some
     document does; ``doc_freqs`` counts the documents holding each term (one call for the query's
     terms, one for the candidates of those it lacks); ``written``: each token's word as the query
     writes it (``text.surface_forms``), whose swaps are tried too (``written_swaps``)."""
-    terms = [t for t in dict.fromkeys(tokens) if len(t) >= MIN_LENGTH and t.isascii() and t.isalpha()]
+    terms = examined(tokens)
     if not terms:
         return {}
     unseen = [t for t, n in doc_freqs(terms).items() if n == 0]

@@ -119,7 +119,7 @@ def _corrections(db: Database, lexicon: Lexicon, tokens: list[str], written: dic
     until the store changes: an unknown word's slips are a few hundred look-ups (0.3 ms of CPU) every
     time it is asked."""
     held = memo(db, "spelling")
-    keys = {t: (t, written.get(t, t)) for t in tokens}
+    keys = {t: (t, written.get(t, t)) for t in spelling.examined(tokens)}
     todo = [t for t, key in keys.items() if key not in held]
     if todo:
         found = spelling.corrections(todo, lexicon.doc_freqs, written)

@@ -160,3 +160,37 @@ def test_a_correction_remembered_for_a_store_is_asked_again_after_a_write(tmp_pa
         # a stored word now: searched as written, no longer respelt (the remembered answer is gone)
         hits = s.search("terrafrom", mode="bm25", auto_scope=False).hits
         assert [(h.id, h.match_terms) for h in hits] == [(shorthand, ["terrafrom"])]
+
+
+def test_a_run_of_letters_no_one_types_is_not_respelt():
+    """A token's slips are 27 a letter, each as long as the token: a pasted DNA sequence of 8,000
+    letters asked 1.7 GB of candidates (a longer one had the process killed). A word of over
+    ``MAX_LENGTH`` letters is left as written, and a pasted page's unknown words past the first
+    ``MAX_WORDS`` too, so the candidates asked stay bounded whatever the query."""
+    asked = []
+
+    def df(terms):
+        asked.append(len(terms))
+        return {t: {"port": 1}.get(t, 0) for t in terms}
+
+    assert spelling.corrections(["acgt" * 300, "prot"], df, {}) == {"prot": "port"}
+    assert asked[0] == 1  # "prot" only: the run was never looked at
+    asked.clear()
+    spelling.corrections([_made_up(i) + "x" * 25 for i in range(300)], df, {})
+    assert asked[0] == spelling.MAX_WORDS and asked[1] <= spelling.MAX_WORDS * 28 * spelling.MAX_LENGTH
+
+
+def test_a_word_past_the_first_looked_at_is_respelt_when_asked_alone(tmp_path):
+    """Which words are respelt depends on the query alone: "terrafrom" left as written at the end of
+    a long query is not remembered as having none (store/search.py remembers each word's answer)."""
+    with kenning.open_store(tmp_path / "s") as s:
+        s.write("Terraform state sits in S3.", scopes=["ops"])
+        filler = " ".join(_made_up(i) for i in range(spelling.MAX_WORDS))
+        assert s.search(f"{filler} terrafrom", mode="bm25", auto_scope=False).hits == []
+        assert [h.match_terms for h in s.search("terrafrom", mode="bm25", auto_scope=False).hits] == [["terraform"]]
+
+
+def _made_up(i: int) -> str:
+    """The ``i``th of distinct words no store holds and the stemmer leaves whole ("zqbb", "zqbc", ...)."""
+    letters = "bcdfghjklmnpqrtvwxz"
+    return "zq" + letters[i // len(letters) % len(letters)] + letters[i % len(letters)]
