@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ def scope_overview(s: Session, auto_scope: bool) -> dict[str, Any]:
         # write-reflex proposals: kenning has no proposal capture (no Stop-hook auto_propose), so none wait
         "proposals_pending": 0,
         "pending_writes": pending_writes(s),
+        "moved_checkouts": scopes.moved_checkouts(s.db, view),
     }
 
 
@@ -69,13 +71,15 @@ def health_report(s: Session, auto_scope: bool, limit: int | None) -> dict[str, 
 def _recently_removed(s: Session, view: View, now: datetime) -> int:
     """Tombstones of the trailing week; under auto_scope only this worktree's (the spec: tombstones
     with no recorded worktree are excluded), so a session outside any checkout, whose worktree is
-    none, counts none of them."""
-    sql = "SELECT COUNT(*) FROM memories WHERE removed_at IS NOT NULL AND removed_at >= ?"
-    params: list[Any] = [iso(now - RECENTLY_REMOVED)]
+    none, counts none of them. A tombstone carrying a scope disabled for this session is left out,
+    as the overview's other counts leave out its memories."""
+    disabled, params = replace(view, auto_scope=False, updated_after=None).where()
+    sql = f"SELECT COUNT(*) FROM memories m WHERE m.removed_at IS NOT NULL AND m.removed_at >= ? {disabled}"
+    params = [iso(now - RECENTLY_REMOVED), *params]
     if view.auto_scope:
         if view.scoped_to is None:
             return 0
-        sql += " AND origin_worktree = ?"
+        sql += " AND m.origin_worktree = ?"
         params.append(view.scoped_to.worktree)
     return s.db.read(lambda c: c.execute(sql, params).fetchone()[0])
 

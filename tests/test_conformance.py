@@ -590,6 +590,20 @@ def test_scopes(s):
     assert "no memory, tombstone or episode has scope" in s.error("memory_disable_scope", scope="nosuchscope")
 
 
+@spec("memory_scope_overview: counts respect session-disabled scopes, recently_removed_in_worktree too")
+def test_overview_counts_leave_disabled_scopes_out(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    with connect(tmp_path / "store", repo) as fresh:
+        mid = write(fresh, "The quetzal service is deprecated", scopes=["repo", "quetzal"])["id"]
+        fresh.call("memory_remove", id=mid, reason="retired")
+        assert fresh.call("memory_scope_overview")["recently_removed_in_worktree"] == 1
+        fresh.call("memory_disable_scope", scope="quetzal")
+        assert fresh.call("memory_scope_overview")["recently_removed_in_worktree"] == 0
+        assert fresh.call("memory_scope_overview", auto_scope=False)["recently_removed_in_worktree"] == 0
+
+
 # --- episodes ---------------------------------------------------------------------------------------
 
 @spec("episode_write: run-state welcome; returns {status, id, session_id, created, scopes, takeaway, swarm_id, pruned_sessions}")
