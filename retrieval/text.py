@@ -113,14 +113,20 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     return list(_general_spans(unicodedata.normalize("NFKC", text)))
 
 
-def _general_spans(norm: str) -> Iterator[tuple[str, int, int]]:
-    """``token_spans`` of NFKC text that is not ASCII: the pattern runs over the text with its
-    joining characters made ``_JOIN`` (one for one, so its spans are the text's), the tokens are cut
-    from the text itself."""
-    for m in _token_re().finditer(norm.translate(_JOINING)):
+def _general_spans(norm: str, marked: str | None = None) -> Iterator[tuple[str, int, int]]:
+    """``token_spans`` of NFKC text that is not ASCII: the pattern runs over ``marked``, the text
+    with its joining characters made ``_JOIN`` (one for one, so its spans are the text's), the
+    tokens are cut from the text itself."""
+    for m in _token_re().finditer(norm.translate(_JOINING) if marked is None else marked):
         start, end = m.span()
         if m.lastgroup == "word":
             yield _word(norm[start:end]), start, end
+            continue
+        if _JOIN not in m.group():  # letters alone: bigrams of the characters
+            run = norm[start:end].casefold()
+            if len(run) == 1:
+                yield run, start, end
+            yield from ((run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
             continue
         units = _units(norm, start, end)
         if len(units) == 1:
@@ -184,7 +190,20 @@ def tokenize(text: str) -> list[str]:
         if None in out:
             out = [t or _fold_new(w) for t, w in zip(out, words)]
         return out
-    return [token for token, _, _ in _general_spans(unicodedata.normalize("NFKC", text))]
+    norm = unicodedata.normalize("NFKC", text)
+    marked = norm.translate(_JOINING)
+    if marked != norm:  # a mark or a format character somewhere: the road that cuts tokens from the text
+        return [token for token, _, _ in _general_spans(norm, marked)]
+    out: list[str] = []
+    for run, word in _token_re().findall(norm):
+        if word:
+            out.append(_word(word))
+        elif len(run) == 1:
+            out.append(run.casefold())
+        else:
+            run = run.casefold()
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return out
 
 
 def _fold_new(word: str) -> str:
