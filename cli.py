@@ -338,6 +338,10 @@ def list_(
         ui.out.print("no memories" + (f" with scope {', '.join(scope)}" if scope else "") + (
             " in this repository; other repositories' are hidden by auto-scope (--no-auto-scope lists them)" if hidden
             else " here (--no-auto-scope lists every project)" if not no_auto_scope and not scope else ""))
+        origin = hidden[0].origin if hidden else None
+        if origin is not None and not os.path.exists(origin.worktree):
+            ui.out.print(f"the newest of them was written in {origin.worktree}, which no longer exists: if this "
+                         f"checkout moved from there, `kenning rehome {origin.worktree}` gives its memories this folder")
         return
     ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
     for m in memories:
@@ -942,6 +946,9 @@ def scopes(
             t.add_row(scope, str(count))
         ui.out.print(t)
     ui.out.print("curation: " + ", ".join(f"{k} {v}" for k, v in overview["curation_pending"].items()))
+    for moved in overview["moved_checkouts"]:
+        ui.out.print(f"hidden: {plural(moved['memories'], 'memory', 'memories')} written in {moved['worktree']}, "
+                     f"which no longer exists (`kenning rehome {moved['worktree']}` here, if this checkout moved)")
 
 
 @app.command("rename-scope", epilog="Example: kenning rename-scope projects:kenning-old projects:kenning")

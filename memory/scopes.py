@@ -10,6 +10,7 @@ Disabled scopes hide every memory carrying one of them, for one session (one Sto
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -102,6 +103,28 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
         conn.execute("DELETE FROM memory_scopes WHERE scope = ? AND mem = ?", (old, rowid))
         conn.execute("INSERT OR IGNORE INTO memory_scopes(scope, mem) VALUES (?, ?)", (new, rowid))
     return [mid for _, mid, _ in rows]
+
+
+MOVED_LISTED = 5
+
+
+def moved_checkouts(db: Database, view: View) -> list[dict[str, object]]:
+    """Checkout folders, now gone, whose live memories this view hides (most memories first, at
+    most ``MOVED_LISTED``): the likely old homes of a checkout moved on disk, which ``rehome``
+    gives back. Empty unless auto_scope hides something, so it costs nothing outside a checkout."""
+    here = view.scoped_to
+    if here is None:
+        return []
+
+    def read(c: sqlite3.Connection) -> list[tuple[str, int]]:
+        # the folders from the origin index alone; rows are read only for the few that are gone
+        folders = c.execute("SELECT DISTINCT origin_worktree FROM memories WHERE origin_worktree IS NOT NULL "
+                            "AND origin_worktree != ?", (here.worktree,)).fetchall()
+        counts = [(folder, c.execute("SELECT COUNT(*) FROM memories WHERE origin_worktree = ? AND removed_at IS NULL",
+                                     (folder,)).fetchone()[0]) for (folder,) in folders if not os.path.exists(folder)]
+        return sorted((pair for pair in counts if pair[1]), key=lambda pair: (-pair[1], pair[0]))
+
+    return [{"worktree": folder, "memories": count} for folder, count in db.read(read)[:MOVED_LISTED]]
 
 
 def under(path: str | None, folder: str) -> str | None:

@@ -256,7 +256,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         (this session's writes awaiting memory_write_confirm / memory_write_cancel), curation_pending (counts of
         stale, never_verified, drifted, conflicts, silent_misses ...) and the same counts limited to what is new
         since the previous session (null on the very first session). Non-zero drifted or silent_misses is a
-        reason to suggest a curation pass when there is time.
+        reason to suggest a curation pass when there is time. moved_checkouts lists folders, gone now, whose
+        memories auto_scope hides ({worktree, memories}): if this checkout was moved or renamed from one of them,
+        `kenning rehome <worktree>` run here gives them back (before that, search with auto_scope false).
         """
         return store.scope_overview(auto_scope=auto_scope)
 

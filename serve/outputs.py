@@ -95,6 +95,7 @@ class OverviewOut(TypedDict, total=False):
     recently_removed_in_worktree: int
     proposals_pending: int
     pending_writes: list[dict[str, Any]]
+    moved_checkouts: list[dict[str, Any]]
 
 
 @with_config(_OPEN)

@@ -67,6 +67,24 @@ def test_a_moved_checkout_gets_its_memories_back(tmp_path):
         assert store.show(mid)["path_drift"]["missing"] == ["src/deploy.py"]
 
 
+def test_the_overview_names_the_gone_folder_until_its_memories_are_rehomed(tmp_path):
+    """memory_scope_overview is an agent's first call, and its total 0 tells the agent to skip memory
+    for the conversation: in a moved checkout it names the old folder instead of saying nothing."""
+    old, new, mid = written_then_moved(tmp_path)
+    other = make_repo(tmp_path / "other")  # a checkout that still exists: not a moved one
+    with kenning.open_store(tmp_path / "store", cwd=other) as store:
+        store.write("The other project builds with make", scopes=["projects:other"], force=True)
+    with kenning.open_store(tmp_path / "store", cwd=new) as store:
+        overview = store.scope_overview()
+        assert overview["total"] == 0 and overview["moved_checkouts"] == [{"worktree": old, "memories": 1}]
+        assert store.scope_overview(auto_scope=False)["moved_checkouts"] == []  # nothing hidden
+        store.rehome(old)
+        overview = store.scope_overview()
+        assert overview["total"] == 1 and overview["moved_checkouts"] == []
+    with kenning.open_store(tmp_path / "store", cwd=other) as store:
+        assert store.scope_overview()["moved_checkouts"] == []  # rehomed: its folder exists again
+
+
 def test_a_folder_holding_several_checkouts_moves_them_all(tmp_path):
     parent = tmp_path / "work"
     main = make_repo(parent / "main")
@@ -118,6 +136,8 @@ def run_cli(tmp_path, cwd, *args):
 
 def test_the_command_moves_them_and_refuses_in_one_line(tmp_path):
     old, new, mid = written_then_moved(tmp_path)
+    for command in (["list"], ["scopes"]):  # both name the command that brings the memories back
+        assert f"kenning rehome {old}" in run_cli(tmp_path, new, *command).stdout
     refused = run_cli(tmp_path, new, "rehome", str(tmp_path / "never"))
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     done = run_cli(tmp_path, new, "rehome", old, "--json")

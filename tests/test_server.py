@@ -370,3 +370,19 @@ def test_memory_list_hides_other_projects_unless_auto_scope_is_false(tmp_path, r
         everything = conn.call("memory_list", auto_scope=False)
         assert [m["summary"] for m in everything["memories"]] == ["The billing service listens on port 7001"]
         assert "auto_scope" in conn.tools()["memory_list"].description
+
+
+def test_the_overview_names_a_moved_checkouts_old_folder(tmp_path, repo):
+    """An agent starts with memory_scope_overview and skips memory when total is 0: in a checkout
+    moved on disk it gets the gone folder that holds its memories, and the description says what to do."""
+    old = tmp_path / "old"
+    old.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=old, check=True)
+    subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "store"), "write",
+                    "The billing service listens on port 7001"], cwd=old, check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    os.rename(old, tmp_path / "gone")
+    with connect(tmp_path / "store", repo) as conn:
+        overview = conn.call("memory_scope_overview")
+        assert overview["total"] == 0 and overview["moved_checkouts"] == [{"worktree": str(old), "memories": 1}]
+        assert "kenning rehome" in conn.tools()["memory_scope_overview"].description
