@@ -15,6 +15,7 @@ the README's relevance section): BM25 nDCG@10 rose on every development collecti
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import re
@@ -398,15 +399,16 @@ SNIPPET_CHARS = 240
 
 
 def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
-    """At most ``width`` characters around the densest cluster of matched terms."""
-    norm, spans = _spanned(text, width)
+    """At most ``width`` characters around the densest cluster of matched terms, as the text writes
+    them (its whitespace collapsed): a full-width "ＡＢＣ" or a Chinese "，" is quoted, not its NFKC form."""
+    flat, spans, written = _spanned(text, width)
     if spans is None:
-        return norm
+        return flat
     wanted = set(terms)
     hits = [(t, s, e) for t, s, e in spans if t in wanted]
     body = width - 2  # room for the two ellipses
     if not hits:
-        return _trim(norm, 0, body, width)
+        return _trim(flat, 0, body, width)
     best_key, span = (-1, -1), (0, 0)
     j = 0
     for i in range(len(hits)):
@@ -419,17 +421,60 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
         key = (len({t for t, _, _ in window}), len(window))
         if key > best_key:
             best_key, span = key, (hits[i][1], window[-1][2])
+    if written is not None:
+        span = (written.at(span[0], end=False), written.at(span[1], end=True))
     start = max(0, (span[0] + span[1]) // 2 - body // 2)
-    start = min(start, max(0, len(norm) - body))
-    return _trim(norm, start, start + body, width)
+    start = min(start, max(0, len(flat) - body))
+    return _trim(flat, start, start + body, width)
 
 
 @functools.lru_cache(maxsize=2048)
-def _spanned(text: str, width: int) -> tuple[str, tuple[tuple[str, int, int], ...] | None]:
-    """The text with its whitespace collapsed, and its token spans when it is longer than ``width``:
-    what every snippet of it starts from, worked out once per text (hits recur across searches)."""
-    norm = " ".join(unicodedata.normalize("NFKC", text).split())
-    return norm, (tuple(token_spans(norm)) if len(norm) > width else None)
+def _spanned(text: str, width: int) -> tuple[str, tuple[tuple[str, int, int], ...] | None, _Written | None]:
+    """The text with its whitespace collapsed, and when it is longer than ``width`` its token spans
+    (in its NFKC form) and, where that form differs, the map back to it: what every snippet of it
+    starts from, worked out once per text (hits recur across searches)."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat, None, None
+    norm = flat if flat.isascii() else unicodedata.normalize("NFKC", flat)
+    return flat, tuple(token_spans(norm)), (None if norm == flat else _Written(flat))
+
+
+class _Written:
+    """Offsets in a text's NFKC form mapped back to the text as written, where a ligature, a
+    half-width kana or a decomposed accent changed a word's length. Each word is normalised on its
+    own (NFKC never joins across a space); a long one whose length changed (an unspaced paragraph),
+    a letter and its marks at a time."""
+
+    def __init__(self, flat: str) -> None:
+        self.pieces: list[tuple[int, int, str]] = []  # (written start, written end, NFKC form)
+        at = 0
+        for word in flat.split(" "):
+            norm = unicodedata.normalize("NFKC", word)
+            whole = len(norm) == len(word) or len(word) <= 64
+            self.pieces.extend([(at, at + len(word), norm)] if whole else _letter_pieces(word, norm, at))
+            self.pieces.append((at + len(word), at + len(word) + 1, " "))
+            at += len(word) + 1
+        self.starts, at = [], 0  # each piece's start in the normalised text
+        for _, _, norm in self.pieces:
+            self.starts.append(at)
+            at += len(norm)
+
+    def at(self, offset: int, end: bool) -> int:
+        """Where ``offset`` of the NFKC form falls as written: the same place in its piece when
+        normalising kept the piece's length, else the piece's start (or its end, for a span's end)."""
+        k = bisect.bisect_right(self.starts, offset - 1 if end else offset) - 1
+        start, stop, norm = self.pieces[k]
+        return start + offset - self.starts[k] if stop - start == len(norm) else (stop if end else start)
+
+
+def _letter_pieces(word: str, norm: str, at: int) -> list[tuple[int, int, str]]:
+    """A word's pieces a letter and its marks at a time, or the word whole when normalising it so
+    would not give its NFKC form (a composition this split misses)."""
+    cuts = [i for i, ch in enumerate(word) if i == 0 or not (unicodedata.category(ch)[0] == "M" or
+                                                             "\u1160" <= ch <= "\u11ff")]  # a Hangul vowel or final
+    pieces = [(at + a, at + b, unicodedata.normalize("NFKC", word[a:b])) for a, b in zip(cuts, [*cuts[1:], len(word)])]
+    return pieces if "".join(p for _, _, p in pieces) == norm else [(at, at + len(word), norm)]
 
 
 def _trim(text: str, start: int, end: int, width: int) -> str:

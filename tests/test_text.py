@@ -161,6 +161,22 @@ def test_a_turkish_i_meets_its_other_case():
     assert text.tokenize("İstanbul IŞIK") == text.tokenize("istanbul ışık") == ["istanbul", "işik"]
 
 
+def test_a_snippet_quotes_the_text_as_written_not_its_nfkc_form():
+    """Matching runs on the NFKC form; the snippet shows the text's own characters, found where the
+    match lies even where normalising changed lengths (a half-width kana is half a katakana)."""
+    import unicodedata
+
+    assert text.snippet("Order ＡＢＣ，ﬁled  today", ["abc"]) == "Order ＡＢＣ，ﬁled today"
+    body = "填充的句子，" * 50 + "关键词：柏林机房。" + "另一个句子，" * 50
+    snip = text.snippet(body, ["柏林"])
+    assert "关键词：柏林机房" in snip and snip.strip("…") in body
+    kana = "ｶﾞ" * 200 + "柏林" + "ｶﾞ" * 200  # one unspaced word: its NFKC form is 200 characters shorter before 柏林
+    assert "柏林" in text.snippet(kana, ["柏林"])
+    decomposed = unicodedata.normalize("NFD", "Ünïcödé fïllér " * 30 + "kümmelbrot " + "ëxtrà " * 30)
+    snip = text.snippet(decomposed, text.query_terms("kümmelbrot"))
+    assert unicodedata.normalize("NFD", "kümmelbrot") in snip and snip.strip("…") in decomposed
+
+
 def test_each_thread_makes_its_own_stemmer_once():
     """A PyStemmer object is not thread-safe: a new thread makes one on first use and keeps it."""
     import threading

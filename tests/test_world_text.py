@@ -23,3 +23,9 @@ def test_a_thai_word_is_found_inside_its_unspaced_sentence(store, mode):
 def test_a_turkish_word_is_found_whatever_its_dotted_or_dotless_i(store, query):
     office = store.write("İstanbul ofisindeki yazıcının adı IŞIK", scopes=["ops"]).id
     assert [h.id for h in store.search(query, mode="bm25").hits] == [office]
+
+
+def test_a_hit_quotes_full_width_characters_as_the_memory_writes_them(store):
+    store.write("注文番号はＡＢＣ－１２３です：倉庫は大阪", scopes=["ops"])
+    hit = store.search("ABC", mode="bm25").hits[0]
+    assert hit.snippet == "注文番号はＡＢＣ－１２３です：倉庫は大阪" and hit.match_terms == ["abc"]
