@@ -143,6 +143,43 @@ def test_the_password_never_shows_and_an_unreachable_server_is_one_clear_error(t
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def _end_sessions(url: str) -> int:
+    """What a server restart or failover does to a store's pooled connections: their sessions end."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        return len(admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                 "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchall())
+
+
+def test_the_calls_after_the_server_ended_the_pooled_sessions_answer(postgres_url):
+    """After a restart each stale pooled connection failed one call with 'cannot reach' (an HTTP or
+    MCP server answered 503s to a server that was up again); the pool now checks its idle
+    connections at the first such failure and the call runs on a live one."""
+    from contextlib import ExitStack
+
+    db = PostgresDatabase(postgres_url)
+    try:
+        with ExitStack() as held:  # the pool grows to three connections, idle afterwards
+            for _ in range(3):
+                held.enter_context(db.pool.connection())
+        assert _end_sessions(postgres_url) >= 3
+        assert all("memories" in db.tables() for _ in range(3))
+        _end_sessions(postgres_url)
+        for n in range(3):
+            with db.transaction() as c:
+                c.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"probe{n}", "1"))
+        assert [db.get_meta(f"probe{n}") for n in range(3)] == ["1"] * 3
+    finally:
+        db.close()
+    with kenning.open_store(postgres_url) as s:
+        kept = s.write("The auth service listens on port 8443", scopes=["ops"]).id
+        _end_sessions(postgres_url)
+        assert [h.id for h in s.search("auth port", mode="bm25").hits] == [kept]
+        _end_sessions(postgres_url)
+        assert s.write("The billing service listens on port 9443", scopes=["ops"]).status == "committed"
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

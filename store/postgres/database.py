@@ -312,8 +312,7 @@ class PostgresDatabase:
         # self.lock as SQLite's transaction holds it: a write patches in-process state (the lexicon's
         # doc arrays) that a ranking in another thread reads under the same lock. Writers queue on the
         # generation row anyway; taken before a pool connection, so a waiting thread holds none.
-        with self.lock, pg_errors(self.path), self.pool.connection() as raw:
-            raw.execute("BEGIN")
+        with self.lock, pg_errors(self.path), self._connection(lambda raw: raw.execute("BEGIN")) as (raw, _):
             wrapped = Connection(raw)
             self._local.conn = wrapped
             try:
@@ -339,8 +338,30 @@ class PostgresDatabase:
         current = getattr(self._local, "conn", None)
         if current is not None:
             return fn(current)
-        with pg_errors(self.path), self.pool.connection() as raw:
-            return fn(Connection(raw))
+        with pg_errors(self.path), self._connection(lambda raw: fn(Connection(raw))) as (_, answer):
+            return answer
+
+    @contextmanager
+    def _connection(self, first: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
+        """A pool connection and what ``first(raw)`` answered on it. A pooled connection whose session
+        the server ended (it restarted, failed over, or ended idle sessions) fails only when next used:
+        the pool's idle connections, as stale, are then checked and ``first`` runs once more on a live
+        one, so the calls after a restart answer instead of saying 'cannot reach' once per pooled
+        connection. ``first`` must be safe to run again (a read, BEGIN)."""
+        for last in (False, True):
+            raw = self.pool.getconn(timeout=CONNECT_TIMEOUT_S if last else None)
+            try:
+                answer = first(raw)
+                break
+            except BaseException:
+                self.pool.putconn(raw)  # (the pool discards a broken one)
+                if last or not raw.broken:
+                    raise
+            self.pool.check()
+        try:
+            yield raw, answer
+        finally:
+            self.pool.putconn(raw)
 
     # ------------------------------------------------------------------ capabilities (store/backend.py)
     # The server reads the lexicon's doc table fast enough: no blob of it kept in ``meta``.
