@@ -10,6 +10,7 @@ Every search hit and every ``show`` carries the staleness verdict (memory/stalen
 - ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
   summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
   dense link graph cannot flood a result), each with its ``superseded_by`` when one replaced it;
+  ``depends_on_more`` counts a hit's depends_on links the caps left out (``show`` lists them all);
 - ``recent_negative_outcomes``: the latest ``ignored`` and ``contradicted`` outcome of the last
   30 days (at most one of each) that came after the memory was last verified or its text edited —
   a new text or a verification answers the complaint; a scope, link or confidence edit does not.
@@ -190,15 +191,20 @@ def _text_changed_at(db: Database, ids: list[str]) -> dict[str, str]:
     return out
 
 
-def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
-    """Inline the depends_on targets of memories (in result order) within the per-hit and per-call caps."""
+def resolve_depends_on(db: Database, memories: list[Memory]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Inline the depends_on targets of memories (in result order) within the per-hit and per-call caps;
+    and, per memory, how many of its depends_on links the caps left out (a hit without
+    ``depends_on_resolved`` would otherwise read as one without such links)."""
     wanted: list[tuple[str, Any]] = []
+    more: dict[str, int] = {}
     for memory in memories:
-        links = [link for link in memory.links if link.kind == "depends_on"][:DEPENDS_PER_HIT]
-        for link in links[: DEPENDS_PER_CALL - len(wanted)]:
-            wanted.append((memory.id, link))
+        links = [link for link in memory.links if link.kind == "depends_on"]
+        shown = links[:DEPENDS_PER_HIT][: DEPENDS_PER_CALL - len(wanted)]
+        wanted.extend((memory.id, link) for link in shown)
+        if len(links) > len(shown):
+            more[memory.id] = len(links) - len(shown)
     if not wanted:
-        return {}
+        return {}, more
     targets = sorted({link.target for _, link in wanted})
     marks = ",".join("?" * len(targets))
     rows = db.read(lambda c: c.execute(
@@ -218,7 +224,7 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> dict[str, list[d
             if link.target in replaced:  # live, but not the current word: what replaced it is
                 entry["superseded_by"] = replaced[link.target]
         out.setdefault(source, []).append(entry)
-    return out
+    return out, more
 
 
 def superseders_first(hits: list[Hit], replaced: dict[str, list[str]]) -> list[Hit]:
@@ -276,7 +282,7 @@ def annotate(
                 hit.relevance = "medium"
     ordered = [memories[h.id] for h in hits]
     negatives = negative_outcomes(db, ordered, now)
-    depends = resolve_depends_on(db, ordered)
+    depends, depends_more = resolve_depends_on(db, ordered)
     expand = expand_top and decisive_top(hits, runner_up) and hits[0].id not in replaced
     for position, hit in enumerate(hits):
         memory = memories[hit.id]
@@ -293,6 +299,7 @@ def annotate(
             hit.staleness_verdict = assessed.verdict
             trust = full_detail(assessed) if expanded else assessed.to_hit_fields()
         for key, value in (("superseded_by", replaced.get(hit.id)), ("depends_on_resolved", depends.get(hit.id)),
+                           ("depends_on_more", depends_more.get(hit.id)),
                            ("recent_negative_outcomes", negatives.get(hit.id))):
             if value:
                 trust[key] = value

@@ -208,7 +208,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
           claim before relying on it (path_drift / commit_drift_count say what moved), then memory_verify it
           if it holds or memory_update it if it drifted.
         - recent_negative_outcomes (when present): the user recently rejected this memory; do not re-surface it
-          without new reason. depends_on_resolved (when present): memories this one only makes sense with.
+          without new reason. depends_on_resolved (when present): memories this one only makes sense with
+          (at most 3 a hit, 10 a search; depends_on_more counts the links left out: memory_show lists them).
         No hits or only low ones: retry with different nouns rather than trusting a weak match.
         """
         return store.search(query, mode=mode, scopes=scopes, limit=max_results, expand_top=expand_top,

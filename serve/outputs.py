@@ -38,6 +38,7 @@ class Hit(TypedDict, total=False):
     claim_anchored_missing: list[str]
     commit_drift_count: int | None  # None: unmeasured (commit_drift_reason says why)
     depends_on_resolved: list[dict[str, Any]]
+    depends_on_more: int  # depends_on links the caps left out
     recent_negative_outcomes: list[dict[str, Any]]
     content: str
 

@@ -177,6 +177,21 @@ def test_search_depends_on_resolved(s):
     assert "depends_on_resolved" not in next(h for h in hits if h["id"] == base)
 
 
+@spec("memory_search: depends_on_resolved max 3 per hit, 10 per call; a hit whose links the caps cut says so")
+def test_search_depends_on_caps(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with connect(tmp_path / "store", repo) as fresh:
+        targets = [write(fresh, f"Zorblax gizmo {n} needs firmware {n * 13}", scopes=["z"])["id"] for n in range(5)]
+        links = [{"type": "depends_on", "target_id": t} for t in targets]
+        for k in range(5):
+            write(fresh, f"Quibble runbook step {k} covers the quibble deploy", scopes=["z"], links=links)
+        hits = fresh.call("memory_search", query="quibble runbook deploy", mode="bm25", max_results=5)["hits"]
+    shown = [len(h.get("depends_on_resolved", [])) for h in hits]
+    assert shown == [3, 3, 3, 1, 0]  # 3 a hit until the call's 10 run out
+    assert [h["depends_on_more"] for h in hits] == [2, 2, 2, 4, 5]  # never read as "no depends_on links"
+
+
 @spec("memory_search: recent_negative_outcomes after ignored/contradicted")
 def test_search_recent_negative_outcomes(s):
     mid = write(s, "The walrus cache uses memcached")["id"]
