@@ -171,10 +171,11 @@ class Store(SessionState):
         category: str | None = None,
         limit: int = 50,
         auto_scope: bool = True,
-        record: bool = True,
+        record: bool = True, after: str | None = None,
     ) -> list[Memory]:
-        """Live memories the caller may see (as in ``search``), newest first, by scope (any of) and category."""
-        return reads.list_memories(self._s, scopes, category, limit, auto_scope, record)
+        """Live memories the caller may see (as in ``search``), newest first, by scope (any of) and category;
+        ``after``: the last listed memory's ``cursor``, for the next page (nothing skipped or repeated)."""
+        return reads.list_memories(self._s, scopes, category, limit, auto_scope, record, after)
 
     def tombstones(self, scopes: Iterable[str] | None = None, limit: int = 50) -> list[Tombstone]:
         """Removed memories with their reasons, most recently removed first."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import replace
+from datetime import datetime
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -93,12 +94,18 @@ def check_category(category: str | None) -> None:
 
 
 def list_memories(
-    s: Session, scopes: Iterable[str] | None, category: str | None, limit: int, auto_scope: bool, record: bool
+    s: Session, scopes: Iterable[str] | None, category: str | None, limit: int, auto_scope: bool, record: bool,
+    after: str | None = None,
 ) -> list[Memory]:
-    """Live memories the caller may see, newest update first, optionally filtered by scope (any of) and category."""
+    """Live memories the caller may see, newest update first, optionally filtered by scope (any of) and
+    category; with ``after`` (a listed memory's ``cursor``) those that come after it in that order."""
     limit = check_count(limit)
     check_category(category)
     where, params = records.filter_sql(check_scopes(scopes) if scopes else None, category)
+    if after is not None:
+        updated, id = _cursor(after)
+        where += " AND (m.updated < ? OR (m.updated = ? AND m.id < ?))"
+        params += [updated, updated, id]
     view_where, view_params = s.view(auto_scope).where()
     rows = s.db.read(lambda c: c.execute(
         f"SELECT record FROM memories m WHERE removed_at IS NULL {where}{view_where} "
@@ -109,6 +116,19 @@ def list_memories(
     if record:
         s.log_read(events.LIST, payload={"count": len(memories), "auto_scope": auto_scope})
     return memories
+
+
+def _cursor(after: object) -> tuple[str, str]:
+    """A ``Memory.cursor`` as its update time and id; anything else is refused, never read as the list's start."""
+    updated, _, id = after.partition(" ") if isinstance(after, str) else ("", "", "")
+    try:
+        datetime.fromisoformat(updated)
+    except ValueError:
+        id = ""
+    if not id:
+        raise InvalidInput(f"after must be a listed memory's cursor (Memory.cursor; over HTTP the page's next_after), "
+                           f"got {after!r:.80}")
+    return updated, id
 
 
 def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tombstone]:

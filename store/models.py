@@ -113,6 +113,12 @@ class Memory(_Record):
         update and verify compare it to refuse a write based on a stale read (optimistic concurrency)."""
         return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
 
+    @property
+    def cursor(self) -> str:
+        """Where the memory stands in ``list``'s order (newest update first): ``list(after=cursor)``
+        goes on past it, whatever was written, changed or removed since (an offset would skip or repeat)."""
+        return f"{iso(self.updated)} {self.id}"
+
     def listing(self, with_body: bool = False) -> dict[str, Any]:
         """A one-line row for triage (id, scopes, category, summary, updated); the body only on request."""
         row = {"id": self.id, "scopes": self.scopes, "category": self.category, "summary": self.summary,

@@ -71,6 +71,23 @@ def test_list_pages_through_memories(client):
     assert client.get("/memories", params={"category": "ambient"}).json()["memories"] == []
 
 
+def test_list_pages_on_after_skip_nothing_when_a_memory_is_removed_between_pages(client):
+    """By offset, removing a memory listed already shifts the rest up: the next page starts one too
+    far and one memory is never listed. ``next_after`` goes on from the last one listed."""
+    ids = [_write(client, f"Service number {i} listens on port {8000 + i}", ["s"]) for i in range(5)]
+    first = client.get("/memories", params={"limit": 2}).json()
+    seen = [m["id"] for m in first["memories"]]
+    assert client.delete(f"/memories/{seen[0]}", params={"reason": "retired service"}).status_code == 200
+    after = first["next_after"]
+    while after is not None:
+        page = client.get("/memories", params={"limit": 2, "after": after}).json()
+        seen += [m["id"] for m in page["memories"]]
+        after = page["next_after"]
+    assert sorted(seen) == sorted(ids)
+    bad = client.get("/memories", params={"after": "2"})
+    assert bad.status_code == 400 and "cursor" in bad.json()["error"]
+
+
 def test_remove_needs_a_reason_then_tombstone_and_restore(client):
     mid = _write(client)
     missing_reason = client.delete(f"/memories/{mid}")

@@ -11,7 +11,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput
-from clocks import ticking
+from clocks import Clock, ticking
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -192,3 +192,26 @@ def test_auto_scope_also_filters_the_vector_leg(tmp_path, clock, places, seeded)
         assert result.legs_run == ["vector"]
         assert {h.id for h in result.hits} <= {seeded["alpha"], seeded["outside"]}
         assert seeded["beta"] in found(s, "shipping a new release gradually", mode="semantic", auto_scope=False)
+
+
+@pytest.mark.parametrize("tick", [timedelta(0), timedelta(milliseconds=1)])  # one instant for all: ids decide
+def test_paging_with_after_skips_and_repeats_nothing_while_the_store_changes(tmp_path, tick):
+    """Paging by position shifts when a memory is removed (the next one is skipped) or written or
+    changed (one is listed twice); ``after=`` the last one's ``cursor`` goes on from it."""
+    with kenning.open_store(tmp_path / "s", clock=Clock(START, tick)) as s:
+        ids = [s.write(f"Service {word} listens on its own port", scopes=["ops"]).id
+               for word in ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron")]
+        page = s.list(limit=2)
+        seen = [m.id for m in page]
+        s.remove(seen[0], "retired service")
+        gone = s.remove(next(i for i in ids if i not in seen), "retired service").memory.id  # not listed yet
+        s.write("Service ivory listens on its own port", scopes=["ops"])
+        s.update(seen[1], text="Service birch listens on port 7000")
+        while len(page) == 2:
+            page = s.list(limit=2, after=page[-1].cursor)
+            seen += [m.id for m in page]
+        assert len(seen) == len(set(seen)) and set(ids) - {gone} <= set(seen)
+        with pytest.raises(InvalidInput, match="cursor"):
+            s.list(after="page 2")
+        with pytest.raises(InvalidInput, match="cursor"):
+            s.list(after=ids[0])

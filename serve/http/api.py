@@ -133,13 +133,17 @@ def list_memories(
     category: Category | None = None,
     limit: int = Query(50, ge=1, le=MAX_LISTED),
     offset: int = Query(0, ge=0, le=100_000),
+    after: str | None = Query(None, max_length=1_000, description=(
+        "The page before's next_after: the memories after its last one, nothing skipped or repeated when "
+        "memories are written, changed or removed between pages (an offset shifts with them).")),
     all_repos: bool = AllQuery,
     body: bool = Query(False, description="Include each memory's full text."),
 ) -> dict[str, Any]:
-    rows = _store(request).list(scopes=scopes, category=category, limit=offset + limit + 1, auto_scope=not all_repos)
-    page = rows[offset : offset + limit]
+    rows = _store(request).list(scopes=scopes, category=category, limit=offset + limit + 1, auto_scope=not all_repos,
+                                after=after)
+    page, more = rows[offset : offset + limit], len(rows) > offset + limit
     return {"memories": [m.listing(with_body=body) for m in page], "offset": offset, "limit": limit,
-            "next_offset": offset + limit if len(rows) > offset + limit else None}
+            "next_offset": offset + limit if more else None, "next_after": page[-1].cursor if more else None}
 
 
 # Memory ids are ULIDs unless an import kept an external one, which may hold "/" (e.g. "wiki/ops/7"):
