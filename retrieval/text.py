@@ -4,7 +4,8 @@ Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.
 ``snake_case``) stay whole; alphabetic words are reduced to their Snowball English stem
 (PyStemmer, the C Snowball bm25s uses); runs of CJK, Thai, Lao, Myanmar and Khmer (written without
 spaces) become overlapping bigrams; a combining mark or a format character stays inside its word
-(Hindi, pointed Arabic and Hebrew), and a Turkish i is folded whatever its dot; stopwords are dropped
+(Hindi), Arabic and Hebrew vowel points are dropped from it, and a Turkish i is folded whatever its
+dot; stopwords are dropped
 from queries only (judged on the word before stemming), and only when something else is left. A
 search writes out a stopword's contraction first (``search_tokens``: "what's" -> "what"), so the
 piece the apostrophe splits off is no query term.
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
-TOKENIZER_VERSION = "3"
+TOKENIZER_VERSION = "4"
 TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams,"
                   " marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
@@ -65,12 +66,20 @@ class _Joiners(dict):
         return value
 
 
+# Arabic and Hebrew vowel points and cantillation (most text leaves them out, so "الخَادِمُ" must
+# meet "الخادم") and the Arabic tatweel that stretches a word: (first, last) code points
+_OPTIONAL_MARKS = ((0x0591, 0x05BD), (0x05BF, 0x05BF), (0x05C1, 0x05C2), (0x05C4, 0x05C5), (0x05C7, 0x05C7),
+                   (0x0610, 0x061A), (0x0640, 0x0640), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED))
+
+
 class _Ignored(dict):
     """``str.translate`` table dropping what only shapes a word's look, not its spelling: format
-    characters (soft hyphen, ZWJ, bidi marks) and variation selectors; each looked up once."""
+    characters (soft hyphen, ZWJ, bidi marks), variation selectors and ``_OPTIONAL_MARKS``; each
+    looked up once."""
 
     def __missing__(self, cp: int) -> int | None:
-        ignored = unicodedata.category(chr(cp)) == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
+        ignored = (unicodedata.category(chr(cp)) == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
+                   or any(first <= cp <= last for first, last in _OPTIONAL_MARKS))
         self[cp] = value = None if ignored else cp
         return value
 
@@ -496,6 +505,6 @@ def _trim(text: str, start: int, end: int, width: int) -> str:
 def fingerprint() -> str:
     """Changes whenever the token stream would change, so the stored index can be rebuilt."""
     probe = ("Queries indexes class news C++ node.js 3.12.1 東京都 Ｆｕｌｌ-width ﬁle caches matches "
-             "running generously connection connected हिन्दी กรุงเทพ İstanbul con\u00adnection")
+             "running generously connection connected हिन्दी กรุงเทพ İstanbul con\u00adnection الخَادِمُ")
     raw = TOKENIZER_VERSION + "|" + " ".join(tokenize(probe)) + "|" + ",".join(sorted(STOPWORDS))
     return hashlib.sha256(raw.encode()).hexdigest()[:16]

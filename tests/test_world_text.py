@@ -19,6 +19,14 @@ def test_a_thai_word_is_found_inside_its_unspaced_sentence(store, mode):
     assert [h.id for h in store.search("กรุงเทพ", mode=mode).hits] == [bangkok]
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_pointed_arabic_and_hebrew_are_found_by_the_plain_spelling(store, mode):
+    arabic = store.write("الخَادِمُ يَعْمَلُ عَلَى المَنْفَذِ الرَّئِيسِيِّ", scopes=["ops"]).id
+    hebrew = store.write("הַשָּׁרָת הָרָאשִׁי נִמְצָא בְּפְרַנְקְפוּרְט", scopes=["ops"]).id
+    assert [h.id for h in store.search("الخادم", mode=mode).hits] == [arabic]
+    assert [h.id for h in store.search("השרת", mode=mode).hits] == [hebrew]
+
+
 @pytest.mark.parametrize("query", ["istanbul", "ISTANBUL", "ışık", "işik"])
 def test_a_turkish_word_is_found_whatever_its_dotted_or_dotless_i(store, query):
     office = store.write("İstanbul ofisindeki yazıcının adı IŞIK", scopes=["ops"]).id
