@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -141,6 +142,25 @@ def test_the_password_never_shows_and_an_unreachable_server_is_one_clear_error(t
     assert done.returncode == 2
     assert "cannot reach" in done.stderr and "s3cret" not in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("url, says", [
+    ("postgresql://kenning:s3%cret@127.0.0.1:1/mem", "write a % in the user or password as %25"),
+    ("postgresql://kenning:s3cret@127.0.0.1:99999/mem", "invalid port number"),
+    ("postgresql://kenning:s3cret@127.0.0.1:1/mem?sslmod=require", 'invalid URI query parameter: "sslmod"'),
+])
+def test_a_url_postgresql_cannot_read_is_one_line_without_the_password(url, says, tmp_path):
+    """A password with an unescaped %, a port out of range or a misspelt parameter was a traceback
+    (psycopg's ProgrammingError, urllib's ValueError), and the first printed the password."""
+    with pytest.raises(KenningError, match=re.escape(says)) as caught:
+        kenning.open_store(url)
+    assert "s3" not in str(caught.value)
+    env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    for args in (["--store", url, "search", "x"], ["--store", url, "info"], ["migrate", url, str(tmp_path / "copy")]):
+        done = subprocess.run([sys.executable, "-m", "kenning", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr and "s3" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def _end_sessions(url: str) -> int:

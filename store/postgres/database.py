@@ -37,8 +37,33 @@ def display_url(url: str) -> str:
     if parts.password is None:
         return url
     host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    try:
+        port = parts.port
+    except ValueError:  # out of range, or not a number: shown as written (connecting says what is wrong)
+        port = parts.netloc.rpartition(":")[2]
+    netloc = f"{parts.username}:***@{host}" + (f":{port}" if port else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect(url: str) -> Any:
+    """A direct autocommit connection to ``url``. A URL psycopg cannot read (a % not followed by two
+    hex digits, an unknown parameter) is InvalidInput saying why, the password masked: it was a
+    traceback that printed a password holding an unescaped %."""
+    import psycopg
+
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.ProgrammingError as exc:
+        from urllib.parse import unquote
+
+        from kenning.errors import InvalidInput
+
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        secret = urlsplit(url).password
+        for form in (secret, unquote(secret or "")):
+            why = why.replace(form, "***") if form else why
+        hint = "; write a % in the user or password as %25" if "percent" in why else ""
+        raise InvalidInput(f"{display_url(url)} is not a URL PostgreSQL can read ({why}){hint}") from None
 
 
 class Cursor:
@@ -217,12 +242,10 @@ class PostgresDatabase:
 
     def __init__(self, url: str, pool_size: int = 4):
         require_driver()
-        import psycopg
-
         self.url = url
         self.path = display_url(url)
         with pg_errors(self.path):  # one direct connection first: a wrong URL fails at once, in one line
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            with connect(url) as conn:
                 require_schema(conn, self.path)  # before see_pgvector, which may append pgvector's schema
                 see_pgvector(conn)
                 self._migrate(conn)
@@ -542,10 +565,8 @@ def holds_store(url: str) -> bool:
     """Whether the database (schema) ``url`` names holds a kenning store: creates nothing. A schema
     that does not exist, or a server that cannot be reached, is a StorageError."""
     require_driver()
-    import psycopg
-
     where = display_url(url)
-    with pg_errors(where), psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+    with pg_errors(where), connect(url) as conn:
         require_schema(conn, where)
         return conn.execute(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
@@ -600,14 +621,12 @@ def in_schema(url: str, name: str) -> str:
 def scratch_schema(url: str, name: str) -> Iterator[str]:
     """A new, empty schema on the server for a throwaway store (an evaluation run), dropped afterwards."""
     require_driver()
-    import psycopg
-
     if not name.isidentifier():
         raise ValueError(f"not a schema name: {name!r}")
-    with pg_errors(display_url(url)), psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+    with pg_errors(display_url(url)), connect(url) as conn:
         conn.execute(f"CREATE SCHEMA {name}")
     try:
         yield in_schema(url, name)
     finally:
-        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        with connect(url) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
