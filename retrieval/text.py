@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
-TOKENIZER_VERSION = "4"
+TOKENIZER_VERSION = "5"
 TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams,"
                   " marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
@@ -72,20 +72,26 @@ _OPTIONAL_MARKS = ((0x0591, 0x05BD), (0x05BF, 0x05BF), (0x05C1, 0x05C2), (0x05C4
                    (0x0610, 0x061A), (0x0640, 0x0640), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED))
 
 
-class _Ignored(dict):
-    """``str.translate`` table dropping what only shapes a word's look, not its spelling: format
-    characters (soft hyphen, ZWJ, bidi marks), variation selectors and ``_OPTIONAL_MARKS``; each
-    looked up once."""
+class _Spelling(dict):
+    """``str.translate`` table: a word's characters as its token spells them. What only shapes its
+    look is dropped - format characters (soft hyphen, ZWJ, bidi marks), variation selectors and
+    ``_OPTIONAL_MARKS`` - and a digit of another script is its ASCII digit (NFKC leaves "٥٤٣٢"
+    alone, which "5432" must find); each character looked up once."""
 
-    def __missing__(self, cp: int) -> int | None:
-        ignored = (unicodedata.category(chr(cp)) == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
-                   or any(first <= cp <= last for first, last in _OPTIONAL_MARKS))
-        self[cp] = value = None if ignored else cp
+    def __missing__(self, cp: int) -> int | str | None:
+        kind = unicodedata.category(chr(cp))
+        value: int | str | None = cp
+        if kind == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or any(
+                first <= cp <= last for first, last in _OPTIONAL_MARKS):
+            value = None
+        elif kind == "Nd" and cp > 127:
+            value = str(unicodedata.decimal(chr(cp)))
+        self[cp] = value
         return value
 
 
 _JOINING = _Joiners()
-_IGNORED = _Ignored()
+_SPELLING = _Spelling()
 
 
 STOPWORDS = frozenset(
@@ -147,12 +153,12 @@ def _general_spans(norm: str, marked: str | None = None) -> Iterator[tuple[str, 
 
 def _units(norm: str, start: int, end: int) -> list[tuple[str, int, int]]:
     """The letters of an unspaced run, casefolded, each with the marks that follow it (a Thai vowel
-    sign) and without what ``_IGNORED`` drops (a variation selector): what its bigrams pair up."""
+    sign) and spelt by ``_SPELLING`` (a variation selector dropped): what its bigrams pair up."""
     units: list[tuple[str, int, int]] = []
     for i in range(start, end):
         if _JOINING[ord(norm[i])] == _JOIN:  # never the run's first character (the pattern's rule)
             token, s, _ = units[-1]
-            units[-1] = (token + norm[i].translate(_IGNORED), s, i + 1)
+            units[-1] = (token + norm[i].translate(_SPELLING), s, i + 1)
         else:
             units.append((norm[i].casefold(), i, i + 1))
     return units
@@ -169,11 +175,11 @@ def clear_word_caches() -> None:
 def _word(raw: str) -> str:
     """casefold + stem of one word token; cached, as a store repeats a small vocabulary.
 
-    What only shapes its look is dropped (``_IGNORED``: "con\u00adnection" is "connection"), and a
-    Turkish i is folded as its capital is: casefold makes "İstanbul" "i̇stanbul" (an i with a
-    combining dot) and "IŞIK" "işik", so both dotted and dotless i become i, or neither would meet
-    the word typed in lower case ("istanbul", "ışık")."""
-    word = raw.translate(_IGNORED).casefold()
+    Its characters are spelt by ``_SPELLING`` ("con\u00adnection" is "connection", "٥٤٣٢" is
+    "5432"), and a Turkish i is folded as its capital is: casefold makes "İstanbul" "i̇stanbul" (an i
+    with a combining dot) and "IŞIK" "işik", so both dotted and dotless i become i, or neither would
+    meet the word typed in lower case ("istanbul", "ışık")."""
+    word = raw.translate(_SPELLING).casefold()
     if "\u0307" in word or "ı" in word:
         word = word.replace("i\u0307", "i").replace("ı", "i")
     return stem(word)
@@ -505,6 +511,6 @@ def _trim(text: str, start: int, end: int, width: int) -> str:
 def fingerprint() -> str:
     """Changes whenever the token stream would change, so the stored index can be rebuilt."""
     probe = ("Queries indexes class news C++ node.js 3.12.1 東京都 Ｆｕｌｌ-width ﬁle caches matches "
-             "running generously connection connected हिन्दी กรุงเทพ İstanbul con\u00adnection الخَادِمُ")
+             "running generously connection connected हिन्दी กรุงเทพ İstanbul con\u00adnection الخَادِمُ ٥٤٣٢")
     raw = TOKENIZER_VERSION + "|" + " ".join(tokenize(probe)) + "|" + ",".join(sorted(STOPWORDS))
     return hashlib.sha256(raw.encode()).hexdigest()[:16]

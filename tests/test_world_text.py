@@ -27,6 +27,13 @@ def test_pointed_arabic_and_hebrew_are_found_by_the_plain_spelling(store, mode):
     assert [h.id for h in store.search("השרת", mode=mode).hits] == [hebrew]
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_port_written_in_arabic_indic_digits_is_found_by_its_number(store, mode):
+    port = store.write("خادم قاعدة البيانات يعمل على المنفذ ٥٤٣٢", scopes=["ops"]).id
+    store.write("The cache listens on port 6379", scopes=["ops"])
+    assert [h.id for h in store.search("5432", mode=mode).hits] == [port]
+
+
 @pytest.mark.parametrize("query", ["istanbul", "ISTANBUL", "ışık", "işik"])
 def test_a_turkish_word_is_found_whatever_its_dotted_or_dotless_i(store, query):
     office = store.write("İstanbul ofisindeki yazıcının adı IŞIK", scopes=["ops"]).id
