@@ -48,6 +48,9 @@ def test_placeholder_keys_are_filler_after_the_public_prefix():
     ("ab-cd_ef", False), ("averyveryveryverylongword", False), ("averyveryveryverylongWord", True),
     ("alpha-beta_gamma.delta-epsilon", False), ("ABCDEFGHIJKLMNOPQRST", True), ("ABCDEFGHIJKLMNOPQRS", False),
     ("changeme1", False),
+    # letters without capitals in any script: a Japanese sentence has no spaces to end the value
+    ("秘密保持契約の書類は共有ドライブのリーガルフォルダにあります", False), ("очень_длинное_слово_для_проверки", False),
+    ("ОченьДлинноеСловоДляПроверки", True),
 ])
 def test_looks_secret(value, secret):
     assert cr.looks_secret(value) is secret
@@ -64,6 +67,7 @@ def test_looks_secret(value, secret):
     ("password=sun", False),                  # too short
     ("password=sun-shine", False),            # not one word
     ("password=changeme", False),             # a placeholder
+    ("secret: 秘密保持契約の書類は共有ドライブのリーガルフォルダにあります", False),  # a sentence, not a value
 ])
 def test_a_plain_word_is_a_password_only_when_assigned_to_one(text, found):
     assert bool(cr.find_credentials(text)) is found, text

@@ -188,7 +188,7 @@ def _placeholder_key(value: str, prefix: int) -> bool:
 
 def looks_secret(value: str) -> bool:
     """Not a placeholder, and either 6+ characters with a digit (or letters mixed with symbols such
-    as @ ! #), or 20+ characters that are not a plain lower-case word: "hunter2" and "P@ssw0rd" are
+    as @ ! #), or 20+ characters that are not plain lower-case words: "hunter2" and "P@ssw0rd" are
     secrets, "Kubernetes" or "required" after a ``secret:`` label are prose."""
     if is_placeholder(value):
         return False
@@ -197,7 +197,13 @@ def looks_secret(value: str) -> bool:
     has_symbol = any(not c.isalnum() and c not in "-_." for c in value)
     if len(value) >= 6 and (has_digit or (has_alpha and has_symbol)):
         return True
-    return len(value) >= 20 and re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value) is None
+    return len(value) >= 20 and not _lower_case_words(value)
+
+
+def _lower_case_words(value: str) -> bool:
+    """Letters without a capital, in words joined by ``- _ .``: in any script, since one without
+    spaces (a Japanese or Thai sentence after ``secret:``) is 20+ characters of such letters."""
+    return all(part.isalpha() and not any(c.isupper() for c in part) for part in re.split(r"[-_.]", value))
 
 
 def _rest_of_line(text: str, pos: int) -> str:
