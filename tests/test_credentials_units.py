@@ -67,6 +67,8 @@ def test_looks_secret(value, secret):
     ("password=sun", False),                  # too short
     ("password=sun-shine", False),            # not one word
     ("password=changeme", False),             # a placeholder
+    ("PG_PASSWORD=Sonnenblümchen", True),     # a word in letters of any script
+    ("DB_PASSWORD=Привет", True),
     ("secret: 秘密保持契約の書類は共有ドライブのリーガルフォルダにあります", False),  # a sentence, not a value
 ])
 def test_a_plain_word_is_a_password_only_when_assigned_to_one(text, found):

@@ -218,7 +218,7 @@ def _word_password(m: re.Match[str], text: str) -> bool:
     name, value = m.group("name").lower(), m.group("value")
     if not re.search(rf"(?:{_PASSWORD_WORDS}|pass)$", name) or len(value) < 4 or is_placeholder(value):
         return False
-    if not re.fullmatch(r"[A-Za-z]+", value):
+    if not value.isalpha():  # letters of any script: PG_PASSWORD=Sonnenblümchen as much as =sunshine
         return False
     rest = _rest_of_line(text, m.end())
     return m.group("sep") != ":" or bool(m.group("quote")) or not rest or rest[0] in ",;)}#"
