@@ -465,6 +465,7 @@ class TranscriptIndex:
                 timestamp=row["ts"], speaker=row["speaker"], project=self._project_of(row), ledger=row["path"],
                 line=row["line"], format=row["format"],
             ))
+        hits = _newest_first_among_equals(hits, [rows[c.key]["ts"] for c in candidates])
         pending = None
         if engine.VECTOR_LEG in runs:
             pending = self.vectors.pending_seen if self.vectors.pending_seen is not None else self.vectors.pending()
@@ -612,6 +613,20 @@ class TranscriptIndex:
 
 
 # ---------------------------------------------------------------------------------------- helpers
+def _newest_first_among_equals(hits: list[TranscriptHit], stamps: list[Any]) -> list[TranscriptHit]:
+    """Hits of equal score, latest message first (the recall design's tiebreak): the same sentence said
+    in five sessions answers best from the newest; a message without a readable time goes last."""
+    def seconds(ts: Any) -> float:
+        try:
+            found = _epoch(ts)
+        except ValueError:  # Malformed: the reader kept the line, its time is no date
+            found = None
+        return float("-inf") if found is None else found
+
+    order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, -seconds(stamps[i])))
+    return [hits[i] for i in order]
+
+
 _projects: dict[str, str] = {}
 
 

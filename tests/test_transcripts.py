@@ -459,6 +459,22 @@ def test_bad_queries_are_clear_errors(index):
         index.search("x", limit=0)
 
 
+@pytest.mark.parametrize("mode", ["bm25", pytest.param("hybrid", marks=pytest.mark.embeddings)])
+def test_equal_hits_come_newest_first(store, tmp_path, mode):
+    """The recall design's tiebreak: the same sentence said in five sessions (written to the ledger out
+    of order, one without a readable time) answers from the newest session first."""
+    ledger = tmp_path / "session.jsonl"
+    lines = [_generic("the wombat migration failed on shard nine", session=f"s{day}", ts=f"2026-11-0{day}T10:00:00Z",
+                      cwd=str(tmp_path)) for day in (3, 1, 5, 2, 4)]
+    lines.insert(2, _generic("the wombat migration failed on shard nine", session="undated", ts="not a date",
+                             cwd=str(tmp_path)))
+    ledger.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    index_for(store).add_source(ledger, project=tmp_path)
+    hits = index_for(store).search("wombat migration shard", all_projects=True, mode=mode).hits
+    assert len({h.score for h in hits}) == 1
+    assert [h.session for h in hits] == ["s5", "s4", "s3", "s2", "s1", "undated"]
+
+
 # ---------------------------------------------------------------------------------------- curated over raw
 def test_curated_memory_and_profile_note_outrank_an_equal_transcript_hit(store, tmp_path):
     """A memory and a profile note that match the query exactly as well as a transcript message come first."""
