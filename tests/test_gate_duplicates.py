@@ -127,6 +127,15 @@ def test_a_long_sentence_differing_in_a_value_is_related_not_a_duplicate():
     assert check.status is None and [m.id for m in check.removed] == ["t1"]
 
 
+def test_a_numeral_written_as_a_letter_is_a_value_too():
+    """Japanese and Chinese write numbers in characters (三時, three o'clock): 85 % of the bigrams
+    shared, but four o'clock is another fact."""
+    three, four = "本番サーバーのバックアップは毎晩三時に実行されます", "本番サーバーのバックアップは毎晩四時に実行されます"
+    assert overlap(three, four) >= DUPLICATE_THRESHOLD
+    assert check_duplicate(four, [("m1", three)]).status is None
+    assert check_duplicate(three, [("m1", three)]).status == "duplicate"
+
+
 def test_a_value_one_side_lacks_is_still_the_same_fact():
     """Only a value each side holds and the other lacks makes two facts: a rewording that drops or
     adds one (a time, a version suffix) is the same fact said again."""

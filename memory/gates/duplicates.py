@@ -16,7 +16,7 @@ the new text adds or drops material, which is what "the same fact" means.
   and ``removed`` lists them (the spec's ``removed_matches``) so the removal reason is not lost.
 
 Two bodies that each hold a number the other lacks (``different_values``: "backup job 1 ... bucket
-bk-1" against "backup job 2 ... bucket bk-2") state different facts however much of their wording
+bk-1" against "backup job 2 ... bucket bk-2", or 毎晩三時 against 毎晩四時) state different facts however much of their wording
 they share, so they are ``related``, never a duplicate: a long sentence differing in one value
 reached 0.8-0.9 and the second fact was refused, where a short one (below the threshold) was kept.
 A live duplicate wins over a tombstone: the fact is in the store already, whatever was removed.
@@ -76,13 +76,15 @@ def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
 
 
 def different_values(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether each token set holds a token with a digit that the other lacks: a different number,
+    """Whether each token set holds a token with a number that the other lacks: a different number,
     version, id or time, so a different fact (``check_duplicate``)."""
-    return any(_has_digit(t) for t in a - b) and any(_has_digit(t) for t in b - a)
+    return any(_has_number(t) for t in a - b) and any(_has_number(t) for t in b - a)
 
 
-def _has_digit(token: str) -> bool:
-    return any(ch.isdigit() for ch in token)
+def _has_number(token: str) -> bool:
+    """A digit, or a numeral written as a letter: Chinese and Japanese write "at three" as 三時,
+    whose bigrams hold no digit (``str.isnumeric``; the same as ``isdigit`` for ASCII)."""
+    return any(ch.isnumeric() for ch in token)
 
 
 def _best_first(matches: Iterable[Match]) -> list[Match]:
