@@ -200,6 +200,55 @@ def test_the_calls_after_the_server_ended_the_pooled_sessions_answer(postgres_ur
         assert s.write("The billing service listens on port 9443", scopes=["ops"]).status == "committed"
 
 
+@pytest.mark.parametrize("how", ["role", "server"])
+def test_a_store_this_connection_may_only_read_answers_reads_and_refuses_writes_in_one_line(how, postgres_url, tmp_path):
+    """Opening ran CREATE TABLE IF NOT EXISTS first: a role granted SELECT only (no CREATE on the
+    schema) and a server that takes no writes (a standby, default_transaction_read_only) failed every
+    command, search included, the latter with a ReadOnlySqlTransaction traceback."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from kenning.errors import ReadOnlyStore
+
+    writer = kenning.open_store(postgres_url)
+    kept = writer.write("The auth service listens on port 8443", scopes=["ops"]).id
+    role = "reader_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        if how == "role":
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+            admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+            parts = urlsplit(postgres_url)
+            url = urlunsplit(parts._replace(netloc=parts.netloc.replace(parts.username, role, 1)))
+        else:
+            admin.execute(f"ALTER DATABASE {urlsplit(postgres_url).path.lstrip('/')} SET default_transaction_read_only = on")
+            url = postgres_url
+    try:
+        if how == "server":  # a failover to a standby under an open store: its next write says so
+            _end_sessions(postgres_url)
+            with pytest.raises(ReadOnlyStore, match="takes no writes now"):
+                writer.write("The billing service listens on port 9443", scopes=["ops"])
+        with kenning.open_store(url) as s:
+            assert [h.id for h in s.search("auth port", mode="bm25").hits] == [kept] and s.stats()["read_only"]
+            with pytest.raises(ReadOnlyStore, match="role may not insert" if how == "role" else "server takes no writes"):
+                s.write("The billing service listens on port 9443", scopes=["ops"])
+        env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+        cli = [sys.executable, "-m", "kenning", "--store", url]
+        found = subprocess.run([*cli, "search", "auth port", "--json"], capture_output=True, text=True, env=env)
+        assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["id"] == kept, found.stderr
+        refused = subprocess.run([*cli, "write", "The billing service listens on port 9443", "--scope", "ops"],
+                                 capture_output=True, text=True, env=env)
+        assert refused.returncode != 0 and "read-only" in refused.stderr and "Traceback" not in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    finally:
+        writer.close()
+        if how == "role":
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute(f"DROP OWNED BY {role}")
+                admin.execute(f"DROP ROLE {role}")
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

@@ -239,6 +239,7 @@ class PostgresDatabase:
     """The store's tables in one PostgreSQL database (or schema, with ?options=-csearch_path=...)."""
 
     read_only = False
+    _read_only_why = ""
 
     def __init__(self, url: str, pool_size: int = 4):
         require_driver()
@@ -249,8 +250,14 @@ class PostgresDatabase:
                 require_schema(conn, self.path)  # before see_pgvector, which may append pgvector's schema
                 see_pgvector(conn)
                 self._migrate(conn)
-                # a role that may only read serves reads; every transaction then says why it cannot write
-                self.read_only = not conn.execute("SELECT has_table_privilege('memories', 'INSERT')").fetchone()[0]
+                # a role that may only read, or a server that takes no writes, serves reads; every
+                # transaction then says why it cannot write
+                may_insert, server_reads_only = conn.execute(
+                    "SELECT has_table_privilege('memories', 'INSERT'), "
+                    "current_setting('transaction_read_only') = 'on'").fetchone()
+                self.read_only = server_reads_only or not may_insert
+                self._read_only_why = ("its server takes no writes: a standby, or default_transaction_read_only"
+                                       if server_reads_only else "this role may not insert into its tables")
             self._pool_size = pool_size
             self.pool = self._new_pool()
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -284,19 +291,20 @@ class PostgresDatabase:
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
-        """Apply the missing schema steps in one transaction (one process at a time)."""
+        """Apply the missing schema steps in one transaction (one process at a time). A store already
+        at this version is left without a statement that writes: a role that may only read (no CREATE
+        on the schema) or a server that takes no writes failed to open it for a search."""
         import psycopg
 
+        if conn.execute("SELECT to_regclass('kenning_schema') IS NOT NULL").fetchone()[0] and self._current(
+                conn.execute("SELECT MAX(version) FROM kenning_schema").fetchone()[0]):
+            return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS kenning_schema (version INTEGER NOT NULL)")
             row = conn.execute("SELECT version FROM kenning_schema").fetchone()
             version = row[0] if row else 0
-            if version > schema.SCHEMA_VERSION:
-                from kenning.errors import KenningError
-
-                raise KenningError(f"{self.path} was written by a newer kenning (schema {version} > "
-                                   f"{schema.SCHEMA_VERSION}); upgrade kenning")
+            self._current(version)
             for step in range(version, schema.SCHEMA_VERSION):
                 for statement in schema.MIGRATIONS[step]:
                     try:
@@ -321,6 +329,15 @@ class PostgresDatabase:
             elif version != schema.SCHEMA_VERSION:
                 conn.execute("UPDATE kenning_schema SET version = %s", (schema.SCHEMA_VERSION,))
 
+    def _current(self, version: int | None) -> bool:
+        """Whether schema ``version`` (None: no row) is this kenning's; a newer one is refused."""
+        if version is not None and version > schema.SCHEMA_VERSION:
+            from kenning.errors import KenningError
+
+            raise KenningError(f"{self.path} was written by a newer kenning (schema {version} > "
+                               f"{schema.SCHEMA_VERSION}); upgrade kenning")
+        return version == schema.SCHEMA_VERSION
+
     # ------------------------------------------------------------------ transactions
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -328,8 +345,8 @@ class PostgresDatabase:
         if self.read_only:
             from kenning.errors import ReadOnlyStore
 
-            raise ReadOnlyStore(f"the store {self.path} is read-only for this role (it may not insert into its "
-                                "tables): reads work, but nothing can be written there")
+            raise ReadOnlyStore(f"the store {self.path} is read-only ({self._read_only_why}): reads work, but "
+                                "nothing can be written there")
         if getattr(self._local, "conn", None) is not None:
             raise RuntimeError("a transaction is already open in this thread")
         # self.lock as SQLite's transaction holds it: a write patches in-process state (the lexicon's
@@ -598,6 +615,11 @@ def pg_errors(where: str) -> Iterator[None]:
     except psycopg.errors.DiskFull as exc:
         raise StorageError(f"the server of {where} is out of disk; the change under way was not written (what was "
                            "committed before it stays), free space and retry") from exc
+    except psycopg.errors.ReadOnlySqlTransaction as exc:
+        from kenning.errors import ReadOnlyStore
+
+        raise ReadOnlyStore(f"{where} takes no writes now ({str(exc).splitlines()[0]}); reads work, "
+                            "nothing was written") from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StorageError(f"{where}: this role may not do that ({str(exc).splitlines()[0]}); nothing was written") from exc
     except psycopg.errors.ProgramLimitExceeded as exc:
