@@ -25,7 +25,7 @@ from kenning.store.ids import canonical
 from kenning.store.models import Instant, _Record, iso
 
 from . import events
-from .gates import GateRefused, credentials
+from .gates import GateRefused, credentials, write_enabled
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, check_storable, has_control_chars
 
 if TYPE_CHECKING:
@@ -136,7 +136,9 @@ class Episodes:
         swarm_id: str | None = None,
         parent_session_id: str | None = None,
     ) -> dict[str, Any]:
-        """Journal one entry for this session; expired entries of every session are pruned first."""
+        """Journal one entry for this session; expired entries of every session are pruned first.
+        With writes turned off (write_enabled=false) nothing is journaled: GateRefused, writes_disabled."""
+        write_enabled.require(self.store.config)
         if not isinstance(body, str) or not body.strip():
             raise InvalidInput("the episode body is empty; describe what this session did or concluded")
         for text, field in ((body, "the episode body"), (takeaway, "the takeaway")):

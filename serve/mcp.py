@@ -162,11 +162,16 @@ def gated(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except GateRefused as refused:
-            r = refused.refusal
-            return {"status": r.status, "gate": r.gate, "reason": r.reason, "hint": r.hint, "matched": r.matched,
-                    "override": r.override}
+            return refusal_status(refused)
 
     return call
+
+
+def refusal_status(refused: GateRefused) -> dict[str, Any]:
+    """A gate's refusal as the status answer every changing tool gives."""
+    r = refused.refusal
+    return {"status": r.status, "gate": r.gate, "reason": r.reason, "hint": r.hint, "matched": r.matched,
+            "override": r.override}
 
 
 def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer:
@@ -234,17 +239,20 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, newest update first (1-50).")] = MAX_LIMIT,
         with_bodies: Annotated[bool, Field(description="Include full bodies. Pulls every listed memory into your context: only for small stores.")] = False,
         auto_scope: Annotated[bool, Field(description="True: only memories written from this repository and worktree, plus global ones. False: every project.")] = True,
+        after: Annotated[str | None, Field(max_length=1_000, description="next_after of the list before: the memories that come after its last one.")] = None,
     ) -> out.ListOut:
         """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated).
 
         Cheap triage when you need to see what exists rather than find one thing; filter by scopes to narrow.
         Like memory_search it shows this repository's and global memories unless auto_scope=false.
         with_bodies=true inlines every body - use it only when the listed set is small, otherwise show the few
-        ids you need with memory_show. Scopes disabled for this session are left out.
+        ids you need with memory_show. Scopes disabled for this session are left out. next_after is set when
+        more memories follow: pass it as after for the next page (none is skipped or repeated meanwhile).
         """
-        memories = store.list(scopes=scopes, category=category, limit=limit, auto_scope=auto_scope)
-        rows = [m.listing(with_body=with_bodies) for m in memories]
-        return {"count": len(rows), "with_bodies": with_bodies, "memories": rows}
+        memories = store.list(scopes=scopes, category=category, limit=limit + 1, auto_scope=auto_scope, after=after)
+        rows = [m.listing(with_body=with_bodies) for m in memories[:limit]]
+        return {"count": len(rows), "with_bodies": with_bodies, "memories": rows,
+                "next_after": memories[limit - 1].cursor if len(memories) > limit else None}
 
     @reader
     def memory_scope_overview(
@@ -544,10 +552,16 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         or episode_search, and episode_promote turns a takeaway that hardened into a memory.
 
         Returns {status: committed, id, session_id, created, expires, scopes, takeaway, swarm_id, pruned_sessions}
-        where pruned_sessions are sessions whose expired entries this write cleaned up (usually []).
+        where pruned_sessions are sessions whose expired entries this write cleaned up (usually []), or status
+        writes_disabled (gate, reason, hint) when the user turned writes off and nothing was journaled.
         """
-        return journal.write(body, takeaway=takeaway, scopes=scopes, swarm_id=swarm_id,
-                             parent_session_id=parent_session_id)
+        try:
+            return journal.write(body, takeaway=takeaway, scopes=scopes, swarm_id=swarm_id,
+                                 parent_session_id=parent_session_id)
+        except GateRefused as refused:
+            if refused.refusal.gate != "write_enabled":
+                raise  # a secret in the entry stays a tool error naming the field, as it always was
+            return refusal_status(refused)
 
     @reader
     def episode_handoff(

@@ -81,6 +81,7 @@ class ListOut(TypedDict, total=False):
     count: Required[int]
     with_bodies: bool
     memories: Required[list[dict[str, Any]]]
+    next_after: str | None
 
 
 @with_config(_OPEN)
@@ -232,7 +233,12 @@ class ConflictsOut(Refused, total=False):
 
 @with_config(_OPEN)
 class EpisodeWriteOut(TypedDict, total=False):
-    status: Required[Literal["committed"]]
+    status: Required[Literal["committed", "writes_disabled"]]
+    gate: str
+    reason: str
+    hint: str
+    matched: list[str]
+    override: str | None
     id: str
     session_id: str
     created: str

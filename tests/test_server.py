@@ -19,6 +19,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+import kenning
 from child_env import passed_on
 
 pytestmark = pytest.mark.slow  # each connection starts a Python process (~2-3 s)
@@ -251,6 +252,7 @@ def test_writes_disabled_is_a_status_on_every_tool_that_changes_memories(server,
         ("memory_rename_scope", {"old": "area:auth", "new": "area:identity"}),
         ("memory_conflicts", {"action": "resolve", "id": kept, "other_id": other, "resolution": "supersede",
                               "keep_id": other}),
+        ("episode_write", {"body": "tried the auth port change", "takeaway": "port 8444 works"}),
     ]
     for name, arguments in calls:
         answer = server.call(name, **arguments)  # an answer with a status, not a tool error
@@ -258,6 +260,7 @@ def test_writes_disabled_is_a_status_on_every_tool_that_changes_memories(server,
         assert "writes are disabled" in answer["reason"] and "kenning config" not in answer["hint"], (name, answer)
     with kenning.open_store(tmp_path / "store") as person:
         assert [m.model_dump(mode="json") for m in person.list(auto_scope=False)] == before
+    assert server.call("episode_search")["episodes"] == []  # nothing journaled either
 
 
 def test_audit_turn_reports_a_miss_then_ok(server):
@@ -370,6 +373,21 @@ def test_memory_list_hides_other_projects_unless_auto_scope_is_false(tmp_path, r
         everything = conn.call("memory_list", auto_scope=False)
         assert [m["summary"] for m in everything["memories"]] == ["The billing service listens on port 7001"]
         assert "auto_scope" in conn.tools()["memory_list"].description
+
+
+def test_memory_list_pages_past_its_cap_with_next_after(tmp_path, repo):
+    """memory_list showed the newest 50 at most and took no offset: a 51st memory could not be listed
+    (only found by a search or a scope filter). next_after passed back as after lists the rest."""
+    with kenning.open_store(tmp_path / "store", cwd=repo) as store:
+        ids = store.import_records([{"content": f"Service number {i} listens on port {8000 + i}", "scopes": ["ops"]}
+                                    for i in range(52)])
+    with connect(tmp_path / "store", repo) as conn:
+        first = conn.call("memory_list")
+        assert first["count"] == 50 and first["next_after"]
+        rest = conn.call("memory_list", after=first["next_after"])
+        assert rest["count"] == 2 and rest["next_after"] is None
+        assert sorted(m["id"] for m in first["memories"] + rest["memories"]) == sorted(ids)
+        assert "cursor" in conn.fails("memory_list", after="50")
 
 
 def test_the_overview_names_a_moved_checkouts_old_folder(tmp_path, repo):
