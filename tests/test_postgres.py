@@ -249,6 +249,24 @@ def test_a_store_this_connection_may_only_read_answers_reads_and_refuses_writes_
                 admin.execute(f"DROP ROLE {role}")
 
 
+def test_a_statement_the_servers_statement_timeout_cancels_is_not_called_unreachable(postgres_url):
+    """QueryCanceled is an OperationalError: a write that ran into the server's statement_timeout
+    (here: waiting for a lock another session holds) said 'cannot reach ... check the server and the URL'."""
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {urlsplit(postgres_url).path.lstrip('/')} SET statement_timeout = 300")
+    with kenning.open_store(postgres_url) as s, psycopg.connect(postgres_url) as blocker:
+        blocker.execute("UPDATE kenning_generation SET n = n")  # holds the write lock until its rollback
+        with pytest.raises(StorageError, match="statement_timeout") as caught:
+            s.write("The auth service listens on port 8443", scopes=["ops"])
+        assert "cannot reach" not in str(caught.value)
+        blocker.rollback()
+        assert s.write("The auth service listens on port 8443", scopes=["ops"]).status == "committed"
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

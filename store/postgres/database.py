@@ -625,6 +625,10 @@ def pg_errors(where: str) -> Iterator[None]:
     except psycopg.errors.ProgramLimitExceeded as exc:
         raise InvalidInput(f"a value too large for the store's indexes ({str(exc).splitlines()[0]}); "
                            "nothing was written") from exc
+    except psycopg.errors.QueryCanceled as exc:  # an OperationalError, but the server was reached
+        raise StorageError(f"{where} cancelled a statement ({str(exc).splitlines()[0]}): its statement_timeout is "
+                           "shorter than kenning needed, or an administrator cancelled it; nothing of it was "
+                           "written, retry or raise the timeout for this role") from exc
     except (psycopg.OperationalError, PoolTimeout) as exc:
         raise StorageError(f"cannot reach {where} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}); "
                            "check the server and the URL") from exc
