@@ -188,7 +188,8 @@ def excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str
     else:
         values = list(excerpt)
         if len(values) != count:
-            raise InvalidInput(f"excerpts must parallel the ids: {len(values)} excerpt(s) for {count} id(s)")
+            raise InvalidInput(f"the excerpts must parallel the ids, one for each (None where there is none): "
+                               f"{len(values)} excerpt(s) for {count} id(s)")
     for value in values:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise InvalidInput("an excerpt must be non-empty text (use None for 'no specific phrase')")
@@ -200,5 +201,6 @@ def excerpts(excerpt: str | Iterable[str | None] | None, count: int) -> list[str
 
 def warnings(memory: Memory) -> list[str]:
     if memory.category == "ambient" and len(memory.content.split()) > AMBIENT_LONG_WORDS:
-        return [f"ambient_body_long: ambient memories colour every reply; keep them under {AMBIENT_LONG_WORDS} words"]
+        return [f"ambient_body_long: ambient memories colour every reply; keep them to {AMBIENT_LONG_WORDS} words "
+                "or fewer"]
     return []

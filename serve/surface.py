@@ -27,6 +27,7 @@ _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:a person turns \w+ back on with|turn it on with): kenning config set (\w+) true"),
      r"only the user can turn it back on (the \1 setting); no tool changes it"),
     (re.compile(r"e\.g\. --reason '([^']*)'"), r"e.g. reason='\1'"),
+    (re.compile(r"the excerpts must parallel the ids"), "claim_excerpts must parallel ids"),
     (re.compile(r"e\.g\. --scope (\S+)"), r'e.g. scopes=["\1"]'),
     # the markdown mirror's reasons
     (re.compile(r"run `kenning update (\S+) --scope ([^`]+)` \(repeat --scope for any other scope it keeps\)"),

@@ -579,6 +579,8 @@ def test_record_use(s):
     assert "claim_excerpts" in s.error("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=[""])
     both = s.error("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=["SNS"], excerpts=["bat"])
     assert "give one of them" in both  # two different lists for one argument: neither is silently dropped
+    uneven = s.error("memory_record_use", memory_ids=[mid, mid], outcome="ignored", claim_excerpts=["SNS"])
+    assert "claim_excerpts must parallel" in uneven and "1 excerpt(s) for 2 id(s)" in uneven  # the argument named
     assert s.call("memory_record_use", memory_ids=[mid], outcome="ignored", claim_excerpts=["SNS"],
                   excerpts=["SNS"])["status"] == "recorded"
 
