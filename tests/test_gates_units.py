@@ -88,6 +88,25 @@ def test_scopes_naming_another_project_are_refused(repo, scope):
     assert scope_match.check([scope], repo, None, acknowledge=True) is None
 
 
+@pytest.mark.parametrize("value", ["pairing 👩‍💻 done", "flag 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "می‌خواهم", "שלום\u200f world",
+                                   "shaking \U0001fae8 (an emoji of Unicode 15)"])
+def test_text_written_with_joiners_direction_marks_and_new_emoji_holds_no_control_character(value):
+    """A removal reason, a note, metadata or a scope may hold what real text does: an emoji ZWJ
+    sequence, a flag's tag characters, Persian's ZWNJ, a right-to-left mark, an emoji newer than
+    Python's Unicode tables."""
+    from kenning.memory.gates.limits import has_control_chars
+
+    assert not has_control_chars(value)
+
+
+@pytest.mark.parametrize("value", ["bell\x07", "esc\x1b[2J", "lone \ud800", "rlo \u202e txt", "zero\u200bwidth",
+                                   "soft\u00adhyphen", "bom\ufeff", "private \ue000"])
+def test_controls_and_characters_that_hide_or_reorder_text_are_control_characters(value):
+    from kenning.memory.gates.limits import has_control_chars
+
+    assert has_control_chars(value)
+
+
 def test_metadata_names_where_a_control_character_hides():
     from kenning.errors import InvalidInput
     from kenning.memory.gates.limits import check_metadata

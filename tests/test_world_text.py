@@ -44,3 +44,11 @@ def test_a_hit_quotes_full_width_characters_as_the_memory_writes_them(store):
     store.write("注文番号はＡＢＣ－１２３です：倉庫は大阪", scopes=["ops"])
     hit = store.search("ABC", mode="bm25").hits[0]
     assert hit.snippet == "注文番号はＡＢＣ－１２３です：倉庫は大阪" and hit.match_terms == ["abc"]
+
+
+def test_a_removal_reason_and_a_scope_may_hold_an_emoji_sequence_or_a_persian_word(store):
+    """Joiners (👩‍💻, Persian's ZWNJ) and right-to-left marks are text, not control characters."""
+    mid = store.write("The pairing rota lives in the team wiki", scopes=["team:👩‍💻"]).id
+    assert [h.id for h in store.search("pairing rota", scopes=["team:👩‍💻"], mode="bm25").hits] == [mid]
+    tomb = store.remove(mid, reason="دیگر لازم نیست، می‌خواهم پاکش کنم 👩‍💻")
+    assert tomb.reason == "دیگر لازم نیست، می‌خواهم پاکش کنم 👩‍💻"

@@ -13,11 +13,24 @@ MAX_SCOPES = 64
 MAX_SCOPE_CHARS = 200
 
 
+# format characters that text in the world is written with: the joiners of emoji sequences (👩‍💻)
+# and of Persian and Indic words (ZWNJ), and the direction marks of Arabic and Hebrew
+_TEXT_FORMATS = frozenset("\u200c\u200d\u200e\u200f\u061c")
+
+
 def has_control_chars(value: str) -> bool:
-    """True when value holds a control or format character (Unicode category C*)."""
+    """True when value holds a control, surrogate or private-use character, or a format character
+    that hides or reorders text (a bidi override, a zero-width space, a soft hyphen, a BOM). The
+    ``_TEXT_FORMATS``, the tag characters of a subdivision flag (🏴󠁧󠁢󠁳󠁣󠁴󠁿) and a character newer
+    than this Python's Unicode tables (a later emoji: unassigned, Cn, to it) are none of these."""
     if value.isprintable():  # no C* character is printable: the common case costs one C call
         return False
-    return any(unicodedata.category(ch).startswith("C") for ch in value)
+    for ch in value:
+        kind = unicodedata.category(ch)
+        if kind in ("Cc", "Cs", "Co") or (kind == "Cf" and ch not in _TEXT_FORMATS
+                                          and not "\U000e0020" <= ch <= "\U000e007f"):
+            return True
+    return False
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
