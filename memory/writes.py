@@ -330,14 +330,22 @@ def _import_memories(s: Session, items: Iterable[dict], default_scopes: list[str
     confidence and source) is built from the first such record's validated Memory with its own
     id, text and time, instead of being validated field by field again: the same Memory, at a
     fraction of pydantic's cost a record. ``shapes=False`` validates every record in full."""
+    if labels is not None and (not isinstance(labels, (list, tuple)) or not all(isinstance(x, str) for x in labels)):
+        raise InvalidInput(f"labels must be a list of strings, one per record (such as 'line 7'), got {labels!r:.60}")
     with collector.paused():  # every memory made here stays alive until written (memory/collector.py)
-        return _validated_memories(s, items, default_scopes, labels, shapes)
+        memories = _validated_memories(s, items, default_scopes, labels, shapes)
+    if labels and len(labels) != len(memories):  # the reports zip records with labels: those past the last went unwritten
+        raise InvalidInput(f"{len(labels)} labels for {len(memories)} records; give one label per record, or none")
+    return memories
 
 
 def _validated_memories(s: Session, items: Iterable[dict], default_scopes: list[str] | None,
                         labels: list[str] | None, shapes: bool) -> list[Memory]:
     memories, seen = [], set()
-    where = (lambda n: labels[n - 1]) if labels else (lambda n: f"record {n}")
+
+    def where(n: int) -> str:  # a label list too short is refused once every record is read
+        return labels[n - 1] if labels and n <= len(labels) else f"record {n}"
+
     validated: dict[tuple, Memory] = {}  # shape -> the first validated memory of that shape
     for number, record in enumerate(items, start=1):
         try:

@@ -280,6 +280,26 @@ def test_an_import_of_something_not_a_list_of_records_says_so(store, method, rec
     assert _snapshot(store) == before
 
 
+@pytest.mark.parametrize("method", ["import_records", "import_checked", "import_bulk"])
+def test_labels_that_do_not_name_every_record_are_refused_and_nothing_is_written(store, method):
+    """import_checked and import_bulk pair records with labels: given 1 label for 3 records they
+    committed the first, reported one line and never wrote the other two; import_records raised a
+    bare IndexError naming a bad second record."""
+    records = [{"content": f"The harbour crane {name} lifts containers at berth {i}", "scopes": ["port"]}
+               for i, name in enumerate(["alpha", "bravo", "charlie"])]
+    before = _snapshot(store)
+    with pytest.raises(InvalidInput, match="^1 labels for 3 records"):
+        getattr(store, method)(records, labels=["line 1"])
+    with pytest.raises(InvalidInput, match="^record 2: memory text is empty"):
+        getattr(store, method)([records[0], {"content": "", "scopes": ["port"]}], labels=["line 1"])
+    with pytest.raises(InvalidInput, match="^labels must be a list of strings"):
+        getattr(store, method)(records, labels="line 1")
+    assert _snapshot(store) == before
+    count = store.count()
+    getattr(store, method)(records, labels=["line 1", "line 2", "line 3"])
+    assert store.count() == count + 3
+
+
 def test_scopes_given_as_any_iterable_of_strings_are_taken(store):
     """The methods are annotated ``scopes: Iterable[str]`` and mypy accepts a generator, but every
     one refused it at run time ('scopes must be a list of strings, got generator')."""
