@@ -75,21 +75,25 @@ def copy(source: Any, target: Any, progress: Callable[[str, int, int], None] | N
         raise InvalidInput(f"{target.path} already holds a store; migrate copies into a new, empty one only")
     counts: dict[str, int] = {}
     total = sum(source.read(lambda c, t=t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLES)
-    copied = 0
-    with target.transaction() as c:
-        c.execute("DELETE FROM meta")
-        for table, columns in TABLES.items():
-            if progress is not None:
-                progress(table, copied, total)
-            found = rows(source, table)
-            insert = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-            for start in range(0, len(found), BATCH):
-                c.executemany(insert, found[start:start + BATCH])
-                copied += len(found[start:start + BATCH])
+    copied, table = 0, "meta"
+    try:
+        with target.transaction() as c:
+            c.execute("DELETE FROM meta")
+            for table, columns in TABLES.items():
                 if progress is not None:
                     progress(table, copied, total)
-            counts[table] = len(found)
-        target.keys_loaded(c)
+                found = rows(source, table)
+                insert = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                for start in range(0, len(found), BATCH):
+                    c.executemany(insert, found[start:start + BATCH])
+                    copied += len(found[start:start + BATCH])
+                    if progress is not None:
+                        progress(table, copied, total)
+                counts[table] = len(found)
+            target.keys_loaded(c)
+    except InvalidInput as exc:  # a value the target refuses (a NUL an older kenning kept, for PostgreSQL)
+        raise InvalidInput(f"a row of the {table} table of {source.path} cannot be copied: {exc}; "
+                           "nothing was copied") from exc
     return counts
 
 

@@ -134,3 +134,27 @@ def test_cli_migrate_shows_a_bar_on_stderr_and_the_counts_on_stdout(tmp_path):
     assert b"copying" in drawn
     assert "copying" not in done.stdout
     assert "  memories: 1 row\n" in done.stdout and "copied 1 memory and" in done.stdout
+
+
+def test_a_row_postgresql_cannot_hold_is_named_by_its_table_and_nothing_is_copied(tmp_path, postgres_url):
+    """A NUL an older kenning kept in SQLite (a transcript message's text) made migrate say only 'a value
+    the store cannot hold', naming neither the table nor that nothing was copied."""
+    import sqlite3
+
+    from kenning.errors import InvalidInput
+
+    ledger = tmp_path / "t.jsonl"
+    ledger.write_text(json.dumps({"session": "s1", "ts": "2026-01-01T00:00:00Z", "role": "user",
+                                  "text": "the heron migration finished"}) + "\n")
+    with kenning.open_store(tmp_path / "a") as s:
+        s.write("The auth service listens on port 8443", scopes=["projects:auth"])
+        from kenning.recall.transcripts import index_for
+
+        index_for(s).add_source(ledger, project=str(tmp_path))
+    with sqlite3.connect(tmp_path / "a" / "kenning.sqlite3") as con:  # as an older kenning kept it
+        con.execute("UPDATE transcript_messages SET text = 'the heron migration' || char(0) || ' finished'")
+    with pytest.raises(InvalidInput, match="transcript_messages table .* nothing was copied"):
+        kenning.store.transfer.migrate(tmp_path / "a", postgres_url)
+    with kenning.open_store(postgres_url) as copy:
+        assert copy.count() == 0
+
