@@ -197,7 +197,8 @@ def search_plain(s: Session, query: str, mode: str | None, scopes: Iterable[str]
     the models answer it the same way: a semantic or hybrid mode, settings or a hit's stored record
     that only they read as they are. None is decided before anything is logged."""
     config = s.settings.plain()
-    if config is None or (mode or config.default_mode) not in ("keyword", "bm25") or not config.search_enabled:
+    if config is None or (config.default_mode if mode is None else mode) not in ("keyword", "bm25") \
+            or not config.search_enabled:
         return None
     try:
         return _search(s, config, query, mode, scopes, limit, category, False, auto_scope, since_prior_session,
@@ -255,7 +256,7 @@ def _rank(s: Session, query: str, mode: str | None, depth: int, scopes: Iterable
     """Validate the request, then rank over the store with what the view hides left out
     (``plain``: a lexical search answered as store/plain.py's data, ``ranking.run_plain``)."""
     config = config or s.config
-    mode = mode or config.default_mode
+    mode = config.default_mode if mode is None else mode  # "" is no mode: refused below, as the CLI and MCP do
     if not isinstance(query, str):  # a dict, bytes or None is not an empty query: say what it is
         raise InvalidInput(f"query must be a string, got {type(query).__name__}")
     if not query.strip():

@@ -56,6 +56,16 @@ def test_unknown_mode(store):
         store.search("x", mode="fuzzy")
 
 
+@pytest.mark.parametrize("call", [lambda s: s.search("port", mode=""), lambda s: s.rank("port", mode="")])
+def test_an_empty_mode_is_refused_not_read_as_the_default(store, call):
+    """mode="" (an unset setting passed on) ran the store's default mode without a word, where the
+    CLI's --mode '' and the MCP tool refuse it; mode=None is the default."""
+    store.configure(default_mode="bm25")
+    with pytest.raises(InvalidInput, match="^unknown mode ''"):
+        call(store)
+    assert store.search("port", mode=None).mode == "bm25"
+
+
 def test_unknown_ids(store):
     for call in (lambda: store.get("nope"), lambda: store.update("nope", text="new text"),
                  lambda: store.remove("nope", reason="r"), lambda: store.restore("nope")):
