@@ -3,7 +3,8 @@
 Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.js``, ``c#``,
 ``snake_case``) stay whole; alphabetic words are reduced to their Snowball English stem
 (PyStemmer, the C Snowball bm25s uses); runs of CJK, Thai, Lao, Myanmar and Khmer (written without
-spaces) become overlapping bigrams; a combining mark or a format character stays inside its word
+spaces) become overlapping bigrams, and in a document each letter too (a query's run of two letters
+or more is its bigrams); a combining mark or a format character stays inside its word
 (Hindi), Arabic and Hebrew vowel points are dropped from it, and a Turkish i is folded whatever its
 dot; stopwords are dropped
 from queries only (judged on the word before stemming), and only when something else is left. A
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
-TOKENIZER_VERSION = "5"
+TOKENIZER_VERSION = "6"
 TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams,"
                   " marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
@@ -129,26 +130,35 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     return list(_general_spans(unicodedata.normalize("NFKC", text)))
 
 
-def _general_spans(norm: str, marked: str | None = None) -> Iterator[tuple[str, int, int]]:
+def _general_spans(norm: str, marked: str | None = None, letters: bool = True) -> Iterator[tuple[str, int, int]]:
     """``token_spans`` of NFKC text that is not ASCII: the pattern runs over ``marked``, the text
     with its joining characters made ``_JOIN`` (one for one, so its spans are the text's), the
-    tokens are cut from the text itself."""
+    tokens are cut from the text itself. ``letters``: each letter of an unspaced run too, beside
+    its bigrams (``_paired``)."""
     for m in _token_re().finditer(norm.translate(_JOINING) if marked is None else marked):
         start, end = m.span()
         if m.lastgroup == "word":
             yield _word(norm[start:end]), start, end
-            continue
-        if _JOIN not in m.group():  # letters alone: bigrams of the characters
-            run = norm[start:end].casefold()
-            if len(run) == 1:
-                yield run, start, end
-            yield from ((run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
-            continue
-        units = _units(norm, start, end)
-        if len(units) == 1:
-            yield units[0]
-        for (first, s, _), (second, _, e) in zip(units, units[1:]):
-            yield first + second, s, e
+        elif _JOIN not in m.group():  # letters alone: the characters are the units
+            yield from _paired([(ch, i, i + 1) for i, ch in enumerate(norm[start:end].casefold(), start)], letters)
+        else:
+            yield from _paired(_units(norm, start, end), letters)
+
+
+def _paired(units: list[tuple[str, int, int]], letters: bool) -> Iterator[tuple[str, int, int]]:
+    """An unspaced run's tokens: its overlapping bigrams and, with ``letters`` (a document's
+    stream), each letter too, so a one-letter word (猫, 药, 밤) finds the texts that hold it inside a
+    run. A query's run of two or more letters is its bigrams alone: a letter it holds adds nothing
+    its bigrams do not say, and the duplicates gate compares bigrams, not shared letters."""
+    if len(units) == 1:
+        yield units[0]
+        return
+    for (first, s, end), (second, _, e) in zip(units, units[1:]):
+        if letters:
+            yield first, s, end
+        yield first + second, s, e
+    if letters:
+        yield units[-1]
 
 
 def _units(norm: str, start: int, end: int) -> list[tuple[str, int, int]]:
@@ -216,9 +226,11 @@ def tokenize(text: str) -> list[str]:
             out.append(_word(word))
         elif len(run) == 1:
             out.append(run.casefold())
-        else:
+        else:  # each letter and the bigram it starts, as _paired gives them
             run = run.casefold()
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+            for i in range(len(run) - 1):
+                out += (run[i], run[i : i + 2])
+            out.append(run[-1])
     return out
 
 
@@ -239,7 +251,7 @@ def query_tokens(query: str) -> list[str]:
         folded = _FOLDED
         tokens = [folded.get(w) or _fold_new(w) for w in words]
         return [t for w, t in zip(words, tokens) if w not in STOPWORDS] or tokens
-    raw = [(word.casefold(), token) for word, token in _word_tokens(query)]
+    raw = [(word.casefold(), token) for word, token in _word_tokens(query, letters=False)]
     content = [token for word, token in raw if word not in STOPWORDS]
     return content or [token for _, token in raw]
 
@@ -367,10 +379,12 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(query_tokens(query)))
 
 
-def _word_tokens(text: str) -> list[tuple[str, str]]:
-    """(surface text, token) pairs of the document stream."""
+def _word_tokens(text: str, letters: bool = True) -> list[tuple[str, str]]:
+    """(surface text, token) pairs of the document stream (``letters=False``: the query stream's,
+    an unspaced run's letters left out)."""
     norm = unicodedata.normalize("NFKC", text)
-    return [(norm[s:e], token) for token, s, e in token_spans(norm)]
+    spans = token_spans(norm) if letters or norm.isascii() else _general_spans(norm, letters=False)
+    return [(norm[s:e], token) for token, s, e in spans]
 
 
 def surface_forms(query: str) -> dict[str, str]:

@@ -18,10 +18,15 @@ def test_nfkc_and_casefold():
     assert text.tokenize("Ｆｕｌｌ ﬁle STRASSE Straße") == ["full", "file", "strass", "strass"]
 
 
-def test_cjk_runs_become_overlapping_bigrams():
-    assert text.tokenize("東京都に行く") == ["東京", "京都", "都に", "に行", "行く"]
-    assert text.tokenize("猫") == ["猫"]
-    assert text.tokenize("API 東京") == ["api", "東京"]
+def test_cjk_runs_become_overlapping_bigrams_and_in_a_document_letters_too():
+    """A query's run is its bigrams; a document's adds each letter, so a one-letter word (猫, cat)
+    finds the texts that hold it inside a run."""
+    assert text.query_tokens("東京都に行く") == ["東京", "京都", "都に", "に行", "行く"]
+    assert text.tokenize("東京都に行く") == ["東", "東京", "京", "京都", "都", "都に", "に", "に行", "行", "行く", "く"]
+    assert text.tokenize("猫") == text.query_tokens("猫") == ["猫"]
+    assert text.tokenize("API 東京") == ["api", "東", "東京", "京"]
+    assert text.content_terms("我的猫叫小白") == {"我的", "的猫", "猫叫", "叫小", "小白"}  # what duplicates compare
+    assert text.match_terms(text.query_terms("猫"), "我的猫叫小白") == ["猫"]
 
 
 def test_query_stopwords_dropped_unless_nothing_is_left():
@@ -136,9 +141,9 @@ def test_snippet_finds_stemmed_forms():
 
 
 def test_cjk_spans_point_at_their_bigrams():
-    assert text.token_spans("東京都") == [("東京", 0, 2), ("京都", 1, 3)]
+    assert text.token_spans("東京都") == [("東", 0, 1), ("東京", 0, 2), ("京", 1, 2), ("京都", 1, 3), ("都", 2, 3)]
     assert text.token_spans("猫 API") == [("猫", 0, 1), ("api", 2, 5)]
-    assert text.token_spans("ＡＢ 東京") == [("ab", 0, 2), ("東京", 3, 5)]  # spans in the NFKC text
+    assert text.token_spans("ＡＢ 東京") == [("ab", 0, 2), ("東", 3, 4), ("東京", 3, 5), ("京", 4, 5)]  # spans in the NFKC text
 
 
 def test_a_word_keeps_its_combining_marks_and_format_characters():
@@ -151,9 +156,11 @@ def test_a_word_keeps_its_combining_marks_and_format_characters():
 
 
 def test_scripts_without_spaces_become_bigrams_of_letters_with_their_marks():
-    assert text.token_spans("กรุงเทพ") == [("กรุ", 0, 3), ("รุง", 1, 4), ("งเ", 3, 5), ("เท", 4, 6), ("ทพ", 5, 7)]
-    assert set(text.tokenize("กรุงเทพ")) <= set(text.tokenize("เซิร์ฟเวอร์หลักอยู่ที่กรุงเทพ"))
-    assert text.tokenize("葛\U000E0100城") == ["葛城"]  # a variation selector picks a glyph, not a letter
+    assert text.token_spans("กรุงเทพ") == [("ก", 0, 1), ("กรุ", 0, 3), ("รุ", 1, 3), ("รุง", 1, 4), ("ง", 3, 4),
+                                           ("งเ", 3, 5), ("เ", 4, 5), ("เท", 4, 6), ("ท", 5, 6), ("ทพ", 5, 7), ("พ", 6, 7)]
+    assert text.query_tokens("กรุงเทพ") == ["กรุ", "รุง", "งเ", "เท", "ทพ"]
+    assert set(text.query_tokens("กรุงเทพ")) <= set(text.tokenize("เซิร์ฟเวอร์หลักอยู่ที่กรุงเทพ"))
+    assert text.query_tokens("葛\U000E0100城") == ["葛城"]  # a variation selector picks a glyph, not a letter
 
 
 def test_arabic_and_hebrew_words_meet_with_or_without_their_vowel_points():
@@ -221,7 +228,7 @@ def test_normalize_and_match_terms():
 
 def test_fingerprint_is_pinned():
     """Every store rebuilds its index when this changes: change it only with TOKENIZER_VERSION."""
-    assert text.fingerprint() == "6f7c5ab4df9e8dfd"
+    assert text.fingerprint() == "d011a9559c7639ac"
 
 
 # Snippets of texts made of one-letter words ("a a a ... key b b"): spaces sit at every other

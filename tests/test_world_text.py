@@ -13,6 +13,15 @@ def test_a_hindi_word_finds_only_the_memory_that_holds_it(store, mode):
 
 
 @pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_one_letter_chinese_word_is_found_inside_a_sentence(store, mode):
+    cat = store.write("我的猫叫小白，每天早上七点喂它", scopes=["ops"]).id
+    drug = store.write("用户对青霉素过敏，不能用这种药", scopes=["ops"]).id
+    assert [h.id for h in store.search("猫", mode=mode).hits] == [cat]
+    hits = store.search("药", mode=mode).hits
+    assert [h.id for h in hits] == [drug] and hits[0].match_terms == ["药"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
 def test_a_thai_word_is_found_inside_its_unspaced_sentence(store, mode):
     bangkok = store.write("เซิร์ฟเวอร์หลักอยู่ที่กรุงเทพ", scopes=["ops"]).id
     store.write("เครื่องพิมพ์ในสำนักงานเชียงใหม่เสียแล้ว", scopes=["ops"])
