@@ -267,6 +267,40 @@ def test_a_statement_the_servers_statement_timeout_cancels_is_not_called_unreach
         assert s.write("The auth service listens on port 8443", scopes=["ops"]).status == "committed"
 
 
+def test_every_connection_speaks_utf8_whatever_pgclientencoding_says(postgres_url, monkeypatch):
+    """With PGCLIENTENCODING=LATIN1 in the environment a search of a store holding one CJK memory
+    failed ('has no equivalent in encoding LATIN1'), and such a write was called a lone surrogate."""
+    with kenning.open_store(postgres_url) as s:
+        kept = s.write("The 東京 cache server listens on port 6379", scopes=["ops"]).id
+    monkeypatch.setenv("PGCLIENTENCODING", "LATIN1")
+    with kenning.open_store(postgres_url) as s:
+        assert [h.id for h in s.search("cache server port", mode="bm25").hits] == [kept]
+        assert s.write("The 大阪 mirror listens on port 6380", scopes=["ops"]).status == "committed"
+        assert {m.content for m in s.list(auto_scope=False)} >= {"The 大阪 mirror listens on port 6380"}
+
+
+def test_a_new_store_is_refused_in_a_database_not_encoded_utf8(postgres_url):
+    """A LATIN1 database took a new store, then refused every write outside Latin-1 with a message
+    about lone surrogates."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from kenning.store.postgres.database import holds_store
+
+    name = urlsplit(postgres_url).path.lstrip("/") + "_latin1"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    url = urlunsplit(urlsplit(postgres_url)._replace(path="/" + name))
+    try:
+        with pytest.raises(StorageError, match="encoded LATIN1.*ENCODING 'UTF8'"):
+            kenning.open_store(url)
+        assert not holds_store(url)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

@@ -26,6 +26,9 @@ from .. import looks
 from . import dialect, schema
 
 CONNECT_TIMEOUT_S = 10
+# every connection speaks UTF-8, whatever PGCLIENTENCODING or the URL say: with LATIN1 there a search
+# of a store holding one CJK memory failed ("has no equivalent in encoding LATIN1")
+SESSION = {"autocommit": True, "client_encoding": "UTF8"}
 LOCK_TIMEOUT_MS = 30_000  # as SQLite's busy_timeout: a writer waits this long for the one before it
 COPY_FROM_ROWS = 64  # an executemany this long goes through COPY (see Connection._copy_in)
 MIGRATE_LOCK = 0x6B656E6E  # pg_advisory_xact_lock key while a process migrates the schema
@@ -52,7 +55,7 @@ def connect(url: str) -> Any:
     import psycopg
 
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **SESSION)
     except psycopg.ProgrammingError as exc:
         from urllib.parse import unquote
 
@@ -271,7 +274,7 @@ class PostgresDatabase:
     def _new_pool(self) -> Any:
         from psycopg_pool import ConnectionPool
 
-        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs={"autocommit": True},
+        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs=SESSION,
                               configure=_configure, open=False)
 
     def _forked(self) -> None:
@@ -296,8 +299,9 @@ class PostgresDatabase:
         on the schema) or a server that takes no writes failed to open it for a search."""
         import psycopg
 
-        if conn.execute("SELECT to_regclass('kenning_schema') IS NOT NULL").fetchone()[0] and self._current(
-                conn.execute("SELECT MAX(version) FROM kenning_schema").fetchone()[0]):
+        if not conn.execute("SELECT to_regclass('kenning_schema') IS NOT NULL").fetchone()[0]:
+            _require_utf8(conn, self.path)
+        elif self._current(conn.execute("SELECT MAX(version) FROM kenning_schema").fetchone()[0]):
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
@@ -545,6 +549,17 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _require_utf8(conn: Any, where: str) -> None:
+    """A new store only in a UTF8 database: a LATIN1 one refuses every character outside Latin-1 (a CJK
+    memory, an emoji in a transcript) at the write, long after the store was made."""
+    encoding = conn.info.parameter_status("server_encoding")
+    if encoding not in (None, "UTF8"):
+        from kenning.errors import StorageError
+
+        raise StorageError(f"{where} is encoded {encoding}, which cannot hold every character kenning keeps; "
+                           "use a database created with ENCODING 'UTF8' (TEMPLATE template0)")
 
 
 def _relation(exc: Any) -> str:
