@@ -34,6 +34,18 @@ def test_a_shorter_body_ending_a_sentence_and_an_equal_length_one_pass():
     assert truncation.check("one two three.", "one two of the") is None  # not shorter: not a cut
 
 
+@pytest.mark.parametrize("old, new", [
+    ("本番サーバーは東京にあります。バックアップは毎晩三時に実行されます。", "本番サーバーは東京にあります。"),
+    ("生产服务器位于上海机房！备份每天晚上执行一次。", "生产服务器位于上海机房！"),
+    ("الخادم الرئيسي موجود في دبي؟ النسخ الاحتياطي يتم كل ليلة.", "الخادم الرئيسي موجود في دبي؟"),
+    ("मुख्य सर्वर दिल्ली में है। बैकअप हर रात चलता है।", "मुख्य सर्वर दिल्ली में है।"),
+])
+def test_a_sentence_ended_by_the_mark_of_its_own_script_is_no_cut(old, new):
+    """。！؟। end a sentence as "." does: dropping the sentences after one is an edit."""
+    assert truncation.check(old, new) is None
+    assert truncation.check(old, new[:-4]).status == "truncation_warning"  # cut inside the sentence
+
+
 def test_write_enabled_false_refuses_every_change():
     with pytest.raises(GateRefused) as raised:
         write_enabled.require(StoreConfig(write_enabled=False))

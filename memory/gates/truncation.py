@@ -23,6 +23,12 @@ _DANGLING = re.compile(
 )
 
 
+# what ends a sentence or a clause: ASCII's marks and those of scripts that write their own - CJK's
+# full stop and full-width marks and closing brackets, Arabic's question mark and semicolon, the
+# Urdu full stop, Devanagari's danda, Ethiopic's full stop
+_BOUNDARY = frozenset(".;:!?)]。．｡！？；：）」』】〕》؟؛۔।॥።")
+
+
 def check(old: str, new: str, acknowledge: bool = False) -> GateRefusal | None:
     """Refuse a shrinking edit that leaves the body ending mid-sentence, unless acknowledged."""
     if acknowledge:
@@ -33,7 +39,7 @@ def check(old: str, new: str, acknowledge: bool = False) -> GateRefusal | None:
     # a prefix cut loses text only when the old body went on mid-sentence (" and …", or mid-word);
     # stopping where the old one ended a clause ("; the windows build …") or a sentence ("… nightly.
     # It then …": the last sentences dropped) is an edit
-    boundary = re.search(r"[.;:!?)\]]$", cut) or re.match(r"[.;:!?)\]\n]", before[len(cut):])
+    boundary = cut[-1:] in _BOUNDARY or before[len(cut):len(cut) + 1] in _BOUNDARY | {"\n"}
     prefix = before.startswith(cut) and not boundary
     dangling = _DANGLING.search(cut)
     if not (prefix or dangling):
