@@ -208,7 +208,10 @@ def _label(
     return "low"
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# a sentence ends at . ! ? and a space, or at the marks of CJK (full stop, full-width ! and ?), which
+# no space follows, and Arabic's question mark
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟])\s*")
+_QUESTION_MARKS = ("?", "？", "؟")
 
 
 def asks_about(terms: Iterable[str], text: str) -> bool:
@@ -217,8 +220,9 @@ def asks_about(terms: Iterable[str], text: str) -> bool:
     made you choose that shade?") shares its words and often leads the turn that answers it; a
     question is not an answer, so it is never ``high``."""
     terms = list(terms)
-    return "?" in text and any(
-        sentence.rstrip().endswith("?") and match_terms(terms, sentence) for sentence in _SENTENCE_END.split(text.strip()))
+    return any(mark in text for mark in _QUESTION_MARKS) and any(sentence.rstrip().endswith(_QUESTION_MARKS)
+                                                                 and match_terms(terms, sentence)
+                                                                 for sentence in _SENTENCE_END.split(text.strip()))
 
 
 def lead_of(top_score: float, runner_up: float | None) -> float:

@@ -229,6 +229,13 @@ def test_a_hit_asking_about_the_querys_words_asks_and_one_asking_about_something
     assert not asks_about(_terms("which port does Atlas listen on"), "Atlas listens on port 8443 in production.")
 
 
+def test_a_question_in_chinese_japanese_or_arabic_asks_too():
+    """？ and ؟ end a question as ? does, and a CJK sentence ends at its mark with no space after."""
+    assert asks_about(_terms("头发颜色"), "我最近换了发型。你觉得这个头发颜色怎么样？看起来很好看！")
+    assert not asks_about(_terms("头发颜色"), "你周末去哪里了？我换了头发颜色，是蓝色的。")
+    assert asks_about(_terms("لون الشعر"), "هل يعجبك لون الشعر الجديد؟ اخترته بنفسي.")
+
+
 def test_a_hit_that_asks_is_never_high_and_is_read_only_when_it_would_be():
     """The echo's evidence (bench/relevance/labelfeat7.py: cosine .416, 3 of 4 terms, 90 % coverage,
     lead .757) was high; a question is not its own answer. ``asks`` is consulted only for a would-be
