@@ -46,6 +46,14 @@ def test_a_sentence_ended_by_the_mark_of_its_own_script_is_no_cut(old, new):
     assert truncation.check(old, new[:-4]).status == "truncation_warning"  # cut inside the sentence
 
 
+def test_groundedness_judges_each_chinese_sentence_on_its_own():
+    """A CJK sentence ends at 。 with no space after: read as one sentence, the body's grounded
+    sentences carried the invented one (a third of its bigrams in the transcript overall)."""
+    body = "用户住在上海。他每天早上喝咖啡。他养了一只叫小白的橘猫，体重十二公斤。"
+    transcript = "用户说他住在上海，每天早上都喝咖啡。"
+    assert groundedness.ungrounded_sentences(body, transcript) == ["他养了一只叫小白的橘猫，体重十二公斤。"]
+
+
 def test_write_enabled_false_refuses_every_change():
     with pytest.raises(GateRefused) as raised:
         write_enabled.require(StoreConfig(write_enabled=False))

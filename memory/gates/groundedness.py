@@ -19,7 +19,9 @@ GATE = "groundedness"
 STATUS = "ungrounded"
 OVERRIDE = "acknowledge_ungrounded"
 MIN_SUPPORT = 0.30
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at . ! ? and a space, at a line break, or at the marks of CJK (full stop,
+# full-width ! and ?), which no space follows, and Arabic's question mark
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？؟])\s*|\n+")
 
 
 def sentences(text: str) -> list[str]:
