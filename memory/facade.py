@@ -177,9 +177,10 @@ class Store(SessionState):
         ``after``: the last listed memory's ``cursor``, for the next page (nothing skipped or repeated)."""
         return reads.list_memories(self._s, scopes, category, limit, auto_scope, record, after)
 
-    def tombstones(self, scopes: Iterable[str] | None = None, limit: int = 50) -> list[Tombstone]:
-        """Removed memories with their reasons, most recently removed first."""
-        return reads.tombstones(self._s, scopes, limit)
+    def tombstones(self, scopes: Iterable[str] | None = None, limit: int = 50,
+                   after: str | None = None) -> list[Tombstone]:
+        """Removed memories with their reasons, most recently removed first; ``after``: the last one's ``cursor``."""
+        return reads.tombstones(self._s, scopes, limit, after)
 
     def count(self) -> int:
         """How many live memories the store holds."""

@@ -119,22 +119,27 @@ def list_memories(
 
 
 def _cursor(after: object) -> tuple[str, str]:
-    """A ``Memory.cursor`` as its update time and id; anything else is refused, never read as the list's start."""
+    """A ``Memory.cursor`` (or ``Tombstone.cursor``) as its time and id; anything else is refused, never read
+    as the list's start."""
     updated, _, id = after.partition(" ") if isinstance(after, str) else ("", "", "")
     try:
         datetime.fromisoformat(updated)
     except ValueError:
         id = ""
     if not id:
-        raise InvalidInput(f"after must be a listed memory's cursor (Memory.cursor; over HTTP the page's next_after), "
-                           f"got {after!r:.80}")
+        raise InvalidInput(f"after must be the cursor of the last one listed (its .cursor; over HTTP and MCP the "
+                           f"answer's next_after), got {after!r:.80}")
     return updated, id
 
 
-def tombstones(s: Session, scopes: Iterable[str] | None, limit: int) -> list[Tombstone]:
-    """Removed memories with their reasons, most recently removed first."""
+def tombstones(s: Session, scopes: Iterable[str] | None, limit: int, after: str | None = None) -> list[Tombstone]:
+    """Removed memories with their reasons, most recently removed first (``after``: a listed one's ``cursor``)."""
     limit = check_count(limit)
     where, params = records.filter_sql(check_scopes(scopes) if scopes else None, None)
+    if after is not None:
+        removed, id = _cursor(after)
+        where += " AND (m.removed_at < ? OR (m.removed_at = ? AND m.id < ?))"
+        params += [removed, removed, id]
     rows = s.db.read(lambda c: c.execute(
         f"SELECT record, removed_reason, removed_at FROM memories m WHERE removed_at IS NOT NULL {where} "
         "ORDER BY removed_at DESC, id DESC LIMIT ?", (*params, limit)).fetchall())

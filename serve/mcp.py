@@ -275,12 +275,15 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     def memory_list_tombstones(
         scopes: ScopeFilter = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many, most recently removed first (1-50).")] = 20,
+        after: Annotated[str | None, Field(max_length=1_000, description="next_after of the list before: the tombstones that come after its last one.")] = None,
     ) -> out.TombstonesOut:
         """Removed memories with the reason and time of removal, most recent first. Check here before
         re-suggesting something the user may have deliberately removed; memory_restore undoes a removal.
+        next_after is set when more follow: pass it as after for the next page.
         """
-        rows = [t.model_dump(mode="json") for t in store.tombstones(scopes=scopes, limit=limit)]
-        return {"count": len(rows), "tombstones": rows}
+        found = store.tombstones(scopes=scopes, limit=limit + 1, after=after)
+        rows = [t.model_dump(mode="json") for t in found[:limit]]
+        return {"count": len(rows), "tombstones": rows, "next_after": found[limit - 1].cursor if len(found) > limit else None}
 
     # ------------------------------------------------------------------ writing memory
     @writer

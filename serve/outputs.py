@@ -104,6 +104,7 @@ class OverviewOut(TypedDict, total=False):
 class TombstonesOut(TypedDict, total=False):
     count: Required[int]
     tombstones: Required[list[dict[str, Any]]]
+    next_after: str | None
 
 
 @with_config(_OPEN)

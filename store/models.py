@@ -136,6 +136,12 @@ class Tombstone(_Record):
     removed_at: Instant
     removed_by_session: str | None = None
 
+    @property
+    def cursor(self) -> str:
+        """Where it stands in ``tombstones``' order (most recently removed first): ``tombstones(after=cursor)``
+        goes on past it, as ``Memory.cursor`` does for ``list``."""
+        return f"{iso(self.removed_at)} {self.memory.id}"
+
 
 class LegScore(_Record):
     rank: int

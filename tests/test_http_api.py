@@ -88,6 +88,16 @@ def test_list_pages_on_after_skip_nothing_when_a_memory_is_removed_between_pages
     assert bad.status_code == 400 and "cursor" in bad.json()["error"]
 
 
+def test_tombstones_page_on_next_after(client):
+    ids = [_write(client, f"Service number {i} listens on port {8000 + i}", ["s"]) for i in range(3)]
+    for mid in ids:
+        assert client.delete(f"/memories/{mid}", params={"reason": "retired service"}).status_code == 200
+    first = client.get("/tombstones", params={"limit": 2}).json()
+    rest = client.get("/tombstones", params={"limit": 2, "after": first["next_after"]}).json()
+    assert rest["next_after"] is None
+    assert [t["memory"]["id"] for t in first["tombstones"] + rest["tombstones"]] == ids[::-1]
+
+
 def test_remove_needs_a_reason_then_tombstone_and_restore(client):
     mid = _write(client)
     missing_reason = client.delete(f"/memories/{mid}")

@@ -215,3 +215,23 @@ def test_paging_with_after_skips_and_repeats_nothing_while_the_store_changes(tmp
             s.list(after="page 2")
         with pytest.raises(InvalidInput, match="cursor"):
             s.list(after=ids[0])
+
+
+def test_tombstones_page_with_after_while_memories_are_removed_and_restored(tmp_path):
+    """Tombstones were capped per call (50 through MCP, 500 over HTTP) with no way past the cap;
+    ``after=`` the last one's ``cursor`` lists those removed before it."""
+    with kenning.open_store(tmp_path / "s", clock=ticking(START)) as s:
+        ids = [s.write(f"Service {word} listens on its own port", scopes=["ops"]).id
+               for word in ("amber", "birch", "cedar", "delta", "ember")]
+        for memory_id in ids:
+            s.remove(memory_id, "retired service")
+        page = s.tombstones(limit=2)
+        seen = [t.memory.id for t in page]
+        s.restore(ids[0])  # not listed yet: it leaves the tombstones
+        s.remove(s.write("Service fjord listens on its own port", scopes=["ops"]).id, "retired service")
+        while len(page) == 2:
+            page = s.tombstones(limit=2, after=page[-1].cursor)
+            seen += [t.memory.id for t in page]
+        assert seen == ids[:0:-1]  # most recently removed first, each once; the new one came after the start
+        with pytest.raises(InvalidInput, match="cursor"):
+            s.tombstones(after="2")

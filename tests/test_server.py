@@ -390,6 +390,17 @@ def test_memory_list_pages_past_its_cap_with_next_after(tmp_path, repo):
         assert "cursor" in conn.fails("memory_list", after="50")
 
 
+def test_memory_list_tombstones_pages_on_next_after(server):
+    ids = [server.call("memory_write", content=f"Service number {i} listens on port {8000 + i}", scopes=["ops"])["id"]
+           for i in range(3)]
+    for mid in ids:
+        server.call("memory_remove", id=mid, reason="retired service")
+    first = server.call("memory_list_tombstones", limit=2)
+    rest = server.call("memory_list_tombstones", limit=2, after=first["next_after"])
+    assert first["count"] == 2 and rest["count"] == 1 and rest["next_after"] is None
+    assert [t["memory"]["id"] for t in first["tombstones"] + rest["tombstones"]] == ids[::-1]
+
+
 def test_the_overview_names_a_moved_checkouts_old_folder(tmp_path, repo):
     """An agent starts with memory_scope_overview and skips memory when total is 0: in a checkout
     moved on disk it gets the gone folder that holds its memories, and the description says what to do."""

@@ -155,8 +155,12 @@ def show(request: Request, id: str) -> dict[str, Any]:
 
 @router.get("/tombstones", tags=["memories"], summary="Removed memories with why and when")
 def tombstones(request: Request, scopes: list[str] | None = Depends(scopes_filter),
-               limit: int = Query(50, ge=1, le=MAX_LISTED)) -> dict[str, Any]:
-    return {"tombstones": [t.model_dump(mode="json") for t in _store(request).tombstones(scopes=scopes, limit=limit)]}
+               limit: int = Query(50, ge=1, le=MAX_LISTED),
+               after: str | None = Query(None, max_length=1_000, description="The page before's next_after.")
+               ) -> dict[str, Any]:
+    rows = _store(request).tombstones(scopes=scopes, limit=limit + 1, after=after)
+    return {"tombstones": [t.model_dump(mode="json") for t in rows[:limit]],
+            "next_after": rows[limit - 1].cursor if len(rows) > limit else None}
 
 
 @router.get("/pending", tags=["pending writes"], summary="Staged writes awaiting confirmation (every session)")
