@@ -301,6 +301,31 @@ def test_a_new_store_is_refused_in_a_database_not_encoded_utf8(postgres_url):
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
+def test_stored_times_read_back_whole_whatever_extra_float_digits_says(postgres_url, monkeypatch):
+    """Floats come back as text: with extra_float_digits 0 (PGOPTIONS, an old postgresql.conf) every
+    stored time lost its last digits on a read, and kenning migrate copied the rounded values."""
+    from datetime import datetime, timezone
+
+    from kenning.store.transfer import rows
+
+    written = datetime(2026, 1, 2, 3, 4, 5, 123457, tzinfo=timezone.utc)  # 16 digits as epoch seconds
+    with kenning.open_store(postgres_url, clock=lambda: written) as s:
+        for n in range(3):
+            s.write(f"Worker {n} drains the jobs table every {n + 2} seconds", scopes=["ops"])
+
+    def stored_times() -> list[tuple]:
+        db = PostgresDatabase(postgres_url)
+        try:
+            return rows(db, "lex_docs")
+        finally:
+            db.close()
+
+    before = stored_times()
+    assert [r[4] for r in before] == [written.timestamp()] * 3
+    monkeypatch.setenv("PGOPTIONS", "-c extra_float_digits=0")
+    assert stored_times() == before
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

@@ -201,7 +201,8 @@ def _vector_dumper(oid: int) -> type:
 
 
 def _configure(conn: Any) -> None:
-    """Per connection: sums and averages (NUMERIC in PostgreSQL) come back as int or float, as in SQLite."""
+    """Per connection: sums and averages (NUMERIC in PostgreSQL) come back as int or float, as in SQLite;
+    floats whole; a writer waits for a lock as long as SQLite's busy_timeout."""
     from psycopg.adapt import Loader
 
     class NumberLoader(Loader):
@@ -210,7 +211,9 @@ def _configure(conn: Any) -> None:
             return int(value) if value == value.to_integral_value() else float(value)
 
     conn.adapters.register_loader("numeric", NumberLoader)
-    conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+    # floats come as text: extra_float_digits 0 (PGOPTIONS, an old postgresql.conf) rounded them to 15
+    # digits, so a read or a migrate lost part of every stored time
+    conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}; SET extra_float_digits = 1")
     see_pgvector(conn)
 
 
