@@ -326,6 +326,47 @@ def test_stored_times_read_back_whole_whatever_extra_float_digits_says(postgres_
     assert stored_times() == before
 
 
+def test_writers_queue_whatever_isolation_level_the_server_defaults_to(postgres_url):
+    """Writers queue on the generation row's lock; with default_transaction_isolation 'serializable'
+    (or 'repeatable read') the one that waited failed with 'could not serialize access', said as
+    'cannot reach': concurrent writes were lost."""
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {urlsplit(postgres_url).path.lstrip('/')} "
+                      "SET default_transaction_isolation = 'serializable'")
+    first, second = PostgresDatabase(postgres_url), PostgresDatabase(postgres_url)
+    failed: list[BaseException] = []
+
+    def write_second() -> None:
+        try:
+            with second.transaction() as c:
+                c.execute("INSERT INTO meta(key, value) VALUES ('second', '1')")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            failed.append(exc)
+
+    try:
+        with first.transaction() as c:
+            c.execute("INSERT INTO meta(key, value) VALUES ('first', '1')")
+            waiter = threading.Thread(target=write_second)
+            waiter.start()
+            with psycopg.connect(postgres_url, autocommit=True) as watch:  # until the second waits for our lock
+                deadline = time.monotonic() + 60
+                while not watch.execute("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND wait_event_type = 'Lock'").fetchone():
+                    assert time.monotonic() < deadline, "the second writer never waited"
+                    time.sleep(0.02)
+        waiter.join()
+        assert failed == [] and first.get_meta("first") == second.get_meta("second") == "1"
+    finally:
+        first.close()
+        second.close()
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

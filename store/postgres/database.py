@@ -32,6 +32,9 @@ SESSION = {"autocommit": True, "client_encoding": "UTF8"}
 LOCK_TIMEOUT_MS = 30_000  # as SQLite's busy_timeout: a writer waits this long for the one before it
 COPY_FROM_ROWS = 64  # an executemany this long goes through COPY (see Connection._copy_in)
 MIGRATE_LOCK = 0x6B656E6E  # pg_advisory_xact_lock key while a process migrates the schema
+# READ COMMITTED whatever default_transaction_isolation says: writers queue on the generation row, and
+# under REPEATABLE READ or SERIALIZABLE the one that waited failed ('could not serialize access')
+BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 
 def display_url(url: str) -> str:
@@ -359,7 +362,7 @@ class PostgresDatabase:
         # self.lock as SQLite's transaction holds it: a write patches in-process state (the lexicon's
         # doc arrays) that a ranking in another thread reads under the same lock. Writers queue on the
         # generation row anyway; taken before a pool connection, so a waiting thread holds none.
-        with self.lock, pg_errors(self.path), self._connection(lambda raw: raw.execute("BEGIN")) as (raw, _):
+        with self.lock, pg_errors(self.path), self._connection(lambda raw: raw.execute(BEGIN)) as (raw, _):
             wrapped = Connection(raw)
             self._local.conn = wrapped
             try:
