@@ -74,6 +74,18 @@ def test_groundedness_sentences_support_and_the_boundary():
     assert groundedness.ungrounded_sentences(words, "alpha bravo") == [words]
 
 
+@pytest.mark.parametrize("folder, scope, other", [
+    ("東京", "projects:東京", "projects:大阪"), ("проект", "projects:Проект", "projects:задача"),
+    ("cafe\u0301-app", "projects:café-app", "projects:bistro"),  # a decomposed folder name, a composed scope
+])
+def test_a_repository_named_in_another_script_matches_its_own_scope(tmp_path, folder, scope, other):
+    """The default scope of a write in the repository 東京 is projects:東京: the gate must know it."""
+    root = tmp_path / folder
+    root.mkdir()
+    assert scope_match.check([scope], str(root), None) is None
+    assert scope_match.check([other], str(root), None).status == "scope_mismatch"
+
+
 @pytest.fixture
 def repo(tmp_path):
     root = tmp_path / "kenning_main"

@@ -13,6 +13,7 @@ writes it anyway, for a fact learned here about another project.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,7 +26,10 @@ _PROJECT_SCOPE = re.compile(r"^(?:projects?|repo|repos|repository):(.+)$", re.I)
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    """A name's letters and digits, casefolded: punctuation and case do not matter. Of any script
+    (NFKC, so a decomposed "café" is the composed one): an ASCII-only filter left nothing of
+    "東京" or "проект", so a repository named so refused its own default scope."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold() if ch.isalnum())
 
 
 def project_names(scopes: Iterable[str]) -> list[str]:
