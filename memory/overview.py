@@ -96,7 +96,7 @@ def stats(s: Session) -> dict[str, Any]:
     }
     report = s.db.read(lambda c: {k: c.execute(sql).fetchone()[0] for k, sql in queries.items()})
     report["pending_writes"] = len(pending_writes(s, all_sessions=True))
-    report["size_bytes"] = sum(p.stat().st_size for p in s.directory.iterdir() if p.is_file())
+    report["size_bytes"] = s.db.size_bytes(s.directory)
     report["read_only"] = s.db.read_only
     report["default_mode"] = s.config.default_mode
     return report

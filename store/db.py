@@ -511,6 +511,10 @@ class Database:
         with self.lock:
             return self.conn.total_changes
 
+    def size_bytes(self, directory: Path) -> int:
+        """The store's bytes: the files of its folder (the database, its WAL, the vector index)."""
+        return sum(p.stat().st_size for p in Path(directory).iterdir() if p.is_file())
+
     def tables(self) -> list[str]:
         """The store's tables, by name."""
         return [r[0] for r in self.read(lambda c: c.execute(

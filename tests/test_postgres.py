@@ -367,6 +367,18 @@ def test_writers_queue_whatever_isolation_level_the_server_defaults_to(postgres_
         second.close()
 
 
+def test_info_counts_the_tables_on_the_server_in_the_store_size(postgres_url):
+    """The size counted the files of this host's cache folder alone: 0.0 MB for a store of any size."""
+    import psycopg
+
+    with kenning.open_store(postgres_url) as s:
+        s.write("The auth service listens on port 8443", scopes=["ops"])
+        with psycopg.connect(postgres_url) as watch:
+            on_server = watch.execute("SELECT pg_total_relation_size('memories') + "
+                                      "pg_total_relation_size('events')").fetchone()[0]
+        assert s.stats()["size_bytes"] > on_server > 0
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -522,6 +523,14 @@ class PostgresDatabase:
     def changes(self) -> int:
         """Grows with every committed transaction (by anyone): a refusal that wrote nothing leaves it alone."""
         return self.read(lambda c: c.raw.execute("SELECT n FROM kenning_generation").fetchone()[0])
+
+    def size_bytes(self, directory: Any) -> int:
+        """The store's bytes: its tables on the server (indexes and TOAST included) and this host's
+        derived files (``kenning info`` counted the files alone: 0.0 MB for a store of any size)."""
+        on_server = self.read(lambda c: c.raw.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(oid)), 0) FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'm')").fetchone()[0])
+        return int(on_server) + sum(p.stat().st_size for p in Path(directory).iterdir() if p.is_file())
 
     def tables(self) -> list[str]:
         """The store's tables, by name (those of the schema the URL points at)."""
