@@ -223,15 +223,18 @@ class Tolerant:
 
 
 _KEEP = {"\n", "\t"}
+# bidi embeddings, overrides and isolates: the rest of the line is shown in another order than it is
+# stored ("Trojan Source"), so a memory would read as something it does not say
+_REORDERING = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def sanitize(text: str) -> str:
     """Control characters from stored text shown as visible escapes (ESC as \\x1b), so a memory
-    cannot move the cursor, retitle the window or hide itself in the reader's terminal."""
+    cannot move the cursor, retitle the window, hide itself or reorder its line in the reader's terminal."""
     if text.isprintable():
         return text
-    return "".join(ch if ch in _KEEP or unicodedata.category(ch) not in ("Cc", "Cs") else
-                   ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return "".join(ch if ch in _KEEP or (unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _REORDERING)
+                   else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for ch in text)
 
 

