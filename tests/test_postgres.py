@@ -379,6 +379,50 @@ def test_info_counts_the_tables_on_the_server_in_the_store_size(postgres_url):
         assert s.stats()["size_bytes"] > on_server > 0
 
 
+def test_a_store_another_process_creates_meanwhile_is_opened_whatever_the_isolation_level(postgres_url):
+    """Under default_transaction_isolation 'serializable' a process that waited for another's creation
+    of the tables read the version with a snapshot from before it, made them again and failed: 'already
+    holds a table named memories that is not kenning's'."""
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    from kenning.store.postgres import schema
+    from kenning.store.postgres.database import MIGRATE_LOCK
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {urlsplit(postgres_url).path.lstrip('/')} "
+                      "SET default_transaction_isolation = 'serializable'")
+    outcome: list[object] = []
+
+    def open_it() -> None:
+        try:
+            PostgresDatabase(postgres_url).close()
+            outcome.append("opened")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome.append(exc)
+
+    with psycopg.connect(postgres_url, autocommit=True) as other:  # the other process, creating the tables
+        other.execute("SELECT pg_advisory_lock(%s)", (MIGRATE_LOCK,))
+        opener = threading.Thread(target=open_it)
+        opener.start()
+        deadline = time.monotonic() + 60
+        while not other.execute("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND wait_event = 'advisory'").fetchone():
+            assert time.monotonic() < deadline, "the opener never waited for the migration lock"
+            time.sleep(0.02)
+        other.execute("CREATE TABLE kenning_schema (version INTEGER NOT NULL)")
+        for step in schema.MIGRATIONS:
+            for statement in step:
+                other.execute(statement)
+        other.execute("INSERT INTO kenning_schema(version) VALUES (%s)", (schema.SCHEMA_VERSION,))
+        other.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
+        opener.join()
+    assert outcome == ["opened"]
+
+
 def test_info_names_the_server_without_its_password(postgres_url):
     kenning.open_store(postgres_url).close()
     done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", postgres_url, "info", "--json"],

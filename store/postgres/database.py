@@ -311,6 +311,9 @@ class PostgresDatabase:
         elif self._current(conn.execute("SELECT MAX(version) FROM kenning_schema").fetchone()[0]):
             return
         with conn.transaction():
+            # READ COMMITTED (see BEGIN): a stricter default took the snapshot before the lock's wait,
+            # so a process that waited for another's creation saw no version and created it again
+            conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS kenning_schema (version INTEGER NOT NULL)")
             row = conn.execute("SELECT version FROM kenning_schema").fetchone()
