@@ -35,7 +35,9 @@ _EXTENSIONLESS_FILES = frozenset(
 _TLDS = frozenset("com org net io dev ai co app gov edu info biz me us uk de eu sh so gg".split())
 # URLs and e-mail addresses are blanked before scanning: their paths are not the worktree's.
 _NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.I)
-_CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|]+")
+# a path ends at a space, a quote, a bracket or a separator, CJK's full-width ones included (a Chinese
+# or Japanese sentence writes "路径：src/app.py，然后…" with no space around the path)
+_CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|，、。；：！？（）「」『』【】《》〈〉]+")
 _SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
 # a line, a column or a range of them after the path (dashes of every kind), or an anchor
 _LOCATION = re.compile(r"(?::L?\d+(?:[-\u2010-\u2015]L?\d+)?)+$|#.*$")

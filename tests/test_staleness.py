@@ -93,6 +93,12 @@ def test_extract_paths_keeps_file_and_directory_citations():
     ]
 
 
+def test_a_path_cited_in_a_chinese_or_japanese_sentence_is_found():
+    """CJK punctuation is full-width and no space surrounds the path: it still ends the path."""
+    assert extract_paths("路径：src/app.py，然后运行 scripts/run.sh。") == ["src/app.py", "scripts/run.sh"]
+    assert extract_paths("設定は「config/app.toml」にあります（docs/README.md）。") == ["config/app.toml", "docs/README.md"]
+
+
 @pytest.mark.parametrize("cited", ["src/app.py:10-20", "src/app.py:L10", "src/app.py:L10-L20", "src/app.py:10:5-12:3",
                                    "src/app.py:10\u201320", "(src/app.py:10-20)", "src/app.py#L10-L20"])
 def test_a_path_cited_with_a_line_range_is_checked(cited, tmp_path):
