@@ -5,8 +5,8 @@ Normalisation is NFKC + casefold. Technical tokens (``3.12.1``, ``c++``, ``node.
 (PyStemmer, the C Snowball bm25s uses); runs of CJK, Thai, Lao, Myanmar and Khmer (written without
 spaces) become overlapping bigrams, and in a document each letter too (a query's run of two letters
 or more is its bigrams); a combining mark or a format character stays inside its word
-(Hindi), Arabic and Hebrew vowel points are dropped from it, and a Turkish i is folded whatever its
-dot; stopwords are dropped
+(Hindi), Arabic and Hebrew vowel points are dropped from it, a digit of any script is its ASCII
+digit, and a Turkish i is folded whatever its dot; stopwords are dropped
 from queries only (judged on the word before stemming), and only when something else is left. A
 search writes out a stopword's contraction first (``search_tokens``: "what's" -> "what"), so the
 piece the apostrophe splits off is no query term.
@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 import Stemmer
 
 TOKENIZER_VERSION = "6"
-TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams,"
-                  " marks inside words, query stopwords"
+TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams"
+                  " (and letters, in documents), marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -56,11 +56,16 @@ def _token_re() -> re.Pattern[str]:
     return re.compile(_TOKEN_PATTERN)
 
 
+_TABLE_BOUND = 1 << 16  # characters a translate table remembers: random text could hold 1.1 million
+
+
 class _Joiners(dict):
     """``str.translate`` table: a mark or format character -> _JOIN (U+E000 itself, a private-use
     character no word holds, -> a space), every other character kept; each looked up once."""
 
     def __missing__(self, cp: int) -> int | str:
+        if len(self) >= _TABLE_BOUND:
+            self.clear()
         kind = unicodedata.category(chr(cp))
         value: int | str = _JOIN if (kind[0] == "M" or kind == "Cf") and cp != 0x200B else cp
         self[cp] = value = " " if cp == 0xE000 else value
@@ -80,6 +85,8 @@ class _Spelling(dict):
     alone, which "5432" must find); each character looked up once."""
 
     def __missing__(self, cp: int) -> int | str | None:
+        if len(self) >= _TABLE_BOUND:
+            self.clear()
         kind = unicodedata.category(chr(cp))
         value: int | str | None = cp
         if kind == "Cf" or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or any(

@@ -173,6 +173,17 @@ def test_a_digit_of_another_script_is_its_ascii_digit():
     assert text.tokenize("المنفذ ٥٤٣٢ پورت ۸۰۸۰ सर्वर १२३ v٣.١٢") == ["المنفذ", "5432", "پورت", "8080", "सर्वर", "123", "v3.12"]
 
 
+def test_the_character_tables_are_bounded(monkeypatch):
+    """The translate tables remember each character once; text of random code points must not grow
+    them without end (a long-running server)."""
+    monkeypatch.setattr(text, "_TABLE_BOUND", 8)
+    for table in (text._JOINING, text._SPELLING):
+        table.clear()
+        "".join(map(chr, range(0x4E00, 0x4E40))).translate(table)
+        assert 0 < len(table) <= 8
+        table.clear()
+
+
 def test_a_turkish_i_meets_its_other_case():
     assert text.tokenize("İstanbul IŞIK") == text.tokenize("istanbul ışık") == ["istanbul", "işik"]
 
