@@ -19,6 +19,7 @@ from kenning.errors import InvalidInput
 from kenning.store.db import Database
 from kenning.store.plain import iso
 
+from .gates.limits import has_control_chars
 from .gates.secret_marks import may_hold_secret
 
 # kinds the store itself logs; other modules add their own (audit: turn_audited, search_miss)
@@ -76,7 +77,8 @@ def from_caller(memory_id: object, payload: object) -> tuple[str | None, dict[st
 
 
 def check_kind(kind: object) -> None:
-    if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS:
+    """A short name without control characters (a NUL was kept by SQLite and refused by PostgreSQL)."""
+    if not isinstance(kind, str) or not kind.strip() or len(kind) > MAX_KIND_CHARS or has_control_chars(kind):
         raise InvalidInput(f"an event kind must be a short non-blank name, got {kind!r}")
 
 

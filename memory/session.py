@@ -27,6 +27,7 @@ from kenning.store.plain import utcnow
 
 from . import events
 from .deferred import DeferredEvents
+from .gates.limits import has_control_chars
 from .origin import Origin, detect_origin
 from .scopes import View
 from .settings import Settings
@@ -156,6 +157,8 @@ def _check_arguments(clock: object, session_id: object, cwd: object) -> None:
         raise InvalidInput(f"clock must be a function returning the time (a datetime), got {type(clock).__name__}")
     if session_id is not None and not isinstance(session_id, str):
         raise InvalidInput(f"session_id must be a string, got {type(session_id).__name__}")
+    if session_id is not None and has_control_chars(session_id):  # a NUL: kept by SQLite, refused by PostgreSQL
+        raise InvalidInput(f"session_id {session_id!r:.80} contains a control character")
     if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
         raise InvalidInput(f"cwd must be a folder path, got {type(cwd).__name__}")
 
