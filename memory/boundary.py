@@ -138,10 +138,16 @@ def _id_spelling(fn: Callable) -> Callable[[tuple, dict], tuple[tuple, dict]] | 
 
 
 def _canonical(given: Any) -> Any:
-    """An id, or a list of ids, canonical; anything else is left for the method to refuse."""
+    """An id, or a list of ids, canonical; anything else is left for the method to refuse. A NUL, which
+    no id holds and PostgreSQL's text cannot, becomes U+FFFD: such an id is not found on every backend
+    (PostgreSQL answered 'a value the store cannot hold', HTTP 400 where SQLite's was a 404)."""
     if isinstance(given, (list, tuple, set, frozenset, Iterator)):
-        return [canonical(i) for i in given]
-    return canonical(given)
+        return [canonical(_without_nul(i)) for i in given]
+    return canonical(_without_nul(given))
+
+
+def _without_nul(given: Any) -> Any:
+    return given.replace("\x00", "\ufffd") if isinstance(given, str) and "\x00" in given else given
 
 
 # What help(Store.<method>) says it raises, beyond InvalidInput (every entry point) - all KenningError.

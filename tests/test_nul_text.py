@@ -70,3 +70,18 @@ def test_an_event_kind_or_a_session_id_with_a_nul_is_refused_on_every_backend(lo
         s.log_event("note", None, {"a": "b"})
         assert [e["kind"] for e in s.events()] == ["note"]
 
+
+def test_an_id_with_a_nul_is_not_found_on_every_backend(location):
+    """PostgreSQL answered a look-up by such an id with 'a value the store cannot hold' (InvalidInput,
+    HTTP 400), SQLite with NotFound (404)."""
+    from kenning.errors import NotFound
+
+    with kenning.open_store(location) as s:
+        kept = s.write("The cache server listens on port 6379 in the data zone", scopes=["ops"]).id
+        for call in (lambda: s.get(kept + "\x00"), lambda: s.show(kept + "\x00"),
+                     lambda: s.remove(kept + "\x00", reason="retired"), lambda: s.record_use([kept + "\x00"], "applied")):
+            with pytest.raises(NotFound):
+                call()
+        assert s.confirm_write("pending\x00").status == "not_found"
+        assert s.get(kept).content == "The cache server listens on port 6379 in the data zone"
+
