@@ -134,6 +134,8 @@ def query(
     where, params = [], []
     if session is not None and not isinstance(session, str):
         raise InvalidInput(f"session must be a session id (a string), got {type(session).__name__}")
+    if session is not None and "\x00" in session:  # no logged name holds a NUL, which PostgreSQL cannot take
+        return []
     if session is not None:
         where.append("session = ?")
         params.append(session)
@@ -142,7 +144,7 @@ def query(
         params.append(_instant(since))
     for column, values in (("kind", kinds), ("memory_id", memory_ids)):
         if values is not None:
-            values = _names(values, "kinds" if column == "kind" else "memory_ids")
+            values = [v for v in _names(values, "kinds" if column == "kind" else "memory_ids") if "\x00" not in v]
             if not values:
                 return []
             where.append(f"{column} IN ({','.join('?' * len(values))})")

@@ -85,3 +85,12 @@ def test_an_id_with_a_nul_is_not_found_on_every_backend(location):
         assert s.confirm_write("pending\x00").status == "not_found"
         assert s.get(kept).content == "The cache server listens on port 6379 in the data zone"
 
+
+def test_an_event_filter_with_a_nul_finds_nothing_on_every_backend(location):
+    """events(session=..., kinds=...) with a NUL found nothing on SQLite and raised
+    'a value the store cannot hold' on PostgreSQL."""
+    with kenning.open_store(location) as s:
+        s.log_event("note", None, {"a": "b"})
+        assert s.events(session="s\x00") == [] and s.events(kinds=["note\x00"]) == []
+        assert [e["kind"] for e in s.events(kinds=["note", "other\x00"])] == ["note"]
+
