@@ -14,7 +14,7 @@ from kenning.store.ids import canonical, new_ulid
 from kenning.store.models import Link, Memory, iso
 
 from .claims import normalize_claim_path
-from .gates.limits import check_content, check_metadata, check_scopes, has_control_chars
+from .gates.limits import check_content, check_metadata, check_scopes, check_storable, has_control_chars
 
 MAX_ID_CHARS = 200
 MAX_NOTE_CHARS = 500
@@ -87,11 +87,17 @@ def validated(fields: dict) -> Memory:
 
 
 def link_dict(link: dict | Link) -> dict[str, Any]:
+    """A link as stored. A NUL (SQLite kept it, PostgreSQL refused the write) is refused in a note;
+    in a target, which no id holds, it becomes U+FFFD, so the target is not found on every backend."""
     try:
         checked = Link.model_validate(link).model_dump()
     except ValidationError as exc:
         raise invalid(exc) from exc
     no_secret(checked.get("note"), "a link note")
+    if checked.get("note"):
+        check_storable(checked["note"], "a link note")
+    if isinstance(checked.get("target"), str):
+        checked["target"] = checked["target"].replace("\x00", "\ufffd")
     return checked
 
 

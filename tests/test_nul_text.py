@@ -94,3 +94,20 @@ def test_an_event_filter_with_a_nul_finds_nothing_on_every_backend(location):
         assert s.events(session="s\x00") == [] and s.events(kinds=["note\x00"]) == []
         assert [e["kind"] for e in s.events(kinds=["note", "other\x00"])] == ["note"]
 
+
+def test_a_link_with_a_nul_is_treated_alike_on_every_backend(location):
+    """A link note with a NUL was committed by SQLite (a store that could then not migrate) and
+    refused by PostgreSQL as 'a value the store cannot hold'; a target with one was NotFound on SQLite
+    only."""
+    from kenning.errors import NotFound
+
+    with kenning.open_store(location) as s:
+        kept = s.write("The cache server listens on port 6379 in the data zone", scopes=["ops"]).id
+        with pytest.raises(InvalidInput, match="link note holds a NUL"):
+            s.write("The queue server listens on port 5672 in the data zone", scopes=["ops"],
+                    links=[{"kind": "extends", "target": kept, "note": "same\x00zone"}])
+        with pytest.raises(NotFound, match="link target"):
+            s.write("The queue server listens on port 5672 in the data zone", scopes=["ops"],
+                    links=[{"kind": "extends", "target": kept + "\x00"}])
+        assert [m.id for m in s.list(auto_scope=False)] == [kept]
+
