@@ -71,6 +71,8 @@ def from_caller(memory_id: object, payload: object) -> tuple[str | None, dict[st
     query by memory id finds, and a payload that is not a mapping ([1]) broke the events' shape."""
     if memory_id is not None and not isinstance(memory_id, str):
         raise InvalidInput(f"log_event: memory_id must be a memory id (text), got {type(memory_id).__name__}")
+    if memory_id is not None and has_control_chars(memory_id):  # a NUL: kept by SQLite, refused by PostgreSQL
+        raise InvalidInput(f"log_event: memory_id {memory_id!r:.60} contains a control character; no id does")
     if payload is not None and not isinstance(payload, dict):
         raise InvalidInput(f"log_event: payload must be a dict (a JSON object), got {type(payload).__name__}")
     return memory_id, payload

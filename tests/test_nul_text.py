@@ -60,13 +60,15 @@ def test_a_search_for_a_nul_leaves_the_event_log_readable(location):
 
 
 def test_an_event_kind_or_a_session_id_with_a_nul_is_refused_on_every_backend(location):
-    """SQLite kept either (a session id or event kind no query names), PostgreSQL refused the first
+    """SQLite kept any of them (a session id, event kind or memory id no query names), PostgreSQL refused the first
     write or event of the session with 'a value the store cannot hold'."""
     with pytest.raises(InvalidInput, match="session_id"):
         kenning.open_store(location, session_id="agent\x00one")
     with kenning.open_store(location) as s:
         with pytest.raises(InvalidInput, match="event kind"):
             s.log_event("note\x00", None, {"a": "b"})
+        with pytest.raises(InvalidInput, match="memory_id"):
+            s.log_event("note", "01ARZ3NDEKTSV4RRFFQ69G5FAV\x00", {"a": "b"})
         s.log_event("note", None, {"a": "b"})
         assert [e["kind"] for e in s.events()] == ["note"]
 
