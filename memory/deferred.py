@@ -197,7 +197,9 @@ def _run() -> None:
             try:
                 queue.flush(wait=False)
             except Exception as exc:  # locked or failing: the rows stay queued; try again later
-                if "closed" in str(exc).lower():  # the database was closed behind the session's back
+                # the database was closed behind the session's back; not a message that says "closed"
+                # ("server closed the connection unexpectedly": a restart the next try may outlive)
+                if queue._session.db.closed:
                     _warn("read events of a closed store were dropped: %s", exc)
                     queue._rows = []
                 elif reports_damage(exc):  # the batch was dropped: said once, not retried

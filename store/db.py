@@ -525,6 +525,11 @@ class Database:
         """After rows were inserted with their keys (``kenning migrate``): nothing to do, SQLite's
         AUTOINCREMENT counters follow explicit keys by themselves."""
 
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (a failing call can then be told from a failing store)."""
+        return self._closed
+
     def close(self) -> None:
         with self.lock:
             self._closed = True

@@ -126,3 +126,26 @@ def test_a_search_answers_while_another_connection_holds_the_write_lock(home, mo
     blocker.close()
     assert len(store.events(kinds=["search"])) == 5
     store.close()
+
+
+def test_a_failure_whose_message_says_closed_keeps_the_rows_for_the_next_try(home, monkeypatch):
+    """The background flush dropped the queue when an error's text said "closed", meaning the store
+    was closed behind the session; a PostgreSQL restart says "server closed the connection
+    unexpectedly" of a store still open, and the next try gets through. Only a closed store drops."""
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 0.05)
+    real, failed = deferred.DeferredEvents.flush, []
+
+    def fails_once(self, wait=True):
+        if not failed:
+            failed.append(True)
+            raise sqlite3.OperationalError("server closed the connection unexpectedly")
+        return real(self, wait)
+
+    monkeypatch.setattr(deferred.DeferredEvents, "flush", fails_once)
+    store = kenning.open_store(home)
+    store.search("billing", mode="bm25")
+    deadline = time.monotonic() + 30
+    while committed(home) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert failed and committed(home) == 1
+    store.close()

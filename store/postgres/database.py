@@ -549,6 +549,11 @@ class PostgresDatabase:
             conn.raw.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                              f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
 
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (a failing call can then be told from a failing server)."""
+        return self.pool.closed
+
     def close(self) -> None:
         _OPEN.discard(self)
         self.pool.close()
