@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
-TOKENIZER_VERSION = "6"
+TOKENIZER_VERSION = "7"
 TOKENIZER_NAME = ("nfkc-casefold, technical tokens whole, snowball-english stems, unspaced-script bigrams"
                   " (and letters, in documents), marks inside words, query stopwords"
                   " (a stopword's contraction written out: what's, can't)")
@@ -118,8 +118,18 @@ STOPWORDS = frozenset(
 _local = threading.local()
 
 
+# A word token is at most this long: a pasted hex dump or base64 blob is one "word", and a token of a
+# megabyte was a megabyte-long index key that every later lookup compared against (a 110,000-word
+# write after one took 37 s, not 4). No eval-data text holds a token over 40 characters.
+MAX_TOKEN_CHARS = 128
+
+
 def stem(word: str) -> str:
-    """The Snowball English stem of an alphabetic, casefolded word; anything else unchanged."""
+    """The Snowball English stem of an alphabetic, casefolded word; anything else unchanged. Every
+    word token ends here, so here a word longer than ``MAX_TOKEN_CHARS`` is cut to that many
+    characters (unstemmed): documents and queries cut it alike, so it still finds itself."""
+    if len(word) > MAX_TOKEN_CHARS:
+        return word[:MAX_TOKEN_CHARS]
     if not word.isalpha():
         return word
     stemmer = getattr(_local, "stemmer", None)

@@ -239,7 +239,7 @@ def test_normalize_and_match_terms():
 
 def test_fingerprint_is_pinned():
     """Every store rebuilds its index when this changes: change it only with TOKENIZER_VERSION."""
-    assert text.fingerprint() == "d011a9559c7639ac"
+    assert text.fingerprint() == "f04d9a81e39da7c4"
 
 
 # Snippets of texts made of one-letter words ("a a a ... key b b"): spaces sit at every other
@@ -341,3 +341,16 @@ def test_a_hit_need_not_hold_the_piece_of_a_contraction(tmp_path):
         store.write("The Lisbon office is on the third floor, next to the lift.", scopes=["t"])
         hit = store.search("What's the floor of the Lisbon office?", mode="bm25", auto_scope=False).hits[0]
     assert hit.match_terms == ["floor", "lisbon", "office"] and hit.relevance == "high"
+
+
+def test_a_word_longer_than_a_token_is_cut_alike_in_documents_and_queries():
+    """A pasted hex dump is one word: its token is its first MAX_TOKEN_CHARS characters (a megabyte
+    token was a megabyte index key), in every road the tokens take, so the dump still finds itself."""
+    dump = "9f" * 500_000  # 1 MB, one word
+    cut = dump[: text.MAX_TOKEN_CHARS]
+    assert text.tokenize(f"core dump {dump} attached") == ["core", "dump", cut, "attach"]
+    assert text.tokenize(f"core dump {dump} attaché")[:3] == ["core", "dump", cut]  # the non-ASCII road
+    assert cut in text.query_tokens(dump) and text.tokens_and_terms(dump) == ([cut], [cut])
+    assert [t for t, _, _ in text.token_spans(dump)] == [cut]
+    long_word = "x" * 300  # alphabetic: not stemmed once cut
+    assert text.tokenize(long_word) == ["x" * text.MAX_TOKEN_CHARS]

@@ -61,3 +61,19 @@ def test_a_removal_reason_and_a_scope_may_hold_an_emoji_sequence_or_a_persian_wo
     assert [h.id for h in store.search("pairing rota", scopes=["team:👩‍💻"], mode="bm25").hits] == [mid]
     tomb = store.remove(mid, reason="دیگر لازم نیست، می‌خواهم پاکش کنم 👩‍💻")
     assert tomb.reason == "دیگر لازم نیست، می‌خواهم پاکش کنم 👩‍💻"
+
+
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_pasted_dump_is_found_by_itself_and_indexed_by_its_head(store, mode, tmp_path):
+    """A memory holding a 200 KB hex dump (one word) and one imported with another: each is found by
+    its dump as a query, and no index key is longer than a token may be."""
+    from kenning.retrieval.text import MAX_TOKEN_CHARS
+
+    dump, other = "deadbeef" * 25_000, "cafebabe" * 25_000
+    written = store.write(f"The crash left this core: {dump}", scopes=["ops"]).id
+    [imported] = store.import_records([{"content": f"Another crash core: {other}", "scopes": ["ops"]}])
+    assert [h.id for h in store.search(dump, mode=mode).hits] == [written]
+    assert [h.id for h in store.search(other, mode=mode).hits] == [imported]
+    longest = store._s.db.read(lambda c: c.execute(
+        "SELECT MAX(LENGTH(term)) FROM (SELECT term FROM lex_segments UNION ALL SELECT term FROM lex_delta)").fetchone())
+    assert longest[0] <= MAX_TOKEN_CHARS
