@@ -92,6 +92,12 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
     old, new = check_scopes([old])[0], check_scopes([new])[0]
     if old == new:
         raise InvalidInput(f"the old and new scope are both {old!r}")
+    return _relabel(conn, old, new)
+
+
+def _relabel(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
+    from kenning.store.models import Memory
+
     rows = conn.execute(
         "SELECT m.rowid, m.id, m.record FROM memories m JOIN memory_scopes s ON s.mem = m.rowid WHERE s.scope = ?",
         (old,)).fetchall()
@@ -103,6 +109,30 @@ def rename(conn: sqlite3.Connection, old: str, new: str) -> list[str]:
         conn.execute("DELETE FROM memory_scopes WHERE scope = ? AND mem = ?", (old, rowid))
         conn.execute("INSERT OR IGNORE INTO memory_scopes(scope, mem) VALUES (?, ?)", (new, rowid))
     return [mid for _, mid, _ in rows]
+
+
+COMPOSED_META = "scopes_composed"  # set once a store's stored scopes are all in NFC
+
+
+def compose_stored(conn: sqlite3.Connection) -> int:
+    """Relabel every stored scope not in Unicode NFC as its NFC form (memories, tombstones, journal
+    entries); returns how many memories changed. ``check_scopes`` composes every scope given since,
+    so a scope stored decomposed ("café" as e + U+0301, what a folder name on macOS HFS+ gives the
+    default scope) would be found by no filter typed as it looks; run once per store."""
+    import json
+    import unicodedata
+
+    changed = 0
+    for (scope,) in conn.execute("SELECT DISTINCT scope FROM memory_scopes").fetchall():
+        composed = unicodedata.normalize("NFC", scope)
+        if composed != scope:
+            changed += len(_relabel(conn, scope, composed))
+    for rowid, stored in conn.execute("SELECT rowid, scopes FROM episodes").fetchall():
+        scopes = json.loads(stored)
+        composed = list(dict.fromkeys(unicodedata.normalize("NFC", scope) for scope in scopes))
+        if composed != scopes:
+            conn.execute("UPDATE episodes SET scopes = ? WHERE rowid = ?", (json.dumps(composed), rowid))
+    return changed
 
 
 MOVED_LISTED = 5

@@ -25,7 +25,7 @@ from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
 from kenning.store.plain import utcnow
 
-from . import events
+from . import events, scopes
 from .deferred import DeferredEvents
 from .gates.limits import has_control_chars
 from .origin import Origin, detect_origin
@@ -71,6 +71,10 @@ class Session:
             with self.db.transaction() as c:
                 if self.lexicon.ensure_current(c):
                     records.forget_terms(c)  # the duplicates gate's stored term sets, made by the old stream
+        if self.db.get_meta(scopes.COMPOSED_META) is None and not self.db.read_only:
+            with self.db.transaction() as c:  # once a store: scopes stored before check_scopes composed them
+                scopes.compose_stored(c)
+                Database.set_meta(c, scopes.COMPOSED_META, "1")
         self.settings = Settings(self.db)
         self._semantic: Semantic | None = None
         self._semantic_lock = threading.Lock()

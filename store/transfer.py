@@ -48,7 +48,8 @@ BATCH = 2000
 # in it: the destination left by a migrate that was killed holds these; the source's values replace them
 _OPENING_META = ("store_id", "tokenizer", "transcript_tokenizer", "tlex_tokenizer",
                  "lex_delta_rows", "lex_docs_edits", "tlex_delta_rows", "tlex_docs_edits",
-                 "embedding_dim", "embedding_model", "embedding_text", "embeddings_generation")
+                 "embedding_dim", "embedding_model", "embedding_text", "embeddings_generation",
+                 "scopes_composed")  # memory/scopes.COMPOSED_META
 
 
 def rows(db: Any, table: str) -> list[tuple]:

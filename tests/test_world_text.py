@@ -77,3 +77,36 @@ def test_a_pasted_dump_is_found_by_itself_and_indexed_by_its_head(store, mode, t
     longest = store._s.db.read(lambda c: c.execute(
         "SELECT MAX(LENGTH(term)) FROM (SELECT term FROM lex_segments UNION ALL SELECT term FROM lex_delta)").fetchone())
     assert longest[0] <= MAX_TOKEN_CHARS
+
+
+def test_a_scope_written_decomposed_is_the_scope_it_looks_like(tmp_path):
+    """macOS HFS+ stores a folder name decomposed, so the default scope of a repository "café" was
+    "cafe" + U+0301, which no filter typed "café" matched. Scopes are composed (NFC) when given, and
+    a store holding decomposed ones (an older kenning's) is relabelled once when opened."""
+    import json
+    import unicodedata
+
+    import kenning
+    from kenning.memory.episodes import Episodes
+    from kenning.memory.scopes import COMPOSED_META
+    from kenning.store.models import Memory
+
+    composed, decomposed = "projects:café", unicodedata.normalize("NFD", "projects:café")
+    assert composed != decomposed
+    with kenning.open_store(tmp_path / "s") as store:
+        mid = store.write("The bistro menu changes on Mondays", scopes=[decomposed], force=True).id
+        assert store.show(mid)["scopes"] == [composed]
+        assert [h.id for h in store.search("bistro menu", mode="bm25", scopes=[decomposed]).hits] == [mid]
+        Episodes(store).write("tried the new menu layout", scopes=[decomposed])
+        with store._s.db.transaction() as c:  # as an older kenning stored them
+            record = c.execute("SELECT record FROM memories WHERE id = ?", (mid,)).fetchone()[0]
+            old = Memory.from_record(record, mid).model_copy(update={"scopes": [decomposed]}).model_dump_json()
+            c.execute("UPDATE memories SET record = ? WHERE id = ?", (old, mid))
+            c.execute("UPDATE memory_scopes SET scope = ?", (decomposed,))
+            c.execute("UPDATE episodes SET scopes = ?", (json.dumps([decomposed]),))
+            c.execute("DELETE FROM meta WHERE key = ?", (COMPOSED_META,))
+    with kenning.open_store(tmp_path / "s") as store:
+        assert [h.id for h in store.search("bistro menu", mode="bm25", scopes=[composed]).hits] == [mid]
+        assert store.show(mid)["scopes"] == [composed]
+        assert store.scope_overview(auto_scope=False)["scopes"] == {composed: 1}
+        assert [e.scopes for e in Episodes(store).search(scopes=[composed])] == [[composed]]

@@ -65,7 +65,7 @@ def check_content(content: object) -> str:
 
 
 def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
-    """1-64 distinct, non-blank scopes without control characters; returns them de-duplicated."""
+    """1-64 distinct, non-blank scopes without control characters; returns them in NFC, de-duplicated."""
     if scopes is None or isinstance(scopes, str):
         scopes = [scopes] if scopes else []
     elif isinstance(scopes, (bytes, Mapping)) or not isinstance(scopes, Iterable):
@@ -79,6 +79,8 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
                                "projects:kenning")
         if not scope.strip():
             raise InvalidInput("a scope is empty; use a short tag such as projects:kenning")
+        # composed (NFC): "café" typed, and "café" from a folder name macOS stores decomposed, are one scope
+        scope = unicodedata.normalize("NFC", scope)
         if has_control_chars(scope):
             raise InvalidInput(f"scope {scope!r} contains a control character")
         if len(scope) > MAX_SCOPE_CHARS:
