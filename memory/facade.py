@@ -228,7 +228,8 @@ class Store(SessionState):
         """Relabel a scope on every memory and tombstone carrying it; returns how many changed."""
         return scoping.rename(self._s, old, new)
 
-    def rehome(self, old: str, new: str | None = None, force: bool = False) -> dict[str, Any]:
+    def rehome(self, old: str | os.PathLike, new: str | os.PathLike | None = None,
+               force: bool = False) -> dict[str, Any]:
         """Give the memories written in a checkout moved from folder ``old`` its new one (default: ours)."""
         return scoping.rehome(self._s, old, new, force)
 

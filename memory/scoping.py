@@ -55,7 +55,8 @@ def rename(s: Session, old: str, new: str) -> int:
 SAME_REPOSITORY_COMMITS = 20  # recorded commits looked up in the new checkout, at most
 
 
-def rehome(s: Session, old: str, new: str | None, force: bool = False) -> dict[str, Any]:
+def rehome(s: Session, old: str | os.PathLike[str], new: str | os.PathLike[str] | None,
+           force: bool = False) -> dict[str, Any]:
     """Move the memories (and journal entries) recorded at the checkout folder ``old`` to ``new``
     (default: the caller's worktree); returns both folders as resolved and how many memories moved.
 
@@ -106,8 +107,12 @@ def _same_repository(old: str, changed: list[tuple[str, str, str | None]]) -> No
                                "move them all the same")
 
 
-def _folder(path: str, what: str) -> str:
+def _folder(path: str | os.PathLike[str], what: str) -> str:
     """An absolute folder path without a trailing slash; ``~`` expands. An empty one names nothing."""
-    if not isinstance(path, str) or not path.strip():
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise InvalidInput(f"{what} must be a path (a string or a pathlib.Path), got {type(path).__name__}")
+    if not path.strip():
         raise InvalidInput(f"{what} is empty: name a folder")
     return os.path.normpath(os.path.abspath(os.path.expanduser(path)))

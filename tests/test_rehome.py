@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_a_moved_checkout_gets_its_memories_back(tmp_path):
         hidden = store.search("deploy script", mode="bm25")
         assert ids(hidden) == []
         assert f"kenning rehome {old}" in hidden.note  # the way back is named
-        assert store.rehome(old) == {"old": old, "new": new, "moved": 1}
+        assert store.rehome(Path(old)) == {"old": old, "new": new, "moved": 1}  # a Path as well as a str
         assert ids(store.search("deploy script", mode="bm25")) == [mid]
         shown = store.show(mid)
         assert shown["origin"]["worktree"] == new and shown["origin"]["repo"] == new
@@ -119,6 +120,8 @@ def test_refusals_change_nothing(tmp_path):
             store.rehome(old, str(tmp_path / "missing"))
         with pytest.raises(InvalidInput, match="empty"):
             store.rehome("")
+        with pytest.raises(InvalidInput, match="must be a path"):
+            store.rehome(42)
         assert store.show(mid)["version"] == version and store.show(mid)["origin"]["worktree"] == old
         assert store.events(kinds=["rehome"]) == []
     with kenning.open_store(tmp_path / "store", cwd=outside) as store:
