@@ -359,15 +359,20 @@ def test_argument_errors_are_one_plain_line_without_pydantic_text(server):
         assert "pydantic" not in text and "http" not in text and "\n" not in text and "type=" not in text, text
 
 
+def _billing_memory_written_in(folder: Path, tmp_path: Path) -> None:
+    """A new repository at folder, and one memory written there through the CLI into tmp_path's store."""
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=folder, check=True)
+    subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "store"), "write",
+                    "The billing service listens on port 7001"], cwd=folder, check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+
+
 def test_memory_list_hides_other_projects_unless_auto_scope_is_false(tmp_path, repo):
     """memory_list said "List live memories" but, with no auto_scope of its own, only ever listed this
     repository's and global ones: another project's memory could not be listed through it at all."""
     other = tmp_path / "other"
     other.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=other, check=True)
-    subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "store"), "write",
-                    "The billing service listens on port 7001"], cwd=other, check=True, capture_output=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    _billing_memory_written_in(other, tmp_path)
     with connect(tmp_path / "store", repo) as conn:
         assert conn.call("memory_list")["count"] == 0
         everything = conn.call("memory_list", auto_scope=False)
@@ -406,10 +411,7 @@ def test_the_overview_names_a_moved_checkouts_old_folder(tmp_path, repo):
     moved on disk it gets the gone folder that holds its memories, and the description says what to do."""
     old = tmp_path / "old"
     old.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=old, check=True)
-    subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "store"), "write",
-                    "The billing service listens on port 7001"], cwd=old, check=True, capture_output=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    _billing_memory_written_in(old, tmp_path)
     os.rename(old, tmp_path / "gone")
     with connect(tmp_path / "store", repo) as conn:
         overview = conn.call("memory_scope_overview")
