@@ -179,7 +179,9 @@ class Episodes:
         return {"status": "committed", **episode.to_dict(include_body=False), "pruned_sessions": pruned}
 
     def prune(self) -> list[str]:
-        """Delete every expired episode; returns the sessions that lost entries."""
+        """Delete every expired episode; returns the sessions that lost entries. With writes turned off
+        nothing is deleted (GateRefused, writes_disabled), as for every other change to the store."""
+        write_enabled.require(self.store.config)
         with self.store.db.transaction() as c:
             return self._prune(c, self.store.clock())
 

@@ -46,6 +46,7 @@ COMMANDS = {
     "rename-scope": lambda live, gone, rival: ["rename-scope", "projects:auth", "projects:identity"],
     "resolve": lambda live, gone, rival: ["resolve", live, rival, "--keep", rival],
     "import": lambda live, gone, rival: ["import", "-"],
+    "episodes prune": lambda live, gone, rival: ["episodes", "prune"],
 }
 
 

@@ -14,7 +14,8 @@ import typer
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
-from kenning.memory.episodes import EPISODE_TTL, MAX_TAKEAWAY_BYTES, Episodes
+from kenning.memory.episodes import EPISODE_TTL, EXPIRED_EVENT, MAX_TAKEAWAY_BYTES, Episodes
+from kenning.memory.gates import GateRefused
 from kenning.memory.gates.limits import MAX_CONTENT_BYTES, MAX_SCOPES
 from clocks import ticking
 
@@ -109,6 +110,22 @@ def test_expired_entries_are_pruned_on_write_and_reported(tmp_path, clock, repo)
     assert new.write("another")["pruned_sessions"] == []
     remaining = new_store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
     assert remaining == 2
+
+
+def test_prune_with_writes_off_deletes_nothing(tmp_path, clock, repo):
+    # was: `kenning episodes prune` deleted expired entries while every other change refused
+    old_store, old = session(tmp_path, clock, repo)
+    old.write("an old note")
+    clock.now += EPISODE_TTL + timedelta(seconds=1)
+    store, journal = session(tmp_path, clock, repo)
+    store.configure(write_enabled=False)
+    with pytest.raises(GateRefused) as refused:
+        journal.prune()
+    assert refused.value.refusal.status == "writes_disabled"
+    assert store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]) == 1
+    assert store.events(kinds=[EXPIRED_EVENT]) == []
+    store.configure(write_enabled=True)
+    assert journal.prune() == [old_store.session_id]
 
 
 def test_search_keeps_the_most_recent_n_oldest_first(tmp_path, clock, repo):
