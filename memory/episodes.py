@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,20 +89,6 @@ def _bounded(value: int, low: int, high: int, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(f"{what} must be between {low} and {high}, got {value!r}")
     return value
-
-
-def _instant(value: datetime | str | None) -> str | None:
-    """An ISO-8601 string or datetime as the table's sortable UTC text; naive means UTC."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise InvalidInput(f"since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got {value!r}") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return iso(value)
 
 
 def _episode(row: tuple) -> Episode:
@@ -243,7 +229,7 @@ class Episodes:
                 params.append(_label(value, what))
         if since is not None:
             where.append("created >= ?")
-            params.append(_instant(since))
+            params.append(events.instant(since))
         if ids is not None:
             wanted_ids = [canonical(_label(i, "ids[]")) for i in ids]
             if len(wanted_ids) > MAX_IDS:

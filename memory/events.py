@@ -12,7 +12,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from kenning.errors import InvalidInput
@@ -143,7 +143,7 @@ def query(
         params.append(session)
     if since is not None:
         where.append("at >= ?")
-        params.append(_instant(since))
+        params.append(instant(since))
     for column, values in (("kind", kinds), ("memory_id", memory_ids)):
         if values is not None:
             values = [v for v in _names(values, "kinds" if column == "kind" else "memory_ids") if "\x00" not in v]
@@ -172,16 +172,24 @@ def _names(values: Iterable[str] | str, what: str) -> list[str]:
     return names
 
 
-def _instant(value: datetime | str) -> str:
-    """The log's timestamp text for a datetime or an ISO-8601 string (naive means UTC)."""
+def instant(value: datetime | date | str) -> str:
+    """A caller's time as the store's sortable UTC text: a datetime, a date (its midnight) or ISO-8601 text;
+    naive means UTC. One within a day of year 1 or 9999 whose offset takes it outside UTC's calendar is
+    the first or last instant UTC has (it stands before or after every stored time), not an OverflowError."""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = datetime.fromisoformat(value.strip().upper().replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidInput(f"since must be an ISO-8601 time, got {value!r}") from None
+            raise InvalidInput(f"since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got {value!r}") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)
     if not isinstance(value, datetime):
-        raise InvalidInput(f"since must be a time, got {value!r}")
-    return iso(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
+        raise InvalidInput(f"since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got {value!r}")
+    value = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        return iso(value)
+    except OverflowError:
+        return iso((datetime.min if value.year == 1 else datetime.max).replace(tzinfo=timezone.utc))
 
 
 def prior_session_boundary(db: Database, session: str) -> str | None:

@@ -1,0 +1,77 @@
+"""A ``since`` (episodes search on the library and the CLI, Store.events) at the edges of the calendar.
+
+Within a day of year 1 or 9999, an offset takes a time outside UTC's calendar: converting it raised
+OverflowError, a traceback at the command line. Such a time now stands before or after every stored
+one, and anything that is not a time is one InvalidInput line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+import kenning
+from kenning.errors import InvalidInput
+from kenning.memory.episodes import Episodes
+from clocks import ticking
+
+START = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+
+EVERYTHING = ["0001-01-01T00:00:00+05:45", "0001-01-01", "1969-12-31T23:59:59Z", "2026-11-30", date(2026, 11, 30),
+              "2026-11-30T13:44:00+05:45", "2026-11-30T04:29:00-03:30", "2026-11-30t08:00:00z", "20261130"]
+NOTHING = ["9999-12-31T23:59:59-03:30", "9999-12-31", "2026-11-30T13:46:00+05:45", "2026-11-30T04:31-03:30",
+           datetime.max]
+NOT_TIMES = ["", "  ", "garbage", "7d", "yesterday", "1700000000", "10000-01-01", "2023-02-29", "2026-11-30T25:00", 5]
+
+
+@pytest.fixture
+def journal(tmp_path):
+    store = kenning.open_store(tmp_path / "store", clock=ticking(START), cwd=tmp_path)
+    journal = Episodes(store)
+    journal.write("tried the BM25 sweep", takeaway="k1=1.5 hurts scifact")
+    store.log_event("note", payload={"what": "a caller's event"})
+    yield journal
+    store.close()
+
+
+@pytest.mark.parametrize("since", EVERYTHING, ids=str)
+def test_a_since_before_the_entry_finds_it(journal, since):
+    assert len(journal.search(since=since)) == 1
+    assert len(journal.store.events(since=since, kinds=["note"])) == 1
+
+
+@pytest.mark.parametrize("since", NOTHING, ids=str)
+def test_a_since_after_the_entry_finds_nothing(journal, since):
+    assert journal.search(since=since) == []
+    assert journal.store.events(since=since, kinds=["note"]) == []
+
+
+@pytest.mark.parametrize("since", NOT_TIMES, ids=str)
+def test_what_is_not_a_time_is_one_clear_error(journal, since):
+    for call in (journal.search, journal.store.events):
+        with pytest.raises(InvalidInput, match="^since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got "):
+            call(since=since)
+
+
+def test_the_cli_takes_a_since_outside_utcs_calendar_without_a_traceback(tmp_path):
+    store = tmp_path / "store"
+    with kenning.open_store(store, clock=ticking(datetime.now(timezone.utc) - timedelta(days=1)), cwd=tmp_path) as s:
+        Episodes(s).write("tried the BM25 sweep", takeaway="k1=1.5 hurts scifact")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+
+    def search(since):
+        return subprocess.run([sys.executable, "-m", "kenning", "--store", str(store), "episodes", "search",
+                               "--all-worktrees", "--json", "--since", since],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    first, last, bad = search("0001-01-01T00:00:00+05:45"), search("9999-12-31T23:59:59-03:30"), search("7d")
+    assert first.returncode == 0 and json.loads(first.stdout)["count"] == 1, first  # was: OverflowError, exit 1
+    assert last.returncode == 0 and json.loads(last.stdout)["count"] == 0, last
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == "error: since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got '7d'\n"
