@@ -64,7 +64,10 @@ def rehome(s: Session, old: str | os.PathLike[str], new: str | os.PathLike[str] 
     checkout moved or renamed on disk hides everything it wrote. Refused unless ``force``: an
     ``old`` that still exists (its memories would vanish from there) and a ``new`` that holds none
     of the commits the memories were written at (most likely another repository, or a typo)."""
-    old = _folder(old, "the old folder")
+    written = _folder(old, "the old folder")
+    # a checkout is recorded by its real path (memory/origin.py): a symlink to the old folder, or a ".."
+    # after one, leads where the kernel goes, not where the text reads (which _folder's normpath keeps)
+    old = os.path.realpath(os.path.expanduser(os.fspath(old)))
     if new is None:
         here = s.here()
         if here is None:
@@ -82,8 +85,13 @@ def rehome(s: Session, old: str | os.PathLike[str], new: str | os.PathLike[str] 
     write_enabled.require(s.config)
     with s.transaction() as c:
         changed = scopes.rehome(c, old, new)
+        if not changed and written != old:  # an origin imported from another machine holds the path as written
+            changed = scopes.rehome(c, written, new)
+            if changed:
+                old = written
         if not changed:
-            raise NotFound(f"no memory was written in {old} or a folder inside it; memories of other checkouts "
+            where = old if written == old else f"{written} (or {old}, where it leads)"
+            raise NotFound(f"no memory was written in {where} or a folder inside it; memories of other checkouts "
                            "show with auto_scope off (--no-auto-scope), each with its origin")
         if not force:
             _same_repository(old, changed)

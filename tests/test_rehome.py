@@ -15,6 +15,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
+from kenning.memory import scopes
 from kenning.memory.episodes import Episodes
 
 from test_origin import git, make_repo
@@ -101,6 +102,39 @@ def test_a_folder_holding_several_checkouts_moves_them_all(tmp_path):
         assert (origin["repo"], origin["worktree"]) == (str(tmp_path / "moved" / "main"),
                                                           str(tmp_path / "moved" / "feature"))
         assert ids(store.search("deploy script", mode="bm25")) == [mid]
+
+
+@pytest.mark.parametrize("how", ["symlink", "dotdot"])
+def test_the_old_folder_is_the_real_path_a_symlink_or_dotdot_leads_to(tmp_path, how):
+    """Memories record a checkout by its real path; the old folder was matched as typed, so a symlink to
+    it (the path the user knows, dangling once the folder moved) or a ".." after a symlink found none."""
+    old, new, mid = written_then_moved(tmp_path)
+    if how == "symlink":
+        os.symlink(old, tmp_path / "known")
+        given = str(tmp_path / "known")
+    else:  # the kernel walks deep -> x/y, then up twice: tmp_path/old; the text reads tmp_path/../old
+        (tmp_path / "x" / "y").mkdir(parents=True)
+        os.symlink(tmp_path / "x" / "y", tmp_path / "deep")
+        given = str(tmp_path / "deep" / ".." / ".." / "old")
+    with kenning.open_store(tmp_path / "store", cwd=new) as store:
+        assert store.rehome(given) == {"old": old, "new": new, "moved": 1}
+        assert ids(store.search("deploy script", mode="bm25")) == [mid]
+
+
+def test_an_origin_recorded_through_a_symlink_is_still_found_as_written(tmp_path):
+    """A store copied from another machine holds that machine's paths, which here may run through a
+    symlink: the path as written still names them when its real path names none."""
+    old, new, mid = written_then_moved(tmp_path)
+    os.symlink(tmp_path, tmp_path / "via")
+    recorded = str(tmp_path / "via" / "old")
+    with kenning.open_store(tmp_path / "store", cwd=new) as store:
+        with store._s.transaction() as c:
+            scopes.rehome(c, old, recorded)  # as the other machine recorded it
+        with pytest.raises(NotFound, match=f"no memory was written in {tmp_path / 'nowhere'} \\(or "):
+            os.symlink(tmp_path / "gone", tmp_path / "nowhere")
+            store.rehome(str(tmp_path / "nowhere"))
+        assert store.rehome(recorded) == {"old": recorded, "new": new, "moved": 1}
+        assert store.show(mid)["origin"]["worktree"] == new
 
 
 def test_refusals_change_nothing(tmp_path):
