@@ -232,8 +232,8 @@ def report(db: Database, stale_days: int, view: View, now: datetime, limit: int 
     def row(memory: Memory, **extra: Any) -> dict[str, Any]:
         return {"id": memory.id, "scopes": memory.scopes, "summary": memory.summary, **extra}
 
-    def age(since: str) -> float:
-        return round((now - datetime.fromisoformat(since.replace("Z", "+00:00"))) / timedelta(days=1), 1)
+    def age(since: str) -> float:  # never negative: a time ahead of this clock is no age yet (staleness.py)
+        return round(max(0.0, (now - datetime.fromisoformat(since.replace("Z", "+00:00"))) / timedelta(days=1)), 1)
 
     return {
         "generated_at": iso(now),

@@ -238,7 +238,9 @@ def assess_verification(
                             else f"never verified: {advice}" if overdue
                             else f"never verified (written {age:.0f} days ago, due within {stale_days}): {advice}"),
         )
-    age = (_utc(now) - verified) / timedelta(days=1)
+    # a verification dated ahead of this clock (an import from a machine whose clock runs ahead, a clock set
+    # back since) is as fresh as one made now, not -0.8 days old
+    age = max(0.0, (_utc(now) - verified) / timedelta(days=1))
     if age > stale_days:
         return Verification(
             status="stale",

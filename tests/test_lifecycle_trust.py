@@ -207,6 +207,19 @@ def test_an_import_dated_in_the_future_is_refused(store, clock):
     assert hit_for(store, mid, "billing export")["verification"]["status"] == "fresh"
 
 
+def test_a_time_ahead_of_the_clock_is_no_age_not_a_negative_one(store, clock):
+    """A verification or write dated ahead of this clock (an import from a machine whose clock runs ahead,
+    this clock set back since) showed a negative age: show's age_days -0.8, health "-0.9 days"."""
+    ahead = (clock.now + timedelta(hours=20)).isoformat()
+    verified, written = store.import_records([
+        {"content": "The payments API answers on port 7443 in staging", "last_verified_at": ahead},
+        {"content": "The ledger job writes to the archive bucket nightly", "created": ahead, "updated": ahead}])
+    clock.now -= timedelta(days=2)  # and the clock goes back two days as well
+    assert store.show(verified)["verification"]["age_days"] == 0.0
+    assert store.show(written)["verification"]["age_days"] == 0.0
+    assert [row["age_days"] for row in store.health()["oldest_unverified"]] == [0.0]
+
+
 def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, clock):
     import shutil
 
