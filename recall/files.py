@@ -161,8 +161,12 @@ class DirLock:
                     raise InvalidInput(f"{self.path.parent} is locked by {who}; try again when it has finished") from None
                 time.sleep(_POLL_S)
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(payload)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(payload)
+            except BaseException:  # a full disk: an empty lock names no owner, so no later run could take it over
+                self.path.unlink(missing_ok=True)
+                raise
             return self
 
     def __exit__(self, *exc: object) -> None:
