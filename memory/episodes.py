@@ -27,6 +27,7 @@ from kenning.store.models import Instant, _Record, iso
 from . import events
 from .gates import GateRefused, credentials, write_enabled
 from .gates.limits import MAX_CONTENT_BYTES, check_scopes, check_storable, has_control_chars
+from .requests import CLOCK_SKEW
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -147,15 +148,15 @@ class Episodes:
                 raise GateRefused(refusal)
         scopes = [scopes] if isinstance(scopes, str) else list(scopes or [])  # one scope, as check_scopes reads it
         scopes = check_scopes(scopes) if scopes else []
+        fields = dict(id=str(ULID()), session=self.store.session_id,
+                      parent_session=_label(parent_session_id, "parent_session_id") or self.parent_session,
+                      swarm_id=_label(swarm_id, "swarm_id"), worktree=self.worktree, scopes=scopes, takeaway=takeaway,
+                      body=body)
         now = self.store.clock()
-        episode = Episode(
-            id=str(ULID()), session=self.store.session_id,
-            parent_session=_label(parent_session_id, "parent_session_id") or self.parent_session,
-            swarm_id=_label(swarm_id, "swarm_id"), worktree=self.worktree, scopes=scopes, takeaway=takeaway,
-            body=body, created=now, expires=now + EPISODE_TTL,
-        )
         with self.store.db.transaction() as c:
             pruned = self._prune(c, now)
+            created = self._after_latest(c, now)
+            episode = Episode(**fields, created=created, expires=created + EPISODE_TTL)
             c.execute(
                 f"INSERT INTO episodes({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (episode.id, episode.session, episode.parent_session, episode.swarm_id, episode.worktree,
@@ -163,6 +164,16 @@ class Episodes:
                  iso(episode.expires)),
             )
         return {"status": "committed", **episode.to_dict(include_body=False), "pruned_sessions": pruned}
+
+    def _after_latest(self, c: sqlite3.Connection, now: datetime) -> datetime:
+        """``now``, or just after this worktree's latest entry when that is ahead of it by at most CLOCK_SKEW
+        (this clock set back, another host's ahead): a handoff takes the session that journaled last by these
+        times, so an entry written later must not be dated earlier. A wilder time drags nothing along."""
+        latest = c.execute("SELECT MAX(created) FROM episodes WHERE worktree IS ?", (self.worktree,)).fetchone()[0]
+        if latest is None or latest < iso(now):
+            return now
+        after = datetime.fromisoformat(latest.replace("Z", "+00:00")) + timedelta(microseconds=1)
+        return after if after <= now + CLOCK_SKEW else now
 
     def prune(self) -> list[str]:
         """Delete every expired episode; returns the sessions that lost entries. With writes turned off

@@ -203,6 +203,31 @@ def test_handoff_reads_the_previous_session_in_this_worktree(tmp_path, clock, re
     assert second.handoff()["prior_session_id"] == first_store.session_id
 
 
+def test_the_session_that_journaled_last_is_handed_off_when_the_clock_went_back(tmp_path, clock, repo):
+    # was: the second session's entries were dated before the first's, and the handoff gave the first
+    first_store, first = session(tmp_path, clock, repo)
+    first.write("ran the sweep", takeaway="tried A")
+    clock.now -= timedelta(hours=1)  # the clock is set back (or the next host's runs behind)
+    second_store, second = session(tmp_path, clock, repo)
+    second.write("ran it again", takeaway="tried B")
+    second.write("and once more", takeaway="then C")
+    clock.now += timedelta(minutes=5)  # still behind the first entry
+    _, third = session(tmp_path, clock, repo)
+    handoff = third.handoff()
+    assert handoff["prior_session_id"] == second_store.session_id
+    assert [e["takeaway"] for e in handoff["episodes"]] == ["tried B", "then C"]
+    assert [e.takeaway for e in third.search()] == ["tried A", "tried B", "then C"]  # oldest first, as written
+    assert all(e.expires - e.created == EPISODE_TTL for e in third.search())
+
+
+def test_an_entry_dated_far_ahead_drags_no_later_entry_along(tmp_path, clock, repo):
+    _, journal = session(tmp_path, clock, repo)
+    clock.now += timedelta(days=3)  # a clock wildly ahead once
+    ahead = journal.write("from a clock three days ahead")["created"]
+    clock.now -= timedelta(days=3)
+    assert journal.write("back on time")["created"] < ahead
+
+
 def test_handoff_with_no_prior_session_says_why(tmp_path, clock, repo):
     _, journal = session(tmp_path, clock, repo)
     journal.write("my own note")
