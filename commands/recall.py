@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from kenning.commands import support as ui
-from kenning.commands.support import JSON_HELP, cli_store, emit_json, note, one_line_errors, plural, sub_app
+from kenning.commands.support import JSON_HELP, cli_store, emit_json, note, one_line_errors, plural, sub_app, when
 
 transcripts_app = sub_app(
     "transcripts",
@@ -166,11 +166,20 @@ def recall_command(
     ui.out.print(f"{plural(len(result['hits']), 'hit')} · {'all projects' if all_projects else 'this project'}")
     for i, hit in enumerate(result["hits"], 1):
         if hit["role"] == "transcript":
-            where = f"{hit['speaker']}  {(hit['timestamp'] or '')[:16].replace('T', ' ')}  session {(hit['session'] or '')[:8]}"
+            where = f"{hit['speaker']}  {_said_at(hit['timestamp'])}  session {(hit['session'] or '')[:8]}"
         else:
             where = f"{hit['id']}  {', '.join(hit['scopes'])}"
         ui.out.print(f"{i:>2}. {hit['role']}  {hit['relevance']}  {where}", overflow="ignore", crop=False, no_wrap=True)
         ui.out.print("   " + _short(hit["snippet"], 200))
+
+
+def _said_at(timestamp: str | None) -> str:
+    """A past message's time in UTC, as the CLI prints every time: a ledger's "08:00:00+05:45" printed as
+    "08:00" was 02:15 UTC. A text no time can be read from is shown as the ledger wrote it."""
+    try:
+        return when(timestamp)
+    except (ValueError, OverflowError):  # "last tuesday"; year 1 with an offset is before UTC's calendar
+        return (timestamp or "")[:16].replace("T", " ")
 
 
 def _say_taken_over(report: dict) -> None:

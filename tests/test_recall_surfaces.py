@@ -150,6 +150,25 @@ def test_a_generic_worker_ledgers_parent_reaches_the_cli_and_mcp_session_search(
     assert (hit["session"], hit["parent_session"], hit["sidechain"]) == ("child-w1", "sess-parent", True)
 
 
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Kathmandu", "America/St_Johns"])
+def test_a_past_messages_time_prints_in_utc_whatever_zone_its_ledger_or_the_shell_is_in(tmp_path, tz):
+    """A ledger's "2026-11-30T08:00:00+05:45" printed as "2026-11-30 08:00", six hours from the UTC the CLI
+    prints every other time in; a text no time can be read from still shows as the ledger wrote it."""
+    store, ledger = tmp_path / "store", tmp_path / "notes.jsonl"
+    ledger.write_text("".join(json.dumps({"session": session, "ts": ts, "role": "user", "text": text}) + "\n"
+                              for session, ts, text in [
+                                  ("sess-ktm", "2026-11-30T08:00:00+05:45", "the flamingo deploy broke on the cold cache"),
+                                  ("sess-old", "last tuesday", "the pelican queue drains slowly")]))
+    assert kenning(store, "transcripts", "add", str(ledger), "--project", str(tmp_path)).returncode == 0
+    env_tz = {**os.environ, "HF_HUB_OFFLINE": "1", "TZ": tz}
+    env_tz.pop("KENNING_CURRENT_SESSION", None)
+    for query, shown in (("flamingo deploy", "user  2026-11-30 02:15  session sess-ktm"),
+                         ("pelican queue", "user  last tuesday  session sess-old")):
+        table = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(store), "recall", query, "--all",
+                                "--mode", "bm25"], capture_output=True, text=True, env=env_tz, timeout=120)
+        assert table.returncode == 0 and shown in table.stdout, table
+
+
 def test_mcp_markdown_export_hand_edits_sync_and_clean(tmp_path):
     from kenning.recall.files import LOCK_NAME, TEMP_MARK
     from kenning.recall.markdown_format import parse
