@@ -36,7 +36,7 @@ from kenning.store.models import Memory
 
 from . import profile
 from .files import DirLock, atomic_write, read_text
-from .markdown_format import BOM, Parsed, Segment, normalised, parse, render_block, render_file
+from .markdown_format import BOM, Parsed, Segment, line_ending, normalised, parse, render_block, render_file
 
 if TYPE_CHECKING:
     from kenning.memory.facade import Store
@@ -298,7 +298,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
 
 def _in_style_of(old: str, text: str) -> str:
     """``text`` (LF, no byte-order mark) with the line endings and the leading byte-order mark of ``old``."""
-    if "\r\n" in old:
+    if line_ending(old) == "\r\n":
         text = text.replace("\n", "\r\n")
     return BOM + text if old.startswith(BOM) else text
 
@@ -403,7 +403,7 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
                where: dict[str, dict[str, str | None]]) -> None:
     path = folder / rel
     text = read_text(path)
-    newline = "\r\n" if "\r\n" in text else "\n"
+    newline = line_ending(text)
     parsed = parse(text)
     entry = manifest["files"].get(rel) or {"kind": parsed.kind, "ids": {}}
     kind = parsed.kind or entry.get("kind")

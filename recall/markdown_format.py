@@ -96,6 +96,13 @@ def render_block(memory: Memory, newline: str = "\n") -> str:
     return f"{render_header(memory)}{newline}{body}{newline}{END_LINE}{newline}"
 
 
+def line_ending(text: str) -> str:
+    """A file's line ending: its first line's, which kenning writes (the file comment) and an editor
+    converting the file converts too. A CRLF inside a memory's own text says nothing of the file's."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
 def normalised(body: str) -> str:
     """A body with CRLF line endings read as LF: a file converted to CRLF says the same thing."""
     return body.replace("\r\n", "\n")

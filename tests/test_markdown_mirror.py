@@ -420,6 +420,26 @@ def test_crlf_conversion_alone_is_no_edit_and_a_rewritten_block_stays_crlf(store
     assert b"flip the rollout flag\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")  # no mixed endings
 
 
+def test_a_body_holding_crlf_leaves_an_lf_file_lf(store, tmp_path):
+    """The file's line ending is its own (its first line's), not a memory's: a body written on Windows
+    made a second export of an unchanged store rewrite the whole file as CRLF, and a sync write new
+    blocks with CRLF into an LF file."""
+    windows = store.write("Windows notes use CRLF endings\r\nsecond line of the note", scopes=["ops"]).id
+    store.write("The on-call rota changes every Monday at 09:00 UTC", scopes=["ops"])
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "ops/MEMORY.md"
+    exported = path.read_bytes()
+    assert markdown.export(store, folder)["written"] == [] and path.read_bytes() == exported
+    path.write_bytes(exported + b"\nThe staging cluster is rebuilt every Friday night\n")
+    report = _sync(store, folder)
+    assert len(report["written"]) == 1 and not report["updated"]
+    data = path.read_bytes()
+    assert data.count(b"\r\n") == 1 and b"rebuilt every Friday night\n<!-- /kenning:memory -->\n" in data
+    assert store.get(windows).content == "Windows notes use CRLF endings\r\nsecond line of the note"
+    assert markdown.export(store, folder)["written"] == [] and _sync(store, folder)["files_changed"] == []
+
+
 def _move_block(src, dst, memory_id: str, keep: bool = False) -> None:
     text = src.read_text()
     start, end = _block_span(text, memory_id)
