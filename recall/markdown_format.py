@@ -158,6 +158,7 @@ def _lines(text: str) -> list[tuple[int, str, int]]:
 
 def parse(text: str) -> Parsed:
     lines = _lines(text)
+    eol = line_ending(text)
     segments: list[Segment] = []
     kind = None
     i = 0
@@ -210,7 +211,8 @@ def parse(text: str) -> Parsed:
             else:
                 seen_ids.add(header["id"])
                 body = text[lines[i][2] : lines[j][0]]
-                body = body[:-2] if body.endswith("\r\n") else body[:-1] if body.endswith("\n") else body
+                # the file's own line ending ends the body: in an LF file a body's last CR is its text
+                body = body[:-len(eol)] if body.endswith(eol) else body[:-1] if body.endswith("\n") else body
                 segments.append(Segment("block", start, end, id=header["id"], header=header, body=unescape_body(body),
                                         line=i + 1))
             i = j + 1 if terminated else j

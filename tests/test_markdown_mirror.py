@@ -357,7 +357,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 _MARKERISH = st.sampled_from([
     "<!-- /kenning:memory -->", "<!-- kenning:memory ", '<!-- kenning:memory {"id": "x"} -->', "<!-- kenning:file ",
-    "<!-- /kenning:", "<!-- kenning:", "\\", "\\\\", " ", "\t", "\x0c", "\x85", "\u2028", "-->", "# ", "",
+    "<!-- /kenning:", "<!-- kenning:", "\\", "\\\\", " ", "\t", "\x0c", "\x85", "\u2028", "-->", "# ", "", "\r",
 ])
 _LINE = st.lists(st.one_of(_MARKERISH, st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=8)),
                  max_size=5).map("".join)
@@ -438,6 +438,26 @@ def test_a_body_holding_crlf_leaves_an_lf_file_lf(store, tmp_path):
     assert data.count(b"\r\n") == 1 and b"rebuilt every Friday night\n<!-- /kenning:memory -->\n" in data
     assert store.get(windows).content == "Windows notes use CRLF endings\r\nsecond line of the note"
     assert markdown.export(store, folder)["written"] == [] and _sync(store, folder)["files_changed"] == []
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf-file", "crlf-file"])
+def test_a_body_ending_in_a_carriage_return_is_no_edit(store, tmp_path, crlf):
+    """A text whose last line ends in a lone CR (a Windows line whose LF a caller cut off): the CR
+    before the end marker's line ending was read as part of that line ending, so a sync with nothing
+    edited updated the memory without it (its verification cleared)."""
+    text = "Copied from a Windows terminal: run make reconcile\r"
+    memory_id = store.write(text, scopes=["ops"]).id
+    store.verify(memory_id, note="ran it")
+    folder = tmp_path / "md"
+    markdown.export(store, folder)
+    path = folder / "ops/MEMORY.md"
+    if crlf:
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    before = store.get(memory_id)
+    report = _sync(store, folder)
+    assert not report["updated"] and not report["files_changed"]
+    assert store.get(memory_id) == before and before.content == text and before.last_verified_at is not None
+    assert markdown.export(store, folder)["written"] == []
 
 
 def _move_block(src, dst, memory_id: str, keep: bool = False) -> None:
