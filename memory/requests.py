@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,15 +38,36 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     no_secret_in(fields["scopes"], fields["metadata"])
     given = fields.get("id")
     fields["id"] = new_ulid() if given is None else check_id(given)
-    fields.setdefault("created", now)
-    fields.setdefault("updated", now)
+    given = {name for name in ("created", "updated") if fields.get(name) is not None}
+    fields.update({name: now for name in ("created", "updated") if name not in given})  # null is not given
     memory = validated({k: v for k, v in fields.items() if v is not None})
-    for name in ("created", "updated", "last_verified_at"):
+    times = {name: _in_utc(getattr(memory, name), name) for name in ("created", "updated", "last_verified_at")}
+    if times["updated"] < times["created"]:  # a default (now) must not land on the wrong side of a given time
+        if "created" not in given:
+            times["created"] = times["updated"]
+        elif "updated" not in given:
+            times["updated"] = times["created"]
+        else:
+            raise InvalidInput(f"updated {iso(times['updated'])} is before created {iso(times['created'])}; a memory "
+                               "cannot have changed before it was written")
+    for name, at in times.items():
         # a verification dated 2099 read as fresh until then, a write dated 2099 as never due
-        if (at := getattr(memory, name)) is not None and at > now + CLOCK_SKEW:
+        if at is not None and at > now + CLOCK_SKEW:
             raise InvalidInput(f"{name} {iso(at)} is in the future (it is {iso(now)} now); a memory cannot "
                                "have been written or checked later than now")
-    return memory
+    changed = {name: at for name, at in times.items() if at is not getattr(memory, name)}
+    return memory.model_copy(update=changed) if changed else memory
+
+
+def _in_utc(at: datetime | None, name: str) -> datetime | None:
+    """A given time in UTC; naive means UTC, as everywhere in kenning (a date-only "2026-11-30" was naive, and
+    comparing it with now failed the whole import with a TypeError)."""
+    if at is None or at.tzinfo is timezone.utc:
+        return at
+    try:
+        return (at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at).astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+05:45 is in year 0 in UTC, which no datetime holds
+        raise InvalidInput(f"{name} {at.isoformat()} is outside UTC's calendar (years 1 to 9999)") from None
 
 
 _set = object.__setattr__
