@@ -680,8 +680,8 @@ def _curation_hint(s: Session, result: WriteResult) -> WriteResult:
     if result.status != "committed":
         return result
     now = s.clock()
-    if s.curation_checked_at is not None and now - s.curation_checked_at < CURATION_RECHECK:
-        return result  # measured low a moment ago in this session (asked first: no statement)
+    if s.curation_checked_at is not None and timedelta(0) <= now - s.curation_checked_at < CURATION_RECHECK:
+        return result  # measured low a moment ago in this session (asked first: no statement; not in the clock's future)
     shown = s.db.read(lambda c: c.execute(
         "SELECT 1 FROM events WHERE session = ? AND kind = ? LIMIT 1", (s.session_id, CURATION_HINT)).fetchone())
     if shown:

@@ -82,6 +82,25 @@ def test_a_high_curation_pressure_is_measured_once_and_still_hinted_in_every_ses
     assert len(scans) == 2  # older than CURATION_RECHECK: measured again
 
 
+def test_a_low_pressure_measured_in_the_clocks_future_is_measured_again(tmp_path):
+    """A long-lived session (an MCP server) trusted its own low measurement while ``now`` minus its time was
+    under CURATION_RECHECK, and with the clock set back that difference is negative: for as long as the
+    clock was set back, plus ten minutes, no write measured again, whatever another process added."""
+    from datetime import datetime, timedelta, timezone
+
+    now = [datetime(2026, 6, 1, tzinfo=timezone.utc)]
+    clock = lambda: now[0]  # noqa: E731
+    with kenning.open_store(tmp_path / "s", clock=clock) as server:
+        assert server.write("the kite festival is held on the coast", scopes=["t"]).curation_hint is None
+        old = (now[0] - timedelta(days=health.DEAD_DAYS + 10)).isoformat()
+        with kenning.open_store(tmp_path / "s", clock=clock) as other:  # another process: a backlog of dead weight
+            other.import_records([{"content": f"legacy subsystem {n} used codename vault{n}", "scopes": ["t"],
+                                   "created": old} for n in range(health.CURATION_HINT_THRESHOLD)])
+        now[0] -= timedelta(minutes=30)  # the clock is set back
+        hint = server.write("kites need steady wind above ten knots", scopes=["t"]).curation_hint
+        assert hint is not None and hint["counts"]["dead_weight"] == health.CURATION_HINT_THRESHOLD
+
+
 def test_the_hint_counts_equal_the_full_scan_after_a_mixed_workload(tmp_path):
     """What a write's hint weighs (dead, drifted, cold endorsements) without reading the store
     equals what the full curation scan counts, for several views, after imports, writes, searches,
