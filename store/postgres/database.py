@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -27,6 +28,8 @@ from .. import looks
 from . import dialect, schema
 
 CONNECT_TIMEOUT_S = 10
+# a call waits this long for a pooled connection before asking whether the server is there at all
+REACH_S = 2
 # every connection speaks UTF-8, whatever PGCLIENTENCODING or the URL say: with LATIN1 there a search
 # of a store holding one CJK memory failed ("has no equivalent in encoding LATIN1")
 SESSION = {"autocommit": True, "client_encoding": "UTF8"}
@@ -403,7 +406,7 @@ class PostgresDatabase:
         one, so the calls after a restart answer instead of saying 'cannot reach' once per pooled
         connection. ``first`` must be safe to run again (a read, BEGIN)."""
         for last in (False, True):
-            raw = self.pool.getconn(timeout=CONNECT_TIMEOUT_S if last else None)
+            raw = self._getconn(CONNECT_TIMEOUT_S if last else self.pool.timeout)
             try:
                 answer = first(raw)
                 break
@@ -416,6 +419,22 @@ class PostgresDatabase:
             yield raw, answer
         finally:
             self.pool.putconn(raw)
+
+    def _getconn(self, timeout: float) -> Any:
+        """A pool connection within ``timeout`` seconds. None within REACH_S: one direct connection asks
+        whether the server can be reached, and when it cannot, the call fails now with the reason
+        (the pool waited its whole timeout, 30 s, for a stopped server, on every call); when it can,
+        the pool is only busy and the call waits its turn for the rest of ``timeout``."""
+        from psycopg_pool import PoolTimeout
+
+        start = time.monotonic()
+        try:
+            return self.pool.getconn(timeout=min(timeout, REACH_S))
+        except PoolTimeout:
+            if timeout <= REACH_S:
+                raise
+        connect(self.url).close()  # a server that refuses new sessions now gives the pool none either
+        return self.pool.getconn(timeout=max(timeout - (time.monotonic() - start), 0.1))
 
     # ------------------------------------------------------------------ capabilities (store/backend.py)
     # The server reads the lexicon's doc table fast enough: no blob of it kept in ``meta``.
