@@ -1,11 +1,13 @@
-"""A PostgreSQL store whose server goes away: calls say so at once, and a busy pool is still waited
-for. The tests run a real server of their own (pgserver), which they stop and start."""
+"""A PostgreSQL store whose server goes away and comes back: calls say so at once, a busy pool is
+still waited for, and the calls after the server returns answer. The tests run a real server of
+their own (pgserver), which they stop and start."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 import threading
+import time
 from contextlib import ExitStack
 
 import pytest
@@ -94,3 +96,21 @@ def test_a_call_waits_its_turn_for_a_pool_that_is_only_busy(server, monkeypatch)
     finally:
         db.close()
     assert answered == [True]
+
+
+@pytest.mark.slow
+def test_the_first_call_after_a_long_outage_answers_without_waiting_for_the_pools_backoff(server):
+    """The pool retried a lost server with delays doubling from 1 s for 5 minutes: after a 35 s
+    outage its next retry came some 30 s after the server was back, and the call in between waited
+    for it and failed. The retries now stop after a few seconds and the next call starts them anew."""
+    db = database.PostgresDatabase(server.url)
+    try:
+        server.stop()
+        with pytest.raises(StorageError, match="cannot reach"):
+            db.tables()  # the pool starts retrying here
+        time.sleep(33)  # past the retry at ~31 s: the next one would come at ~63 s
+        server.start()
+        db.pool.timeout = 10  # what a call may wait in all; the server is there now
+        assert "memories" in db.tables()
+    finally:
+        db.close()

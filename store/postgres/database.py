@@ -284,8 +284,11 @@ class PostgresDatabase:
     def _new_pool(self) -> Any:
         from psycopg_pool import ConnectionPool
 
-        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs=SESSION,
-                              configure=_configure, open=False)
+        # reconnect_timeout: the pool's own retries (each delay twice the last) stop after a few seconds,
+        # and the next call starts them anew; with the default (5 minutes) a server back after a
+        # 35 s outage waited for a retry scheduled ~30 s later, and the call timed out meanwhile
+        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs=SESSION, configure=_configure,
+                              open=False, reconnect_timeout=CONNECT_TIMEOUT_S)
 
     def _forked(self) -> None:
         """In a forked child: a pool of its own. The inherited pool's connections are the parent's
