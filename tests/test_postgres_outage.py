@@ -1,9 +1,10 @@
 """A PostgreSQL store whose server goes away and comes back: calls say so at once, a busy pool is
-still waited for, and the calls after the server returns answer. The tests run a real server of
-their own (pgserver), which they stop and start."""
+still waited for, the calls after the server returns answer, and the pool's complaints stay off
+stderr. The tests run a real server of their own (pgserver), which they stop and start."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import threading
@@ -114,3 +115,22 @@ def test_the_first_call_after_a_long_outage_answers_without_waiting_for_the_pool
         assert "memories" in db.tables()
     finally:
         db.close()
+
+
+def test_the_pools_warnings_about_a_lost_server_stay_off_stderr(server, caplog):
+    """psycopg_pool logged "discarding closed connection" and "error connecting in 'pool-1'" for each
+    connection and retry, which Python printed on stderr: in a CLI's output and, every few seconds, in
+    an MCP server's log. kenning's own error already says the server cannot be reached."""
+    caplog.set_level(logging.INFO, logger="psycopg.pool")
+    with kenning.open_store(server.url) as s:
+        s.write("The auth service listens on port 8443", scopes=["ops"])
+        server.stop()
+        for _ in range(2):
+            with pytest.raises(StorageError, match="cannot reach"):
+                s.search("auth port", mode="bm25")
+    said = [r.getMessage() for r in caplog.records if r.name == "psycopg.pool" and r.levelno >= logging.WARNING]
+    assert said == []
+    assert any(r.name == "psycopg.pool" for r in caplog.records)  # the pool did log, at INFO and below
+    # another pool of the same process is heard as before
+    logging.getLogger("psycopg.pool").warning("error connecting in %r: %s", "pool-9", "refused")
+    assert caplog.records[-1].getMessage() == "error connecting in 'pool-9': refused"

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import looks
-from . import dialect, schema
+from . import dialect, pool_logs, schema
 
 CONNECT_TIMEOUT_S = 10
 # a call waits this long for a pooled connection before asking whether the server is there at all
@@ -217,6 +217,7 @@ def _configure(conn: Any) -> None:
             value = Decimal(bytes(data).decode())
             return int(value) if value == value.to_integral_value() else float(value)
 
+    pool_logs.adopt(conn)
     conn.adapters.register_loader("numeric", NumberLoader)
     # floats come as text: extra_float_digits 0 (PGOPTIONS, an old postgresql.conf) rounded them to 15
     # digits, so a read or a migrate lost part of every stored time
@@ -288,7 +289,7 @@ class PostgresDatabase:
         # and the next call starts them anew; with the default (5 minutes) a server back after a
         # 35 s outage waited for a retry scheduled ~30 s later, and the call timed out meanwhile
         return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs=SESSION, configure=_configure,
-                              open=False, reconnect_timeout=CONNECT_TIMEOUT_S)
+                              open=False, name=pool_logs.POOL_NAME, reconnect_timeout=CONNECT_TIMEOUT_S)
 
     def _forked(self) -> None:
         """In a forked child: a pool of its own. The inherited pool's connections are the parent's
