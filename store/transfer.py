@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from kenning.errors import InvalidInput
@@ -54,8 +55,11 @@ _OPENING_META = ("store_id", "tokenizer", "transcript_tokenizer", "tlex_tokenize
 
 def rows(db: Any, table: str) -> list[tuple]:
     """Every row of ``table`` in key order, values as Python sees them (bytes for blobs)."""
-    columns = TABLES[table]
-    found = db.read(lambda c: c.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall())
+    return db.read(lambda c: _rows(c, table))
+
+
+def _rows(c: Any, table: str) -> list[tuple]:
+    found = c.execute(f"SELECT {', '.join(TABLES[table])} FROM {table}").fetchall()
     # sorted here, not in SQL: the two backends collate text differently
     return sorted((tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in found),
                   key=lambda r: tuple((v is None, v) for v in r))
@@ -74,8 +78,26 @@ def copy(source: Any, target: Any, progress: Callable[[str, int, int], None] | N
     ``progress(table, copied, total)`` hears each batch: the rows copied so far out of every table's."""
     if not _is_empty(target):
         raise InvalidInput(f"{target.path} already holds a store; migrate copies into a new, empty one only")
+    return source.read(lambda s: _in_one_snapshot(s, source.path, target, progress))
+
+
+def _in_one_snapshot(s: Any, where: Any, target: Any, progress: Callable[[str, int, int], None] | None) -> dict[str, int]:
+    """Read every table of the source in one transaction: read one by one while a server or an agent
+    wrote, a memory's scopes, index rows or vector could be copied without the memory (or the reverse)."""
+    s.execute("BEGIN")
+    try:
+        counts = _copy(s, where, target, progress)
+    except BaseException:
+        with suppress(Exception):  # a failed read may have ended the transaction already
+            s.execute("ROLLBACK")
+        raise
+    s.execute("COMMIT")
+    return counts
+
+
+def _copy(s: Any, where: Any, target: Any, progress: Callable[[str, int, int], None] | None) -> dict[str, int]:
     counts: dict[str, int] = {}
-    total = sum(source.read(lambda c, t=t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLES)
+    total = sum(s.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES)
     copied, table = 0, "meta"
     try:
         with target.transaction() as c:
@@ -83,7 +105,7 @@ def copy(source: Any, target: Any, progress: Callable[[str, int, int], None] | N
             for table, columns in TABLES.items():
                 if progress is not None:
                     progress(table, copied, total)
-                found = rows(source, table)
+                found = _rows(s, table)
                 insert = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
                 for start in range(0, len(found), BATCH):
                     c.executemany(insert, found[start:start + BATCH])
@@ -93,7 +115,7 @@ def copy(source: Any, target: Any, progress: Callable[[str, int, int], None] | N
                 counts[table] = len(found)
             target.keys_loaded(c)
     except InvalidInput as exc:  # a value the target refuses (a NUL an older kenning kept, for PostgreSQL)
-        raise InvalidInput(f"a row of the {table} table of {source.path} cannot be copied: {exc}; "
+        raise InvalidInput(f"a row of the {table} table of {where} cannot be copied: {exc}; "
                            "nothing was copied") from exc
     return counts
 

@@ -158,3 +158,29 @@ def test_a_row_postgresql_cannot_hold_is_named_by_its_table_and_nothing_is_copie
     with kenning.open_store(postgres_url) as copy:
         assert copy.count() == 0
 
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_source_written_during_the_copy_is_copied_as_of_one_moment(tmp_path, request, backend):
+    """A server or an agent writing to the source while migrate runs: each table was read in a
+    transaction of its own, so a memory written after the memories table was read had its scopes
+    and index rows copied without it ('FOREIGN KEY constraint failed', a traceback). Every table is
+    now read from one snapshot: the copy is the store as it was when the copy began."""
+    source = tmp_path / "source" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    with kenning.open_store(source) as s:
+        for i in range(3):
+            s.write(f"The pump station {i} is serviced every {i + 2} weeks", scopes=["ops"])
+    writer = kenning.open_store(source)  # another writer on the same store (opened: its open writes nothing later)
+    before = _dump(source)
+    written = []
+
+    def meanwhile(table, copied, total):
+        written.append(writer.write(f"While copying {table} ({copied} rows) the valve {len(written)} was replaced",
+                                    scopes=["ops"], force=True).status)
+
+    try:
+        kenning.store.transfer.migrate(source, tmp_path / "copy", progress=meanwhile)
+    finally:
+        writer.close()
+    assert set(written) == {"committed"} and len(written) > len(TABLES)
+    assert _dump(tmp_path / "copy") == before

@@ -4,8 +4,8 @@ The store and lifecycle modules speak one small dialect, SQLite's, restricted to
 can say again in PostgreSQL (docs/architecture.md, "Backends", lists it): ``?`` parameters,
 ``json_extract(col, '$.a.b')``, ``json_each(col[, '$.a'])`` in FROM with its ``value`` column,
 ``json_array_length(col, '$.a')``, ``instr(a, b)``, ``x IS [NOT] ?``, ``INSERT OR IGNORE``, ``INSERT OR
-REPLACE`` on a table listed in ``REPLACE_KEYS``, ``+col`` (an SQLite planner hint, dropped), blob literals ``x'0102'`` and the
-two PRAGMAs a store reads. Translation is pure text work, done once per statement text and cached.
+REPLACE`` on a table listed in ``REPLACE_KEYS``, ``+col`` (an SQLite planner hint, dropped), blob literals ``x'0102'``, the
+two PRAGMAs a store reads and ``BEGIN`` (a read snapshot). Translation is pure text work, done once per statement text and cached.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ PRAGMAS = {
     "PRAGMA user_version": "SELECT version FROM kenning_schema",
     "PRAGMA quick_check": "SELECT 'ok'",
 }
+# SQLite's BEGIN starts a transaction whose reads all see one snapshot (a copy of every table whose
+# rows agree while others write); under READ COMMITTED each PostgreSQL statement would see its own
+SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 
 _JSON_PATH = r"'\$((?:\.\w+)*)'"
 _JSON_EXTRACT = re.compile(r"json_extract\(\s*([\w.]+)\s*,\s*" + _JSON_PATH + r"\s*\)")
@@ -91,6 +94,8 @@ def translate(sql: str) -> str:
     stripped = sql.strip().rstrip(";")
     if stripped in PRAGMAS:
         return PRAGMAS[stripped]
+    if stripped.upper() == "BEGIN":
+        return SNAPSHOT_BEGIN
     if stripped.upper().startswith("PRAGMA"):
         raise ValueError(f"no PostgreSQL form for {stripped!r}")
     text = _BLOB.sub(lambda m: f"'\\x{m.group(1)}'::bytea", stripped)
