@@ -66,31 +66,33 @@ def rehome(s: Session, old: str | os.PathLike[str], new: str | os.PathLike[str] 
     of the commits the memories were written at (most likely another repository, or a typo)."""
     written = _folder(old, "the old folder")
     # a checkout is recorded by its real path (memory/origin.py): a symlink to the old folder, or a ".."
-    # after one, leads where the kernel goes, not where the text reads (which _folder's normpath keeps)
-    old = os.path.realpath(os.path.expanduser(os.fspath(old)))
+    # after one, leads where the kernel goes, not where the text reads (which _folder's normpath keeps).
+    # The path as written is tried too: a store copied from another machine holds that machine's paths,
+    # and a symlink left at the old place may lead to the new folder itself.
+    real = _real(old)
     if new is None:
         here = s.here()
         if here is None:
             raise InvalidInput("this directory is in no git checkout, so there is nowhere to move the memories "
                                "to: run it inside the checkout's new folder, or name that folder")
         new = here.worktree
-    new = os.path.realpath(_folder(new, "the new folder"))
+    _folder(new, "the new folder")
+    new = _real(new)
     if not os.path.isdir(new):
         raise InvalidInput(f"the new folder {new} is not a directory: name where the checkout is now")
-    if old == new or old == "/":
-        raise InvalidInput(f"cannot move memories from {old} to {new}")
-    if os.path.exists(old) and not force:
-        raise InvalidInput(f"{old} still exists: its memories would be hidden there once moved to {new}; "
+    olds = [path for path in dict.fromkeys((real, written)) if path not in (new, "/")]
+    if not olds:
+        raise InvalidInput(f"cannot move memories from {written} to {new}")
+    if os.path.exists(real) and real != new and not force:  # a symlink left at the old place: nothing hides
+        raise InvalidInput(f"{written} still exists: its memories would be hidden there once moved to {new}; "
                            "pass force (--force) to move them all the same")
     write_enabled.require(s.config)
     with s.transaction() as c:
-        changed = scopes.rehome(c, old, new)
-        if not changed and written != old:  # an origin imported from another machine holds the path as written
-            changed = scopes.rehome(c, written, new)
-            if changed:
-                old = written
-        if not changed:
-            where = old if written == old else f"{written} (or {old}, where it leads)"
+        for old in olds:
+            if changed := scopes.rehome(c, old, new):
+                break
+        else:
+            where = written if real == written else f"{written} (or {real}, where it leads)"
             raise NotFound(f"no memory was written in {where} or a folder inside it; memories of other checkouts "
                            "show with auto_scope off (--no-auto-scope), each with its origin")
         if not force:
@@ -113,6 +115,11 @@ def _same_repository(old: str, changed: list[tuple[str, str, str | None]]) -> No
             raise InvalidInput(f"{worktree} holds none of the commits the memories of {old} were written at, so it "
                                "is no checkout of that repository (or lost that history); pass force (--force) to "
                                "move them all the same")
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    """The folder a checked path (``_folder``) names on this machine, symlinks and ".." resolved as the kernel does."""
+    return os.path.realpath(os.path.expanduser(os.fspath(path)))
 
 
 def _folder(path: str | os.PathLike[str], what: str) -> str:

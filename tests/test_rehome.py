@@ -104,12 +104,16 @@ def test_a_folder_holding_several_checkouts_moves_them_all(tmp_path):
         assert ids(store.search("deploy script", mode="bm25")) == [mid]
 
 
-@pytest.mark.parametrize("how", ["symlink", "dotdot"])
+@pytest.mark.parametrize("how", ["symlink", "dotdot", "left-behind"])
 def test_the_old_folder_is_the_real_path_a_symlink_or_dotdot_leads_to(tmp_path, how):
     """Memories record a checkout by its real path; the old folder was matched as typed, so a symlink to
-    it (the path the user knows, dangling once the folder moved) or a ".." after a symlink found none."""
+    it (the path the user knows, dangling once the folder moved) or a ".." after a symlink found none.
+    A symlink left at the old place to the new folder is the old folder as written, and hides nothing."""
     old, new, mid = written_then_moved(tmp_path)
-    if how == "symlink":
+    if how == "left-behind":
+        os.symlink(new, old)
+        given = old
+    elif how == "symlink":
         os.symlink(old, tmp_path / "known")
         given = str(tmp_path / "known")
     else:  # the kernel walks deep -> x/y, then up twice: tmp_path/old; the text reads tmp_path/../old
