@@ -148,6 +148,13 @@ class TranscriptIndex:
             raise InvalidInput(f"{resolved} does not exist; give a transcript file (.jsonl) or a folder holding them")
         if not (resolved.is_dir() or resolved.is_file()):
             raise InvalidInput(f"{resolved} is neither a file nor a folder")
+        try:  # one this user may not read was registered, skipped at every sync: "0 new messages", exit 0
+            if resolved.is_dir():
+                os.scandir(resolved).close()
+            else:
+                open(resolved, "rb").close()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {str(resolved)[:200]}: {exc.strerror or exc}; nothing was registered") from None
         resolved = resolved.resolve()
         owner = project_of(str(Path(project).expanduser().resolve()) if project is not None else str(self._here()))
         with self.db.transaction() as c:

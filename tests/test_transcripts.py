@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -450,6 +451,24 @@ def test_sources_add_list_remove(store, ledgers):
     assert ix.sources() == [] and not ix.search("refund", all_projects=True).hits
     with pytest.raises(NotFound):
         ix.remove_source(ledgers / "codex")
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_source_this_user_may_not_read_is_refused_not_registered_empty(store, ledgers, what):
+    """`transcripts add` of a ledger (or folder) without read permission answered '0 ledgers, 0 new
+    messages' with exit 0, and every later sync skipped it in silence."""
+    from unprivileged import run_unprivileged
+
+    source = ledgers / "codex" if what == "folder" else ledgers / "generic" / "notes-agent.jsonl"
+    source.chmod(0)
+    ix = index_for(store)
+    try:
+        with pytest.raises(InvalidInput, match=f"cannot read {re.escape(str(source))}: Permission denied; "
+                                               "nothing was registered"):
+            run_unprivileged(lambda: ix.add_source(source, project=PAYMENTS))
+    finally:
+        source.chmod(0o755 if what == "folder" else 0o644)
+    assert ix.sources() == []
 
 
 def test_bad_queries_are_clear_errors(index):
