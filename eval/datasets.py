@@ -166,6 +166,15 @@ def with_foreign_queries(data: Dataset, other: Dataset) -> Dataset:
                    data.qrels_file, data.other_split_queries, data.orphaned_queries, data.conflicting_judgments)
 
 
+def checked_group_sep(sep: str | None) -> str | None:
+    """``sep`` as given, refused when empty: '' would group nothing while the run looked grouped
+    (``--group-sep "$SEP"`` with SEP unset); not grouping is leaving the option out."""
+    if sep == "":
+        raise InvalidInput("--group-sep is empty: give the separator between group and id (such as ':'), "
+                           "or leave the option out to group nothing")
+    return sep
+
+
 def group_of(item_id: str, sep: str | None) -> str | None:
     """The group an id belongs to: the part before the first ``sep``.
 

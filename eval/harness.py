@@ -24,7 +24,7 @@ from kenning.retrieval.text import search_tokens, tokenize
 from kenning.store.models import MODES
 from kenning.memory.facade import Store
 
-from .datasets import Dataset, group_of, load_dataset, with_foreign_queries
+from .datasets import Dataset, checked_group_sep, group_of, load_dataset, with_foreign_queries
 from .metrics import mean, per_query, within
 
 LEXICAL_MODES = ("keyword", "bm25")
@@ -416,7 +416,7 @@ def run_eval(
     ``foreign`` adds another collection's queries as unanswerable ones (category ``foreign``).
     """
     data = as_dataset(dataset)
-    group_sep = group_sep or None  # "" groups nothing (group_of); recorded as "" it kept the run from its baseline
+    group_sep = checked_group_sep(group_sep)
     other_data = as_dataset(foreign) if foreign is not None else None
     if limit_queries is not None and limit_queries >= max(len(data.queries), len(other_data.queries) if other_data else 0):
         limit_queries = None  # cuts nothing: the run is the whole collection's, and its report says so (comparable)

@@ -32,7 +32,7 @@ from kenning.errors import InvalidInput
 from kenning.retrieval import engine
 from kenning.memory.facade import Store
 
-from .datasets import Dataset
+from .datasets import Dataset, checked_group_sep
 from .harness import Progress, as_dataset, loaded_store, query_scopes, run_mode, summarize
 from .metrics import mean, per_query
 
@@ -131,6 +131,7 @@ def tune(
     """
     if metric not in OBJECTIVES:
         raise InvalidInput(f"cannot tune for {metric!r}; choose one of {', '.join(OBJECTIVES)}")
+    group_sep = checked_group_sep(group_sep)
     sources = list(datasets) if isinstance(datasets, (list, tuple)) else [datasets]
     if not sources:
         raise InvalidInput("give at least one collection to tune on")

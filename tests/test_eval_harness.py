@@ -483,12 +483,16 @@ def test_a_limit_that_cuts_no_query_is_no_setting(grouped, tmp_path):
     assert f"verdict: as good as the baseline {base}" in result.stdout
 
 
-def test_an_empty_group_sep_is_no_grouping_in_the_report(grouped):
-    """--group-sep '' groups nothing but was recorded as '', so the run got no verdict against a
-    baseline made without the option ('--group-sep: '' here, none in the baseline')."""
-    report = run_eval(grouped, modes="bm25", group_sep="", progress=False)
-    assert report["group_sep"] is None
-    assert report["modes"]["bm25"]["nDCG@10"] == run_eval(grouped, modes="bm25", progress=False)["modes"]["bm25"]["nDCG@10"]
+@pytest.mark.parametrize("command", ["run", "tune"])
+def test_an_empty_group_sep_is_refused_in_one_line(grouped, command):
+    """--group-sep '' (say "$SEP" with SEP unset) ran ungrouped with exit 0, a run that looked grouped
+    and was not; it is now one line, exit 2, as the library's InvalidInput."""
+    result = runner.invoke(eval_app, [command, str(grouped), "--group-sep", ""])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("error: --group-sep is empty: give the separator between group and id (such as ':'), "
+                             "or leave the option out to group nothing\n")
+    with pytest.raises(InvalidInput, match="--group-sep is empty"):
+        (run_eval if command == "run" else tune)(grouped, group_sep="", progress=False)
 
 
 def test_a_judged_relevant_document_without_text_is_named(grouped):
