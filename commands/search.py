@@ -41,8 +41,9 @@ class PlainOut:
             support.out.print(text)
             return
         try:  # a character the stream cannot encode is written as an escape (support.Tolerant)
-            support.Tolerant(sys.stdout).write(support.sanitize(text) + "\n")
-            sys.stdout.flush()  # rich flushes every print
+            stdout = support.Tolerant(sys.stdout)
+            stdout.write(support.sanitize(text) + "\n")
+            stdout.flush()  # rich flushes every print
         except BrokenPipeError:  # rich's answer to a closed pipe: silence stdout, exit 1
             _quiet_stdout()
             raise SystemExit(1) from None

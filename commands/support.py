@@ -13,6 +13,8 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -203,23 +205,50 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+class OutputFailed(KenningError):
+    """The command's output could not be written (stdout on a full disk, ``> /dev/full``, an I/O error):
+    one line on stderr instead of a traceback. A closed pipe (EPIPE) is not this: it ends quietly."""
+
+
 class Tolerant:
     """A text stream whose ``write`` never fails on a character its encoding lacks (a cp1252 or ASCII
     stdout, PYTHONIOENCODING=ascii): that text is written as a backslash escape (``\\u6771``) instead.
-    Everything else is the stream's own."""
+    A write or flush the stream fails (other than a closed pipe) is OutputFailed. Everything else is
+    the stream's own."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except UnicodeEncodeError:  # nothing was written: a text stream encodes all of it first
-            encoding = getattr(self._stream, "encoding", None) or "ascii"
-            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
+        with _output_errors(self._stream):
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:  # nothing was written: a text stream encodes all of it first
+                encoding = getattr(self._stream, "encoding", None) or "ascii"
+                return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
+
+    def flush(self) -> None:
+        with _output_errors(self._stream):
+            self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+@contextmanager
+def _output_errors(stream: Any) -> Iterator[None]:
+    """A failing write to ``stream`` as OutputFailed, so every command says it in one line."""
+    import errno
+
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+            raise  # the reader went away (| head): each front end ends quietly, exit 1
+        name = getattr(stream, "name", None)
+        where = {"<stdout>": "stdout", "<stderr>": "stderr"}.get(name, str(name or "the output"))
+        raise OutputFailed(f"the output could not be written to {where} ({exc.strerror or exc}); "
+                           "what the command did is done, only its output was lost") from None
 
 
 _KEEP = {"\n", "\t"}
@@ -370,7 +399,9 @@ def emit_json(payload: Any) -> None:
             text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
         except (UnicodeEncodeError, LookupError):
             text = json.dumps(payload, ensure_ascii=True, indent=2) + "\n"
-    sys.stdout.write(text)
+    out = Tolerant(sys.stdout)
+    out.write(text)
+    out.flush()  # now, not at exit, where a failure could only be a traceback-like "Exception ignored"
 
 
 def no_bar(as_json: bool) -> bool:

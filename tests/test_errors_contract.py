@@ -3,6 +3,8 @@ UnicodeEncodeError or sqlite3 error), and write nothing."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kenning import open_store
@@ -110,6 +112,28 @@ def test_cli_output_shows_bidi_overrides_as_escapes_and_keeps_direction_marks(tm
         assert shown.returncode == 0, shown.stderr
         assert "\u202e" not in shown.stdout and "\\u202e" in shown.stdout
     assert "\u200f" in run_cli(tmp_path, "show", hebrew).stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a file every write to fails")
+def test_cli_output_the_disk_cannot_take_is_one_line_not_a_traceback(tmp_path):
+    """`kenning list > /dev/full` (stdout on a full disk, or an I/O error) ended in an OSError
+    traceback, or, for a short --json answer written at exit, in "Exception ignored ... OSError"."""
+    import subprocess
+    import sys
+
+    from kenning import open_store
+
+    with open_store(tmp_path / "s") as store:
+        store.write("The kiwi host serves the auth port 8443", scopes=["ops"])
+    for args in (["list"], ["info", "--json"], ["search", "kiwi", "--mode", "bm25"],
+                 ["search", "kiwi", "--mode", "bm25", "--json"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "kenning", "--store", str(tmp_path / "s"), *args],
+                                  stdout=full, stderr=subprocess.PIPE, text=True)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.splitlines() == [
+            "error: the output could not be written to stdout (No space left on device); what the command "
+            "did is done, only its output was lost"], (args, done.stderr)
 
 
 def test_help_names_what_every_public_method_raises():
