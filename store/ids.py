@@ -15,14 +15,16 @@ ID_IN_TEXT = r"([0-9A-Za-z]{26})"
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _IS_ULID = frozenset(_ALPHABET)
+_LOOK_ALIKES = str.maketrans("ILO", "110")  # Crockford's decoding of the letters the alphabet leaves out
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # ten bits -> two characters
 
 
 def canonical(id: str) -> str:
-    """The one spelling of an id: a ULID is Crockford base32, which ignores case, so one typed in
-    lower (or mixed) case names the same memory and becomes upper case here. Any other text (an
-    import's external id such as "wiki/ops/7") is returned as given."""
-    upper = id.upper() if isinstance(id, str) and len(id) == 26 else None
+    """The one spelling of an id: a ULID is Crockford base32, which ignores case and reads I and L as
+    1 and O as 0, so one typed in lower (or mixed) case, or with those look-alikes, names the same
+    memory and becomes its upper-case spelling here. Any other text (an import's external id such as
+    "wiki/ops/7") is returned as given."""
+    upper = id.upper().translate(_LOOK_ALIKES) if isinstance(id, str) and len(id) == 26 else None
     if upper is None or upper == id or upper[0] > "7" or not _IS_ULID.issuperset(upper):
         return id
     return upper

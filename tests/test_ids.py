@@ -66,6 +66,27 @@ def test_a_lower_case_ulid_names_the_memory_on_every_surface(store, tmp_path):
         assert http.patch(f"/memories/{low}", json={"text": "The auth service listens on port 9443"}).status_code == 200
 
 
+def test_i_l_and_o_typed_for_1_and_0_name_the_memory_as_crockford_reads_them(store, tmp_path):
+    """Crockford base32 decodes I and L as 1 and O as 0 (letters its alphabet leaves out as look-alikes);
+    an id copied by hand that way said 'no memory has id ...' on every surface."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from kenning.cli import app
+    from kenning.serve.http import create_app
+
+    made = ids.new_ulid()
+    assert ids.canonical(made.replace("1", "l").replace("0", "o")) == made
+    assert ids.canonical(made.replace("1", "I").replace("0", "O")) == made
+    mid = store.write("The auth service listens on port 8443", scopes=["projects:auth"]).id
+    typed = "O" + mid[1:].replace("1", "l").replace("0", "O")  # a ULID of today starts with 0
+    assert typed != mid and store.show(typed)["id"] == mid and store.verify(typed)["status"] == "verified"
+    result = CliRunner().invoke(app, ["--store", str(tmp_path / "store"), "show", typed, "--json"])
+    assert result.exit_code == 0 and f'"id": "{mid}"' in result.stdout, result.output
+    with TestClient(create_app(store), base_url="http://127.0.0.1:8765") as http:
+        assert http.get(f"/memories/{typed}").json()["id"] == mid
+
+
 def test_an_imported_ulid_is_stored_in_the_case_lookups_use(store):
     made = ids.new_ulid()
     store.import_records([{"content": "The queue is RabbitMQ on port 5672", "scopes": ["q"], "id": made.lower()},
