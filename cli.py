@@ -328,9 +328,14 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """List live memories, newest update first."""
-    memories = _store(ctx).list(scopes=scope, category=category, limit=limit, auto_scope=not no_auto_scope)
+    store = _store(ctx)
+    memories = store.list(scopes=scope, category=category, limit=limit, auto_scope=not no_auto_scope)
+    more = len(memories) == limit and bool(store.list(scopes=scope, category=category, limit=1, record=False,
+                                                      auto_scope=not no_auto_scope, after=memories[-1].cursor))
     if as_json:
         emit_json([m.model_dump(mode="json") for m in memories])
+        if more:  # a `list --json` piped into an import, as a copy, held the newest 50 and said nothing
+            note(f"only the newest {limit} memories: more match (--limit to list more)")
         return
     if not memories:
         hidden = not no_auto_scope and _store(ctx).list(scopes=scope, category=category, limit=1, auto_scope=False,
@@ -343,7 +348,8 @@ def list_(
             ui.out.print(f"the newest of them was written in {origin.worktree}, which no longer exists: if this "
                          f"checkout moved from there, `kenning rehome {origin.worktree}` gives its memories this folder")
         return
-    ui.out.print(plural(len(memories), "memory", "memories") + ", newest first")
+    ui.out.print(plural(len(memories), "memory", "memories") + ", newest first"
+                 + ("; more match (--limit to list more)" if more else ""))
     for m in memories:
         _entry(f"{m.id}  {when(m.updated)}  {m.category}  {', '.join(m.scopes)}", short(m.content))
 
@@ -421,14 +427,19 @@ def tombstones(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """List removed memories with why and when."""
-    tombs = _store(ctx).tombstones(scopes=scope, limit=limit)
+    store = _store(ctx)
+    tombs = store.tombstones(scopes=scope, limit=limit)
+    more = len(tombs) == limit and bool(store.tombstones(scopes=scope, limit=1, after=tombs[-1].cursor))
     if as_json:
         emit_json([t.model_dump(mode="json") for t in tombs])
+        if more:
+            note(f"only the {limit} most recently removed: more match (--limit to list more)")
         return
     if not tombs:
         ui.out.print("no removed memories")
         return
-    ui.out.print(plural(len(tombs), "removed memory", "removed memories") + ", most recent first")
+    ui.out.print(plural(len(tombs), "removed memory", "removed memories") + ", most recent first"
+                 + ("; more match (--limit to list more)" if more else ""))
     for t in tombs:
         _entry(f"{t.memory.id}  removed {when(t.removed_at)}  {', '.join(t.memory.scopes)}",
                f"{short(t.memory.content, 120)}\n   reason: {t.reason}")

@@ -147,3 +147,33 @@ def test_an_empty_list_or_search_names_auto_scope_when_it_hid_the_matches(tmp_pa
     found = kenning("a", "search", "poetry", "--scope", "projects:b", "--mode", "bm25")
     assert found.returncode == 0 and "auto_scope hides them" in found.stdout
     assert "Repo B uses poetry" in kenning("a", "search", "poetry", "--no-auto-scope", "--mode", "bm25").stdout
+
+
+def test_a_listing_cut_at_its_limit_says_more_match(tmp_path):
+    """`kenning list --json` (what `kenning import` reads back) and `tombstones` held the newest 50 and said
+    nothing of the rest, so a listing piped into an import as a copy lost every older memory in silence.
+    The JSON stays a list of memories; a note on stderr (and the table's first line) says more match."""
+    import kenning
+
+    store = tmp_path / "store"
+    with kenning.open_store(store) as s:
+        ids = s.import_records([{"content": f"The pump station {i} is serviced every {i + 2} weeks", "scopes": ["ops"]}
+                                for i in range(6)])
+        for mid in ids[:3]:
+            s.remove(mid, reason="decommissioned")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "-m", "kenning", "--store", str(store), *args], capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    for command, noun in (("list", "memories"), ("tombstones", "removed memories")):
+        cut, whole = run(command, "--limit", "2", "--json"), run(command, "--limit", "3", "--json")
+        assert len(json.loads(cut.stdout)) == 2 and "more match (--limit to list more)" in cut.stderr
+        assert len(json.loads(whole.stdout)) == 3 and whole.stderr == ""
+        assert run(command, "--limit", "2").stdout.startswith(f"2 {noun}, ") and \
+            "; more match (--limit to list more)\n" in run(command, "--limit", "2").stdout.splitlines(True)[0]
+        assert "more match" not in run(command, "--limit", "3").stdout
