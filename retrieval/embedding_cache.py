@@ -17,6 +17,8 @@ import numpy as np
 
 from kenning.errors import says_damaged
 
+from .env_folder import env_folder
+
 _CACHE_FILE = "embeddings.sqlite"
 # SQLite's default limit on host parameters is 999 on old builds; stay under it.
 _CHUNK = 500
@@ -25,9 +27,9 @@ _COMMIT_EVERY = 2048
 
 def default_cache_path() -> Path:
     """``$KENNING_CACHE_DIR/embeddings.sqlite``, else the platform user cache dir for kenning."""
-    override = os.environ.get("KENNING_CACHE_DIR")
-    if override:
-        return Path(override) / _CACHE_FILE
+    override = env_folder("KENNING_CACHE_DIR")
+    if override is not None:
+        return override / _CACHE_FILE
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("kenning")) / _CACHE_FILE

@@ -36,6 +36,8 @@ import numpy as np
 
 from kenning.errors import INSTALL_EMBEDDINGS, EmbeddingsUnavailable, InvalidInput
 
+from .env_folder import env_folder
+
 if TYPE_CHECKING:
     from .onnx_encoder import OnnxEncoder
     from .torch_encoder import TorchEncoder
@@ -105,8 +107,8 @@ class Availability:
 
 def default_models_dir() -> Path:
     """$KENNING_MODELS_DIR, else the package's ``models/`` folder (the repository root is the package)."""
-    configured = os.environ.get("KENNING_MODELS_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parent.parent / "models"
+    configured = env_folder("KENNING_MODELS_DIR")
+    return configured if configured is not None else Path(__file__).resolve().parent.parent / "models"
 
 
 def model_id_for(name: str, path: Path, contents: bool = True) -> str:

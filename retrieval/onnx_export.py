@@ -50,6 +50,8 @@ import numpy as np
 
 from kenning.errors import KenningError
 
+from .env_folder import env_folder
+
 # Bump when the export recipe changes (opset, graph inputs, fusion).
 # 3: exported with eager attention and fused by onnxruntime's transformer optimizer.
 EXPORT_VERSION = 3
@@ -76,9 +78,9 @@ Step = Callable[[str], None]
 
 
 def cache_root() -> Path:
-    override = os.environ.get("KENNING_CACHE_DIR")
-    if override:
-        return Path(override)
+    override = env_folder("KENNING_CACHE_DIR")
+    if override is not None:
+        return override
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("kenning"))

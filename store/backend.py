@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kenning.errors import InvalidInput, StorageError, says_damaged
+from kenning.retrieval.env_folder import env_folder
 
 from . import files
 from .db import DB_FILENAME, Database, damage_message
@@ -160,10 +161,8 @@ def cache_directory(url: str) -> Path:
     """This host's folder for a server store's derived files, one per URL (without its password)."""
     from .postgres.database import display_url
 
-    base = os.environ.get("KENNING_CACHE_DIR")
-    if base:
-        root = Path(base).expanduser()
-    else:
+    root = env_folder("KENNING_CACHE_DIR")
+    if root is None:
         import platformdirs
 
         root = Path(platformdirs.user_cache_dir("kenning", appauthor=False))

@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+from kenning.retrieval.env_folder import env_folder
+
 LOCAL_DIRNAME = ".kenning"
 
 
@@ -36,7 +38,7 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
     """The store directory (or server URL) and why it was chosen (so a front end can say which store it uses).
 
     An explicit empty path (``--store ""``, ``open_store("")``) is a mistake, not a request for the
-    default; an empty $KENNING_URL / $KENNING_HOME reads as unset, as shells treat an empty variable.
+    default; an empty $KENNING_URL / $KENNING_HOME (a blank one too) reads as unset, as shells treat an empty variable.
     A path that is a file (or lies under one) is refused here, so every command says so alike."""
     if explicit is not None:
         return _explicit(explicit, "the store location (--store)",
@@ -49,10 +51,11 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
 
             raise InvalidInput(f"$KENNING_URL must be a postgresql:// URL, not {url.split(':')[0]!r}")
         return url, "set by $KENNING_URL"
-    env = os.environ.get("KENNING_HOME")
-    if env:
-        refuse_other_schemes(env, "$KENNING_HOME (a folder; a postgresql:// URL goes in $KENNING_URL)")
-        return _folder(Path(env).expanduser(), "set by $KENNING_HOME")
+    env = env_folder("KENNING_HOME")
+    if env is not None:
+        refuse_other_schemes(os.environ["KENNING_HOME"],
+                             "$KENNING_HOME (a folder; a postgresql:// URL goes in $KENNING_URL)")
+        return _folder(env, "set by $KENNING_HOME")
     local = Path.cwd() / LOCAL_DIRNAME
     if local.is_dir():
         return local, f"found {LOCAL_DIRNAME}/ in the current directory"

@@ -67,6 +67,35 @@ def test_an_empty_store_path_is_an_error_not_the_default(tmp_path):
     assert json.loads(said.stdout)["chosen_because"].startswith("the default")
 
 
+def test_a_blank_or_tilde_folder_in_the_environment_reads_as_a_shell_would(tmp_path, monkeypatch):
+    """$KENNING_HOME=" " chose (and a write made) a store in a folder named ' ' in the current
+    directory; $KENNING_CACHE_DIR=" " put the model's conversion there. '~/...' in $KENNING_CACHE_DIR
+    or $KENNING_MODELS_DIR (an MCP client's env block expands nothing) named a folder '~' in the
+    current directory, while $KENNING_HOME and a server store's cache read it as the home folder."""
+    said = ok(kenning(tmp_path, "info", "--json", KENNING_HOME=" "))
+    assert json.loads(said.stdout)["chosen_because"].startswith("the default")
+
+    import platformdirs
+
+    from kenning.retrieval import embedding_cache, embeddings, onnx_export
+    from kenning.store import backend
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KENNING_CACHE_DIR", "~/cache")
+    monkeypatch.setenv("KENNING_MODELS_DIR", "~/models")
+    assert onnx_export.cache_root() == home / "cache"
+    assert embedding_cache.default_cache_path().parent == home / "cache"
+    assert backend.cache_directory("postgresql://db.internal/kenning").parents[1] == home / "cache"
+    assert embeddings.default_models_dir() == home / "models"
+    for blank in ("", " ", "\t"):
+        monkeypatch.setenv("KENNING_CACHE_DIR", blank)
+        monkeypatch.setenv("KENNING_MODELS_DIR", blank)
+        assert onnx_export.cache_root() == Path(platformdirs.user_cache_dir("kenning"))
+        assert embedding_cache.default_cache_path().parent == Path(platformdirs.user_cache_dir("kenning"))
+        assert embeddings.default_models_dir().name == "models" and embeddings.default_models_dir().is_absolute()
+
+
 def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
     store = tmp_path / "store"
     ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
