@@ -716,7 +716,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
 
 
 def serve(store_dir: str | os.PathLike | None = None) -> None:
-    """Serve one MCP session over stdio until the client disconnects."""
+    """Serve one MCP session over stdio until the client disconnects; a SIGTERM or SIGINT ends it
+    the same way (the store closed, its queued read events written), then exits 128 + the signal."""
     import anyio
 
     from kenning.recall.transcripts import index_for
@@ -725,7 +726,9 @@ def serve(store_dir: str | os.PathLike | None = None) -> None:
     with Store(store_dir) as store:
         store.semantic.start_background()  # embeds what bulk imports queued; searches never wait for it
         index_for(store)  # and, through it, transcript messages that have no vector yet
-        anyio.run(stdio_guard.run, build_server(store))
+        stopped_by = anyio.run(stdio_guard.run, build_server(store))
+    if stopped_by is not None:
+        raise SystemExit(128 + stopped_by)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,16 +4,26 @@ The SDK's stdio transport drops a line it cannot parse or validate (``params: "x
 client waits forever; and a lone surrogate (``"\\ud800"``) in a request cannot be echoed back as
 UTF-8. This transport screens each line first and answers those itself, with JSON-RPC's codes:
 -32700 parse error, -32600 invalid request, -32602 invalid params. Good lines pass through as is.
+
+It also ends the session cleanly on SIGTERM (what an MCP client sends when the server does not exit
+within its grace period after closing stdin) and SIGINT: the calls in progress finish and the caller
+closes the store, so the read events still queued are written (Python's default for SIGTERM dies on
+the spot, and SIGINT left the server waiting on stdin for a line that might never come). Stdin is
+read on a daemon thread for that reason: a read waiting for the client never holds the exit.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import os
+import signal
 import sys
+import threading
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from mcp import types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -84,9 +94,6 @@ class _ScreenedStdin:
     """An async line source for the SDK's stdio transport that keeps back the lines it answers itself."""
 
     def __init__(self) -> None:
-        # surrogateescape keeps a byte that is no UTF-8 visible to ``screen`` (as U+DC80-U+DCFF), which
-        # refuses its line; "replace" stored such text silently altered (U+FFFD)
-        self._inner = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape"))
         self._replies: Any = None
         self._ready = anyio.Event()
 
@@ -98,7 +105,10 @@ class _ScreenedStdin:
         return self._lines()
 
     async def _lines(self):
-        async for line in self._inner:
+        send, received = anyio.create_memory_object_stream[str](1)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=_pump, args=(sys.stdin.fileno(), send, token), name="kenning-stdin", daemon=True).start()
+        async for line in received:
             verdict = screen(line)
             if verdict is None:
                 yield line
@@ -111,10 +121,60 @@ class _ScreenedStdin:
             await self._replies.send(SessionMessage(error))
 
 
-async def run(server: Any) -> None:
-    """Serve ``server`` (an MCPServer) over stdio with screened input."""
+def _pump(fd: int, send: Any, token: Any) -> None:
+    """Hand stdin's lines to the event loop until EOF (a last line without a newline included).
+    ``os.read``, not sys.stdin: a daemon thread blocked inside a buffered reader's lock aborts the
+    interpreter's exit."""
+    try:
+        for line in _split_lines(fd):
+            # surrogateescape keeps a byte that is no UTF-8 visible to ``screen`` (as U+DC80-U+DCFF),
+            # which refuses its line; "replace" stored such text silently altered (U+FFFD)
+            anyio.from_thread.run(send.send, line.decode("utf-8", "surrogateescape"), token=token)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+        return  # the session ended (a signal): nobody reads on
+    try:
+        anyio.from_thread.run_sync(send.close, token=token)
+    except RuntimeError:
+        pass  # the event loop is gone already
+
+
+def _split_lines(fd: int):
+    """The lines read from ``fd``, each ending in a newline; a CR or CRLF ends a line too, as the
+    text reader the SDK uses reads them (universal newlines)."""
+    parts: list[bytes] = []
+    while chunk := os.read(fd, 1 << 16):
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            parts.append(piece)
+            yield from (line + b"\n" for line in b"".join(parts).split(b"\r"))
+            parts = []
+        if rest:
+            parts.append(rest)
+    if parts:
+        yield from (line + b"\n" for line in b"".join(parts).split(b"\r"))
+
+
+async def run(server: Any) -> int | None:
+    """Serve ``server`` (an MCPServer) over stdio with screened input until the client closes stdin
+    (None) or a SIGTERM or SIGINT arrives (its number; the calls in progress finish first)."""
     stdin = _ScreenedStdin()
-    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-        stdin.attach(write_stream)
-        low = server._lowlevel_server
-        await low.run(read_stream, write_stream, low.create_initialization_options())
+    stopped_by: list[int] = []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_stop_on_signal, tasks.cancel_scope, stopped_by)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            stdin.attach(write_stream)
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+        tasks.cancel_scope.cancel()
+    return stopped_by[0] if stopped_by else None
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, stopped_by: list[int]) -> None:
+    try:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                stopped_by.append(int(signum))
+                scope.cancel()
+                return
+    except NotImplementedError:  # Windows: no signal receiver; the default handling stays
+        await anyio.sleep_forever()

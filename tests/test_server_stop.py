@@ -1,0 +1,61 @@
+"""The MCP server stopped by a signal, as a real process: an MCP client that closes stdin sends
+SIGTERM when the server does not exit within its grace period, and a Ctrl-C in the terminal an
+agent runs in reaches the server's process group as SIGINT. Either must end the session the way
+closing stdin does (the reads it answered logged, the store clean) and exit, not hang or die."""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from kenning import Store
+from child_env import passed_on
+
+pytestmark = pytest.mark.slow  # a real server process
+
+
+def _answer(proc: subprocess.Popen, rid: int) -> dict:
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    assert ready, "no answer within 60 s"
+    response = json.loads(proc.stdout.readline())
+    assert response["id"] == rid and "result" in response, response
+    return response["result"]
+
+
+def _request(proc: subprocess.Popen, rid: int, method: str, params: dict) -> dict:
+    proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode())
+    proc.stdin.flush()
+    return _answer(proc, rid)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"HF_HUB_OFFLINE": "1", **passed_on()})
+    try:
+        _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "test", "version": "1"}})
+        wrote = _request(proc, 2, "tools/call", {"name": "memory_write", "arguments": {
+            "content": "The staging database runs PostgreSQL 16 on port 5433", "scopes": ["infrastructure"]}})
+        assert wrote["structuredContent"]["status"] == "committed"
+        for rid in range(3, 13):  # read events wait in memory up to half a second before they are written
+            _request(proc, rid, "tools/call", {"name": "memory_search", "arguments": {
+                "query": "staging database port", "mode": "bm25", "auto_scope": False}})
+        proc.send_signal(signum)  # the client stays connected: stdin is still open
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 128 + signum, proc.stderr.read().decode()[-2000:]
+    assert proc.stdout.read() == b""  # nothing but answers on stdout, and nothing after them
+    with Store(store) as opened:
+        assert len(opened.events(kinds=["search"])) == 10
+        assert opened.check()["ok"] and len(opened.list(auto_scope=False)) == 1
