@@ -75,6 +75,38 @@ def test_a_plain_word_is_a_password_only_when_assigned_to_one(text, found):
     assert bool(cr.find_credentials(text)) is found, text
 
 
+@pytest.mark.parametrize("text,label", [
+    ("Passwort: hunter2", "Passwort"), ("mot de passe : hunter2", "mot de passe"), ("contraseña: hunter2", "contraseña"),
+    ("пароль: hunter2", "пароль"), ("密码：hunter2", "密码"), ("パスワード: hunter2", "パスワード"), ("비밀번호: hunter2", "비밀번호"),
+    ("Das WLAN-Kennwort: Sonnenschein", "Kennwort"),  # a plain word ending the line, as after password:
+    ("我的密码：hunter2，请勿外传", "密码"),  # no space before a Chinese label; a full-width comma ends the value
+    ("ПАРОЛЬ = hunter2", "ПАРОЛЬ"), ("Clé API = 9f8e7d6c5b4a", "Clé API"), ("senha: 'hunter22'", "senha"),
+    ("API-Schlüssel: a8f9b7c6d5e4", "API-Schlüssel"), ("トークン：abc123def", "トークン"), ("секрет: Zx9#kLm2pQ", "секрет"),
+])
+def test_the_labels_of_other_languages_are_refused_as_password_is(text, label):
+    """Only the English names were known: 'Passwort: hunter2' or '密码：hunter2' was stored as written."""
+    assert [f[:2] for f in kinds(text)] == [("secret assignment", f"{label}=***")]
+
+
+@pytest.mark.parametrize("text", [
+    "das Passwort: Sonnenschein und mehr",  # prose after a colon, as in English
+    "Geheimnis: Sonnenschein",              # a plain word is a password only under a password label
+    "Passwortänderung: morgen1", "xпароль: hunter2",  # a label inside a longer word
+    "mot de passe : <votre mot de passe>",  # a placeholder
+])
+def test_the_labels_of_other_languages_ask_of_the_value_what_english_ones_do(text):
+    assert kinds(text) == []
+
+
+def test_every_listed_label_is_found_in_the_cases_it_is_written_in():
+    from kenning.memory.gates.secret_labels import labels
+
+    for label in labels():
+        for spelled in {label, label.lower(), label.upper(), label[0].upper() + label[1:]}:
+            assert [f[1] for f in kinds(f"{spelled}: hunter2")] == [f"{spelled}=***"], spelled
+            assert len(cr.find_credentials(f"{spelled}: hunter2 " * 40)) == 40  # screened, as a long text is
+
+
 def test_a_rejected_assignment_does_not_hide_one_inside_its_value():
     assert kinds("export TOKEN=aws_secret_access_key = Zx9kLm2pQw8") == [
         ("secret assignment", "aws_secret_access_key=***", 1)]

@@ -8,7 +8,9 @@ characters a match has and the literal requirements memory/gates/prefilter.py de
 (every clause needs one of its strings in the lower-cased text). They are precomputed here, since
 deriving them parses every pattern again, which costs what compiling does;
 tests/test_secret_marks.py holds them equal to what the patterns give now. The test is necessary,
-never sufficient: a string that passes it goes through the real patterns.
+never sufficient: a string that passes it goes through the real patterns. The gate's one pattern
+outside the screen (labels such as пароль or 密码) matches only text that is not ASCII, which is
+always checked.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ SHAPES: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...] = (
         ('access', 'api', 'apikey', 'licence', 'license', 'pass', 'passcode', 'passphrase', 'passwd', 'password',
          'private', 'pwd', 'secret', 'token'),
         (':', ':=', '='),
+    )),
+    (5, (
+        ('api-sleutel', 'chave api', 'chave da api', 'chave de api', 'chiave api', 'clave api', 'clave de api',
+         'clef api', 'geheim', 'geheimnis', 'heslo', 'jeton', 'kata sandi', 'kennwort', 'klucz api', 'mdp',
+         'mot de passe', 'palavra-passe', "parola d'ordine", 'passwort', 'secreto', 'segredo', 'segreto', 'senha',
+         'wachtwoord'),
+        (':', '=', '：', '＝'),
     )),
     (23, (('bearer',),)),
     (25, (('activation', 'licence', 'license', 'product', 'registration', 'serial'),)),
