@@ -47,6 +47,7 @@ def test_placeholder_keys_are_filler_after_the_public_prefix():
     ("hunter2", True), ("P@ssword", True), ("abcde1", True), ("abcd1", False), ("Kubernetes", False),
     ("ab-cd_ef", False), ("averyveryveryverylongword", False), ("averyveryveryverylongWord", True),
     ("alpha-beta_gamma.delta-epsilon", False), ("ABCDEFGHIJKLMNOPQRST", True), ("ABCDEFGHIJKLMNOPQRS", False),
+    ("Überprüfungsverfahren", False), ("Averyveryveryverylongword", False), ("AveryveryveryverylongworD", True),
     ("changeme1", False),
     # letters without capitals in any script: a Japanese sentence has no spaces to end the value
     ("秘密保持契約の書類は共有ドライブのリーガルフォルダにあります", False), ("очень_длинное_слово_для_проверки", False),
@@ -105,6 +106,16 @@ def test_every_listed_label_is_found_in_the_cases_it_is_written_in():
         for spelled in {label, label.lower(), label.upper(), label[0].upper() + label[1:]}:
             assert [f[1] for f in kinds(f"{spelled}: hunter2")] == [f"{spelled}=***"], spelled
             assert len(cr.find_credentials(f"{spelled}: hunter2 " * 40)) == 40  # screened, as a long text is
+
+
+@pytest.mark.parametrize("text", [
+    "the password: Überprüfungsverfahren procedure", "secret: Zugangsdatenverwaltungssystem ist neu",
+    "the password: Verificationprocedures apply",
+])
+def test_a_long_capitalised_word_after_a_label_is_prose(text):
+    """A 20+ letter word with a capital was 'not plain lower-case words', so secret: the German noun
+    Überprüfungsverfahren was refused as a password where 'verification' was not."""
+    assert kinds(text) == []
 
 
 def test_a_rejected_assignment_does_not_hide_one_inside_its_value():

@@ -206,8 +206,8 @@ def _placeholder_key(value: str, prefix: int) -> bool:
 
 def looks_secret(value: str) -> bool:
     """Not a placeholder, and either 6+ characters with a digit (or letters mixed with symbols such
-    as @ ! #), or 20+ characters that are not plain lower-case words: "hunter2" and "P@ssw0rd" are
-    secrets, "Kubernetes" or "required" after a ``secret:`` label are prose."""
+    as @ ! #), or 20+ characters that are not plain words: "hunter2" and "P@ssw0rd" are secrets,
+    "Kubernetes" or "Überprüfungsverfahren" after a ``secret:`` label are prose."""
     if is_placeholder(value):
         return False
     has_digit = any(c.isdigit() for c in value)
@@ -215,13 +215,15 @@ def looks_secret(value: str) -> bool:
     has_symbol = any(not c.isalnum() and c not in "-_." for c in value)
     if len(value) >= 6 and (has_digit or (has_alpha and has_symbol)):
         return True
-    return len(value) >= 20 and not _lower_case_words(value)
+    return len(value) >= 20 and not _plain_words(value)
 
 
-def _lower_case_words(value: str) -> bool:
-    """Letters without a capital, in words joined by ``- _ .``: in any script, since one without
-    spaces (a Japanese or Thai sentence after ``secret:``) is 20+ characters of such letters."""
-    return all(part.isalpha() and not any(c.isupper() for c in part) for part in re.split(r"[-_.]", value))
+def _plain_words(value: str) -> bool:
+    """Letters in words joined by ``- _ .``, each without a capital after its first letter: in any
+    script, since one without spaces (a Japanese or Thai sentence after ``secret:``) is 20+ characters
+    of such letters, and a German noun starts with a capital (Überprüfungsverfahren). Random letters
+    put capitals anywhere (aB3dE6…, ОченьДлинное…)."""
+    return all(part.isalpha() and not any(c.isupper() for c in part[1:]) for part in re.split(r"[-_.]", value))
 
 
 def _rest_of_line(text: str, pos: int) -> str:
