@@ -1157,6 +1157,8 @@ def main(argv: list[str] | None = None) -> None:
     click = sys.modules[typer.BadParameter.__module__]
     args = list(sys.argv[1:] if argv is None else argv)
     ui.quick_process_defaults(args)
+    if ui.current_folder_gone(args):
+        sys.exit(2)
     command = typer.main.get_command(_lean_app(args))
     _plain_metavars(command)
     try:

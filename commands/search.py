@@ -166,6 +166,8 @@ def run_fast(args: list[str]) -> int | None:
     if options is None:
         return None
     support.quick_process_defaults(args)
+    if support.current_folder_gone(args):
+        return 2
     store, code = None, 0
     try:
         try:

@@ -92,6 +92,21 @@ def quick_process_defaults(args: list[str]) -> None:
     hold_encoder_warning(args)
 
 
+def current_folder_gone(args: list[str]) -> bool:
+    """Whether the command cannot run because its current folder was deleted (or moved) under the
+    shell, said in one line: every command looks there (./.kenning, the repository a write is scoped
+    to) and met FileNotFoundError in a traceback. Help needs no folder and is not refused."""
+    if invoked(args) is None or "--help" in args or "-h" in args:
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        say_error("the current folder no longer exists (it was deleted or moved while in use); "
+                  "cd into a folder that exists and run the command again")
+        return True
+    return False
+
+
 def invoked(args: list[str]) -> str | None:
     """The top-level command ``args`` name, read past the root's ``--store``; None when the root
     itself answers (no command, --help, --version) or an unknown option comes first."""

@@ -96,6 +96,24 @@ def test_a_blank_or_tilde_folder_in_the_environment_reads_as_a_shell_would(tmp_p
         assert embeddings.default_models_dir().name == "models" and embeddings.default_models_dir().is_absolute()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a folder in use cannot be deleted on Windows")
+def test_a_command_run_in_a_folder_deleted_under_it_says_so_in_one_line(tmp_path):
+    """A shell whose current folder was deleted (a removed worktree, an rm -rf of a build folder)
+    ran every command into os.getcwd()'s FileNotFoundError: a traceback, for a search or a write."""
+    store = tmp_path / "s"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    in_a_deleted_folder = ["sh", "-c", 'mkdir "$1" && cd "$1" && rmdir "$1" && shift && exec "$@"', "sh",
+                           str(tmp_path / "gone"), *KENNING, "--store", str(store)]
+    for args in (["write", "The auth service listens on port 8443"], ["search", "auth", "--mode", "bm25"],
+                 ["list"], ["info"]):
+        done = subprocess.run([*in_a_deleted_folder, *args], capture_output=True, text=True, env=env, timeout=300)
+        assert "current folder no longer exists" in one_line_error(done), args
+    assert not store.exists()
+    helped = subprocess.run([*in_a_deleted_folder, "list", "--help"], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert helped.returncode == 0 and "Usage" in helped.stdout
+
+
 def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
     store = tmp_path / "store"
     ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
