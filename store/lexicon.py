@@ -36,6 +36,9 @@ COMPACT_AFTER_DELTA_ROWS = 20_000
 SNAPSHOT_MIN_DOCS = 5_000  # a smaller doc table loads row by row in a few milliseconds anyway
 SEGMENT_DOCS = 8192
 DF_MEMO_TERMS = 1 << 16  # stored posting counts remembered for the duplicate probe
+# terms whose postings a view keeps between searches: each distinct word ever searched was kept (a
+# word no text holds too, with its filter mark), so a server's memory grew with every new query word
+POSTINGS_MEMO_TERMS = 1 << 16
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int32))
 _CHUNK = 500
 
@@ -482,8 +485,7 @@ class Lexicon:
         for lexid, key, length, ts in rows:
             self._place(lexid, key, length, ts)
         self._top = top
-        self._cache.clear()  # cached postings lack the new documents' terms
-        self._room.clear()
+        self._forget_postings()  # cached postings lack the new documents' terms
         self._stored_df.clear()
 
     def _load(self, edits: str, top: int) -> None:
@@ -507,8 +509,7 @@ class Lexicon:
         self.live[lexids] = True
         self.n_docs = int(lexids.size)
         self._total_len = float(arr[:, 2].sum())
-        self._cache.clear()
-        self._room.clear()
+        self._forget_postings()
         self._stored_df.clear()
         self._lexid_of = None
         self._edits, self._top = edits, since
@@ -631,6 +632,9 @@ class Lexicon:
 
     def postings(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         missing = [t for t in dict.fromkeys(terms) if t not in self._cache]
+        if missing and len(self._cache) + len(missing) > POSTINGS_MEMO_TERMS:
+            self._forget_postings()
+            missing = list(dict.fromkeys(terms))
         if missing:
             self._fetch(missing)
         out = {}
@@ -645,6 +649,12 @@ class Lexicon:
                 self._filtered[term] = self._epoch
             out[term] = (ids, tfs)
         return out
+
+    def _forget_postings(self) -> None:
+        """Drop the cached postings with their filter marks and spare room (read again when asked)."""
+        self._cache.clear()
+        self._filtered.clear()
+        self._room.clear()
 
     def _fetch(self, terms: list[str]) -> None:
         found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
