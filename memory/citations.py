@@ -43,28 +43,45 @@ _SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
 _LOCATION = re.compile(r"(?::L?\d+(?:[-\u2010-\u2015]L?\d+)?)+$|#.*$")
 
 
+# the lines a location names: ":42", ":42:7" (a column), ":10-20", ":L10-L20", ":10:5-12:3", "#L10-L20"
+_LINES = re.compile(r":L?(\d+)(?::\d+)?(?:[-\u2010-\u2015]L?(\d+)(?::\d+)?)?|#L(\d+)(?:-L(\d+))?")
+
+
 def _as_path(token: str) -> str | None:
     """token as a worktree-relative path if it reads as one, else None."""
+    return _cited(token)[0]
+
+
+def _cited(token: str) -> tuple[str | None, str]:
+    """token as (a worktree-relative path if it reads as one, else None; the location after it)."""
     c = token.rstrip(".,:;!?*").lstrip("*").partition("::")[0]  # punctuation, **emphasis**, ::symbol
-    c = _LOCATION.sub("", c)  # src/app.py:42:7, src/app.py:10-20, src/app.py:L10, docs/x.md#usage
+    location = _LOCATION.search(c)  # src/app.py:42:7, src/app.py:10-20, src/app.py:L10, docs/x.md#usage
+    if location:
+        c, location = c[:location.start()], location.group()
     explicit = c.startswith("./")
     c = c[2:] if explicit else c
     if not c or c.startswith(("/", "~", "-", "../")) or "/../" in c or any(ch in c for ch in "*?$%=\\"):
-        return None
+        return None, ""
     if "/" not in c and not explicit:
-        return None  # a bare name could live anywhere in the tree; there is no place to check it
+        return None, ""  # a bare name could live anywhere in the tree; there is no place to check it
     directory = c.endswith("/")
     segments = c.rstrip("/").split("/")
     if not all(_SEGMENT.fullmatch(s) for s in segments) or all(s.isdigit() for s in segments):
-        return None  # a//b, 24/7, 1/2
+        return None, ""  # a//b, 24/7, 1/2
     first = segments[0]
     if "." in first.lstrip(".") and first.rsplit(".", 1)[1].lower() in _TLDS:
-        return None  # github.com/org/repo/blob/main/x.py
+        return None, ""  # github.com/org/repo/blob/main/x.py
     last = segments[-1]
     ext = last.rsplit(".", 1)[1].lower() if "." in last.lstrip(".") else ""
     if explicit or directory or ext in _FILE_EXTENSIONS or last in _EXTENSIONLESS_FILES:
-        return "/".join(segments)
-    return None  # and/or, TCP/IP, origin/main, application/json
+        return "/".join(segments), "" if directory else location or ""  # a folder has no lines
+    return None, ""  # and/or, TCP/IP, origin/main, application/json
+
+
+def _citations(text: str):
+    """(path, location) of each path cited in prose, in order."""
+    scrubbed = _NOT_PATHS.sub(" ", text)
+    return (_cited(token) for m in _CANDIDATE.finditer(scrubbed) if "/" in (token := m.group()))
 
 
 def extract_paths(text: str) -> list[str]:
@@ -78,9 +95,22 @@ def extract_paths(text: str) -> list[str]:
     """
     if "/" not in text:  # every path form needs a slash: most bodies stop here
         return []
-    scrubbed = _NOT_PATHS.sub(" ", text)
-    found = (_as_path(token) for m in _CANDIDATE.finditer(scrubbed) if "/" in (token := m.group()))
-    return list(dict.fromkeys(p for p in found if p))
+    return list(dict.fromkeys(p for p, _ in _citations(text) if p))
+
+
+def extract_line_citations(text: str) -> list[tuple[str, str, int]]:
+    """(the citation as written, its path, the last line it names) for each file cited with lines:
+    "src/app.py:500-510" gives ("src/app.py:500-510", "src/app.py", 510). A file shorter than that
+    no longer holds what the memory points at (staleness.assess_path_drift)."""
+    if "/" not in text:
+        return []
+    out = {}
+    for path, location in _citations(text):
+        lines = _LINES.match(location) if path else None
+        last = max((int(n) for n in lines.groups() if n), default=0) if lines else 0
+        if last:
+            out.setdefault(f"{path}{lines.group()}", (path, last))
+    return [(cite, path, last) for cite, (path, last) in out.items()]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -214,6 +214,22 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
     return result
 
 
+def has_lines(path: Path, last: int) -> bool | None:
+    """Whether the file at path has a line ``last`` (a cited line range reaches no further than its
+    end), or None when that cannot be told: it may not be read, or its first MAX_READ_BYTES hold
+    fewer lines. CR, LF and CRLF each end a line, as editors count them."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_READ_BYTES + 1)
+    except OSError:
+        return None
+    text = _text(raw[:MAX_READ_BYTES])
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + (not text.endswith(("\n", "\r")) and bool(text))
+    if lines >= last:
+        return True
+    return None if len(raw) > MAX_READ_BYTES else False
+
+
 def _text(raw: bytes) -> str:
     """A file's text: UTF-16 when it starts with that byte order mark (as Windows tools write
     PowerShell scripts and .reg files), else UTF-8; a BOM is no part of the first line's text."""

@@ -5,8 +5,9 @@
   window it is not yet due (a memory is not suspect the day it is written), older it is
   ``overdue`` like a stale one (recommended, but it has no past check that drift could void);
 - **path drift**: the paths the memory cites (scraped from the body, declared in claims, attested
-  by verify) that no longer exist in the memory's worktree; declared claims are re-checked whole
-  (a renamed symbol or a changed value is drift too);
+  by verify) that no longer exist in the memory's worktree, and the line ranges it cites
+  (``src/app.py:500-510``) that reach past the end of their file; declared claims are re-checked
+  whole (a renamed symbol or a changed value is drift too);
 - **commit drift** (``commits_since_verify``): commits in the origin repository since the last
   verification (never verified: since the commit the memory was written at), restricted to the
   memory's anchored paths (attested by verify, declared in claims) when it has any. Paths scraped
@@ -26,9 +27,10 @@ Verdict rule (``staleness_verdict``):
 - ``spot_check_recommended`` when verification is overdue (stale, or never verified and older
   than the window) or commits touched the memory's anchored paths since;
 - ``fresh`` otherwise. Reported without escalating: a path scraped from the prose that is missing
-  (evidence, not a tier: scraping misfires, "rsyncs build/" names a directory that may never
-  exist here), commits elsewhere in the repository for a memory with no anchored path (any commit
-  would otherwise flag every path-less memory, ambient ones included), and unmeasured signals.
+  or whose cited lines are past its end (evidence, not a tier: scraping misfires, "rsyncs build/"
+  names a directory that may never exist here), commits elsewhere in the repository for a memory
+  with no anchored path (any commit would otherwise flag every path-less memory, ambient ones
+  included), and unmeasured signals.
 """
 
 from __future__ import annotations
@@ -46,12 +48,14 @@ from pydantic import BaseModel
 
 from kenning.errors import InvalidInput
 from kenning.memory.claims import (
-    UNCHECKED, ClaimResult, ParsedClaim, check_claims, exists, normalize_claim_path, parse_claim,
+    UNCHECKED, ClaimResult, ParsedClaim, check_claims, exists, has_lines, inside, normalize_claim_path, parse_claim,
 )
 from kenning.memory.origin import run_git
 
 # the calendar and the paths cited in prose (no git, no models) live in citations.py
-from .citations import DEFAULT_STALE_DAYS, _iso, _utc, extract_paths, verification_state  # noqa: F401
+from .citations import (  # noqa: F401
+    DEFAULT_STALE_DAYS, _iso, _utc, extract_line_citations, extract_paths, verification_state,
+)
 
 Verdict = Literal["fresh", "spot_check_recommended", "spot_check_required"]
 
@@ -287,8 +291,9 @@ def assess_path_drift(
     absent = set(_clean_paths(verified_absent_paths))
     cited = [p for p in dict.fromkeys([*extract_paths(body), *(c.path for c in parsed), *verified]) if p not in absent]
     anchored_paths = [p for p in dict.fromkeys([*(c.path for c in parsed), *verified]) if p not in absent]
-    base: dict[str, Any] = {"checked": cited, "verified": verified, "expected_absent": sorted(absent),
-                            "anchored": anchored_paths}
+    spans = [(cite, path, last) for cite, path, last in extract_line_citations(body) if path not in absent]
+    base: dict[str, Any] = {"checked": [*cited, *(cite for cite, _, _ in spans)], "verified": verified,
+                            "expected_absent": sorted(absent), "anchored": anchored_paths}
     if not cited:
         return PathDrift(status="measured", worktree=worktree, **base)
     if worktree is None:
@@ -300,10 +305,15 @@ def assess_path_drift(
         return PathDrift(status="unmeasured", reason=f"worktree {worktree} no longer exists", worktree=worktree, **base)
     found = {p: exists(root / p) for p in cited}
     missing = [p for p in cited if found[p] is False]
+    # a line range past the end of its file points at code that is no longer there: missing as a path is
+    lines = {cite: has_lines(root / path, last) for cite, path, last in spans
+             if found[path] and inside(root, root / path) and (root / path).is_file()}
+    missing += [cite for cite, there in lines.items() if there is False]
     results = check_claims(parsed, root)
     anchored = [r.claim for r in results if not r.ok and r.status not in UNCHECKED] + [p for p in verified if p in missing]
     # what may not be read is neither there nor gone: unmeasured, while what was measured still counts
-    unreadable = [p for p in cited if found[p] is None] + [r.claim for r in results if r.status in UNCHECKED]
+    unreadable = ([p for p in cited if found[p] is None] + [cite for cite, there in lines.items() if there is None]
+                  + [r.claim for r in results if r.status in UNCHECKED])
     return PathDrift(
         status="unmeasured" if unreadable else "measured",
         reason=f"cannot check {', '.join(dict.fromkeys(unreadable))} in {worktree}" if unreadable else None,

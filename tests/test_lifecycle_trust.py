@@ -230,6 +230,27 @@ def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, c
     assert hit["commit_drift_count"] is None and hit["commit_drift_status"] == "unmeasured"
 
 
+def test_a_cited_line_range_past_the_end_of_its_file_shows_as_drift(store, repo, tmp_path):
+    """A memory citing src/app.py:500-510 in a file of 3 lines was fresh with nothing missing on
+    search, show, verify and health alike; the range is now path drift, evidence as a missing prose
+    path is (the CLI's show prints it), and a range within the file is not."""
+    from typer.testing import CliRunner
+
+    from kenning.cli import app
+
+    mid = store.write("The server retry loop is at src/app.py:500-510", scopes=["x"]).id
+    within = store.write("The server entry point is at src/app.py:1-3", scopes=["x"]).id
+    drift = {"checked": ["src/app.py", "src/app.py:500-510"], "missing": ["src/app.py:500-510"], "verified": []}
+    hit = hit_for(store, mid, "server retry loop")
+    assert (hit["path_drift"], hit["path_drift_missing"], hit["staleness_verdict"]) == (drift, 1, "fresh")
+    assert store.show(mid)["path_drift"]["missing"] == ["src/app.py:500-510"]
+    assert store.verify(mid)["path_drift"] == drift
+    assert [row["id"] for row in store.health(limit=10)["drifted"]] == [mid]
+    assert hit_for(store, within, "server entry point")["path_drift_missing"] == 0
+    shown = CliRunner().invoke(app, ["--store", str(tmp_path / "store"), "show", mid])
+    assert shown.exit_code == 0 and "path_drift: src/app.py:500-510" in shown.stdout.splitlines()
+
+
 def test_a_cited_file_that_cannot_be_read_is_unmeasured_not_an_error(store, repo, clock):
     commit(repo, START, {"secret/conf.py": "TOKEN_TTL = 30\n"})
     claimed = store.write("The token TTL is set in secret/conf.py", scopes=["x"],

@@ -107,6 +107,21 @@ def test_a_path_cited_with_a_line_range_is_checked(cited, tmp_path):
     assert assess_path_drift(f"the retry bug is at {cited}", [], str(tmp_path)).missing == ["src/app.py"]
 
 
+@pytest.mark.parametrize("cited,gone", [
+    ("src/app.py:500-510", True), ("src/app.py:L101", True), ("src/app.py#L95-L120", True), ("src/app.py:90:1-101:3", True),
+    ("src/app.py:100", False), ("src/app.py:90-100", False), ("src/app.py:L1-L100", False), ("src/app.py", False),
+])
+def test_a_line_range_past_the_end_of_its_file_is_missing(cited, gone, tmp_path):
+    """src/app.py:500-510 in a file of 100 lines read as fresh with nothing missing: the file existed.
+    The range is a citation of its own, missing when it reaches past the last line (CR, LF or CRLF)."""
+    (tmp_path / "src").mkdir()
+    for ending in ("\n", "\r\n", "\r"):
+        (tmp_path / "src" / "app.py").write_bytes(ending.join(f"x = {i}" for i in range(100)).encode())  # no final break
+        drift = assess_path_drift(f"the retry loop is at {cited}, see there", [], str(tmp_path))
+        assert (drift.status, drift.missing) == ("measured", [cited] if gone else []), ending
+        assert drift.checked == ["src/app.py", *([cited] if ":" in cited or "#" in cited else [])]
+
+
 @pytest.mark.parametrize(
     "text",
     [
