@@ -214,10 +214,23 @@ def __getattr__(name: str) -> Any:
 
         # soft_wrap: long lines are left for the terminal to wrap, so no newline lands inside an id,
         # a path or a message that someone copies or greps
-        console = SafeConsole(stderr=name == "err", markup=False, emoji=False, highlight=False, soft_wrap=True)
+        console = SafeConsole(stderr=name == "err", markup=False, emoji=False, highlight=False, soft_wrap=True,
+                              width=_columns_unset_when_zero())
         globals()[name] = console
         return console
     raise AttributeError(name)
+
+
+def _columns_unset_when_zero() -> int | None:
+    """The width rich would take from $COLUMNS, unless that is 0: rich then rendered every line to
+    nothing (`kenning list` printed nothing, exit 0). Python's shutil reads COLUMNS=0 as unset, and
+    so does this: the terminal's width, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if not (columns.isdigit() and int(columns) == 0):
+        return None  # rich's own reading
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 class OutputFailed(KenningError):

@@ -114,6 +114,18 @@ def test_a_command_run_in_a_folder_deleted_under_it_says_so_in_one_line(tmp_path
     assert helped.returncode == 0 and "Usage" in helped.stdout
 
 
+def test_columns_zero_is_read_as_unset_not_as_a_width_that_prints_nothing(tmp_path):
+    """COLUMNS=0 (set by some terminals and CI runners for "unknown") made rich render every line to
+    nothing: `kenning list` and `kenning info` printed nothing and exited 0."""
+    store = str(tmp_path / "s")
+    ok(kenning(tmp_path, "--store", store, "write", "The auth service listens on port 8443", "--scope", "ops"))
+    wide = {args: ok(kenning(tmp_path, "--store", store, *args, COLUMNS="80")).stdout
+            for args in (("list",), ("info",), ("config", "get"))}
+    assert "auth service" in wide[("list",)] and all(text.strip() for text in wide.values())
+    for args, expected in wide.items():
+        assert ok(kenning(tmp_path, "--store", store, *args, COLUMNS="0")).stdout == expected, args
+
+
 def test_transcripts_add_with_an_empty_path_is_an_error(tmp_path):
     store = tmp_path / "store"
     ok(kenning(tmp_path, "--store", str(store), "write", "The auth service listens on port 8443", "--scope", "x"))
