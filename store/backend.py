@@ -128,7 +128,10 @@ def exists(location: str | os.PathLike) -> bool:
     if os.environ.get(TEST_SERVER):
         return _test_database(Path(location), create=False) is not None
     _refuse_unenterable(Path(location))
-    return (Path(location) / DB_FILENAME).is_file()
+    path = Path(location) / DB_FILENAME
+    if os.path.lexists(path):  # a folder or a dangling link there: said as a write says it, not "no store yet"
+        files.database_file(Path(location), DB_FILENAME)
+    return path.is_file()
 
 
 # The test suites' switch (tests/conftest.py, KENNING_TEST_BACKEND=postgres): with a server URL here,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -76,3 +77,19 @@ def test_a_file_where_the_store_folder_should_be_is_an_error(tmp_path):
     (tmp_path / "s").write_text("not a folder")
     with pytest.raises(InvalidInput, match="is a file, not a store folder"):
         open_store(tmp_path / "s")
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("command", [["info"], ["search", "hopper", "--mode", "bm25"], ["check"], ["list"]])
+def test_a_folder_where_the_database_file_should_be_is_said_alike_by_reads_and_writes(tmp_path, command):
+    """Reads and `info` called such a folder "no store here yet; the first `kenning write` creates it" (or
+    "write a memory to create it"), and that write then refused: they now say what the write says."""
+    (tmp_path / "s" / "kenning.sqlite3").mkdir(parents=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("KENNING_HOME", None)
+    done = [subprocess.run([sys.executable, "-m", "kenning", "--store", str(tmp_path / "s"), *args],
+                           capture_output=True, text=True, env=env, timeout=300)
+            for args in (command, ["write", "the build server is called hopper", "--scope", "ops"])]
+    expected = f"error: {tmp_path / 's' / 'kenning.sqlite3'} is not a file; move it away so kenning can create its database there\n"
+    assert [(d.returncode, d.stderr) for d in done] == [(2, expected)] * 2
+    assert os.listdir(tmp_path / "s") == ["kenning.sqlite3"]
