@@ -54,6 +54,23 @@ def test_other_binds_are_refused_without_a_token(host):
     check_bind(host, TOKEN)
 
 
+def test_a_blank_token_is_no_token_and_the_blanks_around_one_are_not_part_of_it(store):
+    """KENNING_TOKEN=" " (a config whose secret was never filled in) opened a public bind, and then the
+    cookie kenning_token=%20 let anyone read and write; a token ending in a blank could never be
+    sent, as a header's value loses its blanks."""
+    for blank in ("", " ", "\t \n"):
+        with pytest.raises(InvalidInput, match="without a token"):
+            check_bind("0.0.0.0", blank)
+    outside = "http://203.0.113.9:8765"  # a public bind's address: only a token lets a request in
+    with TestClient(create_app(store, token=" "), base_url=outside, raise_server_exceptions=False) as c:
+        c.cookies.set("kenning_token", "%20")
+        assert c.get("/config").status_code == 403
+        assert c.get("/config", headers={"Authorization": "Bearer  "}).status_code == 403
+    with TestClient(create_app(store, token=f" {TOKEN}\n"), base_url=outside, raise_server_exceptions=False) as c:
+        assert c.get("/config").status_code == 401
+        assert c.get("/config", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
 def test_the_cli_refuses_a_public_bind_without_a_token(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "KENNING_TOKEN"}
     run = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", str(tmp_path / "s"), "serve", "--http",

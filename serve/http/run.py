@@ -10,7 +10,7 @@ import sys
 from kenning.errors import KenningError
 
 from .app import DEFAULT_HOST, DEFAULT_PORT, create_app
-from .security import DEFAULT_MAX_BODY, check_bind
+from .security import DEFAULT_MAX_BODY, check_bind, usable_token
 
 
 def serve(
@@ -24,6 +24,7 @@ def serve(
     port 0 takes any free port, and the start line names the one taken."""
     import uvicorn
 
+    token = usable_token(token)
     check_bind(host, token)
     sock = listen_on(host, port)
     try:

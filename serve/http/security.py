@@ -47,9 +47,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def usable_token(token: str | None) -> str | None:
+    """The token without the blanks around it, or None when nothing is left. A blank token (a config
+    whose secret was never filled in: KENNING_TOKEN=" ") opened a public bind, and the cookie
+    ``kenning_token=%20`` then let anyone in; a token ending in a blank could never be sent, as a
+    header's value loses its blanks."""
+    if token is None:
+        return None
+    return token.strip() or None
+
+
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond this machine without a token: anyone on the network could read and write."""
-    if not is_loopback(host) and not token:
+    if not is_loopback(host) and not usable_token(token):
         raise InvalidInput(
             f"refusing to listen on {host.strip() or 'every interface (an empty host)'} without a token: anyone "
             "who can reach it could read and change "
@@ -71,6 +81,7 @@ class Guard:
         if max_body < 1:
             raise InvalidInput("the body limit must be at least 1 byte")
         self.app = app
+        token = usable_token(token)
         self.token = token.encode("utf-8") if token else None
         self.max_body = max_body
 
