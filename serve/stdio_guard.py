@@ -3,7 +3,8 @@
 The SDK's stdio transport drops a line it cannot parse or validate (``params: "x"``), so the
 client waits forever; and a lone surrogate (``"\\ud800"``) in a request cannot be echoed back as
 UTF-8. This transport screens each line first and answers those itself, with JSON-RPC's codes:
--32700 parse error, -32600 invalid request, -32602 invalid params. Good lines pass through as is.
+-32700 parse error, -32600 invalid request, -32602 invalid params. Good lines pass through as is; a
+batch (a JSON array) is taken apart into its messages, each answered on its own.
 
 It also ends the session cleanly on SIGTERM (what an MCP client sends when the server does not exit
 within its grace period after closing stdin) and SIGINT: the calls in progress finish and the caller
@@ -108,17 +109,32 @@ class _ScreenedStdin:
         send, received = anyio.create_memory_object_stream[str](1)
         token = anyio.lowlevel.current_token()
         threading.Thread(target=_pump, args=(sys.stdin.fileno(), send, token), name="kenning-stdin", daemon=True).start()
-        async for line in received:
-            verdict = screen(line)
-            if verdict is None:
-                yield line
-                continue
-            rid, code, message = verdict
-            if rid is ...:
-                continue  # a blank line or a notification: JSON-RPC answers neither
-            await self._ready.wait()
-            error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
-            await self._replies.send(SessionMessage(error))
+        async for received_line in received:
+            for line in unbatched(received_line):
+                verdict = screen(line)
+                if verdict is None:
+                    yield line
+                    continue
+                rid, code, message = verdict
+                if rid is ...:
+                    continue  # a blank line or a notification: JSON-RPC answers neither
+                await self._ready.wait()
+                error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+                await self._replies.send(SessionMessage(error))
+
+
+def unbatched(line: str) -> list[str]:
+    """A JSON-RPC batch (a JSON array, which protocol 2025-03-26 requires a server to take) as its
+    messages, a line each, so each is screened and answered on its own line with its own id: the SDK
+    reads one message a line, and the batch's one error with no id left its requests unanswered.
+    Any other line as it is."""
+    if not line.lstrip().startswith("["):
+        return [line]
+    try:
+        batch = json.loads(line)
+        return [json.dumps(message) + "\n" for message in batch] if isinstance(batch, list) and batch else [line]
+    except (ValueError, RecursionError):
+        return [line]  # not JSON, or too deep: screen answers the line
 
 
 def _pump(fd: int, send: Any, token: Any) -> None:

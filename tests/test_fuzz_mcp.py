@@ -149,3 +149,21 @@ def test_a_request_that_is_not_utf8_is_refused_not_stored_altered(server):
     after = server.request({"jsonrpc": "2.0", "id": 902, "method": "tools/call",
                             "params": {"name": "memory_list", "arguments": {}}})
     assert "bucket nine" not in json.dumps(after) and after["result"] == before["result"]
+
+
+def test_a_batch_is_answered_message_by_message(server):
+    """Protocol 2025-03-26 requires a server to take a JSON-RPC batch: each request in it gets its own
+    answer with its own id (a notification none), so a client waiting on those ids never hangs."""
+    server.send_line('[{"jsonrpc":"2.0","id":"b1","method":"tools/list"},'
+                     '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},'
+                     '{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"memory_list","arguments":{}}},'
+                     '{"jsonrpc":"2.0","id":"b3","method":"tools/call","params":"x"}, 5]')
+    answers = {}
+    for _ in range(4):
+        response = server.receive()
+        answers[response["id"]] = response
+    assert set(answers) == {"b1", "b2", "b3", None}
+    assert "tools" in answers["b1"]["result"] and "memories" in answers["b2"]["result"]["structuredContent"]
+    assert answers["b3"]["error"]["code"] == -32602 and answers[None]["error"]["code"] == -32600
+    server.next_id += 1
+    assert "result" in server.request({"jsonrpc": "2.0", "id": server.next_id, "method": "ping"})
