@@ -12,7 +12,11 @@ def main() -> None:
         print(f"kenning {__version__}")
         return
     if "search" in sys.argv[1:]:
+        from kenning.commands import support
         from kenning.commands.search import run_fast
+        from kenning.memory import notices
+
+        notices.listen(support.note)  # as cli.main does: an index rebuilt at open is said on stderr
 
         code = run_fast(sys.argv[1:])
         if code is not None:

@@ -22,6 +22,7 @@ from kenning.commands import support as ui
 from kenning.commands.search import check_mode, short, show_search
 from kenning.commands.support import CONTEXT, JSON_HELP, emit_json, note, one_line_errors, plural, say_error, table, when
 from kenning.errors import INSTALL_EMBEDDINGS, InvalidInput, KenningError, StorageError
+from kenning.memory import notices
 
 app = typer.Typer(
     name="kenning",
@@ -1159,6 +1160,7 @@ def main(argv: list[str] | None = None) -> None:
     ui.quick_process_defaults(args)
     if ui.current_folder_gone(args):
         sys.exit(2)
+    notices.listen(ui.note)  # the library's notice of a wait (an index rebuilt at open), on stderr
     command = typer.main.get_command(_lean_app(args))
     _plain_metavars(command)
     try:

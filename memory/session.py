@@ -25,7 +25,7 @@ from kenning.store.lexicon import Lexicon
 from kenning.store.location import resolve_store_dir
 from kenning.store.plain import utcnow
 
-from . import events, scopes
+from . import events, notices, scopes
 from .deferred import DeferredEvents
 from .gates.limits import has_control_chars
 from .origin import Origin, detect_origin
@@ -69,7 +69,7 @@ class Session:
             integrity.repair_lexicon(self.db, self.lexicon)  # index rows lost or retired behind its back
         if self.db.get_meta("tokenizer") != fingerprint() and not self.db.read_only:
             with self.db.transaction() as c:
-                if self.lexicon.ensure_current(c):
+                if self.lexicon.ensure_current(c, notices.say):
                     records.forget_terms(c)  # the duplicates gate's stored term sets, made by the old stream
         if self.db.get_meta(scopes.COMPOSED_META) is None and not self.db.read_only:
             with self.db.transaction() as c:  # once a store: scopes stored before check_scopes composed them

@@ -249,11 +249,15 @@ class Lexicon:
         self.damaged: set[str] = set()
 
     # ------------------------------------------------------------------ write side
-    def ensure_current(self, conn: sqlite3.Connection) -> bool:
-        """Rebuild the index when the token stream changed since it was built; True if rebuilt."""
+    def ensure_current(self, conn: sqlite3.Connection, announce: Callable[[str], None] | None = None) -> bool:
+        """Rebuild the index when the token stream changed since it was built; True if rebuilt.
+        ``announce`` is told first, with how many texts wait, since the rebuild takes seconds on a large store."""
         current = fingerprint()
         if _meta(conn, self.t.tokenizer_key, "") == current:
             return False
+        if announce is not None:
+            (count,) = conn.execute(f"SELECT count(*) FROM ({self.t.documents}) AS waiting").fetchone()
+            announce(f"rebuilding the lexical index of {count} memories for this version's token stream (once)")
         self.rebuild(conn)
         Database.set_meta(conn, self.t.tokenizer_key, current)
         return True

@@ -109,7 +109,7 @@ def test_store_indexed_by_an_older_token_stream_rebuilds_once(tmp_path, monkeypa
     text.clear_word_caches()
     rebuilds = []
     real = Lexicon.ensure_current
-    monkeypatch.setattr(Lexicon, "ensure_current", lambda self, c: rebuilds.append(real(self, c)) or rebuilds[-1])
+    monkeypatch.setattr(Lexicon, "ensure_current", lambda self, c, *rest: rebuilds.append(real(self, c, *rest)) or rebuilds[-1])
     with kenning.open_store(path) as s:
         assert [h.id for h in s.search("connected", mode="bm25").hits] == [mid]
     with kenning.open_store(path) as s:
