@@ -150,6 +150,8 @@ def recall_command(
     if as_json:
         emit_json(result)
         return
+    if result.get("note"):
+        note(result["note"])
     degraded = result["degraded"]
     if degraded:  # with its fix, as search's note: the library's warning, which named it, is not printed too
         note(f"{degraded['message']} ({degraded['fix'] or degraded['install']})")

@@ -67,9 +67,11 @@ def _recall(store: "Store", query: str, limit: int, all_projects: bool, exclude_
             tiers.append(("memory", position, hit.to_dict(), _evidence(hit.match_terms, hit.legs, terms, floor)))
     scope = None
     excluded = None
+    note = None
     if "transcript" in roles:
         found = index_for(store).search(query, limit=limit, all_projects=all_projects,
                                         exclude_session=exclude_session, mode=mode)
+        note = found.note  # messages it could not take in (a read-only store, a full disk)
         legs_run["transcript"] = found.legs_run
         if found.pending_embeddings is not None:
             pending["transcript"] = found.pending_embeddings
@@ -84,7 +86,7 @@ def _recall(store: "Store", query: str, limit: int, all_projects: bool, exclude_
         hits.append(payload)
     return {"query": query, "all": all_projects, "scope": scope or ("all" if all_projects else None),
             "excluded_session": excluded, "legs_run": legs_run, "degraded": degraded,
-            "pending_embeddings": pending or None, "hits": hits}
+            "pending_embeddings": pending or None, "hits": hits, **({"note": note} if note else {})}
 
 
 def _evidence(match_terms: list[str], legs: Any, terms: list[str], cos_floor: float) -> float:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.errors import InvalidInput, NotFound, SearchDisabled
+from kenning.errors import InvalidInput, NotFound, SearchDisabled, StorageError
 from kenning.retrieval import bm25, engine, keyword, labels, spelling
 from kenning.retrieval.lexical import unknown
 from kenning.retrieval.text import fingerprint, query_words, search_tokens, surface_forms
@@ -411,13 +411,26 @@ class TranscriptIndex:
         exclude = exclude_session if exclude_session is not None else os.environ.get(ENV_CURRENT_SESSION) or None
         scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
         with self.db.one_generation():  # the sync and the ranking share one look at the store's state
-            self.sync()
+            unread = self._sync_for_a_read()
             with self._lock:
                 result = self._rank(query, limit, scope, exclude, mode)
         if self.db.read_only:
             result.note = ("the store is read-only for this user, so ledgers were not read again: "
                            "messages added since its last search are not in this answer")
+        elif unread:
+            result.note = (f"the ledgers' new lines could not be indexed ({unread}): messages added since "
+                           "the last search are not in this answer")
         return result
+
+    def _sync_for_a_read(self) -> str | None:
+        """Take in the ledgers' new lines before a search. A store that cannot take them now (a full disk)
+        failed the whole search, memories and all; the search answers from what is indexed instead, and
+        this says why (None when the sync went through)."""
+        try:
+            self.sync()
+        except StorageError as exc:
+            return str(exc)
+        return None
 
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()

@@ -104,8 +104,9 @@ Note = Annotated[str | None, Field(max_length=500, description="What you checked
 Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]] | None, Field(max_length=256)]
 Claims = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=4096)]] | None,
-    Field(max_length=64, description="Checkable statements about this repository: `path`, `path::symbol` or "
-                                     "`path::NAME=literal`. Checked now; a false claim refuses the call."),
+    Field(max_length=64, description="Checkable statements about this repository: `path`, `path:N-M` (the file "
+                                     "has those lines), `path::symbol` or `path::NAME=literal`. Checked now; a false "
+                                     "claim refuses the call."),
 ]
 Links = Annotated[
     list[Link] | None,
@@ -643,7 +644,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         earlier work ("like we did last week", "the bug we fixed yesterday") that memory_search does not cover.
         Your own session is left out (the server reads $KENNING_CURRENT_SESSION).
 
-        Returns {query, all, scope, excluded_session, legs_run, degraded, pending_embeddings, hits}.
+        Returns {query, all, scope, excluded_session, legs_run, degraded, pending_embeddings, hits}, and note
+        when the ledgers' newest lines could not be read in (a read-only store, a full disk): it says why.
         pending_embeddings (per tier, when the vector leg ran) counts texts it could not see yet: they are
         being embedded in the background, and the keyword legs find them meanwhile. Each hit has role profile |
         memory | transcript, recall_score (the share of your query words it contains; transcripts slightly

@@ -112,3 +112,34 @@ def test_a_cli_search_while_another_process_holds_the_write_lock_answers_without
     assert "turbine blade" in run.stdout
     assert "Traceback" not in run.stderr
     assert "locked" in run.stderr
+
+
+def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_could_not_read(home, tmp_path):
+    """A recall first takes in the lines a registered ledger gained since; on a full disk that write
+    failed the whole recall, memories and all ('the disk ... is full'). It answers from what is indexed
+    now, with a note naming the cause, and takes the new lines in once there is room."""
+    import json
+
+    from kenning.recall.recall import recall
+    from kenning.recall.transcripts import index_for
+
+    ledger = tmp_path / "notes.jsonl"
+
+    def say(*texts):
+        with open(ledger, "a") as f:
+            f.writelines(json.dumps({"session": "s1", "ts": "2026-11-30T10:00:00Z", "role": "user", "text": t}) + "\n"
+                         for t in texts)
+
+    say("the turbine blade inspection found a crack on blade 3")
+    store = kenning.open_store(home)
+    index_for(store).add_source(ledger, project=tmp_path)
+    say(*(f"the turbine gearbox log line {i} mentions vibration" for i in range(200)))
+    full(store)
+    answer = recall(store, "turbine", limit=50, all_projects=True, mode="bm25")
+    roles = [h["role"] for h in answer["hits"]]
+    assert roles.count("memory") == 5 and roles.count("transcript") == 1
+    assert "could not be indexed (the disk holding" in answer["note"] and "is full" in answer["note"]
+    store._s.db.conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+    again = recall(store, "turbine", limit=50, all_projects=True, mode="bm25")
+    assert [h["role"] for h in again["hits"]].count("transcript") > 1 and "note" not in again
+    store.close()
