@@ -241,13 +241,16 @@ class OutputFailed(KenningError):
 class Tolerant:
     """A text stream whose ``write`` never fails on a character its encoding lacks (a cp1252 or ASCII
     stdout, PYTHONIOENCODING=ascii): that text is written as a backslash escape (``\\u6771``) instead.
-    A write or flush the stream fails (other than a closed pipe) is OutputFailed. Everything else is
-    the stream's own."""
+    A write or flush the stream fails (other than a closed pipe) is OutputFailed. No stream at all
+    (stdout closed, ``>&-``: Python's sys.stdout is None) takes the text and shows nothing, as print()
+    and rich do; it was an AttributeError traceback. Everything else is the stream's own."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
+        if self._stream is None:
+            return len(text)
         with _output_errors(self._stream):
             try:
                 return self._stream.write(text)
@@ -256,6 +259,8 @@ class Tolerant:
                 return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
 
     def flush(self) -> None:
+        if self._stream is None:
+            return
         with _output_errors(self._stream):
             self._stream.flush()
 

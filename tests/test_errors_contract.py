@@ -136,6 +136,25 @@ def test_cli_output_the_disk_cannot_take_is_one_line_not_a_traceback(tmp_path):
             "did is done, only its output was lost"], (args, done.stderr)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="closes stdout with the shell's >&-")
+def test_cli_output_to_a_closed_stdout_is_dropped_as_print_drops_it(tmp_path):
+    """With stdout closed (``>&-``, so Python's sys.stdout is None) the fast search and every --json
+    answer ended in "AttributeError: 'NoneType' object has no attribute 'write'"; the commands rich
+    prints for showed nothing and exited 0, as print() does. All now do the latter."""
+    import subprocess
+    import sys
+
+    from kenning import open_store
+
+    with open_store(tmp_path / "s") as store:
+        store.write("The kiwi host serves the auth port 8443", scopes=["ops"])
+    closed = ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "kenning", "--store", str(tmp_path / "s")]
+    for args in (["list"], ["list", "--json"], ["search", "kiwi", "--mode", "bm25"],
+                 ["search", "kiwi", "--mode", "bm25", "--json"]):
+        done = subprocess.run([*closed, *args], capture_output=False, stderr=subprocess.PIPE, text=True)
+        assert (done.returncode, done.stderr) == (0, ""), args
+
+
 def test_help_names_what_every_public_method_raises():
     """help(Store.search) named no exception: a caller learnt of InvalidInput, NotFound or
     SearchDisabled by meeting them. Every entry point's docstring now ends with the errors it raises,
