@@ -188,8 +188,9 @@ def write(
     confidence: str = typer.Option("medium", help="low | medium | high."),
     source: str = typer.Option("explicit-statement", help="explicit-statement | inferred."),
     claim: Optional[list[str]] = typer.Option(
-        None, "--claim", help="A checkable claim about this repository (repeatable): path, path::symbol or "
-                              "path::NAME=literal. Checked now; a false claim refuses the write."),
+        None, "--claim", help="A checkable claim about this repository (repeatable): path, path:N-M (the file "
+                              "has those lines), path::symbol or path::NAME=literal. Checked now; a false claim "
+                              "refuses the write."),
     link: Optional[list[str]] = typer.Option(
         None, "--link", help="KIND:ID[:NOTE] (repeatable); KIND is supersedes, contradicts, extends or depends_on."),
     ack_transient: bool = typer.Option(False, "--ack-transient", help="The wording sounds temporary but the fact is durable."),
@@ -841,7 +842,8 @@ def verify(
     verified_absent_path: Optional[list[str]] = typer.Option(
         None, "--verified-absent-path", metavar="PATH", help="A path meant to be absent there, e.g. another platform's (repeatable)."),
     claim: Optional[list[str]] = typer.Option(
-        None, "--claim", help="A claim to check and store: path, path::symbol or path::NAME=literal (repeatable)."),
+        None, "--claim", help="A claim to check and store: path, path:N-M, path::symbol or path::NAME=literal "
+                              "(repeatable)."),
     version: Optional[str] = typer.Option(
         None, "--version", metavar="VERSION", help="The version you checked (from show or search --json): a memory "
                                                  "changed since is not verified (exit 1)."),

@@ -1,8 +1,10 @@
 """Claims: what a memory says about the code, in a form that can be checked against a worktree.
 
-Three shapes, written as text so a model can declare them inline:
+Four shapes, written as text so a model can declare them inline:
 
 - ``path``                  the file or directory exists;
+- ``path:N`` / ``path:N-M`` the file has line N (lines N to M), as an editor counts them: a range
+                            past the end of the file points at code that is no longer there;
 - ``path::symbol``          the file defines ``symbol`` (a def/class/function/const/…, or a
                             ``symbol =`` / ``symbol:`` binding; ``Class.method`` needs every part);
 - ``path::NAME=literal``    the file assigns ``literal`` to ``NAME`` (quotes on either side are
@@ -31,12 +33,14 @@ MAX_READ_BYTES = 4 * 1024 * 1024  # a claim about a larger file is checked on it
 _IDENTIFIER = r"[A-Za-z_$][\w$]*"
 _SYMBOL_RE = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*")
 _NAME_RE = re.compile(r"[A-Za-z_$][\w$.-]*")
+# path:10, path:10-20, path:L10-L20 (dashes of every kind, as citations in prose are read)
+_LINES_RE = re.compile(r"(?P<path>.+?):L?(?P<first>\d+)(?:[-\u2010-\u2015]L?(?P<last>\d+))?")
 
 # unreadable: the file or a folder on its path may not be read (permissions, an I/O error);
 # too_large: what a claim names is not in the first MAX_READ_BYTES of a larger file. Such a claim is
 # neither shown to hold nor to fail (UNCHECKED), and drift reports it as unmeasured
-ClaimStatus = Literal["ok", "missing_path", "missing_symbol", "wrong_value", "outside_worktree", "unreadable",
-                      "too_large"]
+ClaimStatus = Literal["ok", "missing_path", "missing_lines", "missing_symbol", "wrong_value", "outside_worktree",
+                      "unreadable", "too_large"]
 UNCHECKED = ("unreadable", "too_large")
 
 
@@ -47,14 +51,20 @@ class ParsedClaim:
     path: str
     symbol: str | None = None
     value: str | None = None  # set for NAME=literal claims; symbol holds NAME
+    lines: tuple[int, int] | None = None  # set for path:N-M claims: the first and last line
 
     @property
-    def kind(self) -> Literal["path", "symbol", "value"]:
+    def kind(self) -> Literal["path", "lines", "symbol", "value"]:
+        if self.lines:
+            return "lines"
         return "value" if self.value is not None else "symbol" if self.symbol else "path"
 
     def __str__(self) -> str:
         if self.value is not None:
             return f"{self.path}::{self.symbol}={self.value}"
+        if self.lines:
+            first, last = self.lines
+            return f"{self.path}:{first}" if first == last else f"{self.path}:{first}-{last}"
         return f"{self.path}::{self.symbol}" if self.symbol else self.path
 
 
@@ -89,13 +99,18 @@ def normalize_claim_path(path: str, what: str = "claim path") -> str:
 
 
 def parse_claim(text: str) -> ParsedClaim:
-    """Parse ``path``, ``path::symbol`` or ``path::NAME=literal``; InvalidInput says what is wrong."""
+    """Parse ``path``, ``path:N-M``, ``path::symbol`` or ``path::NAME=literal``; InvalidInput says what is wrong."""
     if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("a claim is empty; use path, path::symbol or path::NAME=literal")
+        raise InvalidInput("a claim is empty; use path, path:N-M, path::symbol or path::NAME=literal")
     path, sep, rest = text.strip().partition("::")
+    span = None if sep else _LINES_RE.fullmatch(path.strip())
+    if span:  # src/app.py:10-20 named a file "src/app.py:10-20", which 'did not exist'
+        path, first, last = span["path"], int(span["first"]), int(span["last"] or span["first"])
+        if not 1 <= first <= last:
+            raise InvalidInput(f"claim {text!r}: lines are counted from 1 and a range ends at or after its start")
     path = normalize_claim_path(path)
     if not sep:
-        return ParsedClaim(path)
+        return ParsedClaim(path, lines=(first, last) if span else None)
     name, eq, value = rest.partition("=")
     name = name.strip()
     if eq:
@@ -202,6 +217,8 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
         if parsed.kind == "path":
             return ClaimResult(text, "ok", f"{parsed.path} exists")
         if not target.is_file():
+            if parsed.kind == "lines":
+                return ClaimResult(text, "missing_lines", f"{parsed.path} is not a file, so it has no lines")
             return ClaimResult(text, "missing_symbol", f"{parsed.path} is not a file, so it defines no {parsed.symbol}")
         with target.open("rb") as fh:
             raw = fh.read(MAX_READ_BYTES + 1)
@@ -223,11 +240,14 @@ def has_lines(path: Path, last: int) -> bool | None:
             raw = fh.read(MAX_READ_BYTES + 1)
     except OSError:
         return None
-    text = _text(raw[:MAX_READ_BYTES])
-    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + (not text.endswith(("\n", "\r")) and bool(text))
-    if lines >= last:
+    if _line_count(_text(raw[:MAX_READ_BYTES])) >= last:
         return True
     return None if len(raw) > MAX_READ_BYTES else False
+
+
+def _line_count(text: str) -> int:
+    """The lines of a file's text: CR, LF and CRLF each end one, and a last line needs no ending."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n") + (not text.endswith(("\n", "\r")) and bool(text))
 
 
 def _text(raw: bytes) -> str:
@@ -239,7 +259,12 @@ def _text(raw: bytes) -> str:
 
 
 def _judge(parsed: ParsedClaim, text: str, source: str) -> ClaimResult:
-    """A symbol or value claim against the text of its file."""
+    """A lines, symbol or value claim against the text of its file."""
+    if parsed.kind == "lines":
+        count, last = _line_count(source), parsed.lines[1]
+        if count >= last:
+            return ClaimResult(text, "ok", f"{parsed.path} has line {last}")
+        return ClaimResult(text, "missing_lines", f"{parsed.path} has {count} lines, so no line {last}")
     if parsed.kind == "symbol":
         if defines_symbol(source, parsed.symbol):
             return ClaimResult(text, "ok", f"{parsed.symbol} is defined in {parsed.path}")

@@ -1,4 +1,4 @@
-"""Claims: parsing the three shapes and checking them against a real directory tree."""
+"""Claims: parsing the four shapes and checking them against a real directory tree."""
 
 from __future__ import annotations
 
@@ -55,6 +55,10 @@ def worktree(tmp_path):
         ("src/app.py::PORT=8443", ParsedClaim("src/app.py", "PORT", "8443")),
         ("src/app.py:: PORT = 'a=b' ", ParsedClaim("src/app.py", "PORT", "'a=b'")),
         ("docs/", ParsedClaim("docs")),
+        # a line range named a file "src/app.py:10-20", which never existed
+        ("src/app.py:10-20", ParsedClaim("src/app.py", lines=(10, 20))),
+        ("src/app.py:L7", ParsedClaim("src/app.py", lines=(7, 7))),
+        ("src/app.py:L10\u2013L20", ParsedClaim("src/app.py", lines=(10, 20))),
     ],
 )
 def test_parse_the_three_shapes(text, expected):
@@ -62,15 +66,16 @@ def test_parse_the_three_shapes(text, expected):
 
 
 def test_canonical_text_round_trips():
-    for text in ("src/app.py", "src/app.py::main", "src/app.py::PORT=8443"):
+    for text in ("src/app.py", "src/app.py::main", "src/app.py::PORT=8443", "src/app.py:10-20", "src/app.py:7"):
         assert str(parse_claim(text)) == text
-    assert [c.kind for c in parse_claims(["a.py", "a.py::f", "a.py::X=1", "a.py"])] == ["path", "symbol", "value"]
+    assert [c.kind for c in parse_claims(["a.py", "a.py::f", "a.py::X=1", "a.py", "a.py:3"])] == [
+        "path", "symbol", "value", "lines"]
 
 
 @pytest.mark.parametrize(
     "text",
     ["", "   ", "../secrets.txt", "src/../../etc/passwd", "/etc/passwd", "C:/Windows/x.ini", ".", "a.py::",
-     "a.py::not a symbol", "a.py::PORT=", "a.py::=8443", "::main"],
+     "a.py::not a symbol", "a.py::PORT=", "a.py::=8443", "::main", "a.py:0", "a.py:20-10"],
 )
 def test_malformed_or_escaping_claims_are_invalid_input(text):
     with pytest.raises(InvalidInput):
@@ -95,6 +100,8 @@ def test_malformed_or_escaping_claims_are_invalid_input(text):
         "config.yaml::pool_size=10",
         "config.yaml::log_level",
         ".env.example::REDIS_URL=redis://localhost:6379/0",
+        "src/auth/server.py:7-13",  # 13 lines: the last one is there
+        "src/auth/server.py:13",
     ],
 )
 def test_true_claims_hold(worktree, claim):
@@ -114,6 +121,10 @@ def test_true_claims_hold(worktree, claim):
         ("src/auth/server.py::PORT=9000", "wrong_value", "assigns PORT = 8443, not 9000"),
         ("src/auth/server.py::RETRIES=3", "missing_symbol", "not assigned"),
         ("web/api.ts::API_VERSION=v3", "wrong_value", "'v2'"),
+        ("src/auth/server.py:500-510", "missing_lines", "src/auth/server.py has 13 lines, so no line 510"),
+        ("src/auth/server.py:14", "missing_lines", "has 13 lines, so no line 14"),
+        ("src/auth:3", "missing_lines", "not a file"),
+        ("src/auth/client.py:3", "missing_path", "does not exist"),
     ],
 )
 def test_false_claims_say_what_is_wrong(worktree, claim, status, detail):

@@ -251,6 +251,23 @@ def test_a_cited_line_range_past_the_end_of_its_file_shows_as_drift(store, repo,
     assert shown.exit_code == 0 and "path_drift: src/app.py:500-510" in shown.stdout.splitlines()
 
 
+def test_a_claimed_line_range_is_checked_and_escalates_once_past_the_end(store, repo, clock):
+    """--claim src/app.py:1-3 was refused as 'src/app.py:1-3 does not exist' though the file had those
+    lines. It is now a claim that the file has them: refused at write when it does not, and once the
+    file shrinks below it, the memory needs a spot check on every surface and cannot be verified."""
+    refused = store.write("The server keeps its retry loop at the end of src/app.py", scopes=["x"],
+                          claims=["src/app.py:500-510"])
+    assert refused.status == "claim_false" and "src/app.py has 3 lines, so no line 510" in refused.reason
+    mid = store.write("The server entry point is at the top of src/app.py", scopes=["x"], claims=["src/app.py:1-3"]).id
+    assert hit_for(store, mid, "server entry point")["staleness_verdict"] == "fresh"
+    commit(repo, START, {"src/app.py": "def main():\n    pass\n"})
+    hit = hit_for(store, mid, "server entry point")
+    assert (hit["staleness_verdict"], hit["claim_anchored_missing"]) == ("spot_check_required", ["src/app.py:1-3"])
+    assert store.show(mid)["claims"][0]["spec"] == "src/app.py:1-3"
+    with pytest.raises(InvalidInput, match=r"src/app.py:1-3 \(src/app.py has 2 lines, so no line 3\)"):
+        store.verify(mid)
+
+
 def test_a_cited_file_that_cannot_be_read_is_unmeasured_not_an_error(store, repo, clock):
     commit(repo, START, {"secret/conf.py": "TOKEN_TTL = 30\n"})
     claimed = store.write("The token TTL is set in secret/conf.py", scopes=["x"],

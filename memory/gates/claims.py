@@ -1,9 +1,9 @@
 """Claims gate: a memory that declares checkable claims about its repository must be right now.
 
-Claims (``path``, ``path::symbol``, ``path::NAME=literal``; see memory/claims.py) are checked
-against the writer's worktree at write time. A false claim would be recorded as a fact that was
-never true, so it refuses the write; so does a claim written from outside any git worktree,
-where there is nothing to check it against. There is no override: drop or fix the claim.
+Claims (``path``, ``path:N-M``, ``path::symbol``, ``path::NAME=literal``; see memory/claims.py)
+are checked against the writer's worktree at write time. A false claim would be recorded as a fact
+that was never true, so it refuses the write; so does a claim written from outside any git
+worktree, where there is nothing to check it against. There is no override: drop or fix the claim.
 """
 
 from __future__ import annotations
