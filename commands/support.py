@@ -98,11 +98,12 @@ def current_folder_gone(args: list[str]) -> bool:
     to) and met FileNotFoundError in a traceback. Help needs no folder and is not refused."""
     if invoked(args) is None or "--help" in args or "-h" in args:
         return False
+    from kenning.store.location import current_folder
+
     try:
-        os.getcwd()
-    except FileNotFoundError:
-        say_error("the current folder no longer exists (it was deleted or moved while in use); "
-                  "cd into a folder that exists and run the command again")
+        current_folder()
+    except KenningError as exc:
+        say_error(str(exc))
         return True
     return False
 

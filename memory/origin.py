@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kenning.store.location import current_folder
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -65,13 +67,14 @@ _SHA_CHARS = frozenset("0123456789abcdef")
 
 
 def detect_origin(cwd: str | os.PathLike[str] | None = None) -> Origin | None:
-    """The origin of cwd (default: the process's directory), or None outside a repository. Never raises.
+    """The origin of cwd (default: the process's directory), or None outside a repository. Never raises,
+    but for a process's directory that was deleted under it (KenningError, store.location.current_folder).
 
     The first call for a directory asks git; later calls read HEAD from the git directory's files
     (microseconds instead of a ~7 ms subprocess per write), falling back to git when the refs are
     in a form they cannot read (a reftable, a ref that is neither loose nor packed).
     """
-    base = Path(cwd if cwd is not None else os.getcwd())
+    base = Path(cwd) if cwd is not None else current_folder()
     layout = _layouts.get(str(base))
     if layout is not None:
         worktree, git_dir, common_dir = layout

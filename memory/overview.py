@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from kenning.errors import InvalidInput
+from kenning.store.location import current_folder
 from kenning.store.models import iso
 
 from . import events, health, scopes
@@ -31,7 +31,7 @@ def scope_overview(s: Session, auto_scope: bool) -> dict[str, Any]:
     return {
         "current_repo": here.repo if here else None,
         "current_worktree": here.worktree if here else None,
-        "current_cwd": str(s.cwd or Path.cwd()),
+        "current_cwd": str(s.cwd or current_folder()),
         "auto_scope": auto_scope,
         "scopes": per_scope,
         "total": total,

@@ -35,6 +35,7 @@ from kenning.retrieval.lexical import unknown
 from kenning.retrieval.text import fingerprint, query_words, search_tokens, surface_forms
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
+from kenning.store.location import current_folder
 from kenning.store.models import MODES, Degraded, iso, utcnow
 
 from .folders import LedgerFolders
@@ -384,7 +385,7 @@ class TranscriptIndex:
         self._key_ledger[keys] = ledger_id
 
     def _here(self) -> Path:
-        return self.cwd or Path.cwd()
+        return self.cwd or current_folder()
 
     # ------------------------------------------------------------------ search
     def search(

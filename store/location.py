@@ -27,6 +27,19 @@ def refuse_other_schemes(text: str, what: str) -> None:
         raise InvalidInput(f"{what} is a {found.group(1)}:// URL, which kenning cannot use; give {SUPPORTED}")
 
 
+def current_folder() -> Path:
+    """The process's current folder. One deleted or moved under the process (a removed worktree) is a
+    KenningError saying so: os.getcwd()'s bare FileNotFoundError, naming no file, reached every
+    search, write and list."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        from kenning.errors import KenningError
+
+        raise KenningError("the current folder no longer exists (it was deleted or moved while in use); "
+                           "run kenning from a folder that exists") from None
+
+
 def transfer_location(location: str | os.PathLike, role: str) -> Path | str:
     """The folder or URL ``kenning migrate``'s source or destination (``role``) names, refused as
     ``--store`` is when it is empty, a URL of another kind, or a file."""
@@ -56,7 +69,7 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
         refuse_other_schemes(os.environ["KENNING_HOME"],
                              "$KENNING_HOME (a folder; a postgresql:// URL goes in $KENNING_URL)")
         return _folder(env, "set by $KENNING_HOME")
-    local = Path.cwd() / LOCAL_DIRNAME
+    local = current_folder() / LOCAL_DIRNAME
     if local.is_dir():
         return local, f"found {LOCAL_DIRNAME}/ in the current directory"
     import platformdirs  # only this branch needs it

@@ -56,6 +56,24 @@ def test_a_full_disk_is_a_storage_error_and_the_store_stays_usable(store):
     assert store.count() == 2
 
 
+@pytest.mark.skipif(os.name == "nt", reason="a folder in use cannot be deleted on Windows")
+def test_a_current_folder_deleted_under_the_process_is_a_project_error(store, tmp_path, monkeypatch):
+    """A process whose current folder was deleted (an MCP server in a removed worktree) got os.getcwd()'s
+    bare FileNotFoundError, naming no file, from every search, write, list and overview."""
+    kept = store.write("The auth service listens on port 8443", scopes=["ops"]).id
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with open_store(tmp_path / "other") as fresh:  # a session that has not looked where it runs yet
+        for call in (lambda: fresh.search("auth port", mode="bm25"), fresh.list, fresh.scope_overview,
+                     lambda: store.write("The billing service listens on port 9443", scopes=["ops"]), open_store):
+            with pytest.raises(KenningError, match="current folder no longer exists"):
+                call()
+    # a session that found its checkout before keeps reading with it
+    assert [h.id for h in store.search("auth port", mode="bm25").hits] == [kept]
+
+
 def test_invalid_input_is_also_a_value_error_for_library_callers(store):
     with pytest.raises(ValueError):
         store.list(limit=0)
