@@ -220,11 +220,14 @@ def _save(folder: Path, manifest: dict[str, Any]) -> None:
 
 def _remember_folder(store: "Store", folder: Path) -> None:
     """Record the folder in the store, so `kenning clean` knows where kenning writes (a store this user may
-    only read cannot: its export is still written, as a read of the store)."""
+    only read, or on a full disk, cannot: its export is still written, as a read of the store)."""
     known = json.loads(store.db.get_meta(DIRS_META_KEY) or "[]")
     if str(folder) not in known and not store.db.read_only:
-        with store.db.transaction() as c:
-            type(store.db).set_meta(c, DIRS_META_KEY, json.dumps(sorted({*known, str(folder)})))
+        try:
+            with store.db.transaction() as c:
+                type(store.db).set_meta(c, DIRS_META_KEY, json.dumps(sorted({*known, str(folder)})))
+        except StorageError:  # a full disk refused the record: the export of a store that searches still works
+            pass
 
 
 def known_folders(store: "Store") -> list[Path]:
