@@ -29,6 +29,11 @@ from mcp import types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+if sys.version_info >= (3, 11):
+    _Group = BaseExceptionGroup
+else:  # anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup as _Group
+
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
 
@@ -107,9 +112,11 @@ class _ScreenedStdin:
 
     async def _lines(self):
         send, received = anyio.create_memory_object_stream[str](1)
-        token = anyio.lowlevel.current_token()
-        threading.Thread(target=_pump, args=(sys.stdin.fileno(), send, token), name="kenning-stdin", daemon=True).start()
+        taken = threading.Event()
+        threading.Thread(target=_pump, args=(sys.stdin.fileno(), send, taken, anyio.lowlevel.current_token()),
+                         name="kenning-stdin", daemon=True).start()
         async for received_line in received:
+            taken.set()
             for line in unbatched(received_line):
                 verdict = screen(line)
                 if verdict is None:
@@ -137,21 +144,26 @@ def unbatched(line: str) -> list[str]:
         return [line]  # not JSON, or too deep: screen answers the line
 
 
-def _pump(fd: int, send: Any, token: Any) -> None:
-    """Hand stdin's lines to the event loop until EOF (a last line without a newline included).
-    ``os.read``, not sys.stdin: a daemon thread blocked inside a buffered reader's lock aborts the
-    interpreter's exit."""
+def _pump(fd: int, send: Any, taken: threading.Event, token: Any) -> None:
+    """Hand stdin's lines to the event loop until EOF (a last line without a newline included), one
+    at a time: the next waits until the session took the last (``taken``). ``os.read``, not
+    sys.stdin: a daemon thread blocked inside a buffered reader's lock aborts the interpreter's exit;
+    and ``send_nowait`` from here, so no send of this thread is left pending when the loop ends."""
     try:
         for line in _split_lines(fd):
             # surrogateescape keeps a byte that is no UTF-8 visible to ``screen`` (as U+DC80-U+DCFF),
             # which refuses its line; "replace" stored such text silently altered (U+FFFD)
-            anyio.from_thread.run(send.send, line.decode("utf-8", "surrogateescape"), token=token)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
-        return  # the session ended (a signal): nobody reads on
-    try:
+            text = line.decode("utf-8", "surrogateescape")
+            while True:
+                taken.clear()
+                try:
+                    anyio.from_thread.run_sync(send.send_nowait, text, token=token)
+                    break
+                except anyio.WouldBlock:
+                    taken.wait()
         anyio.from_thread.run_sync(send.close, token=token)
-    except RuntimeError:
-        pass  # the event loop is gone already
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+        return  # the session ended (a signal, the client gone) or the event loop did: nobody reads on
 
 
 def _split_lines(fd: int):
@@ -175,13 +187,20 @@ async def run(server: Any) -> int | None:
     (None) or a SIGTERM or SIGINT arrives (its number; the calls in progress finish first)."""
     stdin = _ScreenedStdin()
     stopped_by: list[int] = []
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_stop_on_signal, tasks.cancel_scope, stopped_by)
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-            stdin.attach(write_stream)
-            low = server._lowlevel_server
-            await low.run(read_stream, write_stream, low.create_initialization_options())
-        tasks.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, stopped_by)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                stdin.attach(write_stream)
+                low = server._lowlevel_server
+                await low.run(read_stream, write_stream, low.create_initialization_options())
+            tasks.cancel_scope.cancel()
+    except _Group as group:
+        # the client closed its end (killed, or gone without reading its answers): the session ends
+        # as at EOF, not with a traceback and exit 1; the calls it sent are answered to no one
+        _, rest = group.split(BrokenPipeError)
+        if rest is not None:
+            raise rest from None
     return stopped_by[0] if stopped_by else None
 
 

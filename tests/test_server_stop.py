@@ -59,3 +59,33 @@ def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
     with Store(store) as opened:
         assert len(opened.events(kinds=["search"])) == 10
         assert opened.check()["ok"] and len(opened.list(auto_scope=False)) == 1
+
+
+def test_a_client_gone_without_reading_its_answers_ends_the_session_cleanly(tmp_path):
+    """A client killed with writes in flight closes both pipes: the answers meet a broken pipe. The
+    session ends as at EOF (exit 0, no traceback in the client's log); what committed is whole."""
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"HF_HUB_OFFLINE": "1", **passed_on()})
+    try:
+        _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "test", "version": "1"}})
+        proc.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
+            "name": "memory_write", "arguments": {"content": f"The queue worker {i} drains the redis list jobs{i}",
+                                                  "scopes": ["infrastructure"], "force": True}}}).encode() + b"\n"
+                                  for i in range(30)))
+        proc.stdin.flush()
+        proc.stdout.close()  # gone before reading a single answer
+        proc.stdin.close()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = proc.stderr.read().decode()
+    assert code == 0 and "Traceback" not in log and "Error" not in log, log[-3000:]
+    with Store(store) as opened:
+        written = opened.list(auto_scope=False, record=False)
+        assert opened.check()["ok"] and 0 < len(written) <= 30
+        assert len({m.content for m in written}) == len(written)
