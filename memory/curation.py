@@ -16,7 +16,7 @@ from kenning.store.models import Memory, Tombstone, iso
 from kenning.store.semantic import enqueue, forget
 
 from . import events, outcomes, requests, trust
-from .claims import ParsedClaim, check_claims, exists, inside, parse_claims
+from .claims import ParsedClaim, check_claims, exists, inside, parse_claim, parse_claims
 from .gates import write_enabled
 from .gates.limits import has_control_chars
 from .session import Session
@@ -192,6 +192,15 @@ def settle_uses(s: Session) -> int:
     return applied
 
 
+def _as_lines(path: str) -> ParsedClaim | None:
+    """The lines claim a verified path reads as (src/app.py:1-3), else None."""
+    try:
+        claim = None if "::" in path else parse_claim(path)
+    except InvalidInput:
+        return None
+    return claim if claim and claim.lines else None
+
+
 def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClaim], absent: list[str]) -> None:
     worktree = memory.origin.worktree if memory.origin else None
     there = [p for p in absent if worktree and exists(Path(worktree) / p)]
@@ -216,6 +225,10 @@ def _check_attestation(memory: Memory, paths: list[str], claims: list[ParsedClai
         raise InvalidInput(f"verified path(s) cannot be read in {worktree}: {', '.join(unreadable)}; attest only "
                            "paths you could check")
     missing = [p for p in paths if exists(root / p) is False]
+    lines = [c for c in map(_as_lines, missing) if c and exists(root / c.path)]
+    if lines:  # src/app.py:1-3: its file is there, the path with the range never was
+        raise InvalidInput(f"verified path(s) name lines, which a path cannot: {', '.join(map(str, lines))}; attest "
+                           f"the file ({', '.join(c.path for c in lines)}) or declare the lines as a claim")
     if missing:
         raise InvalidInput(f"verified path(s) missing in {worktree}: {', '.join(missing)}; attest only paths that "
                            "exist (verified_absent_paths is for paths meant to be absent), or update the memory")

@@ -266,6 +266,10 @@ def test_a_claimed_line_range_is_checked_and_escalates_once_past_the_end(store, 
     assert store.show(mid)["claims"][0]["spec"] == "src/app.py:1-3"
     with pytest.raises(InvalidInput, match=r"src/app.py:1-3 \(src/app.py has 2 lines, so no line 3\)"):
         store.verify(mid)
+    # attested as a path, a range was 'missing' though its file is there: it is named as lines
+    with pytest.raises(InvalidInput, match=r"name lines, which a path cannot: src/app.py:1-2; attest the file "
+                                           r"\(src/app.py\) or declare the lines as a claim"):
+        store.verify(mid, verified_paths=["src/app.py:1-2"], claims=["src/app.py:1-2"])
 
 
 def test_a_cited_file_that_cannot_be_read_is_unmeasured_not_an_error(store, repo, clock):
