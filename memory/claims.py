@@ -231,18 +231,36 @@ def check_claim(claim: ParsedClaim | str, worktree: str | os.PathLike[str]) -> C
     return result
 
 
+LINES_CHUNK = 64 * 1024  # has_lines reads this much at a time and stops once the line is reached
+
+
 def has_lines(path: Path, last: int) -> bool | None:
     """Whether the file at path has a line ``last`` (a cited line range reaches no further than its
     end), or None when that cannot be told: it may not be read, or its first MAX_READ_BYTES hold
-    fewer lines. CR, LF and CRLF each end a line, as editors count them."""
+    fewer lines. CR, LF and CRLF each end a line, as editors count them. Read in chunks up to that
+    line, since a search checks the citations of every hit: line 510 is in the first few kilobytes."""
     try:
         with path.open("rb") as fh:
-            raw = fh.read(MAX_READ_BYTES + 1)
+            chunk = fh.read(LINES_CHUNK)
+            if chunk.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # two bytes a character: decode
+                raw = chunk + fh.read(MAX_READ_BYTES + 1 - len(chunk))
+                if _line_count(_text(raw[:MAX_READ_BYTES])) >= last:
+                    return True
+                return None if len(raw) > MAX_READ_BYTES else False
+            ended, seen, before = 0, 0, b""  # line endings so far, bytes read, the byte before this chunk
+            while chunk:
+                cut = len(chunk) > MAX_READ_BYTES - seen  # the file goes on past what is read
+                chunk = chunk[:MAX_READ_BYTES - seen]
+                ended += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n") - (before + chunk[:1] == b"\r\n")
+                seen, before = seen + len(chunk), chunk[-1:]
+                if ended + (before not in b"\r\n") >= last:  # a line begun is there, ended or not
+                    return True
+                if seen >= MAX_READ_BYTES:
+                    return None if cut or fh.read(1) else False
+                chunk = fh.read(LINES_CHUNK)
     except OSError:
         return None
-    if _line_count(_text(raw[:MAX_READ_BYTES])) >= last:
-        return True
-    return None if len(raw) > MAX_READ_BYTES else False
+    return False
 
 
 def _line_count(text: str) -> int:

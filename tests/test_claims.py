@@ -205,3 +205,24 @@ def test_definition_and_assignment_helpers_ignore_comparisons_and_look_alikes():
     assert defines_symbol("func (s *Server) Serve(l net.Listener) error {", "Serve")
     assert defines_symbol("pub fn parse<T>(x: T) -> T {", "parse")
     assert not defines_symbol("if ready(x) {", "ready")
+
+
+def test_has_lines_counts_as_the_whole_text_does_across_chunks_and_the_read_limit(tmp_path, monkeypatch):
+    """has_lines stops reading once the line is reached; counted chunk by chunk (a CRLF split between
+    two, a last line without an ending, the MAX_READ_BYTES cut) it answers what counting the text
+    read whole answers, and None where the cut leaves it open."""
+    import random
+
+    from kenning.memory import claims
+
+    draw, target = random.Random(5), tmp_path / "f.txt"
+    for chunk, limit in ((1, 10**6), (3, 5), (7, 20)):
+        monkeypatch.setattr(claims, "LINES_CHUNK", chunk)
+        monkeypatch.setattr(claims, "MAX_READ_BYTES", limit)
+        for _ in range(300):
+            data = bytes(draw.choice(b"ab\r\n\xe9") for _ in range(draw.randint(0, 30)))
+            target.write_bytes(data)
+            count = claims._line_count(claims._text(data[:limit]))
+            for last in range(1, 20):
+                want = True if count >= last else None if len(data) > limit else False
+                assert claims.has_lines(target, last) is want, (chunk, limit, data, last)
