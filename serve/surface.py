@@ -20,6 +20,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
+from kenning.commands.support import clip_values
+
 _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"`kenning list` shows the ids"), "memory_search or memory_list shows the ids"),
     (re.compile(r"`kenning restore ([^`]+)` brings it back"), r"memory_restore(id=\1) brings it back"),
@@ -43,10 +45,12 @@ _CLI_TO_TOOLS: list[tuple[re.Pattern[str], str]] = [
 
 
 def for_tools(text: str) -> str:
-    """A library message restated for a model: tool names instead of CLI commands, one line."""
+    """A library message restated for a model: tool names instead of CLI commands, one line, a long
+    value it quotes cut to its start and length as the command line cuts it (a 10 MB link target
+    was echoed whole into the model's context)."""
     for pattern, replacement in _CLI_TO_TOOLS:
         text = pattern.sub(replacement, text)
-    return " ".join(text.split())
+    return " ".join(clip_values(text).split())
 
 
 def describe_validation(tool: str, exc: ValidationError, shown: int = 3) -> str:

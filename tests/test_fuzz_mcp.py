@@ -167,3 +167,16 @@ def test_a_batch_is_answered_message_by_message(server):
     assert answers["b3"]["error"]["code"] == -32602 and answers[None]["error"]["code"] == -32600
     server.next_id += 1
     assert "result" in server.request({"jsonrpc": "2.0", "id": server.next_id, "method": "ping"})
+
+
+def test_a_huge_value_a_tool_error_quotes_is_cut_to_its_start_and_length(server):
+    """A tool error goes into the model's context: a 1 MB link target it quotes was echoed whole."""
+    server.next_id += 1
+    target = "x" * (1 << 20)
+    response = server.request({"jsonrpc": "2.0", "id": server.next_id, "method": "tools/call", "params": {
+        "name": "memory_write", "arguments": {"content": "The billing cache is flushed nightly by cron",
+                                              "scopes": ["infrastructure"],
+                                              "links": [{"type": "extends", "target_id": target}]}}})
+    text = " ".join(c["text"] for c in response["result"]["content"])
+    assert response["result"]["isError"] and len(text) < 500, len(text)
+    assert "(1,048,576 characters)" in text and "is not a memory in this store" in text
