@@ -255,9 +255,10 @@ class Lexicon:
         current = fingerprint()
         if _meta(conn, self.t.tokenizer_key, "") == current:
             return False
-        if announce is not None:
+        if announce is not None:  # a new store (nothing waiting) has nothing to say
             (count,) = conn.execute(f"SELECT count(*) FROM ({self.t.documents}) AS waiting").fetchone()
-            announce(f"rebuilding the lexical index of {count} memories for this version's token stream (once)")
+            if count:
+                announce(f"rebuilding the lexical index of {count} memories for this version's token stream (once)")
         self.rebuild(conn)
         Database.set_meta(conn, self.t.tokenizer_key, current)
         return True

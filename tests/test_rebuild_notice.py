@@ -43,6 +43,9 @@ def test_the_library_tells_its_listeners_once_and_prints_nothing(tmp_path, capfd
     for _ in range(2):
         kenning.open_store(path).close()
     assert heard == [NOTICE[len("note: "):-1]] and capfd.readouterr() == ("", "")
+    with kenning.open_store(tmp_path / "new") as s:  # a new store has nothing to rebuild, nothing to say
+        s.write("The first memory of a new store", scopes=["x"])
+    assert heard == [NOTICE[len("note: "):-1]]
 
 
 def test_the_cli_says_it_on_stderr_before_the_wait_and_keeps_stdout_clean(tmp_path):
