@@ -4,17 +4,19 @@
 batch of ASCII texts is lower-cased and scanned by one regex call, each distinct word is folded and
 stemmed once for the whole import, and the per-text work (lengths, the distinct content terms in
 first-seen order) is done by numpy on word codes instead of Python lists of strings a text.
-A text that is not ASCII (or holds the separator) is tokenized on its own by ``text.py``.
+A text that is not ASCII (or holds the separator) is tokenized on its own by ``text.py``; an ASCII
+text that may hold a compound identifier gets its stream from ``text.pieced`` (case tells a compound,
+and the batch is lower-cased), its content terms from the batch (a compound's pieces are none).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
-from .text import _LOWER_ASCII_WORD_RE, STOPWORDS, query_terms, stem, tokenize
+from .text import _ASCII_WORD_RE, _COMPOUND_HINT, _LOWER_ASCII_WORD_RE, STOPWORDS, pieced, query_terms, stem, tokenize
 
 # joins the batch's texts: a word of its own between two texts, so the scan keeps them apart (one
 # regex call for the batch; an alternation for a separator character made the scan twice as slow).
@@ -56,6 +58,7 @@ class BatchTokenizer:
         self._token_of = np.full(1024, -1, np.int64)  # word code -> token code
         self._content_of = np.full(1024, -1, np.int64)  # word code -> token code, -1 for a stopword
         self._code: dict[str, int] = {}  # token -> token code
+        self._expanded: dict[str, tuple[int, ...]] = {}  # a word as written in a compound's text -> its codes
         self.names: list[str] = []  # token code -> token
 
     def encode(self, texts: list[str]) -> CodedBatch:
@@ -79,15 +82,28 @@ class BatchTokenizer:
         wc = wc[wc != 0]
         codes = self._token_of[wc]
         terms = self._terms(wc, codes, np.repeat(np.arange(len(texts)), lengths), len(texts))
-        if alone:  # each tokenized on its own, its stream put in at the text's place
+        compound = [i for i, t in enumerate(texts) if i not in alone and _COMPOUND_HINT.search(t)]
+        if alone or compound:  # each stream put in at the text's place
             pieces = np.split(codes, np.cumsum(lengths)[:-1])
-            for i in sorted(alone):
+            for i in compound:
+                pieces[i] = self._pieced(texts[i])
+                lengths[i] = pieces[i].size
+            for i in sorted(alone):  # tokenized on its own
                 stream = tokenize(texts[i])
                 pieces[i] = np.fromiter(map(self._token_code, stream), np.int64, len(stream))
                 lengths[i] = len(stream)
                 terms[i] = " ".join(query_terms(texts[i]))
             codes = np.concatenate(pieces)
         return CodedBatch(codes, lengths, self.names, terms)
+
+    def _pieced(self, text: str) -> np.ndarray:
+        """``text.pieced`` of an ASCII text as codes: each word as written looked up once for the
+        codes of its token and its pieces'."""
+        words = _ASCII_WORD_RE.findall(text)
+        expanded = self._expanded
+        for word in set(words).difference(expanded):  # sorted out in C: most words are known
+            expanded[word] = tuple(map(self._token_code, pieced(word)))
+        return np.fromiter(chain.from_iterable(map(expanded.__getitem__, words)), np.int64)
 
     def _terms(self, wc: np.ndarray, codes: np.ndarray, doc: np.ndarray, n: int) -> list[str]:
         """Each text's distinct content tokens in first-seen order, joined by spaces; a text of

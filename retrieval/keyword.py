@@ -54,7 +54,7 @@ def search(
         candidates, totals, full, reached = _near_top(logged, k, allowed)
     if not candidates.size:
         return []
-    if phrase and text_of and len(tokenize(phrase)) >= 2 and full.size:
+    if phrase and text_of and len(tokenize(phrase, compounds=False)) >= 2 and full.size:
         bonus = _phrase_bonus(index, full, reached, phrase, text_of, now)
         if bonus.size:  # a phrase that earns its bonus is a candidate whatever its total
             candidates, first = np.unique(np.concatenate([candidates, full[bonus]]), return_index=True)

@@ -53,7 +53,7 @@ def written_swaps(word: str, token: str) -> list[str]:
     the stemmer ("kilbary" -> "kilbari", whose swaps miss "kilbray")."""
     if word == token or not word.isalpha():
         return []
-    return sorted({t for swap in _swaps(word) for t in tokenize(swap)} - {token})
+    return sorted({t for swap in _swaps(word) for t in tokenize(swap, compounds=False)} - {token})
 
 
 def examined(tokens: Iterable[str]) -> list[str]:
@@ -92,7 +92,7 @@ def respelt(word: str, token: str, fixed: str) -> str:
     its letters swapped back when that is the fix ("secruity" -> "security"), else the stem."""
     if word.startswith(token):
         return fixed + word[len(token):]
-    return next((swap for swap in sorted(_swaps(word)) if tokenize(swap) == [fixed]), fixed)
+    return next((swap for swap in sorted(_swaps(word)) if tokenize(swap, compounds=False) == [fixed]), fixed)
 
 
 def written_fix(word: str, token: str, fixed: str) -> str | None:
@@ -102,7 +102,7 @@ def written_fix(word: str, token: str, fixed: str) -> str | None:
     whose stem "mani" the lexicon made "main")."""
     if word == fixed:
         return None
-    return next((slip for slip in slips(word) if tokenize(slip) == [fixed]), None)
+    return next((slip for slip in slips(word) if tokenize(slip, compounds=False) == [fixed]), None)
 
 
 def for_the_model(query: str, written: Mapping[str, str], fixed: Mapping[str, str],

@@ -16,7 +16,7 @@ from kenning.store import lexicon
 
 WORDS = ("deploy staging the a of cache warms nightly jenkins runs is not for Über naïve 東京都 c++ x86 v1.2 "
          "api_key zephyr pipeline rotates rotate permission days and or it by . , ! \x00 a.b.c node.js end. "
-         "C# ++ _x 3.12.1 Ｆｕｌｌ ﬁle").split(" ") + [batch_tokens._SEP, batch_tokens._SEP.upper(), "x" + batch_tokens._SEP]
+         "C# ++ _x 3.12.1 Ｆｕｌｌ ﬁle getUserById KESTREL_DB_POOL __init__.py Über_größe").split(" ") + [batch_tokens._SEP, batch_tokens._SEP.upper(), "x" + batch_tokens._SEP]
 
 
 def _texts(n: int, seed: int) -> list[str]:

@@ -1,3 +1,5 @@
+import pytest
+
 from kenning.retrieval import text
 
 
@@ -9,9 +11,12 @@ def test_words_are_snowball_stemmed_so_word_forms_meet():
 
 
 def test_technical_tokens_stay_whole():
+    """A technical token stays whole; a document also indexes the names a compound joins, after it."""
     assert text.tokenize("Python 3.12.1 with C++ and node.js, C# too.") == [
         "python", "3.12.1", "with", "c++", "and", "node.js", "c#", "too"]
-    assert text.tokenize("snake_case_name end.") == ["snake_case_name", "end"]
+    assert text.tokenize("snake_case_name end.") == ["snake_case_name", "snake", "case", "name", "end"]
+    assert text.tokenize("snake_case_name end.", compounds=False) == ["snake_case_name", "end"]
+    assert text.query_tokens("snake_case_name end") == ["snake_case_name", "end"]
 
 
 def test_nfkc_and_casefold():
@@ -76,6 +81,28 @@ def test_fingerprint_is_stable_and_follows_the_token_stream(monkeypatch):
     assert text.fingerprint() != base
     monkeypatch.undo()
     assert text.fingerprint() == base
+
+
+@pytest.mark.parametrize("word, joined", [
+    ("KESTREL_DB_POOL", ["kestrel", "db", "pool"]), ("tenant_id", ["tenant", "id"]),
+    ("getUserById", ["get", "user", "by", "id"]), ("useHTTPClient", ["use", "http", "client"]),
+    ("__init__.py", ["init", "py"]), ("my_module.py", ["my", "module.py"]), ("über_wert", ["über", "wert"]),
+    # a part needs two letters; a capitalised word is a name; a dotted word stays whole
+    ("x86_64", []), ("t_0007", []), ("kDa", []), ("PostgreSQL", []), ("TideDesk", []), ("node.js", []),
+    ("React.useEffect", []), ("v1.2.3", []), ("snake", []),
+])
+def test_a_compound_identifier_joins_the_words_a_document_indexes_after_it(word, joined):
+    tokens = text.tokenize(f"see {word} now")
+    assert tokens == ["see", text.tokenize(word, compounds=False)[0], *[text.stem(w.casefold()) for w in joined], "now"]
+    assert [word[s:e] for _, s, e in text.pieces(word)] == [  # spans point at the words as written
+        word[word.casefold().find(w.casefold()):][:len(w)] for w in joined]
+    assert text.query_tokens(f"see {word}") == ["see", text.tokenize(word, compounds=False)[0]]
+
+
+def test_a_snippet_and_match_terms_see_the_words_inside_an_identifier():
+    body = "filler " * 60 + "the pool size comes from KESTREL_DB_POOL at start " + "padding " * 60
+    assert text.match_terms(["db", "pool"], body) == ["db", "pool"]
+    assert "KESTREL_DB_POOL" in text.snippet(body, ["db"])
 
 
 def test_snippet_of_a_matched_token_longer_than_the_snippet():
@@ -239,7 +266,7 @@ def test_normalize_and_match_terms():
 
 def test_fingerprint_is_pinned():
     """Every store rebuilds its index when this changes: change it only with TOKENIZER_VERSION."""
-    assert text.fingerprint() == "f04d9a81e39da7c4"
+    assert text.fingerprint() == "46fcd78c1ce48894"
 
 
 # Snippets of texts made of one-letter words ("a a a ... key b b"): spaces sit at every other

@@ -75,7 +75,7 @@ def _content_verdict(memory: "Memory") -> Verdict | None:
 def _words(text: str) -> str:
     """What two lines of one import must share to repeat each other: their word streams (a text of
     no words, its exact text)."""
-    return " ".join(tokenize(text)) or f"#{_hash(text)}"
+    return " ".join(tokenize(text, compounds=False)) or f"#{_hash(text)}"
 
 
 def _repeat_verdict(memory: "Memory", live: dict[str, str], earlier: dict[str, str]) -> Verdict | None:
