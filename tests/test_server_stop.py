@@ -33,15 +33,26 @@ def _request(proc: subprocess.Popen, rid: int, method: str, params: dict) -> dic
     return _answer(proc, rid)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
-    store = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=tmp_path,
+def _initialized_server(store) -> subprocess.Popen:
+    """``kenning.server`` on ``store`` over pipes, past its ``initialize``."""
+    proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=store.parent,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"HF_HUB_OFFLINE": "1", **passed_on()})
     try:
         _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                          "clientInfo": {"name": "test", "version": "1"}})
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
+    store = tmp_path / "store"
+    proc = _initialized_server(store)
+    try:
         wrote = _request(proc, 2, "tools/call", {"name": "memory_write", "arguments": {
             "content": "The staging database runs PostgreSQL 16 on port 5433", "scopes": ["infrastructure"]}})
         assert wrote["structuredContent"]["status"] == "committed"
@@ -65,12 +76,8 @@ def test_a_client_gone_without_reading_its_answers_ends_the_session_cleanly(tmp_
     """A client killed with writes in flight closes both pipes: the answers meet a broken pipe. The
     session ends as at EOF (exit 0, no traceback in the client's log); what committed is whole."""
     store = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=tmp_path,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={"HF_HUB_OFFLINE": "1", **passed_on()})
+    proc = _initialized_server(store)
     try:
-        _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                         "clientInfo": {"name": "test", "version": "1"}})
         proc.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
             "name": "memory_write", "arguments": {"content": f"The queue worker {i} drains the redis list jobs{i}",
                                                   "scopes": ["infrastructure"], "force": True}}}).encode() + b"\n"
