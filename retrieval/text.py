@@ -254,7 +254,11 @@ def pieces(word: str) -> tuple[tuple[str, int, int], ...]:
     as code's verbs and nouns have (scientific names such as "mmHg", "dsDNA" or "kDa" stay whole);
     a dotted name (``node.js``, ``app.py``, a host name) stays whole, as hosts and e-mail addresses
     are most of them in memories and their parts matched too much (measured: memval2's keyword
-    nDCG@10 .485 -> .477 with them)."""
+    nDCG@10 .485 -> .477 with them). A word longer than ``MAX_TOKEN_CHARS`` is a pasted dump, not an
+    identifier (a base64url blob holds underscores): it has none, or a megabyte of it indexed
+    thousands of random "words"."""
+    if len(word) > MAX_TOKEN_CHARS:
+        return ()
     found: dict[str, tuple[int, int]] = {}
     spans = [m.span() for m in _SEGMENTS.finditer(word)]
     for start, end in spans:

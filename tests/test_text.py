@@ -99,6 +99,18 @@ def test_a_compound_identifier_joins_the_words_a_document_indexes_after_it(word,
     assert text.query_tokens(f"see {word}") == ["see", text.tokenize(word, compounds=False)[0]]
 
 
+def test_a_pasted_dump_holding_underscores_is_no_identifier():
+    """A base64url blob holds underscores; cut to its head like any long word, it joins no words:
+    otherwise a megabyte of it indexed some 25,000 random ones."""
+    import random
+    import string
+
+    rng = random.Random(1)
+    dump = "_".join("".join(rng.choice(string.ascii_letters) for _ in range(12)) for _ in range(20_000))
+    assert text.tokenize(f"core: {dump}") == ["core", dump[: text.MAX_TOKEN_CHARS].lower()]
+    assert text.pieces("kestrel_db_pool_" * 8) != () and text.pieces("kestrel_db_pool_" * 9) == ()
+
+
 def test_a_snippet_and_match_terms_see_the_words_inside_an_identifier():
     body = "filler " * 60 + "the pool size comes from KESTREL_DB_POOL at start " + "padding " * 60
     assert text.match_terms(["db", "pool"], body) == ["db", "pool"]
