@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from kenning.errors import StorageError
+from kenning.store.backend import is_url
 from kenning.store.db import reports_damage
 from kenning.store.plain import iso
 
@@ -66,7 +67,7 @@ class DeferredEvents:
 
     def __init__(self, session: Any):
         self._session = session  # strong: queued rows keep their session alive until they commit
-        self.path = os.path.realpath(session.path)
+        self.path = _store_key(session.path)
         self._rows: list[tuple[datetime, str, str | None, dict[str, Any]]] = []
         self._lock = threading.Lock()  # guards _rows only; never held while waiting for anything else
         self._flushing = threading.Lock()  # taken after the database's lock, never before
@@ -154,9 +155,15 @@ def _busy_timeout(session: Any, ms: int | None) -> Iterator[None]:
         yield
 
 
+def _store_key(path: os.PathLike | str) -> str:
+    """What names one store among a process's queues: a file's real path, a server's URL as it is (a
+    URL is no path: resolving one against the current folder failed when that folder was deleted)."""
+    return path if is_url(path) else os.path.realpath(path)
+
+
 def flush_store(path: os.PathLike | str) -> None:
     """Commit every queued read event of this process for one store file (before reading its log)."""
-    real = os.path.realpath(path)
+    real = _store_key(path)
     for queue in list(_QUEUES):
         if queue.path == real and len(queue):
             queue.flush()

@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 import kenning
 from kenning.memory import notices
 
 from test_cli_inputs import kenning as run_kenning
+
+pytestmark = pytest.mark.sqlite_only  # the older stream is simulated in the SQLite file's meta table
 
 NOTICE = "note: rebuilding the lexical index of 3 memories for this version's token stream (once)\n"
 
