@@ -12,12 +12,12 @@ import functools
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from typing import Any
 
 from kenning.errors import InvalidInput
 from kenning.store.db import Database
-from kenning.store.plain import iso
+from kenning.store.plain import in_utc, iso
 
 from .gates.limits import has_control_chars
 from .gates.secret_marks import may_hold_secret
@@ -173,9 +173,9 @@ def _names(values: Iterable[str] | str, what: str) -> list[str]:
 
 
 def instant(value: datetime | date | str) -> str:
-    """A caller's time as the store's sortable UTC text: a datetime, a date (its midnight) or ISO-8601 text;
-    naive means UTC. One within a day of year 1 or 9999 whose offset takes it outside UTC's calendar is
-    the first or last instant UTC has (it stands before or after every stored time), not an OverflowError."""
+    """A caller's time as the store's sortable UTC text: a datetime, a date (its midnight) or ISO-8601 text,
+    read as an import's times are (store/plain.py ``in_utc``: naive means UTC, one outside UTC's calendar is
+    refused naming it)."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().upper().replace("Z", "+00:00"))
@@ -185,11 +185,7 @@ def instant(value: datetime | date | str) -> str:
         value = datetime(value.year, value.month, value.day)
     if not isinstance(value, datetime):
         raise InvalidInput(f"since must be an ISO-8601 time such as 2026-11-30T08:00:00Z, got {value!r}")
-    value = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    try:
-        return iso(value)
-    except OverflowError:
-        return iso((datetime.min if value.year == 1 else datetime.max).replace(tzinfo=timezone.utc))
+    return iso(in_utc(value, "since"))
 
 
 def prior_session_boundary(db: Database, session: str) -> str | None:

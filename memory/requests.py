@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from kenning.errors import InvalidInput
 from kenning.store.ids import canonical, new_ulid
 from kenning.store.models import Link, Memory, iso
+from kenning.store.plain import in_utc
 
 from .claims import normalize_claim_path
 from .gates.limits import check_content, check_metadata, check_scopes, check_storable, has_control_chars
@@ -41,7 +42,7 @@ def new_memory(fields: dict, now: datetime) -> Memory:
     given = {name for name in ("created", "updated") if fields.get(name) is not None}
     fields.update({name: now for name in ("created", "updated") if name not in given})  # null is not given
     memory = validated({k: v for k, v in fields.items() if v is not None})
-    times = {name: _in_utc(getattr(memory, name), name) for name in ("created", "updated", "last_verified_at")}
+    times = {name: in_utc(getattr(memory, name), name) for name in ("created", "updated", "last_verified_at")}
     if times["updated"] < times["created"]:  # a default (now) must not land on the wrong side of a given time
         if "created" not in given:
             times["created"] = times["updated"]
@@ -57,17 +58,6 @@ def new_memory(fields: dict, now: datetime) -> Memory:
                                "have been written or checked later than now")
     changed = {name: at for name, at in times.items() if at is not getattr(memory, name)}
     return memory.model_copy(update=changed) if changed else memory
-
-
-def _in_utc(at: datetime | None, name: str) -> datetime | None:
-    """A given time in UTC; naive means UTC, as everywhere in kenning (a date-only "2026-11-30" was naive, and
-    comparing it with now failed the whole import with a TypeError)."""
-    if at is None or at.tzinfo is timezone.utc:
-        return at
-    try:
-        return (at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at).astimezone(timezone.utc)
-    except OverflowError:  # 0001-01-01T00:00+05:45 is in year 0 in UTC, which no datetime holds
-        raise InvalidInput(f"{name} {at.isoformat()} is outside UTC's calendar (years 1 to 9999)") from None
 
 
 _set = object.__setattr__

@@ -18,6 +18,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from kenning.errors import InvalidInput
+
 MODES: tuple[str, ...] = ("keyword", "bm25", "semantic", "hybrid")
 SUMMARY_CHARS = 120
 
@@ -35,6 +37,19 @@ CONFIG_DEFAULTS: dict[str, Any] = {
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def in_utc(at: datetime | None, what: str) -> datetime | None:
+    """A caller's time in UTC, naive meaning UTC as everywhere in kenning (an import record's times, every
+    ``since``). A time an offset takes outside UTC's calendar (0001-01-01T00:00+05:45 is in year 0 in UTC)
+    is refused naming it: clamping it to the calendar's edge would store a time nobody gave."""
+    if at is None or at.tzinfo is timezone.utc:
+        return at
+    try:
+        return (at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at).astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInput(f"{what} {at.isoformat()} is outside UTC's calendar (years 1 to 9999); "
+                           "give it in UTC") from None
 
 
 def iso(ts: datetime | None) -> str | None:
