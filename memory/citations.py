@@ -69,8 +69,8 @@ def _cited(token: str) -> tuple[str | None, str]:
     if not all(_SEGMENT.fullmatch(s) for s in segments) or all(s.isdigit() for s in segments):
         return None, ""  # a//b, 24/7, 1/2
     first = segments[0]
-    if "." in first.lstrip(".") and first.rsplit(".", 1)[1].lower() in _TLDS:
-        return None, ""  # github.com/org/repo/blob/main/x.py
+    if not explicit and "." in first.lstrip(".") and first.rsplit(".", 1)[1].lower() in _TLDS:
+        return None, ""  # github.com/org/repo/blob/main/x.py; ./run.sh is no host (.sh is a TLD)
     last = segments[-1]
     ext = last.rsplit(".", 1)[1].lower() if "." in last.lstrip(".") else ""
     if explicit or directory or ext in _FILE_EXTENSIONS or last in _EXTENSIONLESS_FILES:
@@ -89,9 +89,9 @@ def extract_paths(text: str) -> list[str]:
 
     A path needs a slash or a leading ``./`` and must end in a known file extension or a known
     extension-less file name (``Makefile``), or end with ``/`` (a directory), or start with
-    ``./``. So ``src/app.py``, ``./scripts/run.sh``, ``docs/README.md`` and ``store/gates/`` count;
-    URLs, e-mail addresses, versions (``3.12.1``), ``and/or``, ``origin/main``, globs, absolute
-    and ``../`` paths, and bare names like ``config.py`` (no place to check them) do not.
+    ``./``. So ``src/app.py``, ``./scripts/run.sh``, ``./run.sh``, ``docs/README.md`` and
+    ``store/gates/`` count; URLs, e-mail addresses, versions (``3.12.1``), ``and/or``, ``origin/main``,
+    globs, absolute and ``../`` paths, and bare names like ``config.py`` (no place to check them) do not.
     """
     if "/" not in text:  # every path form needs a slash: most bodies stop here
         return []

@@ -99,6 +99,15 @@ def test_a_path_cited_in_a_chinese_or_japanese_sentence_is_found():
     assert extract_paths("設定は「config/app.toml」にあります（docs/README.md）。") == ["config/app.toml", "docs/README.md"]
 
 
+@pytest.mark.parametrize("cited", ["./run.sh", "./deploy.sh:10-12", "./setup.io", "./main.py", "./Makefile"])
+def test_a_top_level_file_cited_with_a_leading_dot_slash_is_a_path(cited, tmp_path):
+    """A leading ./ makes a path of a top-level file, as extract_paths says: ./run.sh named none, its
+    name ending in a top-level domain (.sh) read as a host, so deleting run.sh left the memory fresh."""
+    path = cited[2:].partition(":")[0]
+    assert extract_paths(f"deploy with {cited}, then check") == [path]
+    assert assess_path_drift(f"deploy with {cited}", [], str(tmp_path)).missing == [path]
+
+
 @pytest.mark.parametrize("cited", ["src/app.py:10-20", "src/app.py:L10", "src/app.py:L10-L20", "src/app.py:10:5-12:3",
                                    "src/app.py:10\u201320", "(src/app.py:10-20)", "src/app.py#L10-L20"])
 def test_a_path_cited_with_a_line_range_is_checked(cited, tmp_path):
