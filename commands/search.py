@@ -109,8 +109,9 @@ def explanation(hit: Any, legs_run: list[str]) -> str:
         parts.append(f"{leg} #{found.rank} ({LEG_SCORES.get(leg, 'score')} {found.score:.3f})" if found
                      else f"{leg} -")
     terms = ", ".join(hit.match_terms) if hit.match_terms else "none of the query's words"
-    if not hit.match_terms and "bm25" in hit.legs:  # hybrid's bm25 runs with feedback (retrieval/feedback.py)
-        terms += " (bm25 found it by words the query's best matches hold: feedback)"
+    through = getattr(hit, "feedback_terms", None)  # hybrid's bm25 runs with feedback (retrieval/feedback.py)
+    if through:
+        terms += f" (bm25 found it by feedback words, which the query's best matches hold: {', '.join(through)})"
     return " · ".join(parts) + f" · holds {terms}"
 
 

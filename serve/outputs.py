@@ -29,6 +29,7 @@ class Hit(TypedDict, total=False):
     relevance: Literal["high", "medium", "low"]
     matched_leg: Literal["lexical", "semantic", "both"]
     match_terms: list[str]
+    feedback_terms: list[str]  # hybrid: the feedback words that found a hit holding none of the query's
     snippet: str
     scopes: list[str]
     category: str

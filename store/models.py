@@ -171,6 +171,9 @@ class Hit(Explained):
     # trust annotations, present only when they say something (see memory/staleness.py)
     trust: dict[str, Any] = Field(default_factory=dict, exclude=True)
     content: str | None = None  # the full body, only when expanded
+    # hybrid: the words of the query's best matches (BM25 feedback) through which the bm25 leg found a hit
+    # holding none of the query's words (its match_terms are empty); absent otherwise
+    feedback_terms: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.retrieval import answer_types, bm25, engine, feedback, keyword, labels, spelling
 from kenning.retrieval.lexical import contains, unknown
-from kenning.retrieval.text import query_tokens, query_words, search_tokens, surface_forms
+from kenning.retrieval.text import query_tokens, query_words, search_tokens, snippet, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
@@ -149,6 +149,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
 
     runs: dict[str, engine.LegRun] = {}
     ahead, asked, moved = None, query, False
+    expansion: dict[str, float] = {}  # the feedback words hybrid's BM25 leg added, with their weights
     if "vector" in leg_names:
         # a hybrid's vector leg reads the words the lexicon respelt as meant; semantic mode reads the query as written
         asked = spelling.for_the_model(query, written, fixed, semantic().knows_word) if fixed and mode == "hybrid" else query
@@ -161,7 +162,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     if "bm25" in leg_names:
         runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
         if "vector" in leg_names and config.fusion == "evidence":
-            runs["bm25"] = _with_feedback(db, lexicon, tokens, allowed, config)
+            runs["bm25"] = _with_feedback(db, lexicon, tokens, allowed, config, expansion)
     runs = {leg: runs[leg] for leg in leg_names}  # the legs' order: fusion's ties and the answer follow it
     evidence = None
     if config.fusion == "evidence":
@@ -200,6 +201,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     cosines, cosine_lead = (_label_cosines(semantic, asked, candidates, moved, cosine_lead) if "vector" in runs
                             else ({}, cosine_lead))
+    through = _feedback_words(lexicon, expansion, candidates, matched, memories)
     hits, by_id = [], {}
     for cand in candidates:
         memory = memories[cand.key]
@@ -209,13 +211,18 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
                        known_coverage=known.get(cand.key), lead=lead, ceiling=ceiling,
                        names_something=names_something, cosine_lead=cosine_lead, label_cosine=cosines.get(cand.key),
                        amounts=amounts)
-        hits.append({
+        hit = {
             "id": memory.id, "score": round(cand.score, 6), "matched_leg": cand.matched_leg,
             "relevance": cand.relevance, "match_terms": cand.match_terms, "snippet": cand.snippet,
             "legs": {leg: {"rank": r, "score": round(s, 6)} for leg, (r, s) in cand.legs.items()},
             "scopes": memory.scopes, "category": memory.category, "confidence": memory.confidence,
             "created": memory.created, "updated": memory.updated,
-        })
+        }
+        if cand.key in through:  # found by feedback words alone: name them, and quote the text around them
+            words = through[cand.key]
+            hit["feedback_terms"] = [shown for _, shown in words]
+            hit["snippet"] = snippet(memory.content, [token for token, _ in words])
+        hits.append(hit)
     return {
         "query": query, "mode": mode, "legs_run": list(runs),
         "degraded": _degraded_note(availability).model_dump() if degraded else None,
@@ -323,9 +330,11 @@ def _allowed_mask(db: Database, lexicon, filters: Filters) -> np.ndarray | None:
     return allowed
 
 
-def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: StoreConfig) -> engine.LegRun:
+def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: StoreConfig,
+                   expansion: dict[str, float]) -> engine.LegRun:
     """Evidence-fused hybrid's BM25 leg: a first pass, its best texts' words mixed into the query
-    (``retrieval.feedback``, RM3), a second pass with those weights."""
+    (``retrieval.feedback``, RM3), a second pass with those weights. The words it added, with their
+    weights, are left in ``expansion``: a hit holding none of the query's words was found by them."""
     def run(n: int) -> list[tuple[int, float]]:
         first = bm25.search(lexicon, tokens, feedback.FEEDBACK_DOCS, allowed, k1=config.bm25_k1, b=config.bm25_b)
         texts = _texts(db, [k for k, _ in first])
@@ -334,10 +343,29 @@ def _with_feedback(db: Database, lexicon, tokens: list[str], allowed, config: St
             if k not in held and k in texts:
                 held[k] = feedback.counted(query_tokens(texts[k]))
         weights = feedback.expanded_query(tokens, [(s, held[k]) for k, s in first if k in held])
+        expansion.update((t, w) for t, w in weights.items() if t not in tokens)
         if not weights:
             return []
         return bm25.search_expanded(lexicon, weights, n, tokens, allowed, k1=config.bm25_k1, b=config.bm25_b)
     return run
+
+
+def _feedback_words(lexicon: Lexicon, expansion: dict[str, float], candidates: list, matched: dict[int, list[str]],
+                    memories: dict[int, Any]) -> dict[int, list[tuple[str, str]]]:
+    """The hits hybrid's BM25 leg found holding none of the query's words, each with the feedback words
+    (``expansion``, ``_with_feedback``) it holds, heaviest first, as (token, the word as its text writes
+    it): what brought it in, where its ``match_terms`` are empty and its lexical evidence is nil."""
+    keys = [c.key for c in candidates if "bm25" in c.legs and not matched[c.key]]
+    if not keys or not expansion:
+        return {}
+    words = sorted(expansion, key=lambda t: (-expansion[t], t))
+    out = {}
+    for key, row in zip(keys, contains(lexicon, words, keys).tolist()):
+        held = [t for t, hit in zip(words, row) if hit]
+        if held:
+            written = surface_forms(memories[key].content)
+            out[key] = [(t, written.get(t, t)) for t in held]
+    return out
 
 
 def _texts(db: Database, keys: list[int]) -> dict[int, str]:

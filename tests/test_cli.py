@@ -125,7 +125,8 @@ def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
     lines = cli("search", "billing payments", "--mode", "hybrid", "--why").stdout.splitlines()
     auth = lines.index(next(line for line in lines if "auth service" in line))
     assert "bm25 #" in lines[auth + 1]  # found through a feedback word ("service"), not the query's own
-    assert "holds none of the query's words (bm25 found it by words the query's best matches hold" in lines[auth + 1]
+    assert "holds none of the query's words (bm25 found it by feedback words, which the query's best matches hold: " \
+           "service" in lines[auth + 1]
 
 
 def test_an_empty_list_or_search_names_auto_scope_when_it_hid_the_matches(tmp_path):

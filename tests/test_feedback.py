@@ -97,3 +97,21 @@ def test_counted_texts_expand_the_query_exactly_as_their_tokens_do():
     plain = expanded_query(q, fb, terms=6)
     assert list(plain.items()) == list(expanded_query(q, [(s, counted(t)) for s, t in fb], terms=6).items())
     assert counted(["a", "b", "a"]) == ((("a", 2), ("b", 1)), 3)
+
+
+@pytest.mark.embeddings
+def test_a_hybrid_hit_found_by_feedback_words_alone_names_them_and_quotes_them(store):
+    """Hybrid's BM25 leg also finds texts through the feedback words alone: such a hit holds none of
+    the query's words (empty match_terms, lexical evidence nil), so it says which feedback words
+    brought it in, as its text writes them, and its snippet shows them, not the text's opening."""
+    filler = "The weekly sync covered hiring, the offsite agenda and the parking rota. " * 5
+    store.write("The billing service uses Adyen for payments", scopes=["fb"])
+    store.write("Billing retries failed payments every night", scopes=["fb"])
+    store.write(filler + "Since March the Adyen account sits with finance.", scopes=["fb"])
+    hits = store.search("billing payments", mode="hybrid", limit=10, auto_scope=False).hits
+    [found] = [h for h in hits if "Adyen account" in h.snippet]
+    assert found.match_terms == [] and "bm25" in found.legs
+    assert found.feedback_terms == ["adyen"]  # the word it holds of the best matches' words, as written
+    assert found.snippet.startswith("…") and found.to_dict()["feedback_terms"] == ["adyen"]
+    assert all(h.feedback_terms is None and "feedback_terms" not in h.to_dict() for h in hits if h.match_terms)
+    assert all(h.feedback_terms is None for h in store.search("billing payments", mode="bm25", auto_scope=False).hits)
