@@ -185,14 +185,14 @@ class Episodes:
     def _prune(self, c: sqlite3.Connection, now: datetime) -> list[str]:
         """Delete expired entries, logging per session and worktree so a handoff can say where they went."""
         cutoff = iso(now)
-        rows = c.execute("SELECT session, worktree, COUNT(*) FROM episodes WHERE expires <= ? "
+        rows = c.execute("SELECT session, worktree, COUNT(*), MAX(created) FROM episodes WHERE expires <= ? "
                          "GROUP BY session, worktree ORDER BY session", (cutoff,)).fetchall()
         if rows:
             c.execute("DELETE FROM episodes WHERE expires <= ?", (cutoff,))
             events.log_many(c, now, self.store.session_id, EXPIRED_EVENT,
-                            [(None, {"session": session, "worktree": worktree, "count": count})
-                             for session, worktree, count in rows])
-        return list(dict.fromkeys(session for session, _, _ in rows))
+                            [(None, {"session": session, "worktree": worktree, "count": count, "journaled": latest})
+                             for session, worktree, count, latest in rows])
+        return list(dict.fromkeys(session for session, *_ in rows))
 
     # ------------------------------------------------------------------ reads
     def get(self, episode_id: str) -> Episode:
@@ -260,8 +260,8 @@ class Episodes:
     def handoff(self, prior_session_id: str | None = None, max_episodes: int = HANDOFF_DEFAULT) -> dict[str, Any]:
         """What the previous session in this worktree concluded: its latest takeaways, oldest first.
 
-        Without ``prior_session_id`` the previous session is the other session with the latest
-        journal activity (an entry, or a promotion out of the journal) in exactly this worktree.
+        Without ``prior_session_id`` the previous session is the other session with the latest journal
+        activity (an entry: live, promoted or expired, as of when it was written) in exactly this worktree.
         Episodes in a session-disabled scope are hidden; when the previous session shows nothing,
         ``note`` says why and the walk falls back to the next older session that shows something.
         """
@@ -348,7 +348,8 @@ class Episodes:
             gone = c.execute("DELETE FROM episodes WHERE id = ?", (episode.id,)).rowcount > 0
         if gone:
             self.store.log_event(PROMOTED_EVENT, memory_id=memory_id, payload={
-                "episode_id": episode.id, "session": episode.session, "worktree": episode.worktree})
+                "episode_id": episode.id, "session": episode.session, "worktree": episode.worktree,
+                "journaled": iso(episode.created)})
         return gone
 
     # ------------------------------------------------------------------ helpers
@@ -362,7 +363,8 @@ class Episodes:
     def _prior_sessions(self) -> list[str]:
         """Other sessions with journal activity in exactly this worktree, latest activity first."""
         latest: dict[str, str] = {}
-        # expired entries count as activity too (pruned ones through their event): the session did journal
+        # promoted and pruned entries count too, through their events, as of when they were written (the
+        # event's "journaled"): not when a later session pruned them, nor when a clock set back promoted one
         rows = self.store.db.read(lambda c: c.execute(
             "SELECT session, MAX(created) FROM episodes WHERE worktree IS ? AND session != ? "
             "GROUP BY session", (self.worktree, self.store.session_id)).fetchall())
@@ -371,7 +373,7 @@ class Episodes:
             payload = event.get("payload") or {}
             session = payload.get("session")
             if session and session != self.store.session_id and payload.get("worktree") == self.worktree:
-                latest[session] = max(latest.get(session, ""), _event_time(event))
+                latest[session] = max(latest.get(session, ""), str(payload.get("journaled") or _event_time(event)))
         return sorted(latest, key=lambda s: (latest[s], s), reverse=True)
 
     def _empty_reason(self, session: str, journal: list[Episode], disabled: set[str]) -> str:

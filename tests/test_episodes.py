@@ -392,6 +392,37 @@ def test_handoff_notes_a_session_whose_journal_was_promoted_out(tmp_path, clock,
     assert promoter_store.session_id in out["note"] and "promoted" in out["note"]
 
 
+def test_a_promotion_after_the_clock_went_back_counts_when_its_entry_was_written(tmp_path, clock, repo):
+    # was: the promotion's event, dated by the set-back clock, made the promoting session older than the
+    # one before it, so the handoff gave the older session's takeaways as the last word and no note
+    _, older = session(tmp_path, clock, repo)
+    older.write("older", takeaway="older takeaway")
+    clock.now -= timedelta(hours=1)
+    promoter_store, promoter = session(tmp_path, clock, repo)
+    ep = promoter.write("x", takeaway="Integration tests need the docker compose stack from dev/compose.yml")["id"]
+    assert promoter.promote(ep, scopes=["projects:repo"])["status"] == "committed"
+    _, reader = session(tmp_path, clock, repo)
+    out = reader.handoff()
+    assert [e["takeaway"] for e in out["episodes"]] == ["older takeaway"]
+    assert promoter_store.session_id in out.get("note", "") and "promoted" in out["note"]
+
+
+def test_entries_pruned_by_a_later_session_do_not_make_theirs_the_latest(tmp_path, clock, repo):
+    # was: the prune's event, dated when a later write pruned them, made a month-old session the latest one
+    # in the handoff, which then said its entries had expired before falling back to yesterday's session
+    old_store, old = session(tmp_path, clock, repo)
+    old.write("a month ago", takeaway="old takeaway")
+    clock.now += EPISODE_TTL - timedelta(days=1)
+    recent_store, recent = session(tmp_path, clock, repo)
+    recent.write("yesterday", takeaway="recent takeaway")
+    clock.now += timedelta(days=1, seconds=1)
+    _, today = session(tmp_path, clock, repo)
+    assert today.prune() == [old_store.session_id]
+    out = today.handoff()
+    assert out["prior_session_id"] == recent_store.session_id and "note" not in out, out
+    assert [e["takeaway"] for e in out["episodes"]] == ["recent takeaway"]
+
+
 def test_episodes_never_reach_memory_search_or_list(tmp_path, clock, repo):
     store, journal = session(tmp_path, clock, repo)
     journal.write("zanzibar quokka migration notes", takeaway="zanzibar quokka")
