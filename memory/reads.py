@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kenning.errors import EmbeddingsUnavailable, InvalidInput, NotFound, SearchDisabled
+from kenning.retrieval.text import search_tokens
 from kenning.store import integrity, records, search as ranking
 from kenning.store.plain import MODES, NotPlain, PlainResult
 
@@ -32,6 +33,8 @@ MAX_LIMIT = 50
 QUERY_CHARS_LOGGED = 200
 HIDDEN_BY_AUTO_SCOPE = ("nothing of this repository (or global) matches, but memories of other repositories do: "
                         "auto_scope hides them; search with auto_scope off (--no-auto-scope) to see them")
+NO_WORDS = ("the query holds no word to search for: punctuation, symbols and emoji are not indexed, so a memory "
+            "holding them is not found by them")
 
 
 def get(s: Session, id: str) -> Memory:
@@ -233,6 +236,8 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
         hidden = _rank(s, query, mode, 1, scopes, category, others, config=config, plain=plain)[0].hits
         if hidden:
             result.note = HIDDEN_BY_AUTO_SCOPE + _moved_checkout(s, hidden[0].id)
+    if not result.hits and not result.note and not search_tokens(query):  # "🎉": not "nothing matched"
+        result.note = NO_WORDS
     trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top,
                    runner_up=beyond[0] if beyond else None)
     if record and not s.db.read_only:  # a read-only store answers without its event log

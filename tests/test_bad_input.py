@@ -45,6 +45,22 @@ def test_empty_query(store, query):
         store.search(query)
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+@pytest.mark.parametrize("query", ["🎉", "?!...", "→ © %"])
+def test_a_query_of_no_word_says_so_rather_than_that_nothing_matched(store, query, mode):
+    """Symbols are not indexed, so a memory holding them is not found by them: the empty answer says
+    that (``note``, which the CLI prints instead of "no memory matches that query"), as the plain
+    answer of the command line's fast path does."""
+    from kenning.memory import reads
+
+    store.write("Emoji in commit messages are fine 🎉 ?!... → © %", scopes=["x"])
+    result = store.search(query, mode=mode, auto_scope=False)
+    assert result.hits == [] and result.note.startswith("the query holds no word to search for")
+    plain = reads.search_plain(store._s, query, mode, None, 5, None, False, False)
+    assert plain.to_dict()["note"] == result.note
+    assert store.search("🎉 nothing", mode=mode, auto_scope=False).note is None  # a word that matched nothing
+
+
 @pytest.mark.parametrize("limit", [0, -1, 51, 1000])
 def test_limit_out_of_range(store, limit):
     with pytest.raises(InvalidInput, match="between 1 and 50"):
