@@ -42,9 +42,9 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
                            f"{MAX_REASON_CHARS:,} (say why in a sentence or two)")
     requests.no_secret(reason, "the removal reason")
     write_enabled.require(s.config)
-    now = s.clock()
     with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
+        now = max(s.clock(), memory.updated)  # a clock set back must not remove it before its last change (as update)
         c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
         tombstones_changed(s.db)
         s.lexicon.remove(c, rowid)

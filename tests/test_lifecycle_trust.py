@@ -13,6 +13,7 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
+from kenning.store.models import iso
 from clocks import Clock, ticking
 from unprivileged import run_unprivileged
 
@@ -218,6 +219,19 @@ def test_a_time_ahead_of_the_clock_is_no_age_not_a_negative_one(store, clock):
     assert store.show(verified)["verification"]["age_days"] == 0.0
     assert store.show(written)["verification"]["age_days"] == 0.0
     assert [row["age_days"] for row in store.health()["oldest_unverified"]] == [0.0]
+
+
+def test_a_removal_after_the_clock_went_back_is_dated_no_earlier_than_the_memorys_last_change(store, clock):
+    """With the clock set back, remove stamped removed_at hours before the memory's updated: a tombstone
+    removed before its last change. An update already takes the later of the clock and updated."""
+    mid = store.write("The ledger job writes to the archive bucket nightly", scopes=["p"]).id
+    written = store.get(mid).updated
+    clock.now -= timedelta(hours=3)
+    gone = store.remove(mid, "the job was retired")
+    [tombstone] = store.tombstones()
+    assert tombstone.removed_at == gone.removed_at >= written
+    [event] = store.events(kinds=["remove"])
+    assert event["at"] == iso(gone.removed_at)
 
 
 def test_a_memory_whose_repository_is_gone_is_unmeasured_not_zero(store, repo, clock):
