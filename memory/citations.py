@@ -33,14 +33,17 @@ _EXTENSIONLESS_FILES = frozenset(
     """.split()
 )
 _TLDS = frozenset("com org net io dev ai co app gov edu info biz me us uk de eu sh so gg".split())
-# URLs and e-mail addresses are blanked before scanning: their paths are not the worktree's.
-_NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.I)
+# URLs and e-mail addresses are blanked before scanning: their paths are not the worktree's. A scheme
+# and an address's local part are bounded (32 and 64 characters, as no real one is longer): unbounded,
+# each start in a long run of such characters rescanned the run, and a 40 KB word took minutes.
+_NOT_PATHS = re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://\S+|\bwww\.\S+|[\w.+-]{1,64}@[\w-]+\.[\w.-]+", re.I)
 # a path ends at a space, a quote, a bracket or a separator, CJK's full-width ones included (a Chinese
 # or Japanese sentence writes "路径：src/app.py，然后…" with no space around the path)
 _CANDIDATE = re.compile(r"[^\s`'\"()\[\]{}<>,;|，、。；：！？（）「」『』【】《》〈〉]+")
 _SEGMENT = re.compile(r"[\w@+-][\w.@+-]*|\.[\w@+-][\w.@+-]*")
-# a line, a column or a range of them after the path (dashes of every kind), or an anchor
-_LOCATION = re.compile(r"(?::L?\d+(?:[-\u2010-\u2015]L?\d+)?)+$|#.*$")
+# a line, a column or a range of them ending the path (dashes of every kind), matched on the reversed
+# token: searched for as a suffix, it was tried again from every colon (a 20 KB ':1:1…x' took a minute)
+_LOCATION_REVERSED = re.compile(r"(?:(?:\d+L?[-\u2010-\u2015])?\d+L?:)+")
 
 
 # the lines a location names: ":42", ":42:7" (a column), ":10-20", ":L10-L20", ":10:5-12:3", "#L10-L20"
@@ -55,9 +58,10 @@ def _as_path(token: str) -> str | None:
 def _cited(token: str) -> tuple[str | None, str]:
     """token as (a worktree-relative path if it reads as one, else None; the location after it)."""
     c = token.rstrip(".,:;!?*").lstrip("*").partition("::")[0]  # punctuation, **emphasis**, ::symbol
-    location = _LOCATION.search(c)  # src/app.py:42:7, src/app.py:10-20, src/app.py:L10, docs/x.md#usage
-    if location:
-        c, location = c[:location.start()], location.group()
+    at = _location_start(c)  # src/app.py:42:7, src/app.py:10-20, src/app.py:L10, docs/x.md#usage
+    location = None
+    if at is not None:
+        c, location = c[:at], c[at:]
     explicit = c.startswith("./")
     c = c[2:] if explicit else c
     if not c or c.startswith(("/", "~", "-", "../")) or "/../" in c or any(ch in c for ch in "*?$%=\\"):
@@ -76,6 +80,14 @@ def _cited(token: str) -> tuple[str | None, str]:
     if explicit or directory or ext in _FILE_EXTENSIONS or last in _EXTENSIONLESS_FILES:
         return "/".join(segments), "" if directory else location or ""  # a folder has no lines
     return None, ""  # and/or, TCP/IP, origin/main, application/json
+
+
+def _location_start(token: str) -> int | None:
+    """Where the location after a path starts: its first ``#`` (an anchor runs to the end), or the
+    longest run of lines and ranges ending the token, whichever comes first; None when it has neither."""
+    lines = _LOCATION_REVERSED.match(token[::-1])
+    starts = [i for i in (token.find("#"), len(token) - lines.end() if lines else -1) if i >= 0]
+    return min(starts, default=None)
 
 
 def _citations(text: str):

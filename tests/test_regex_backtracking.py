@@ -1,0 +1,29 @@
+"""Hostile text does not make a regular expression backtrack for minutes.
+
+A memory body may be 1 MiB and an agent fed a hostile page writes what the page says. Each input
+here is a long run of the characters a pattern repeats; each pattern used to rescan the run from
+every position in it (quadratic: minutes for these sizes), and now goes through it once. The
+tests assert what the scan finds, so they pass in milliseconds and would hang without the fix.
+"""
+
+from __future__ import annotations
+
+from kenning.memory.citations import extract_line_citations, extract_paths
+
+RUN = 100_000  # characters: a tenth of the largest body a write takes
+
+
+def test_a_long_word_after_a_path_is_scanned_once_for_urls_and_addresses():
+    """_NOT_PATHS: an address's local part ([\\w.+-]+ before @) and a URL's scheme were unbounded."""
+    assert extract_paths("see src/app.py " + "a_" * (RUN // 2)) == ["src/app.py"]
+    assert extract_paths("see src/app.py " + "a." * (RUN // 2)) == ["src/app.py"]
+    assert extract_paths("mail ops@example.com about src/app.py") == ["src/app.py"]
+
+
+def test_a_long_run_of_line_numbers_is_read_once():
+    """The location after a path (:10, :10-20) was searched as a suffix, retried from every colon."""
+    hostile = "see src/app.py:12 and src/x" + ":1" * (RUN // 2) + "x"
+    assert extract_paths(hostile) == ["src/app.py"]
+    assert extract_line_citations(hostile) == [("src/app.py:12", "src/app.py", 12)]
+    assert extract_line_citations("src/app.py:10:5-12:3 and docs/x.md#L4-L9") == [
+        ("src/app.py:10:5-12:3", "src/app.py", 12), ("docs/x.md#L4-L9", "docs/x.md", 9)]
