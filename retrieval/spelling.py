@@ -18,6 +18,7 @@ plus "many" -> "main", whose stem "mani" is no word), at most 17 of the other co
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -86,13 +87,20 @@ def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def respelt(word: str, token: str, fixed: str) -> str:
-    """The written form of a corrected token, to show in ``match_terms``: the query's word with its
-    stem's slip undone when the word starts with its stem ("relase" -> "release"), or with two of
-    its letters swapped back when that is the fix ("secruity" -> "security"), else the stem."""
-    if word.startswith(token):
-        return fixed + word[len(token):]
-    return next((swap for swap in sorted(_swaps(word)) if tokenize(swap, compounds=False) == [fixed]), fixed)
+    """The written form of a corrected token, to show in ``match_terms``: always a word whose token is
+    ``fixed``, so the term shown is one the hit holds. The written word with its slip undone
+    (``written_fix``: "secruity" -> "security", "notifiactions" -> "notifications"), else the
+    query's word with its stem's slip undone where that keeps the stem ("relase" -> "release"), else
+    the stem ("many" -> "main"). Swapping the stem alone showed "notifions" for "notifiactions", a
+    word no memory holds (its stem is "notifion", not "notif"); remembered, as a search shows it
+    every time it is asked."""
+    meant = written_fix(word, token, fixed)
+    if meant is not None:
+        return meant
+    kept = fixed + word[len(token):] if word.startswith(token) else fixed
+    return kept if tokenize(kept, compounds=False) == [fixed] else fixed
 
 
 def written_fix(word: str, token: str, fixed: str) -> str | None:

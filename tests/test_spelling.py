@@ -53,10 +53,27 @@ def test_respelt_keeps_the_written_ending():
     assert spelling.respelt("secruity", "secruiti", "secur") == "security"  # the swap undone in the word
 
 
+def test_a_respelt_word_shown_is_one_the_hit_holds(tmp_path):
+    """The respelt word ``match_terms`` shows tokenizes as the word the hit holds: "notifiactions"
+    (stem "notifiact", fixed to "notif") was shown as "notifions", whose stem "notifion" no memory
+    holds; it is now the word the query meant, and "libary" no longer shows the stem "librari"."""
+    from kenning.retrieval.text import tokenize
+
+    assert spelling.respelt("notifiactions", "notifiact", "notif") == "notifications"
+    assert spelling.respelt("libary", "libari", "librari") == "library"
+    with kenning.open_store(tmp_path / "s") as store:
+        store.write("On 2024-09-01 the notifications migration moved requests to the new cluster", scopes=["x"])
+        store.write("The library keeps its catalogue in Postgres", scopes=["x"])
+        for query, shown in (("notifiactions migration", "notifications"), ("libary catalogue", "library")):
+            for mode in ("keyword", "bm25"):
+                [hit] = store.search(query, mode=mode, auto_scope=False).hits
+                held = set(tokenize(store.get(hit.id).content))
+                assert shown in hit.match_terms and all(set(tokenize(t)) <= held for t in hit.match_terms)
+
+
 def test_the_word_meant_is_a_slip_of_the_written_word_not_the_stem():
     """``written_fix`` finds the word the query meant from the word as written ("libary" -> "library",
-    where ``respelt`` could only show the stem "librari"), and nothing when no slip of the word is
-    the fix."""
+    not the stem "librari"), and nothing when no slip of the word is the fix."""
     assert spelling.written_fix("libary", "libari", "librari") == "library"
     assert spelling.written_fix("kenelbook", "kenelbook", "kennelbook") == "kennelbook"
     assert spelling.written_fix("secruity", "secruiti", "secur") == "security"
