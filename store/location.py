@@ -57,7 +57,7 @@ def locate_store(explicit: str | os.PathLike | None = None) -> tuple[Path | str,
         return _explicit(explicit, "the store location (--store)",
                          "the store path (--store) is empty; give a store folder or a postgresql:// URL, "
                          "or leave --store out for the default store", "given with --store")
-    url = os.environ.get("KENNING_URL")
+    url = os.environ.get("KENNING_URL", "").strip()  # blank is unset, as for the folder variables (env_folder)
     if url:
         if not url.startswith(URL_PREFIXES):
             from kenning.errors import InvalidInput

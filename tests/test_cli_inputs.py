@@ -96,6 +96,19 @@ def test_a_blank_or_tilde_folder_in_the_environment_reads_as_a_shell_would(tmp_p
         assert embeddings.default_models_dir().name == "models" and embeddings.default_models_dir().is_absolute()
 
 
+def test_a_blank_kenning_url_reads_as_unset_as_a_blank_folder_variable_does(tmp_path, monkeypatch):
+    """$KENNING_URL=" " was "error: $KENNING_URL must be a postgresql:// URL, not ' '" while a blank
+    $KENNING_HOME reads as unset (f4f453c); blanks around a URL are not part of it either."""
+    said = ok(kenning(tmp_path, "info", "--json", KENNING_URL=" \t", KENNING_HOME=str(tmp_path / "s")))
+    assert json.loads(said.stdout)["chosen_because"] == "set by $KENNING_HOME"
+    said = ok(kenning(tmp_path, "info", "--json", KENNING_URL=" "))
+    assert json.loads(said.stdout)["chosen_because"].startswith("the default")
+    from kenning.store.location import locate_store
+
+    monkeypatch.setenv("KENNING_URL", " postgresql://kenning@db.internal/kenning\n")
+    assert locate_store() == ("postgresql://kenning@db.internal/kenning", "set by $KENNING_URL")
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="a folder in use cannot be deleted on Windows")
 def test_a_command_run_in_a_folder_deleted_under_it_says_so_in_one_line(tmp_path):
     """A shell whose current folder was deleted (a removed worktree, an rm -rf of a build folder)
