@@ -82,7 +82,9 @@ def show_search(result: Any, as_json: bool, out: Any = None, why: bool = False) 
     if not result.hits:
         out.print(result.note or "no memory matches that query")
         return
-    out.print(f"{support.plural(len(result.hits), 'hit')} · mode {result.mode} · legs {', '.join(result.legs_run)}")
+    fed = getattr(result, "feedback_legs", None)  # a plain (lexical) answer has none
+    out.print(f"{support.plural(len(result.hits), 'hit')} · mode {result.mode} · legs {', '.join(result.legs_run)}"
+              + (f" ({' and '.join(fed)} with feedback)" if fed else ""))
     for i, hit in enumerate(result.hits, 1):
         stale = "" if hit.staleness_verdict == "fresh" else f"  {hit.staleness_verdict}"
         replaced = hit.trust.get("superseded_by")

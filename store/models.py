@@ -215,6 +215,17 @@ class SearchResult(RankedResult):
     hits: list[Hit] = Field(default_factory=list)
     note: str | None = None  # why the result is empty for a reason other than "nothing matched"
     use_token: str | None = None  # the hits settle as applied unless memory_record_use says otherwise
+    # evidence-fused hybrid: the legs that ran with pseudo-relevance feedback (retrieval/feedback.py), so
+    # their ranks and scores are not those of the leg's own mode: "bm25" (the query expanded by its best
+    # matches' words), "vector" (a question of five or more terms moved toward its nearest memories)
+    feedback_legs: list[str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``RankedResult.to_dict``, with ``feedback_legs`` only when a leg ran with feedback."""
+        out = super().to_dict()
+        if self.feedback_legs is None:
+            del out["feedback_legs"]
+        return out
 
 
 # A gate's refusal carries the gate's own status name (the spec's), never a generic "refused".

@@ -223,11 +223,16 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             hit["feedback_terms"] = [shown for _, shown in words]
             hit["snippet"] = snippet(memory.content, [token for token, _ in words])
         hits.append(hit)
-    return {
+    fields = {
         "query": query, "mode": mode, "legs_run": list(runs),
         "degraded": _degraded_note(availability).model_dump() if degraded else None,
         "pending_embeddings": semantic().pending_count() if "vector" in runs else None, "hits": hits,
-    }, by_id
+    }
+    # legs whose scores are not their own mode's: bm25 on the expanded query, vector on the moved one
+    fed = [leg for leg, on in (("bm25", bool(expansion)), ("vector", moved)) if on]
+    if fed:
+        fields["feedback_legs"] = fed
+    return fields, by_id
 
 
 def _matches(lexicon: Lexicon, terms: list[str], keys: list[int], vector_ran: bool):

@@ -123,6 +123,7 @@ def test_why_says_a_hit_holding_none_of_the_words_was_found_by_feedback(cli):
     cli("write", "The billing service uses Adyen for payments", "--scope", "p")
     cli("write", "The auth service listens on port 8443", "--scope", "p")
     lines = cli("search", "billing payments", "--mode", "hybrid", "--why").stdout.splitlines()
+    assert lines[0].endswith("· legs keyword, bm25, vector (bm25 with feedback)")  # its scores are not bm25 mode's
     auth = lines.index(next(line for line in lines if "auth service" in line))
     assert "bm25 #" in lines[auth + 1]  # found through a feedback word ("service"), not the query's own
     assert "holds none of the query's words (bm25 found it by feedback words, which the query's best matches hold: " \

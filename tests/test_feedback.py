@@ -115,3 +115,25 @@ def test_a_hybrid_hit_found_by_feedback_words_alone_names_them_and_quotes_them(s
     assert found.snippet.startswith("…") and found.to_dict()["feedback_terms"] == ["adyen"]
     assert all(h.feedback_terms is None and "feedback_terms" not in h.to_dict() for h in hits if h.match_terms)
     assert all(h.feedback_terms is None for h in store.search("billing payments", mode="bm25", auto_scope=False).hits)
+
+
+@pytest.mark.embeddings
+def test_a_hybrid_result_names_the_legs_that_ran_with_feedback(store):
+    """Hybrid's bm25 leg ranks the expanded query and a long question's vector leg the question moved
+    toward its nearest memories, so their ranks and scores differ from bm25 and semantic mode's for the
+    same query: the result says which legs ran so (``feedback_legs``), and no other result says it."""
+    for text in CORPUS:
+        store.write(text, scopes=["fb"])
+    short = store.search("kidney dialysis", mode="hybrid", auto_scope=False)
+    assert short.feedback_legs == ["bm25"] and short.to_dict()["feedback_legs"] == ["bm25"]
+    question = "which patients with failing kidneys need dialysis treatment"
+    long = store.search(question, mode="hybrid", auto_scope=False)
+    assert long.feedback_legs == ["bm25", "vector"]
+    top = long.hits[0]
+    alone = {h.id: h.legs["vector"].score for h in store.search(question, mode="semantic", auto_scope=False).hits}
+    assert top.legs["vector"].score != alone[top.id]  # the moved question's cosine, as the result says
+    for mode in ("keyword", "bm25", "semantic"):
+        result = store.search(question, mode=mode, auto_scope=False)
+        assert result.feedback_legs is None and "feedback_legs" not in result.to_dict()
+    store.configure(fusion="rrf")  # RRF's hybrid runs both legs plain
+    assert store.search(question, mode="hybrid", auto_scope=False).feedback_legs is None
