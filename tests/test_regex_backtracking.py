@@ -9,6 +9,7 @@ tests assert what the scan finds, so they pass in milliseconds and would hang wi
 from __future__ import annotations
 
 from kenning.memory.citations import extract_line_citations, extract_paths
+from kenning.memory.gates.durability import find_transient_markers
 
 RUN = 100_000  # characters: a tenth of the largest body a write takes
 
@@ -27,3 +28,17 @@ def test_a_long_run_of_line_numbers_is_read_once():
     assert extract_line_citations(hostile) == [("src/app.py:12", "src/app.py", 12)]
     assert extract_line_citations("src/app.py:10:5-12:3 and docs/x.md#L4-L9") == [
         ("src/app.py:10:5-12:3", "src/app.py", 12), ("docs/x.md#L4-L9", "docs/x.md", 9)]
+
+
+def test_a_dotted_run_is_blanked_as_calls_in_one_pass():
+    """The durability gate blanks calls (os.path.join()) first; the name was tried at every word of a run."""
+    marked = ["is <status>: 'is red'", "now <verb>: 'now'"]
+    assert find_transient_markers("The build is red now " + "a." * (RUN // 2)) == marked
+    assert find_transient_markers("Call os.path.join() to build it") == []
+
+
+def test_curly_quotes_never_closed_are_scanned_once():
+    """... and quotations: each “ with no ” after it was a scan to the end (24 s for 100,000 of them)."""
+    marked = ["is <status>: 'is red'", "now <verb>: 'now'"]
+    assert find_transient_markers("The build is red now ”" + "“" * (3 * RUN)) == marked  # 1 MiB of UTF-8 is 350,000
+    assert find_transient_markers("Say “right now” to build it") == []
