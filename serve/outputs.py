@@ -52,6 +52,7 @@ class SearchOut(TypedDict, total=False):
     degraded: dict[str, Any] | None
     pending_embeddings: int | None
     use_token: str | None  # None: a read-only store logs no search, so there is nothing to settle
+    feedback_legs: list[str]  # hybrid: the legs that ran with feedback (their scores are not their mode's)
     hits: Required[list[Hit]]
     note: str
 
