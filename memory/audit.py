@@ -31,7 +31,8 @@ PROBE_DEPTH = 5  # memory_search's default max_results
 REPORTED_HITS = 3
 QUERY_CHARS_LOGGED = 200
 _RELEVANCE_ORDER = {"high": 0, "medium": 1, "low": 2}
-_HIT_FIELDS = ("id", "score", "relevance", "matched_leg", "match_terms", "snippet", "scopes", "staleness_verdict")
+_HIT_FIELDS = ("id", "score", "relevance", "matched_leg", "match_terms", "feedback_terms", "snippet", "scopes",
+               "staleness_verdict")
 
 
 def audit_turn(

@@ -123,3 +123,13 @@ def test_the_turn_settles_its_hits_with_or_without_the_reply_as_the_tool_says(st
     assert "auto_applied" in tool.description
     reply = tool.parameters["properties"]["assistant_response"]["description"]
     assert "settle" not in reply and "probe" in reply
+
+
+@pytest.mark.embeddings  # hybrid's bm25 leg runs with feedback beside the vector leg
+def test_a_reported_hit_found_by_feedback_words_names_them(store):
+    """A probe hit that hybrid's bm25 leg found through feedback words alone holds none of the turn's
+    words: the report names the words that found it, as the search does (``feedback_terms``)."""
+    store.write("The billing service uses Adyen for payments", scopes=["projects:auth"])
+    report = audit_turn(store, "billing payments", mode="hybrid")
+    [found] = [h for h in report["hits"] if "8443" in h["snippet"]]
+    assert found["match_terms"] == [] and found["feedback_terms"] == ["service"]
