@@ -645,7 +645,11 @@ def apply_update(s: Session, c: Any, id: str, changes: dict[str, Any], acknowled
             fields["origin"] = {**fields["origin"], "commit": head}
     fields["updated"] = max(s.clock(), memory.updated)
     updated = requests.validated(fields)
-    records.check_link_targets(c, updated.links, self_id=updated.id)
+    # only a link the update adds must name a memory here: one it keeps may point past the store (an
+    # import of live memories only carries links to tombstones left behind), and refusing it refused every update
+    kept = {(link.kind, link.target) for link in memory.links}
+    records.check_link_targets(c, [link for link in updated.links if (link.kind, link.target) not in kept],
+                               self_id=updated.id)
     records.replace(c, rowid, updated, scopes="scopes" in changes, links="links" in changes)
     if text_changed:
         s.lexicon.remove(c, rowid)
