@@ -98,8 +98,11 @@ def _explicit(location: object, what: str, empty: str, why: str) -> tuple[Path |
 
 
 def _folder(path: Path, why: str) -> tuple[Path, str]:
-    """``path`` and ``why``, unless it (or the nearest of its parents that exists) is not a folder:
-    such a path can neither hold a store nor become one."""
+    """``path`` made absolute, and ``why``, unless it (or the nearest of its parents that exists) is not a
+    folder: such a path can neither hold a store nor become one. Absolute, because a relative one
+    ($KENNING_HOME=rel) was read against whatever folder the process was in at each use: after a
+    chdir the vector index was saved to a new 'rel' folder there, and `kenning info` showed 'rel'."""
+    path = path if path.is_absolute() else current_folder() / path
     probe = path
     try:
         while not probe.exists():  # one stat call when the store is there

@@ -109,6 +109,35 @@ def test_a_blank_kenning_url_reads_as_unset_as_a_blank_folder_variable_does(tmp_
     assert locate_store() == ("postgresql://kenning@db.internal/kenning", "set by $KENNING_URL")
 
 
+def test_info_shows_the_absolute_folder_a_relative_store_path_names(tmp_path):
+    """$KENNING_HOME=rel (or --store rel) was shown as 'store: rel': which rel depends on the folder."""
+    for env, args in (({"KENNING_HOME": "rel"}, ()), ({}, ("--store", "rel"))):
+        said = ok(kenning(tmp_path, *args, "info", "--json", **env))
+        assert json.loads(said.stdout)["store"] == str(tmp_path / "rel")
+
+
+@pytest.mark.embeddings  # the vector index is the file saved at close
+@pytest.mark.sqlite_only  # about the files in the store folder
+def test_a_relative_store_folder_is_the_folder_it_named_when_the_store_was_opened(tmp_path, monkeypatch):
+    """$KENNING_HOME=rel was kept relative, so a library caller that changed folder afterwards had its
+    vector index saved to a new rel/ folder inside the new one."""
+    import kenning as library
+
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KENNING_HOME", "rel")
+    monkeypatch.delenv("KENNING_URL", raising=False)
+    store = library.open_store()
+    assert store.directory == tmp_path / "rel"
+    store.write("The billing export runs nightly at 02:00", scopes=["p"])
+    assert store.search("billing export", mode="hybrid").hits  # the vector index, saved at close
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    store.write("The ledger sync runs hourly on weekdays", scopes=["p"])
+    store.close()
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert (tmp_path / "rel" / "vectors.idx").is_file()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="a folder in use cannot be deleted on Windows")
 def test_a_command_run_in_a_folder_deleted_under_it_says_so_in_one_line(tmp_path):
     """A shell whose current folder was deleted (a removed worktree, an rm -rf of a build folder)
