@@ -9,6 +9,7 @@ tests assert what the scan finds, so they pass in milliseconds and would hang wi
 from __future__ import annotations
 
 from kenning.memory.citations import extract_line_citations, extract_paths
+from kenning.memory.gates.credentials import find_credentials
 from kenning.memory.gates.durability import find_transient_markers
 
 RUN = 100_000  # characters: a tenth of the largest body a write takes
@@ -42,3 +43,17 @@ def test_curly_quotes_never_closed_are_scanned_once():
     marked = ["is <status>: 'is red'", "now <verb>: 'now'"]
     assert find_transient_markers("The build is red now ”" + "“" * (3 * RUN)) == marked  # 1 MiB of UTF-8 is 350,000
     assert find_transient_markers("Say “right now” to build it") == []
+
+
+def test_a_long_word_of_login_words_is_no_scan_per_word():
+    """The secrets gate's login pair read the rest of the word after each login word, several times."""
+    assert find_credentials("The staging account " + "login:" * (RUN // 6)) == []
+    found = find_credentials("login for db01: admin / Adm1n!24")
+    assert [(f.kind, f.masked) for f in found] == [("login and password", "user / ***")]
+
+
+def test_a_long_word_of_sk_prefixes_is_no_scan_per_prefix():
+    """An OpenAI key's first digit was looked for to the end of the word from each "sk-" in it."""
+    assert find_credentials("The setting " + "-sk" * RUN) == []  # 52 s for a third of it
+    key = "sk-proj-" + "Qz7pLm2XwR9tVb4N" * 8
+    assert [f.kind for f in find_credentials(f"the key is {key}")] == ["OpenAI API key"]
