@@ -495,11 +495,13 @@ def _word_tokens(text: str) -> list[tuple[str, str]]:
     return [(norm[s:e], token) for token, s, e in token_spans(norm, document=False)]
 
 
-def surface_forms(query: str) -> dict[str, str]:
-    """Each query token's first written form in the query (casefolded), to show instead of a stem."""
+def surface_forms(query: str, fold: Callable[[str], str] = str.casefold) -> dict[str, str]:
+    """Each query token's first written form in the query, ``fold``ed: casefolded, as the spelling step
+    compares words; ``str.lower`` for what a hit shows (``match_terms``), which keeps an "ß" the
+    casefold writes "ss" ("Fußgänger" is shown "fußgänger", a word the query and the text write)."""
     out: dict[str, str] = {}
     for word, token in _word_tokens(query):
-        out.setdefault(token, word.casefold())
+        out.setdefault(token, fold(word))
     return out
 
 

@@ -197,7 +197,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
-    shown = spelling.shown(written, fixed)
+    shown = spelling.shown(surface_forms(query, str.lower), fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     cosines, cosine_lead = (_label_cosines(semantic, asked, candidates, moved, cosine_lead) if "vector" in runs
                             else ({}, cosine_lead))
@@ -368,7 +368,7 @@ def _feedback_words(lexicon: Lexicon, expansion: dict[str, float], candidates: l
     for key, row in zip(keys, contains(lexicon, words, keys).tolist()):
         held = [t for t, hit in zip(words, row) if hit]
         if held:
-            written = surface_forms(memories[key].content)
+            written = surface_forms(memories[key].content, str.lower)
             out[key] = [(t, written.get(t, t)) for t in held]
     return out
 

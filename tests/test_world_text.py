@@ -43,6 +43,15 @@ def test_a_port_written_in_arabic_indic_digits_is_found_by_its_number(store, mod
     assert [h.id for h in store.search("5432", mode=mode).hits] == [port]
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_matched_german_word_is_shown_with_its_sharp_s(store, mode):
+    """``match_terms`` shows the words as the query writes them, in lower case: "Fußgänger" was shown
+    "fussgänger", the casefold the index compares, a spelling neither the query nor the memory holds."""
+    store.write("Die Straße bleibt für Fußgänger bis Montag gesperrt", scopes=["ops"])
+    [hit] = store.search("STRASSE Fußgänger", mode=mode).hits
+    assert hit.match_terms == ["strasse", "fußgänger"]
+
+
 @pytest.mark.parametrize("query", ["istanbul", "ISTANBUL", "ışık", "işik"])
 def test_a_turkish_word_is_found_whatever_its_dotted_or_dotless_i(store, query):
     office = store.write("İstanbul ofisindeki yazıcının adı IŞIK", scopes=["ops"]).id
