@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -30,12 +31,19 @@ _counter = 0
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, newlines as given) to ``path`` through a temp file and a rename."""
+    """Write ``text`` (UTF-8, newlines as given) to ``path`` through a temp file and a rename. A new file
+    follows the umask; one replaced keeps its mode (chmod 600 on a MEMORY.md was undone by the next export)."""
     global _counter
     _counter += 1
     tmp = path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}-{_counter}"
     try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = None
+    try:
         with open(tmp, "w", encoding="utf-8", newline="") as f:
+            if mode is not None and os.chmod in os.supports_fd:
+                os.chmod(f.fileno(), mode)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

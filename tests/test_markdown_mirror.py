@@ -199,6 +199,29 @@ def test_store_changes_reach_the_files_on_export(store, mirror):
     assert "Tuesday" in (folder / "ops/MEMORY.md").read_text()
 
 
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX's")
+def test_a_file_made_private_stays_private_when_export_or_sync_rewrites_it(store, mirror):
+    """A new file follows the umask, as any file a tool writes where it is asked; a mode the user gave
+    one is kept: chmod 600 on a MEMORY.md was undone (0644 again) by the next export that rewrote it."""
+    folder, ids = mirror
+    private = folder / "ops/MEMORY.md"
+    private.chmod(0o600)
+    store.update(ids["ops"], text="The on-call rota changes every Tuesday at 09:00 UTC")
+    assert markdown.export(store, folder)["written"] == ["ops/MEMORY.md"]
+    assert private.stat().st_mode & 0o777 == 0o600
+    private.chmod(0o640)
+    private.write_text(private.read_text().replace("Tuesday", "Wednesday"))
+    assert _sync(store, folder)["updated"]
+    assert private.stat().st_mode & 0o777 == 0o640
+    mask = os.umask(0o027)
+    try:
+        store.write("Releases are cut from the main branch on Thursdays", scopes=["releases"])
+        markdown.export(store, folder)
+    finally:
+        os.umask(mask)
+    assert (folder / "releases/MEMORY.md").stat().st_mode & 0o777 == 0o640
+
+
 def test_crlf_files_keep_their_line_endings(store, mirror):
     folder, ids = mirror
     path = folder / "ops/MEMORY.md"
