@@ -208,7 +208,9 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         - relevance high|medium|low: high = very likely the answer (close in meaning and holding your query's
           rare words, or a very close paraphrase, clearly ahead of the other hits, and not itself a question); medium = related, worth
           reading (two equally good hits are both medium); low = most likely not an answer. matched_leg (lexical | semantic | both) says which legs found it.
-        - match_terms: the query words that occur; legs: each leg's rank and score (why it ranked here).
+        - match_terms: the query words that occur; legs: each leg's rank and score (why it ranked here). In hybrid,
+          feedback_legs names the legs that ran with feedback (their scores are not their own mode's), and a hit
+          holding none of your words that bm25 found through its feedback words lists them in feedback_terms.
         - snippet: the passage around the matches (content = full body, only with expand_top on the top hit).
         - staleness_verdict fresh | spot_check_recommended | spot_check_required: when not fresh, check one
           claim before relying on it (path_drift / commit_drift_count say what moved), then memory_verify it
