@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +35,20 @@ class ConversionFailed(EmbeddingsUnavailable):
         self.cache = cache
 
 
+# the conversion children running now, each with the thread waiting on it (abandon says why)
+_children: dict[subprocess.Popen, threading.Thread] = {}
+
+
+def abandon(thread: threading.Thread) -> None:
+    """Stop the conversion ``thread`` waits on: its process is shutting down (a server whose client
+    closed stdin waited up to half a minute on a first-use conversion before it could exit). The
+    child dies mid-way, as a killed one does; the next conversion takes the folder's lock and clears
+    what it left, so the model cache is not left broken. The waiting thread gets ConversionFailed."""
+    for child, waiter in list(_children.items()):
+        if waiter is thread:
+            child.terminate()
+
+
 def convert_in_child(spec, variant: str, force: bool, step: Callable[[str], None]) -> Path:
     """``onnx_export.ensure(spec, variant, force=force)`` in a child process, ``step`` called with each
     of its progress messages; raises ConversionFailed with the child's own description of what failed."""
@@ -43,6 +58,7 @@ def convert_in_child(spec, variant: str, force: bool, step: Callable[[str], None
     child = subprocess.Popen([sys.executable, "-m", "kenning.retrieval.conversion_process", json.dumps(request)],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8")
     answer: dict = {}
+    _children[child] = threading.current_thread()
     try:
         for line in child.stdout:
             try:
@@ -60,6 +76,8 @@ def convert_in_child(spec, variant: str, force: bool, step: Callable[[str], None
         child.kill()
         child.wait()
         raise
+    finally:
+        _children.pop(child, None)
     if "done" in answer and code == 0:
         return Path(answer["done"])
     if "error" in answer:

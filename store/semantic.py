@@ -830,6 +830,10 @@ class _BackgroundEmbedder:
         self._stop.set()
         self._wake.set()
         if self._thread is not threading.current_thread():
+            if embeddings.converting():  # a first-use conversion is not waited for: it starts again next time
+                from kenning.retrieval.conversion_process import abandon
+
+                abandon(self._thread)
             self._thread.join(timeout)
 
     def loading(self, wait: float) -> embeddings.Availability | None:

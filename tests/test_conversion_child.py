@@ -129,3 +129,38 @@ def test_a_process_broken_by_a_killed_conversion_takes_up_the_one_made_later(spe
     assert after.pending_embeddings == 0 and [hit.id for hit in after.hits] == [written.id]
     assert attempts.read_text().count("x") == 1
     store.close()
+
+
+@pytest.mark.embeddings
+@pytest.mark.skipif(os.name != "posix", reason="a shell script stands in for the interpreter")
+def test_closing_a_store_stops_the_first_use_conversion_its_background_thread_waits_on(fresh_caches, tmp_path,  # noqa: F811
+                                                                                      monkeypatch):
+    """An MCP server whose client closed stdin during the first-use conversion waited for it (up to
+    the join's 30 s) before it could exit, and the child went on converting for a process that was
+    gone. Closing the store now ends the child; what it was writing is cleared by the next conversion."""
+    pytest.importorskip("sentence_transformers")
+    import signal
+    import time
+
+    import kenning
+
+    monkeypatch.setenv("KENNING_CACHE_DIR", str(tmp_path / "cache"))
+    pid_file = tmp_path / "child.pid"
+    dying_python(tmp_path, monkeypatch, f"echo $$ > {pid_file}; echo '{{\"step\": \"exporting\"}}'; exec sleep 600")
+    store = kenning.open_store(tmp_path / "store")
+    store.semantic.start_background()  # as a server does: the first look at the encoder converts the model
+    while not (pid_file.exists() and pid_file.read_text().strip() and embeddings.converting()):
+        time.sleep(0.05)  # the background thread started the conversion child
+    child = int(pid_file.read_text())
+    store.close()
+    try:
+        reaped, status = os.waitpid(child, os.WNOHANG)
+    except ChildProcessError:
+        reaped, status = child, 0  # already reaped by the thread that waited on it
+    if reaped == 0:
+        os.kill(child, signal.SIGKILL)  # left running: clean up before failing
+    assert reaped == child, "the conversion child outlived the store that asked for it"
+    assert embeddings.converting() == {}
+    variant = embeddings.backend()
+    assert onnx_export.problem(embeddings.resolve_model(), variant) is not None  # nothing half-made taken for a model
+    onnx_export.check_writable(embeddings.resolve_model())  # and its folder's lock was let go
