@@ -8,7 +8,9 @@ change and names the tool that fixes it:
   boilerplate (error counts, input echoes, documentation URLs);
 - every refusal opens ``tool: `` (not the MCP library's "Error executing tool tool: " on some);
 - library messages written for the command line (``kenning restore X``) are restated with the
-  tool to call (``memory_restore(id=X)``).
+  tool to call (``memory_restore(id=X)``);
+- a request sent before ``initialize`` is told so, where the SDK answers "Invalid request parameters"
+  with nothing to act on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from kenning.commands.support import clip_values
@@ -67,8 +71,26 @@ def describe_validation(tool: str, exc: ValidationError, shown: int = 3) -> str:
     return f"{tool}: {'; '.join(parts)}{more}"
 
 
+async def before_initialize(ctx: Any, call_next: Any) -> Any:
+    """Middleware: the SDK's refusal of a request that came before the handshake ("Invalid request
+    parameters", empty data, the code of a malformed request) restated as what to send first."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        gate = (exc.error.code == INVALID_PARAMS and exc.error.message == "Invalid request parameters"
+                and ctx.method != "initialize" and ctx.session.client_params is None)
+        if not gate:
+            raise
+        raise MCPError(INVALID_PARAMS, f"{ctx.method} before initialize: this connection's first request must be "
+                                       "initialize (then the notifications/initialized notification)") from None
+
+
 class StrictServer(MCPServer):
     """An MCPServer whose tools refuse unknown arguments and report bad ones on one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.middleware.append(before_initialize)
 
     def seal_schemas(self) -> None:
         """Mark every registered tool's input schema closed (call after the last tool is added)."""

@@ -29,10 +29,14 @@ arguments = st.one_of(st.dictionaries(st.sampled_from(KEYS), values, max_size=4)
 
 
 class Server:
-    def __init__(self, store_dir):
+    def __init__(self, store_dir, initialize: bool = True):
         self.proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store_dir)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.next_id = 100
+        if initialize:
+            self.initialize()
+
+    def initialize(self) -> None:
         self.request({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}}})
         self.send_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -180,3 +184,26 @@ def test_a_huge_value_a_tool_error_quotes_is_cut_to_its_start_and_length(server)
     text = " ".join(c["text"] for c in response["result"]["content"])
     assert response["result"]["isError"] and len(text) < 500, len(text)
     assert "(1,048,576 characters)" in text and "is not a memory in this store" in text
+
+
+def test_a_request_before_initialize_is_told_to_send_initialize_first(tmp_path):
+    """The SDK refused a request ahead of the handshake with "Invalid request parameters" and empty
+    data: nothing in it said the handshake was missing. The answer now names what to send first, and
+    the session then starts as usual."""
+    server = Server(tmp_path / "store", initialize=False)
+    try:
+        for rid, method, params in ((1, "tools/list", {}),
+                                    (2, "tools/call", {"name": "memory_list", "arguments": {}})):
+            error = server.request({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})["error"]
+            assert error["code"] == -32602
+            assert error["message"].startswith(f"{method} before initialize: ") and "first request must be initialize" \
+                in error["message"], error
+        assert "result" in server.request({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # allowed before it
+        server.initialize()
+        listed = server.request({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+        assert "memory_search" in {tool["name"] for tool in listed["result"]["tools"]}
+        bad = server.request({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_list",
+                                                                                            "arguments": "x"}})
+        assert "before initialize" not in json.dumps(bad)  # after the handshake a bad request reads as before
+    finally:
+        server.close()
