@@ -69,10 +69,13 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     """The registered sources, with how many ledgers and messages each holds now."""
     from kenning.recall.transcripts import index_for
 
-    sources = index_for(cli_store(ctx)).sources()
+    listing = index_for(cli_store(ctx)).listing()
     if as_json:
-        emit_json({"count": len(sources), "sources": sources})
+        emit_json(listing)
         return
+    if listing.get("note"):
+        note(listing["note"])
+    sources = listing["sources"]
     if not sources:
         ui.out.print("no transcript sources; add one with `kenning transcripts add ~/.claude/projects`")
         return

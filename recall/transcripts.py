@@ -170,16 +170,22 @@ class TranscriptIndex:
 
     def sources(self) -> list[dict[str, Any]]:
         """Registered sources with how many ledgers and messages each holds now."""
-        self.sync()
+        return self.listing()["sources"]
+
+    def listing(self) -> dict[str, Any]:
+        """``{count, sources}`` as ``transcripts list`` shows them, with a ``note`` when the ledgers' new lines
+        could not be taken in first (a full disk failed the listing whole, a read-only store said nothing)."""
+        note = self._sync_for_a_read("these counts")
         rows = self.db.read(lambda c: c.execute(
             "SELECT s.id, s.path, s.project, s.added, COUNT(DISTINCT l.id), "
             "(SELECT COUNT(*) FROM transcript_messages m JOIN transcript_ledgers l2 ON l2.id = m.ledger "
             " WHERE l2.source = s.id), COALESCE(SUM(l.malformed), 0) "
             "FROM transcript_sources s LEFT JOIN transcript_ledgers l ON l.source = s.id "
             "GROUP BY s.id ORDER BY s.path").fetchall())
-        return [{"path": path, "project": project, "added": added, "ledgers": ledgers, "messages": messages,
-                 "malformed_lines": malformed, "exists": Path(path).exists()}
-                for _, path, project, added, ledgers, messages, malformed in rows]
+        sources = [{"path": path, "project": project, "added": added, "ledgers": ledgers, "messages": messages,
+                    "malformed_lines": malformed, "exists": Path(path).exists()}
+                   for _, path, project, added, ledgers, messages, malformed in rows]
+        return {"count": len(sources), "sources": sources, **({"note": note} if note else {})}
 
     def remove_source(self, path: str | os.PathLike) -> dict[str, Any]:
         """Unregister a source and drop what was indexed from it (the files are not touched)."""
@@ -412,25 +418,24 @@ class TranscriptIndex:
         exclude = exclude_session if exclude_session is not None else os.environ.get(ENV_CURRENT_SESSION) or None
         scope = None if all_projects else project_of(str(Path(project).resolve()) if project is not None else str(self._here()))
         with self.db.one_generation():  # the sync and the ranking share one look at the store's state
-            unread = self._sync_for_a_read()
+            note = self._sync_for_a_read("this answer")
             with self._lock:
                 result = self._rank(query, limit, scope, exclude, mode)
-        if self.db.read_only:
-            result.note = ("the store is read-only for this user, so ledgers were not read again: "
-                           "messages added since its last search are not in this answer")
-        elif unread:
-            result.note = (f"the ledgers' new lines could not be indexed ({unread}): messages added since "
-                           "the last search are not in this answer")
+        result.note = note
         return result
 
-    def _sync_for_a_read(self) -> str | None:
-        """Take in the ledgers' new lines before a search. A store that cannot take them now (a full disk)
-        failed the whole search, memories and all; the search answers from what is indexed instead, and
-        this says why (None when the sync went through)."""
+    def _sync_for_a_read(self, answer: str) -> str | None:
+        """Take in the ledgers' new lines before a read. A store that cannot take them now (a full disk)
+        failed the whole read, memories and all; the read answers from what is indexed instead, and this
+        note says why ``answer`` lacks the newest messages (None when the sync went through)."""
         try:
             self.sync()
         except StorageError as exc:
-            return str(exc)
+            return (f"the ledgers' new lines could not be indexed ({exc}): messages added since the last "
+                    f"search are not in {answer}")
+        if self.db.read_only:
+            return ("the store is read-only for this user, so ledgers were not read again: messages added "
+                    f"since its last search are not in {answer}")
         return None
 
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:

@@ -143,3 +143,33 @@ def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_c
     again = recall(store, "turbine", limit=50, all_projects=True, mode="bm25")
     assert [h["role"] for h in again["hits"]].count("transcript") > 1 and "note" not in again
     store.close()
+
+
+def test_transcripts_list_on_a_full_disk_counts_what_is_indexed_and_says_what_it_could_not_read(home, tmp_path):
+    """`kenning transcripts list` takes in the lines a ledger gained first; on a full disk that write failed
+    the listing whole ('the disk ... is full'), as a recall did before 698c4aa."""
+    import json
+
+    from kenning.recall.transcripts import index_for
+
+    ledger = tmp_path / "notes.jsonl"
+
+    def say(*texts):
+        with open(ledger, "a") as f:
+            f.writelines(json.dumps({"session": "s1", "ts": "2026-11-30T10:00:00Z", "role": "user", "text": t}) + "\n"
+                         for t in texts)
+
+    say("the turbine blade inspection found a crack on blade 3")
+    store = kenning.open_store(home)
+    index = index_for(store)
+    index.add_source(ledger, project=tmp_path)
+    say(*(f"the turbine gearbox log line {i} mentions vibration" for i in range(200)))
+    full(store)
+    assert [s["messages"] for s in index.sources()] == [1]  # was: StorageError, the disk ... is full
+    listing = index.listing()
+    assert listing["count"] == 1 and listing["sources"][0]["messages"] == 1
+    assert "could not be indexed (the disk holding" in listing["note"] and "not in these counts" in listing["note"]
+    store._s.db.conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+    again = index.listing()
+    assert again["sources"][0]["messages"] == 201 and "note" not in again
+    store.close()
