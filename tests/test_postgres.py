@@ -144,6 +144,35 @@ def test_the_password_never_shows_and_an_unreachable_server_is_one_clear_error(t
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_server_that_accepts_and_never_answers_is_given_the_urls_connect_timeout(tmp_path, monkeypatch):
+    """A host that does not answer at all held every command the fixed 10 s connect_timeout, and a
+    connect_timeout in the URL (or $PGCONNECT_TIMEOUT), which a server slow to wake needs, was overridden
+    by it. The default is now 5 s; the URL's value, else the variable's, is the one used, and the error
+    says how to give a slow server more time. A local socket that accepts and never speaks stands for the
+    host (a real unrouted address is answered by this machine's network at once)."""
+    import socket
+
+    from kenning.store.postgres.database import CONNECT_TIMEOUT_S, connect_timeout
+
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    assert connect_timeout("postgresql://kenning@db.internal/mem") == CONNECT_TIMEOUT_S == 5
+    assert connect_timeout("postgresql://kenning@db.internal/mem?connect_timeout=30") == 30
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "20")
+    assert connect_timeout("postgresql://kenning@db.internal/mem") == 20
+    assert connect_timeout("postgresql://kenning@db.internal/mem?connect_timeout=1") == 2  # libpq's least
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        # the URL's 2 s, over $PGCONNECT_TIMEOUT's 20 s (still set)
+        url = f"postgresql://kenning:s3cret@127.0.0.1:{silent.getsockname()[1]}/mem?connect_timeout=2"
+        done = subprocess.run([sys.executable, "-m", "kenning.cli", "--store", url, "search", "x"],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "s3cret" not in done.stderr
+    assert done.stderr.startswith("error: cannot reach postgresql://kenning:***@127.0.0.1:")
+    assert "no answer within its connect_timeout" in done.stderr and "?connect_timeout=30" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("url, says", [
     ("postgresql://kenning:s3%cret@127.0.0.1:1/mem", "write a % in the user or password as %25"),
     ("postgresql://kenning:s3cret@127.0.0.1:99999/mem", "invalid port number"),

@@ -27,7 +27,12 @@ from urllib.parse import urlsplit, urlunsplit
 from .. import looks
 from . import dialect, pool_logs, schema
 
-CONNECT_TIMEOUT_S = 10
+# how long a connection may take when the URL and $PGCONNECT_TIMEOUT name no connect_timeout: a live
+# server (through PgBouncer, with SCRAM, across a continent) answers within a second or two, while a host
+# that does not answer at all (a VPN down) held every command 10 s; a server slower to wake (a serverless
+# one resuming) is given more by ?connect_timeout=30 in its URL, which the fixed 10 s used to override
+CONNECT_TIMEOUT_S = 5
+RECONNECT_S = 10  # how long the pool's own retries of a lost server go on before the next call starts them anew
 # a call waits this long for a pooled connection before asking whether the server is there at all
 REACH_S = 2
 # every connection speaks UTF-8, whatever PGCLIENTENCODING or the URL say: with LATIN1 there a search
@@ -62,7 +67,7 @@ def connect(url: str) -> Any:
     import psycopg
 
     try:
-        return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **SESSION)
+        return psycopg.connect(url, connect_timeout=connect_timeout(url), **SESSION)
     except psycopg.ProgrammingError as exc:
         from urllib.parse import unquote
 
@@ -74,6 +79,16 @@ def connect(url: str) -> Any:
             why = why.replace(form, "***") if form else why
         hint = "; write a % in the user or password as %25" if "percent" in why else ""
         raise InvalidInput(f"{display_url(url)} is not a URL PostgreSQL can read ({why}){hint}") from None
+
+
+def connect_timeout(url: str) -> int:
+    """The seconds a connection to ``url`` may take: the URL's connect_timeout, else $PGCONNECT_TIMEOUT's,
+    read as libpq reads them (2 s at least), else CONNECT_TIMEOUT_S."""
+    from psycopg.conninfo import conninfo_to_dict, timeout_from_conninfo
+
+    params = conninfo_to_dict(url)
+    given = "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT") is not None
+    return timeout_from_conninfo(params) if given else CONNECT_TIMEOUT_S
 
 
 class Cursor:
@@ -273,8 +288,9 @@ class PostgresDatabase:
                 self._read_only_why = ("its server takes no writes: a standby, or default_transaction_read_only"
                                        if server_reads_only else "this role may not insert into its tables")
             self._pool_size = pool_size
+            self._connect_s = connect_timeout(url)
             self.pool = self._new_pool()
-            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            self.pool.open(wait=True, timeout=self._connect_s)
         self._local = threading.local()
         self.lock = threading.RLock()  # in-process state kept beside the database (lexicon, vector index)
         self._state = threading.Lock()
@@ -288,8 +304,9 @@ class PostgresDatabase:
         # reconnect_timeout: the pool's own retries (each delay twice the last) stop after a few seconds,
         # and the next call starts them anew; with the default (5 minutes) a server back after a
         # 35 s outage waited for a retry scheduled ~30 s later, and the call timed out meanwhile
-        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, kwargs=SESSION, configure=_configure,
-                              open=False, name=pool_logs.POOL_NAME, reconnect_timeout=CONNECT_TIMEOUT_S)
+        return ConnectionPool(self.url, min_size=1, max_size=self._pool_size, configure=_configure,
+                              kwargs={**SESSION, "connect_timeout": self._connect_s},
+                              open=False, name=pool_logs.POOL_NAME, reconnect_timeout=RECONNECT_S)
 
     def _forked(self) -> None:
         """In a forked child: a pool of its own. The inherited pool's connections are the parent's
@@ -410,7 +427,7 @@ class PostgresDatabase:
         one, so the calls after a restart answer instead of saying 'cannot reach' once per pooled
         connection. ``first`` must be safe to run again (a read, BEGIN)."""
         for last in (False, True):
-            raw = self._getconn(CONNECT_TIMEOUT_S if last else self.pool.timeout)
+            raw = self._getconn(self._connect_s if last else self.pool.timeout)
             try:
                 answer = first(raw)
                 break
@@ -690,6 +707,10 @@ def pg_errors(where: str) -> Iterator[None]:
         raise StorageError(f"{where} cancelled a statement ({str(exc).splitlines()[0]}): its statement_timeout is "
                            "shorter than kenning needed, or an administrator cancelled it; nothing of it was "
                            "written, retry or raise the timeout for this role") from exc
+    except psycopg.errors.ConnectionTimeout as exc:
+        raise StorageError(f"cannot reach {where} (no answer within its connect_timeout: {CONNECT_TIMEOUT_S} s unless "
+                           "the URL or $PGCONNECT_TIMEOUT gives one); check the server and the URL, or for a server "
+                           "that is slow to answer give it more time (?connect_timeout=30)") from exc
     except (psycopg.OperationalError, PoolTimeout) as exc:
         raise StorageError(f"cannot reach {where} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}); "
                            "check the server and the URL") from exc
