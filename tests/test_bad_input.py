@@ -35,6 +35,19 @@ def test_bad_writes_are_refused_and_nothing_is_written(store, kwargs, message):
     assert _snapshot(store) == before
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), [1.0, float("-inf")], {"deep": float("nan")}])
+def test_a_number_json_cannot_hold_is_refused_in_metadata_not_kept_as_null(store, value):
+    """NaN and infinity were accepted and read back as null (a record is JSON): the value lost without a word."""
+    mid = store.write("existing memory", scopes=["x"], metadata={"w": 1}).id
+    before = _snapshot(store)
+    for call in (lambda: store.write("The cache weight is tuned per host", scopes=["x"], metadata={"w": value}),
+                 lambda: store.update(mid, metadata={"w": value}),
+                 lambda: store.import_records([{"content": "imported", "metadata": {"w": value}}])):
+        with pytest.raises(InvalidInput, match="finite"):
+            call()
+    assert _snapshot(store) == before and store.get(mid).metadata == {"w": 1}
+
+
 def test_exactly_one_mebibyte_is_allowed(store):
     assert store.write("x" * (1024 * 1024), scopes=["x"]).status == "committed"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -98,7 +99,8 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
 
 
 def check_metadata(metadata: Mapping | None, path: str = "metadata") -> dict:
-    """Metadata keys and string values must be free of control characters (newlines included)."""
+    """Metadata keys and string values must be free of control characters (newlines included), and its
+    numbers finite: a record is JSON, which stores NaN and infinity as null, a value lost without a word."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
@@ -113,6 +115,9 @@ def _check_value(value: object, where: str) -> None:
     if isinstance(value, str):
         if has_control_chars(value):
             raise InvalidInput(f"{where} contains a control character")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{where} is {value!r}, which a memory's JSON cannot hold (it would be kept as null); "
+                           "give a finite number, or text")
     elif isinstance(value, Mapping):
         check_metadata(value, where)
     elif isinstance(value, (list, tuple)):
