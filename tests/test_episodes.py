@@ -380,24 +380,13 @@ def test_pending_promotion_is_retired_by_confirm_and_kept_by_cancel(tmp_path, cl
     assert confirmed["promoted_from_episode_id"] == kept and journal.search(ids=[kept]) == []
 
 
-def test_handoff_notes_a_session_whose_journal_was_promoted_out(tmp_path, clock, repo):
+@pytest.mark.parametrize("set_back", [timedelta(0), timedelta(hours=1)], ids=["clock", "clock_set_back"])
+def test_handoff_notes_a_session_whose_journal_was_promoted_out(tmp_path, clock, repo, set_back):
+    # was, with the clock set back: the promotion's event, dated by the slow clock, made the promoting
+    # session older than the one before it, so the handoff gave the older takeaways as the last word, no note
     _, older = session(tmp_path, clock, repo)
     older.write("older", takeaway="older takeaway")
-    promoter_store, promoter = session(tmp_path, clock, repo)
-    ep = promoter.write("x", takeaway="Integration tests need the docker compose stack from dev/compose.yml")["id"]
-    assert promoter.promote(ep, scopes=["projects:repo"])["status"] == "committed"
-    _, reader = session(tmp_path, clock, repo)
-    out = reader.handoff()
-    assert [e["takeaway"] for e in out["episodes"]] == ["older takeaway"]
-    assert promoter_store.session_id in out["note"] and "promoted" in out["note"]
-
-
-def test_a_promotion_after_the_clock_went_back_counts_when_its_entry_was_written(tmp_path, clock, repo):
-    # was: the promotion's event, dated by the set-back clock, made the promoting session older than the
-    # one before it, so the handoff gave the older session's takeaways as the last word and no note
-    _, older = session(tmp_path, clock, repo)
-    older.write("older", takeaway="older takeaway")
-    clock.now -= timedelta(hours=1)
+    clock.now -= set_back
     promoter_store, promoter = session(tmp_path, clock, repo)
     ep = promoter.write("x", takeaway="Integration tests need the docker compose stack from dev/compose.yml")["id"]
     assert promoter.promote(ep, scopes=["projects:repo"])["status"] == "committed"

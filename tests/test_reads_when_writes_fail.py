@@ -114,13 +114,11 @@ def test_a_cli_search_while_another_process_holds_the_write_lock_answers_without
     assert "locked" in run.stderr
 
 
-def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_could_not_read(home, tmp_path):
-    """A recall first takes in the lines a registered ledger gained since; on a full disk that write
-    failed the whole recall, memories and all ('the disk ... is full'). It answers from what is indexed
-    now, with a note naming the cause, and takes the new lines in once there is room."""
+def grown_ledger_on_a_full_disk(home, tmp_path):
+    """The store at ``home``, opened, with a ledger of one indexed message that has since gained 200
+    lines, and its disk full: reading those lines in is a write that fails."""
     import json
 
-    from kenning.recall.recall import recall
     from kenning.recall.transcripts import index_for
 
     ledger = tmp_path / "notes.jsonl"
@@ -135,6 +133,16 @@ def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_c
     index_for(store).add_source(ledger, project=tmp_path)
     say(*(f"the turbine gearbox log line {i} mentions vibration" for i in range(200)))
     full(store)
+    return store
+
+
+def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_could_not_read(home, tmp_path):
+    """A recall first takes in the lines a registered ledger gained since; on a full disk that write
+    failed the whole recall, memories and all ('the disk ... is full'). It answers from what is indexed
+    now, with a note naming the cause, and takes the new lines in once there is room."""
+    from kenning.recall.recall import recall
+
+    store = grown_ledger_on_a_full_disk(home, tmp_path)
     answer = recall(store, "turbine", limit=50, all_projects=True, mode="bm25")
     roles = [h["role"] for h in answer["hits"]]
     assert roles.count("memory") == 5 and roles.count("transcript") == 1
@@ -148,23 +156,10 @@ def test_a_recall_on_a_full_disk_answers_from_what_is_indexed_and_says_what_it_c
 def test_transcripts_list_on_a_full_disk_counts_what_is_indexed_and_says_what_it_could_not_read(home, tmp_path):
     """`kenning transcripts list` takes in the lines a ledger gained first; on a full disk that write failed
     the listing whole ('the disk ... is full'), as a recall did before 698c4aa."""
-    import json
-
     from kenning.recall.transcripts import index_for
 
-    ledger = tmp_path / "notes.jsonl"
-
-    def say(*texts):
-        with open(ledger, "a") as f:
-            f.writelines(json.dumps({"session": "s1", "ts": "2026-11-30T10:00:00Z", "role": "user", "text": t}) + "\n"
-                         for t in texts)
-
-    say("the turbine blade inspection found a crack on blade 3")
-    store = kenning.open_store(home)
+    store = grown_ledger_on_a_full_disk(home, tmp_path)
     index = index_for(store)
-    index.add_source(ledger, project=tmp_path)
-    say(*(f"the turbine gearbox log line {i} mentions vibration" for i in range(200)))
-    full(store)
     assert [s["messages"] for s in index.sources()] == [1]  # was: StorageError, the disk ... is full
     listing = index.listing()
     assert listing["count"] == 1 and listing["sources"][0]["messages"] == 1
