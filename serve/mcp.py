@@ -23,7 +23,7 @@ from pydantic import Field
 
 from kenning import __version__
 from kenning.errors import InvalidInput, KenningError, Stale
-from kenning.memory import audit
+from kenning.memory import audit, trust
 from kenning.memory.curation import MAX_REASON_CHARS
 from kenning.memory.gates import GateRefused
 from kenning.memory.episodes import (
@@ -244,7 +244,8 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         auto_scope: Annotated[bool, Field(description="True: only memories written from this repository and worktree, plus global ones. False: every project.")] = True,
         after: Annotated[str | None, Field(max_length=1_000, description="next_after of the list before: the memories that come after its last one.")] = None,
     ) -> out.ListOut:
-        """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated).
+        """List live memories, newest update first, as one-line summaries (id, scopes, category, summary, updated,
+        and superseded_by when a live memory replaces it: rely on that one instead).
 
         Cheap triage when you need to see what exists rather than find one thing; filter by scopes to narrow.
         Like memory_search it shows this repository's and global memories unless auto_scope=false.
@@ -254,6 +255,10 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         """
         memories = store.list(scopes=scopes, category=category, limit=limit + 1, auto_scope=auto_scope, after=after)
         rows = [m.listing(with_body=with_bodies) for m in memories[:limit]]
+        replaced = trust.superseded_by(store.db, [row["id"] for row in rows])
+        for row in rows:  # as a search hit says it: a decision listed beside the one replacing it is not current
+            if row["id"] in replaced:
+                row["superseded_by"] = replaced[row["id"]]
         return {"count": len(rows), "with_bodies": with_bodies, "memories": rows,
                 "next_after": memories[limit - 1].cursor if len(memories) > limit else None}
 

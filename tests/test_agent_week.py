@@ -237,7 +237,8 @@ def test_an_agents_week_through_the_mcp_server(tmp_path, request):
         assert agent.call("memory_list_tombstones")["count"] == 0
 
         decisions = agent.call("memory_list", scopes=["decisions"])
-        assert {m["id"] for m in decisions["memories"]} == {decision["id"], newer["id"]}
+        assert {m["id"]: m.get("superseded_by") for m in decisions["memories"]} == \
+            {decision["id"]: [newer["id"]], newer["id"]: None}  # which of the two decisions holds
         assert all("content" not in m for m in decisions["memories"])  # triage rows, no bodies
         about_user = agent.call("memory_list", category="user-inference", auto_scope=False)
         assert [m["id"] for m in about_user["memories"]] == [preference["id"]]
