@@ -27,7 +27,11 @@ _DATE = (rf"\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s*[-–]\s*\d{{1,2}}(?:st|nd|rd|th)?)
          r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _TIME = r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\b(?:noon|midnight)\b"
 _CURRENCY = r"eur|gbp|usd|aud|cad|nzd|chf|jpy|cny|inr|sek|nok|dkk|pln|czk|brl|zar"
-_AMOUNT = r"\b\d[\d,.]*\s?"  # a number, and a space that may follow it
+# a number, and a space that may follow it. Here and below a value is tried from the first place in its
+# run of characters that can start it, not from each digit or word after a dot or hyphen of the run,
+# or is bounded (a host name's labels as DNS bounds them, and 21 of them at most, as no real one has
+# more): each such start reread the rest of the run, and a hit holding 10 KB of "0.0.0…" took 23 s to label
+_AMOUNT = r"(?<![\d,.][,.])\b\d[\d,.]*\s?"
 _MONEY = (rf"[£$€¥₹]\s?\d|\b(?:{_CURRENCY})\s?\d|{_AMOUNT}(?:k|m|bn|million|billion|thousand)?\s?"
           rf"(?:{_CURRENCY}|euros?|dollars?|pounds?|pence|cents?|francs?|yen|kr|rupees?)\b")
 _PERCENT = r"\d\s?%|\bper\s?cent\b"
@@ -52,15 +56,15 @@ VALUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) f
     "distance": _DISTANCE,
     "people": rf"{_AMOUNT}(?:people|persons?|residents?|inhabitants?|staff|employees?|members?|workers?|users?|pupils?|students?)\b",
     "port": r"\bports?\s+\d{2,5}\b|:\d{2,5}\b",
-    "address": (r"https?://|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
+    "address": (r"https?://|\b[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,20}\.[a-z]{2,63}\b|\b\d+\s+\w+\s+(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr)\b"
                 r"|\b(?:street|road|avenue|lane|rua|calle|strasse|straße|straat|gade|gatan|vej)\b"),
-    "path": r"(?:^|[\s(`'\"])~?/[\w.-]+|\b[\w.-]+/[\w.-]+/|[a-z]:\\\w",
-    "email": r"[\w.+-]+@[\w-]+\.[\w.-]+",
+    "path": r"(?:^|[\s(`'\"])~?/[\w.-]+|(?<![\w.-])[.-]*(?=\w)[\w.-]+/[\w.-]+/|[a-z]:\\\w",
+    "email": r"[\w.+-]{1,64}@[\w-]+\.[\w.-]+",  # no address has a longer local part (and its last 64 are one)
     # eight digits or more (a separator of up to two characters between them), or seven after a "+": a
     # seven-digit code (an IMO number, "9412237") is no phone number, nor is an ISO date
     "phone": r"(?<![\w.-])(?!\d{4}-\d{2}-\d{2}\b)(?:\+\(?\d(?:[\s().-]{0,2}\d){6,}|\(?\d(?:[\s().-]{0,2}\d){7,})",
     "duration": _DURATION,
-    "identifier": r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{3,}\b",
+    "identifier": r"(?<![\w-])-*\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{3,}\b",
 }.items()}
 
 # a date, a time, a version, a year or a code holding digits ("HL7", "t_0007") is no quantity: it is

@@ -11,6 +11,7 @@ from __future__ import annotations
 from kenning.memory.citations import extract_line_citations, extract_paths
 from kenning.memory.gates.credentials import find_credentials
 from kenning.memory.gates.durability import find_transient_markers
+from kenning.retrieval.answer_types import holds
 
 RUN = 100_000  # characters: a tenth of the largest body a write takes
 
@@ -57,3 +58,14 @@ def test_a_long_word_of_sk_prefixes_is_no_scan_per_prefix():
     assert find_credentials("The setting " + "-sk" * RUN) == []  # 52 s for a third of it
     key = "sk-proj-" + "Qz7pLm2XwR9tVb4N" * 8
     assert [f.kind for f in find_credentials(f"the key is {key}")] == ["OpenAI API key"]
+
+
+def test_a_hit_holding_long_runs_is_labelled_without_a_scan_per_position():
+    """Labelling a hit asks whether its text holds the value a missing query word asks for (a budget,
+    an e-mail address, a host ...): each value was tried from every digit or word of a dotted run."""
+    for kind, value in (("money", "1,500.25 eur"), ("weight", "12.5 kg"), ("distance", "3.2 km"), ("people", "1,200 users")):
+        assert not holds(kind, "0." * (RUN // 2)) and holds(kind, f"it is .{value}")
+    assert not holds("address", "a." * (RUN // 2)) and holds("address", "at müller-shop.example.com")
+    assert not holds("path", "0." * (RUN // 2)) and holds("path", "see .git/hooks/ there")
+    assert not holds("email", "a_" * (RUN // 2)) and holds("email", "ops+alerts@example.com")
+    assert not holds("identifier", "a-" * (RUN // 2)) and holds("identifier", "ticket -ab-12")
