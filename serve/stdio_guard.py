@@ -4,7 +4,8 @@ The SDK's stdio transport drops a line it cannot parse or validate (``params: "x
 client waits forever; and a lone surrogate (``"\\ud800"``) in a request cannot be echoed back as
 UTF-8. This transport screens each line first and answers those itself, with JSON-RPC's codes:
 -32700 parse error, -32600 invalid request, -32602 invalid params. Good lines pass through as is; a
-batch (a JSON array) is taken apart into its messages, each answered on its own.
+batch (a JSON array) is taken apart into its messages, each answered on its own. At EOF the input
+ends only once every request read before it has its answer written.
 
 It also ends the session cleanly on SIGTERM (what an MCP client sends when the server does not exit
 within its grace period after closing stdin) and SIGINT: the calls in progress finish and the caller
@@ -102,6 +103,8 @@ class _ScreenedStdin:
     def __init__(self) -> None:
         self._replies: Any = None
         self._ready = anyio.Event()
+        self._unanswered: set[Any] = set()  # ids of the requests passed on whose answer is not written yet
+        self._answer_sent = anyio.Event()
 
     def attach(self, write_stream: Any) -> None:
         self._replies = write_stream
@@ -120,6 +123,7 @@ class _ScreenedStdin:
             for line in unbatched(received_line):
                 verdict = screen(line)
                 if verdict is None:
+                    self._passing(line)
                     yield line
                     continue
                 rid, code, message = verdict
@@ -128,6 +132,49 @@ class _ScreenedStdin:
                 await self._ready.wait()
                 error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
                 await self._replies.send(SessionMessage(error))
+        # EOF: the SDK ends the session when its input ends, cancelling the calls still running, so a
+        # client that wrote its requests and closed stdin got no answers (a write committed, its id
+        # never said). Input ends once every request passed on is answered (a SIGTERM still ends it now).
+        while self._unanswered:
+            await self._answer_sent.wait()
+            self._answer_sent = anyio.Event()
+
+    def _passing(self, line: str) -> None:
+        """Note a request the SDK will answer; a notifications/cancelled withdraws one (never answered)."""
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            return
+        if "id" in message and "method" in message:
+            self._unanswered.add(message["id"])
+        elif message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            self._unanswered.discard(message["params"].get("requestId"))
+
+    def answered(self, message: Any) -> None:
+        """The session wrote ``message``: an answer settles its request."""
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self._unanswered.discard(message.id)
+            self._answer_sent.set()
+
+
+class _Answers:
+    """The session's output stream, telling the stdin source which requests have their answer."""
+
+    def __init__(self, stream: Any, stdin: _ScreenedStdin) -> None:
+        self._stream, self._stdin = stream, stdin
+
+    async def send(self, item: Any) -> None:
+        await self._stream.send(item)
+        self._stdin.answered(getattr(item, "message", None))
+
+    async def __aenter__(self) -> _Answers:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def unbatched(line: str) -> list[str]:
@@ -193,7 +240,7 @@ async def run(server: Any) -> int | None:
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
                 stdin.attach(write_stream)
                 low = server._lowlevel_server
-                await low.run(read_stream, write_stream, low.create_initialization_options())
+                await low.run(read_stream, _Answers(write_stream, stdin), low.create_initialization_options())
             tasks.cancel_scope.cancel()
     except _Group as group:
         # the client closed its end (killed, or gone without reading its answers): the session ends

@@ -96,3 +96,34 @@ def test_a_client_gone_without_reading_its_answers_ends_the_session_cleanly(tmp_
         written = opened.list(auto_scope=False, record=False)
         assert opened.check()["ok"] and 0 < len(written) <= 30
         assert len({m.content for m in written}) == len(written)
+
+
+def test_requests_sent_before_stdin_closes_are_answered_before_the_exit(tmp_path):
+    """A client may write its requests and close stdin at once (a script piping them in, a hook): the
+    session ended at EOF with their handlers cancelled, so a write committed and its answer (the new
+    id) never came, nor a search's. Every request read before EOF is now answered, then the server exits."""
+    store = tmp_path / "store"
+    proc = _initialized_server(store)
+    try:
+        calls = [{"name": "memory_write", "arguments": {"content": "The staging database runs PostgreSQL 16 on port 5433",
+                                                         "scopes": ["infrastructure"]}},
+                 {"name": "memory_search", "arguments": {"query": "staging database", "mode": "bm25", "auto_scope": False}},
+                 {"name": "memory_list", "arguments": {"auto_scope": False}}]
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
+        proc.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": call})
+                                  .encode() + b"\n" for i, call in enumerate(calls)))
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 20, "method": "ping"}).encode() + b"\n")
+        proc.stdin.close()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.read().splitlines())}
+    assert code == 0 and set(answers) == {10, 11, 12, 20}, (answers, proc.stderr.read().decode()[-2000:])
+    wrote = answers[10]["result"]["structuredContent"]
+    assert wrote["status"] == "committed"
+    assert "hits" in answers[11]["result"]["structuredContent"]  # calls run side by side: it may precede the write
+    assert "memories" in answers[12]["result"]["structuredContent"]
+    with Store(store) as opened:
+        assert [m.id for m in opened.list(auto_scope=False, record=False)] == [wrote["id"]]
