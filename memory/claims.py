@@ -35,6 +35,9 @@ _SYMBOL_RE = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*")
 _NAME_RE = re.compile(r"[A-Za-z_$][\w$.-]*")
 # path:10, path:10-20, path:L10-L20 (dashes of every kind, as citations in prose are read)
 _LINES_RE = re.compile(r"(?P<path>.+?):L?(?P<first>\d+)(?:[-\u2010-\u2015]L?(?P<last>\d+))?")
+# a comment after a value, from the start of the blanks before it: tried from each blank of a long run
+# of them (a generated file's padded line), it reread the run each time (9 s for a line of 20,000)
+_TRAILING_COMMENT = re.compile(r"(?<!\s)\s+(?:#|//).*$")
 
 # unreadable: the file or a folder on its path may not be read (permissions, an I/O error);
 # too_large: what a claim names is not in the first MAX_READ_BYTES of a larger file. Such a claim is
@@ -167,7 +170,7 @@ def assigned_values(source: str, name: str) -> list[str]:
     )
     values = []
     for m in pattern.finditer(source):
-        value = re.sub(r"\s+(?:#|//).*$", "", m.group("value")).strip().rstrip(";,").strip()
+        value = _TRAILING_COMMENT.sub("", m.group("value")).strip().rstrip(";,").strip()
         if value:
             values.append(value)
     return values

@@ -9,6 +9,7 @@ tests assert what the scan finds, so they pass in milliseconds and would hang wi
 from __future__ import annotations
 
 from kenning.memory.citations import extract_line_citations, extract_paths
+from kenning.memory.claims import assigned_values
 from kenning.memory.gates.credentials import find_credentials
 from kenning.memory.gates.durability import find_transient_markers
 from kenning.retrieval.answer_types import holds
@@ -69,3 +70,11 @@ def test_a_hit_holding_long_runs_is_labelled_without_a_scan_per_position():
     assert not holds("path", "0." * (RUN // 2)) and holds("path", "see .git/hooks/ there")
     assert not holds("email", "a_" * (RUN // 2)) and holds("email", "ops+alerts@example.com")
     assert not holds("identifier", "a-" * (RUN // 2)) and holds("identifier", "ticket -ab-12")
+
+
+def test_a_padded_line_of_a_claimed_file_is_read_once_for_a_comment():
+    """A NAME=literal claim reads the file's assignments without their comments: the comment was looked
+    for from each blank of a long run of them."""
+    padded = "5" + " " * RUN + "x"
+    assert assigned_values(f"TIMEOUT = {padded}\n", "TIMEOUT") == [padded]
+    assert assigned_values("TIMEOUT = 5  # seconds\nTIMEOUT = 7; // ms\n", "TIMEOUT") == ["5", "7"]
