@@ -139,6 +139,28 @@ def test_with_a_token_a_wrong_one_writes_nothing(guarded, store):
     assert ok.status_code == 201 and store.count() == 1
 
 
+@pytest.mark.parametrize("method, url", EVERY_ROUTE)
+def test_every_answer_forbids_framing_sniffing_and_scripts_from_elsewhere(guarded, method, url):
+    """A browser without Sec-Fetch-* headers framed the page inside another site's (its Remove button
+    under a click meant for something else): every answer, refusals included, now says no frame, no
+    type sniffing, and the page's own script only; the login page's one inline script by its hash."""
+    import base64
+    import hashlib
+
+    for headers in ({}, {"Authorization": f"Bearer {TOKEN}"}):
+        response = guarded.request(method.upper(), url, headers={"Accept": "text/html", **headers})
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy, (url, policy)
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+    login = guarded.get("/", headers={"Accept": "text/html"})
+    script = login.text.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in login.headers["content-security-policy"]
+    page = guarded.get("/", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert "script-src 'self';" in page.headers["content-security-policy"] and "<script>" not in page.text
+
+
 def test_the_page_accepts_the_token_as_a_cookie(guarded):
     login = guarded.get("/", headers={"Accept": "text/html"})
     assert login.status_code == 401 and "<form" in login.text and "kenning_token" in login.text

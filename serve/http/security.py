@@ -10,11 +10,16 @@ One ASGI layer in front of every route (the page, the static files and the docs 
   marks as made by another site's page (``Sec-Fetch-Site``: an image, script, frame or no-cors
   fetch; only a person's top-level navigation passes), since a search writes too (its log and
   the outcomes its hits settle into);
-- a body larger than ``max_body`` is refused with 413 before any route sees it.
+- a body larger than ``max_body`` is refused with 413 before any route sees it;
+- every answer says that no page may frame it (a browser that sends no ``Sec-Fetch-*`` headers
+  framed the page inside another site's, under a click meant for something else), that its type is
+  not to be guessed, and that the page runs its own script only.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -89,6 +94,7 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _with_headers(send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
@@ -189,9 +195,37 @@ LOGIN_PAGE = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><tit
 }});</script></body></html>"""
 
 
+def _policy(script: str) -> str:
+    return (f"default-src 'self'; script-src {script}; style-src 'self' 'unsafe-inline'; object-src 'none'; "
+            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+_LOGIN_SCRIPT = LOGIN_PAGE.split("<script>", 1)[1].split("</script>", 1)[0]
+_LOGIN_POLICY = _policy("'sha256-%s'" % base64.b64encode(hashlib.sha256(_LOGIN_SCRIPT.encode()).digest()).decode())
+SECURITY_HEADERS = {
+    "content-security-policy": _policy("'self'"),  # the page's one script file; a stored text never runs
+    "x-frame-options": "DENY",  # frame-ancestors for browsers that read only this
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+def _with_headers(send: Send) -> Send:
+    """send, adding SECURITY_HEADERS to the start of each answer (those it sets itself are kept)."""
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            present = {name.lower() for name, _ in message.get("headers", [])}
+            extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items() if k.encode() not in present]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
+
+
 async def _answer_html(send: Send, status: int, page: str, extra: dict[str, str]) -> None:
     payload = page.encode("utf-8")
-    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(payload)).encode())]
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(payload)).encode()),
+               (b"content-security-policy", _LOGIN_POLICY.encode())]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
