@@ -258,6 +258,10 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                 raise InvalidInput(f"{unsynced[0]} has edits not synced yet; run `kenning sync {folder}` first "
                                    "(or export with --force to overwrite them)")
         wanted = _files_for(store)
+        for rel in wanted:  # a folder linked elsewhere (ops -> ~/.ssh, committed to a repository) took the file there
+            if not (folder / rel).resolve().is_relative_to(folder):
+                raise InvalidInput(f"{folder / rel} leads out of {folder} through a link (to "
+                                   f"{(folder / rel).resolve().parent}); remove the link, then export again")
         plan: list[tuple[str, str | None, dict[str, Any]]] = []  # rel, its new text (None: unchanged), its entry
         for rel, (kind, title, memories) in sorted(wanted.items()):
             path = folder / rel

@@ -677,3 +677,19 @@ def test_a_fifo_named_like_a_memory_file_is_one_error_not_a_hang(store, mirror, 
     assert store.get(ids["ops"]).content.startswith("The on-call rota")
     assert not (folder / LOCK_NAME).exists()
 
+
+
+def test_export_writes_nothing_through_a_folder_linked_out_of_it(store, tmp_path):
+    """A scope's folder planted as a link (committed to a repository: ops -> a folder of the user's)
+    took export's MEMORY.md out of the export, and only the next export called the manifest damaged."""
+    store.write("The on-call rota changes every Monday at 09:00 UTC", scopes=["ops"])
+    folder, elsewhere = tmp_path / "notes", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (folder / "ops").symlink_to(elsewhere)
+    with pytest.raises(InvalidInput, match="leads out of .* through a link"):
+        markdown.export(store, folder)
+    assert list(elsewhere.iterdir()) == [] and sorted(p.name for p in folder.iterdir()) == ["ops"]
+    (folder / "ops").unlink()
+    markdown.export(store, folder)
+    assert "on-call rota" in (folder / "ops" / "MEMORY.md").read_text()
