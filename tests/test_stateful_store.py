@@ -54,6 +54,7 @@ class StoreModel(RuleBasedStateMachine):
         self.memories: dict[str, dict] = {}
         self.gone: dict[str, str] = {}  # removed id -> reason
         self.used_tokens: set[str] = set()
+        self.staged: dict[str, tuple] = {}  # pending id -> (content, scopes, token), oldest first
 
     def _open(self):
         store = open_store(os.path.join(self.folder, f"store{self.generation}"))
@@ -77,6 +78,15 @@ class StoreModel(RuleBasedStateMachine):
         self.used_tokens.add(token)
         return token
 
+    def _refused(self, result) -> bool:
+        """The duplicates gate is modelled loosely: a text like another (the templates share most words)
+        may be refused, but only naming a live memory (duplicate) or a tombstone (previously_removed)."""
+        if result.status == "duplicate":
+            assert result.id in self._live_ids(), result.to_dict()
+        elif result.status == "previously_removed":
+            assert result.match["id"] in self.gone, result.to_dict()
+        return result.status in ("duplicate", "previously_removed")
+
     def _expect(self, id: str, content: str, scopes: list[str], meta: dict, links: list, token: str) -> None:
         self.memories[id] = {"content": content, "scopes": scopes, "metadata": meta, "links": links,
                              "token": token, "note": None}
@@ -90,8 +100,7 @@ class StoreModel(RuleBasedStateMachine):
             return consumes_nothing()  # hypothesis drew a token in use: nothing to add
         content = body(token, filler, template)
         result = self.store.write(content, scopes=scopes, metadata=meta)
-        if result.status == "duplicate":  # the gate judged it one: the match must be a live memory
-            assert result.id in self._live_ids(), result
+        if self._refused(result):
             return consumes_nothing()
         assert result.status == "committed", result.to_dict()
         self._expect(result.id, content, scopes, meta, [], token)
@@ -107,8 +116,7 @@ class StoreModel(RuleBasedStateMachine):
         content = body(token, filler, template)
         scopes = list(self.memories[old]["scopes"])
         result = self.store.write(content, scopes=scopes, links=[{"kind": "supersedes", "target": old}])
-        if result.status == "duplicate":
-            assert result.id in self._live_ids(), result
+        if self._refused(result):
             return consumes_nothing()
         assert result.status == "committed", result.to_dict()
         self._expect(result.id, content, scopes, {}, [("supersedes", old)], token)
@@ -216,8 +224,7 @@ class StoreModel(RuleBasedStateMachine):
             return consumes_nothing()
         content = body(token, filler, 0)
         result = self.store.write(content, scopes=["team:ops"], links=[{"kind": "contradicts", "target": id}])
-        if result.status == "duplicate":
-            assert result.id in self._live_ids(), result
+        if self._refused(result):
             return consumes_nothing()
         assert result.status == "committed", result.to_dict()
         self._expect(result.id, content, ["team:ops"], {}, [("contradicts", id)], token)
@@ -263,11 +270,46 @@ class StoreModel(RuleBasedStateMachine):
             if id in self._live_ids():
                 other.update(id, text=new_content)
                 self.memories[id].update(content=new_content, token=new_token, note=None)
-        if result.status == "duplicate":
-            assert result.id in self._live_ids(), result
+        if self._refused(result):
             return consumes_nothing()
         assert result.status == "committed", result.to_dict()
         self._expect(result.id, content, ["team:dev"], {}, [], token)
+        return result.id
+
+    @rule(token=tokens, filler=fillers, scopes=scope_lists)
+    def stage(self, token, filler, scopes):
+        """A write while confirmation is required is staged, not stored (``pending``)."""
+        token = self._fresh(token)
+        if token is None:
+            return
+        content = body(token, filler, 1)
+        self.store.configure(persist=False, require_write_confirmation=True)
+        try:
+            result = self.store.write(content, scopes=scopes)
+        finally:
+            self.store.configure(persist=False, require_write_confirmation=False)
+        if self._refused(result):
+            return
+        assert result.status == "pending", result.to_dict()
+        self.staged[result.pending_id] = (content, scopes, token)
+
+    @rule(target=live, confirm=st.booleans())
+    def settle_staged(self, confirm):
+        """The oldest staged write confirmed (gated again: a duplicate keeps it staged) or cancelled."""
+        if not self.staged:
+            return consumes_nothing()
+        pending_id = next(iter(self.staged))
+        if not confirm:
+            assert self.store.cancel_write(pending_id)["status"] == "cancelled"
+            del self.staged[pending_id]
+            return consumes_nothing()
+        result = self.store.confirm_write(pending_id)
+        if self._refused(result):
+            assert result.pending_retained, result.to_dict()
+            return consumes_nothing()
+        assert result.status == "committed", result.to_dict()
+        content, scopes, token = self.staged.pop(pending_id)
+        self._expect(result.id, content, scopes, {}, [], token)
         return result.id
 
     @rule()
@@ -285,6 +327,7 @@ class StoreModel(RuleBasedStateMachine):
         self.generation += 1
         self.store = self._open()
         self.store.import_records(rows)
+        self.staged.clear()  # staged writes stay with the old store
         for id in list(self.gone):  # a live memory's link to one of them is kept, pointing past the store
             del self.memories[id]
         self.gone.clear()
@@ -340,7 +383,9 @@ class StoreModel(RuleBasedStateMachine):
         live = self._live_ids()
         assert self.store.count() == len(live)
         stats = self.store.stats()
-        assert (stats["memories"], stats["tombstones"]) == (len(live), len(self.gone))
+        assert (stats["memories"], stats["tombstones"], stats["pending_writes"]) == (
+            len(live), len(self.gone), len(self.staged))
+        assert [p["pending_id"] for p in self.store.pending_writes(all_sessions=True)] == list(self.staged)
         overview = self.store.scope_overview(auto_scope=False)
         per_scope: dict[str, int] = {}
         for id in live:
@@ -359,7 +404,8 @@ class StoreModel(RuleBasedStateMachine):
             holders.setdefault(self.memories[id]["token"], set()).add(id)
         for token, ids in holders.items():
             for mode in self.modes:
-                hits = [h.id for h in self.store.search(token, mode=mode, limit=5, auto_scope=False, record=False).hits]
+                hits = [h.id for h in self.store.search(token, mode=mode, limit=min(len(ids) + 4, 50),
+                                                        auto_scope=False, record=False).hits]
                 assert ids <= set(hits), (mode, token, hits, ids)
                 # a holder superseded by a memory the search found too waits below it, and below all
                 # that ranked above it (trust.superseders_first): only then may others lead
@@ -367,7 +413,8 @@ class StoreModel(RuleBasedStateMachine):
                     assert set(hits[: len(ids)]) == ids, (mode, token, hits, ids)
             for scope in RENAMES:  # a scope filter keeps exactly the holders carrying it
                 within = {i for i in ids if scope in self.memories[i]["scopes"]}
-                hits = self.store.search(token, mode="bm25", scopes=[scope], limit=5, auto_scope=False, record=False).hits
+                hits = self.store.search(token, mode="bm25", scopes=[scope], limit=min(len(ids) + 4, 50),
+                                         auto_scope=False, record=False).hits
                 assert {h.id for h in hits} & ids == within, (scope, token, [h.id for h in hits], within)
         for token in self.used_tokens - set(holders):  # the vector leg always answers something
             for mode in set(self.modes) & set(LEXICAL_MODES):
