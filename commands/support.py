@@ -307,7 +307,8 @@ def say_error(message: str, hint: str | None = None) -> None:
 
     _said(message)
     err = __getattr__("err")
-    err.print(Text.assemble(("error:", "red"), " ", " ".join(clip_values(message).split())), soft_wrap=True)
+    # a Text is printed as built, past SafeConsole's sanitize: the message is sanitised here
+    err.print(Text.assemble(("error:", "red"), " ", " ".join(sanitize(clip_values(message)).split())), soft_wrap=True)
     if hint:
         err.print(f"hint: {hint}", soft_wrap=True)
 
@@ -317,7 +318,7 @@ def note(message: str, label: str = "note") -> None:
     from rich.text import Text
 
     _said(message)
-    __getattr__("err").print(Text.assemble((f"{label}:", "yellow"), " ", clip_values(message)), soft_wrap=True)
+    __getattr__("err").print(Text.assemble((f"{label}:", "yellow"), " ", sanitize(clip_values(message))), soft_wrap=True)
 
 
 CLIP_OVER = 100  # a value echoed in a message is cut when longer than this ...

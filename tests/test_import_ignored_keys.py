@@ -109,3 +109,14 @@ def test_kenning_s_own_show_and_list_output_imports_without_a_warning(tmp_path, 
         assert done.returncode == 0 and "warning" not in done.stderr, done
         report = json.loads(done.stdout)
         assert report["ignored_keys"] == {} and report["committed"] == 4, report
+
+
+def test_an_ignored_key_holding_escape_sequences_is_named_escaped(tmp_path):
+    """A key of an imported file is the file's text: 'bogus\\x1b]0;…\\x07' was printed raw in the
+    warning (a Text built for its colour skipped the console's sanitising), retitling the terminal."""
+    hostile = jsonl(tmp_path / "hostile.jsonl", [{"content": "The relay host listens on port 8443", "scopes": ["ops"],
+                                                  "bogus\x1b]0;pwned\x07\u202e": 1}])
+    done = cli(tmp_path / "s", "import", str(hostile))
+    assert done.returncode == 0, done
+    assert not any(ch in done.stderr for ch in "\x1b\x07\u202e"), done.stderr
+    assert "warning: ignored keys not in a memory: bogus\\x1b]0;pwned\\x07\\u202e (1 line)" in done.stderr
