@@ -511,16 +511,31 @@ def normalize(text: str) -> str:
 
 
 def contains_phrase(text: str, phrase: str) -> bool:
-    """True when the whole phrase occurs verbatim in text, ignoring case and spacing."""
-    p = normalize(phrase)
+    """True when the whole phrase occurs verbatim in text, ignoring case and spacing and the quotes
+    a query wraps a phrase in."""
+    p = _phrase(phrase)
     return bool(p) and p in normalize(text)
 
 
 def phrase_test(phrase: str) -> Callable[[str], bool]:
     """``contains_phrase(text, phrase)`` as a test of texts: the phrase normalized once, and each
     text's normal form remembered (the keyword leg checks the same candidates search after search)."""
-    p = normalize(phrase)
+    p = _phrase(phrase)
     return lambda text: bool(p) and p in _normalized(text)
+
+
+# the quote marks a phrase is written between, opening -> the closing marks that end it
+_QUOTES = {'"': '"\u201d', "'": "'\u2019", "\u201c": "\u201d\"", "\u201e": "\u201c\u201d", "\u2018": "\u2019'",
+           "\u00ab": "\u00bb", "\u00bb": "\u00ab", "\u300c": "\u300d", "\u300e": "\u300f"}
+
+
+def _phrase(phrase: str) -> str:
+    """The normal form of a phrase without the quotes around it: a user who quotes the phrase asks
+    for exactly it, and '"auth service listens"' never occurred in a text with its quotes."""
+    p = normalize(phrase)
+    if len(p) > 2 and p[-1] in _QUOTES.get(p[0], ""):
+        p = p[1:-1].strip()
+    return p
 
 
 @functools.lru_cache(maxsize=8192)

@@ -29,3 +29,15 @@ def test_the_verbatim_phrase_earns_the_bonus(store):
     assert [h["id"] for h in hits] == [verbatim, scattered]
     gap = hits[0]["legs"]["keyword"]["score"] - hits[1]["legs"]["keyword"]["score"]
     assert gap == pytest.approx(PHRASE_BONUS, abs=1e-3)
+
+
+@pytest.mark.parametrize("quoted", ['"kiwi deploy"', "\u201ckiwi deploy\u201d", "'kiwi deploy'", "\u00abkiwi deploy\u00bb"])
+def test_a_phrase_written_in_quotes_earns_the_bonus_its_words_earn(store, quoted):
+    """A user quotes a phrase to ask for exactly it; the quotes themselves are in no text, so they
+    are not part of the phrase the leg looks for."""
+    verbatim = store.write("Rotate the Kiwi  Deploy keys monthly", scopes=["ops"]).id
+    scattered = store.write("deploy keys for kiwi rotate monthly", scopes=["ops"], force=True).id
+    hits = store.search(quoted, mode="keyword").to_dict()["hits"]
+    assert [h["id"] for h in hits] == [verbatim, scattered]
+    gap = hits[0]["legs"]["keyword"]["score"] - hits[1]["legs"]["keyword"]["score"]
+    assert gap == pytest.approx(PHRASE_BONUS, abs=1e-3)
