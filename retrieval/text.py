@@ -432,13 +432,16 @@ def written_as_names(query: str, tokens: Iterable[str]) -> list[str]:
         return []
     norm = query if query.isascii() else unicodedata.normalize("NFKC", query)
     found: dict[str, None] = {}
+    phrases = None  # read once, when a joined word first needs them
     for token, start, end in token_spans(norm, document=False):
         if token not in wanted or token in found:
             continue
         word = norm[start:end]
         joined = (start > 1 and norm[start - 1] in _JOINERS and norm[start - 2].isalnum()) or (
             end + 1 < len(norm) and norm[end] in _JOINERS and norm[end + 1].isalnum())
-        if joined and _through_a_stopword(norm, start, end):
+        if joined and phrases is None:
+            phrases = _hyphenated_phrases(norm)
+        if joined and _through_a_stopword(phrases, start, end):
             joined = False
         if joined or any(ch.isupper() or ch.isdigit() for ch in word):
             found[token] = None
@@ -449,15 +452,25 @@ _JOINERS = "-/@:"
 _HYPHENATED = re.compile(r"\w+(?:-\w+)+")
 
 
-def _through_a_stopword(text: str, start: int, end: int) -> bool:
-    """Whether the word at ``start:end`` belongs to a phrase joined by hyphens alone, one of whose
-    words is a stopword ("speech-to-text")."""
+def _hyphenated_phrases(text: str) -> tuple[list[int], list[tuple[int, bool]]]:
+    """The starts of the text's hyphenated phrases, and for each its end and whether it is joined by
+    hyphens alone through a stopword ("speech-to-text"). Read once per query: read again for each
+    joined word, a pasted 100 KB query of 14,000 "w1-x" words took 50 s to label."""
+    starts, rest = [], []
     for m in _HYPHENATED.finditer(text):
-        if m.start() <= start and end <= m.end():
-            whole = (m.start() == 0 or text[m.start() - 1] not in _JOINERS) and (
-                m.end() == len(text) or text[m.end()] not in _JOINERS)
-            return whole and any(part.lower() in STOPWORDS for part in m.group().split("-"))
-    return False
+        whole = (m.start() == 0 or text[m.start() - 1] not in _JOINERS) and (
+            m.end() == len(text) or text[m.end()] not in _JOINERS)
+        starts.append(m.start())
+        rest.append((m.end(), whole and any(part.lower() in STOPWORDS for part in m.group().split("-"))))
+    return starts, rest
+
+
+def _through_a_stopword(phrases: tuple[list[int], list[tuple[int, bool]]], start: int, end: int) -> bool:
+    """Whether the word at ``start:end`` belongs to a phrase joined by hyphens alone, one of whose
+    words is a stopword (``_hyphenated_phrases``; the phrases do not overlap)."""
+    starts, rest = phrases
+    at = bisect.bisect_right(starts, start) - 1
+    return at >= 0 and end <= rest[at][0] and rest[at][1]
 
 
 def content_terms(text: str) -> frozenset[str]:
