@@ -429,7 +429,7 @@ class StoreModel(RuleBasedStateMachine):
 
     def _superseders(self, id: str) -> set[str]:
         """trust.superseded_by's rule: live memories with a supersedes link to id, directly or through
-        removed memories that superseded it."""
+        removed memories that superseded it; never itself (a cycle through a removed memory)."""
         found, frontier, seen = set(), {id}, set()
         while frontier:
             nxt = set()
@@ -443,7 +443,7 @@ class StoreModel(RuleBasedStateMachine):
                         seen.add(source)
                         nxt.add(source)
             frontier = nxt
-        return found
+        return found - {id}
 
     def check_clean(self):
         report = self.store.check()
