@@ -599,8 +599,8 @@ def tune_command(
     limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Tune on the first N queries of each collection."),
     as_json: bool = typer.Option(False, "--json", help="Print the full sweep as JSON."),
 ) -> None:
-    """Sweep BM25 k1/b, RRF k and leg weights; print the setting with the best mean score and, per collection,
-    how it compares with the defaults and with each single leg.
+    """Sweep BM25 k1/b and, with the embeddings extra, both fusions' settings; print the setting with the
+    best mean score and, per collection, how it compares with the defaults and with each single leg.
 
     Examples:
 

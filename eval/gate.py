@@ -2,7 +2,7 @@
 
 A case is one collection run in every variant: the four modes, hybrid with RRF fusion
 (``hybrid-rrf``) and the hybrid a user without the embeddings extra gets (``hybrid-lexical``:
-keyword + BM25 fused by RRF, marked degraded). ``record`` writes ``eval/baselines/<name>.json``;
+the BM25 leg alone, marked degraded). ``record`` writes ``eval/baselines/<name>.json``;
 ``judge`` compares a fresh run with it and lists every regression it can see: a changed collection
 or setting (``comparison.differences``), headline metrics, per-category metrics and the
 unanswerable block.

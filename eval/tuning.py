@@ -5,8 +5,9 @@ result shows each collection's figures for the defaults, the chosen setting and 
 so "it helps here and hurts there" is visible rather than averaged away.
 
 Hybrid search has two fusion families (``StoreConfig.fusion``): weighted RRF (``rrf_k``,
-``weights``; also what a lexical-only hybrid uses) and absolute evidence (``evidence_alpha``,
-``evidence_cos_floor``, ``evidence_power``). Both are swept. To stay affordable on two cores:
+``weights``) and absolute evidence (``evidence_alpha``, ``evidence_cos_floor``, ``evidence_power``).
+Both are swept when the vector leg runs; without it hybrid is the BM25 leg alone
+(``engine.legs_for_mode``), so only k1/b are tuned. To stay affordable on two cores:
 
 1. BM25 k1/b are read at query time (``Store.configure(persist=False)``), so each collection is
    indexed once and each k1/b pair only re-runs the queries in ``bm25`` mode, to depth 10.
@@ -177,10 +178,11 @@ def tune(
                 c.fetch_coverage(bar)
 
         # 3. sweep both fusion families over them
-        candidates = [{"fusion": "rrf", "rrf_k": k, "weights": w}
-                      for k in _default_first([defaults["rrf_k"]], rrf_k_grid)
-                      for w in _default_first([defaults["weights"]], _weights(keyword_weights, vector_weights, semantic))]
+        candidates = []  # without the vector leg no fusion runs: hybrid is BM25
         if semantic:
+            candidates += [{"fusion": "rrf", "rrf_k": k, "weights": w}
+                           for k in _default_first([defaults["rrf_k"]], rrf_k_grid)
+                           for w in _default_first([defaults["weights"]], _weights(keyword_weights, vector_weights))]
             candidates += [{"fusion": "evidence", "evidence_alpha": a, "evidence_cos_floor": f, "evidence_power": p}
                            for a in _default_first([defaults["evidence_alpha"]], alpha_grid)
                            for f in _default_first([defaults["evidence_cos_floor"]], cos_floor_grid)
@@ -194,11 +196,14 @@ def tune(
 
         # 4. the best of each family, measured end to end as users will run it, against the defaults
         measured = [(defaults, {c.data.name: per_set[c.data.name]["default"] for c in sets}, None)]
-        for family in ("rrf", "evidence") if semantic else ("rrf",):
+        for family in ("rrf", "evidence") if semantic else ():
             winner = max((r for r in fusion_grid if r["fusion"] == family), key=lambda r: r[metric])
             setting = {**defaults, **lexical, **{k: v for k, v in winner.items() if k in TUNABLE}}
             figures = {c.data.name: c.run("hybrid", setting, bar) for c in sets}
             measured.append((setting, figures, winner["by_dataset"]))
+        if not semantic and lexical != {"bm25_k1": defaults["bm25_k1"], "bm25_b": defaults["bm25_b"]}:
+            setting = {**defaults, **lexical}
+            measured.append((setting, {c.data.name: c.run("hybrid", setting, bar) for c in sets}, None))
         best, figures, estimate = max(
             measured, key=lambda m: _avg({n: f[metric] for n, f in m[1].items()}))
         for name, row in figures.items():
@@ -232,9 +237,9 @@ def _avg(scores: Mapping[str, float | None]) -> float:
     return round(sum(values) / len(values), 4)
 
 
-def _weights(keyword: Iterable[float], vector: Iterable[float], semantic: bool) -> list[dict[str, float]]:
-    """Weights relative to bm25 = 1; the vector weight only varies when that leg can run."""
-    vectors = list(vector) if semantic else [1.0]
+def _weights(keyword: Iterable[float], vector: Iterable[float]) -> list[dict[str, float]]:
+    """Weights relative to bm25 = 1."""
+    vectors = list(vector)
     return [{"keyword": k, "bm25": 1.0, "vector": v} for k in keyword for v in vectors]
 
 

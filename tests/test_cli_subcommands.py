@@ -54,7 +54,7 @@ def test_models_and_index_report_the_store_as_json(tmp_path):
 
 
 def test_search_notes_when_it_answered_without_the_semantic_leg(tmp_path):
-    """A hybrid search whose encoder cannot run answers from the lexical legs and says so on stderr
+    """A hybrid search whose encoder cannot run answers from the BM25 leg and says so on stderr
     (the JSON says it in `degraded`). KENNING_ENCODER naming no backend is a real way to break it."""
     assert kenning(tmp_path, "write", "kiwi orchard watering schedule", "--scope", "x").returncode == 0
     broken = {"KENNING_ENCODER": "bogus"}
@@ -62,11 +62,11 @@ def test_search_notes_when_it_answered_without_the_semantic_leg(tmp_path):
     assert plain.returncode == 0, plain.stderr
     assert "note: KENNING_ENCODER='bogus' is not a backend" in plain.stderr
     assert "(unset KENNING_ENCODER)" in plain.stderr
-    assert "legs keyword, bm25" in plain.stdout and "kiwi orchard watering schedule" in plain.stdout
+    assert "· legs bm25\n" in plain.stdout and "kiwi orchard watering schedule" in plain.stdout
     answer = kenning(tmp_path, "search", "kiwi watering", "--mode", "hybrid", "--json", **broken)
     assert answer.returncode == 0 and "note:" not in answer.stderr  # JSON carries it instead
     found = json.loads(answer.stdout)
-    assert found["legs_run"] == ["keyword", "bm25"] and len(found["hits"]) == 1
+    assert found["legs_run"] == ["bm25"] and len(found["hits"]) == 1
     assert found["degraded"]["reason"] == "embeddings_broken" and found["degraded"]["fix"] == "unset KENNING_ENCODER"
     lexical = kenning(tmp_path, "search", "kiwi watering", "--mode", "bm25", **broken)
     assert lexical.returncode == 0 and "note:" not in lexical.stderr  # bm25 never wanted the vector leg
@@ -82,7 +82,7 @@ def test_search_notes_a_missing_extra_and_names_the_install(tmp_path):
     if found["degraded"] is None:
         assert "vector" in found["legs_run"] and "note:" not in plain.stderr
     else:
-        assert found["degraded"]["reason"] == "embeddings_absent" and found["legs_run"] == ["keyword", "bm25"]
+        assert found["degraded"]["reason"] == "embeddings_absent" and found["legs_run"] == ["bm25"]
         assert 'note: ' in plain.stderr and 'pip install "kenning[embeddings]"' in plain.stderr
 
 

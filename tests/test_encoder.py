@@ -241,7 +241,7 @@ def test_a_missing_or_damaged_onnx_file_degrades_with_the_repair_when_it_cannot_
     assert report["state"] == "broken" and report["fix"].endswith("kenning models --convert")
     assert "ONNX" in report["cause"] and "sentence-transformers" in report["fix"]
     assert report["degraded"]["reason"] == "embeddings_broken" and report["degraded"]["fix"] == report["fix"]
-    assert report["legs"] == ["keyword", "bm25"] and report["hits"] == 1  # it answered, lexically
+    assert report["legs"] == ["bm25"] and report["hits"] == 1  # it answered, lexically
     assert "Traceback" not in report["stderr"] and report["torch"] is False
 
 

@@ -75,7 +75,7 @@ def test_a_bad_onnx_setting_answers_lexically_names_the_setting_and_converts_not
     found = kenning("search", "auth port", "--json", store=store, env={name: "two"})
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
-    assert result["legs_run"] == ["keyword", "bm25"] and "8443" in result["hits"][0]["snippet"]
+    assert result["legs_run"] == ["bm25"] and "8443" in result["hits"][0]["snippet"]
     assert result["degraded"]["reason"] == "embeddings_broken" and result["degraded"]["fix"] == f"unset {name}"
     assert result["degraded"]["message"].startswith(f"{name}='two' is not a whole number; set it to a count of 1 or more")
     assert "convert" not in found.stderr and snapshot(cache) == before and time.monotonic() - started < 8
@@ -138,7 +138,7 @@ def test_a_bulk_runtime_typo_is_refused_by_every_encoder_with_the_settings_fix_n
     result = json.loads(found.stdout)
     typo = ("KENNING_BULK_RUNTIME='openvnio' is not a runtime; set it to one of onnxruntime, openvino (default "
             "onnxruntime), or unset it")
-    assert result["legs_run"] == ["keyword", "bm25"] and "8443" in result["hits"][0]["snippet"]
+    assert result["legs_run"] == ["bm25"] and "8443" in result["hits"][0]["snippet"]
     assert result["degraded"] == {"reason": "embeddings_broken", "message": typo, "install": "",
                                   "fix": "unset KENNING_BULK_RUNTIME"}
     plain = kenning("search", "auth port", store=store, env=env)

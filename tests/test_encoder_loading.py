@@ -58,7 +58,7 @@ def test_a_server_answers_lexically_while_its_model_is_converted(spec, fresh_cac
             assert written.status == "committed" and store.semantic.pending_count() == 1  # queued, not waited for
             for mode in ("hybrid", "semantic"):
                 result = _within(lambda: store.search("payments webhooks", mode=mode))
-                assert result.legs_run == ["keyword", "bm25"] and [h.id for h in result.hits] == [written.id]
+                assert result.legs_run == ["bm25"] and [h.id for h in result.hits] == [written.id]
                 degraded = result.degraded
                 assert degraded.reason == "embeddings_loading" and degraded.fix is None and degraded.install == ""
                 assert degraded.message.startswith(f"the semantic leg is not ready: {spec.name} is being converted "
@@ -98,7 +98,7 @@ def test_a_load_longer_than_the_wait_is_reported_as_loading(spec, fresh_caches, 
             started = time.monotonic()
             result = _within(lambda: store.search("payments webhooks", mode="hybrid"))
             waited = time.monotonic() - started
-            assert result.degraded.reason == "embeddings_loading" and result.legs_run == ["keyword", "bm25"]
+            assert result.degraded.reason == "embeddings_loading" and result.legs_run == ["bm25"]
             assert re.fullmatch(r"the semantic leg is not ready: the encoder is still loading \(\d+ s so far\); "
                                 r"this answer used the lexical legs", result.degraded.message), result.degraded.message
             assert waited >= 0.3 and [h.id for h in result.hits] == [written.id]
@@ -124,7 +124,7 @@ def test_the_mcp_servers_first_search_does_not_wait_for_a_conversion(spec, monke
             written = server.call("memory_write", content=TEXT, scopes=["ops"])
             assert written["status"] == "committed"
             found = server.call("memory_search", query="payments webhooks")
-            assert found["mode"] == "hybrid" and found["legs_run"] == ["keyword", "bm25"]
+            assert found["mode"] == "hybrid" and found["legs_run"] == ["bm25"]
             assert found["degraded"]["reason"] == "embeddings_loading" and found["pending_embeddings"] == 1
             assert [h["id"] for h in found["hits"]] == [written["id"]]
             link_conversion(spec, cache)

@@ -281,7 +281,7 @@ def test_explicit_vector_request_without_the_extra_names_the_install(tmp_path):
             r = s.search("auth port", mode=mode)
             assert r.degraded.reason == "embeddings_absent", r.degraded
             assert 'kenning[embeddings]' in r.degraded.install
-            assert r.legs_run == ["keyword", "bm25"] and r.hits
+            assert r.legs_run == ["bm25"] and r.hits
         try:
             s.semantic.search("auth", 5)
         except EmbeddingsUnavailable as exc:

@@ -247,7 +247,7 @@ def test_every_mode_answers_and_says_when_it_is_degraded(store):
         else:
             assert result.degraded.reason == "embeddings_absent"
             assert result.degraded.install == 'pip install "kenning[embeddings]"'
-            assert result.legs_run == ["keyword", "bm25"]
+            assert result.legs_run == ["bm25"]
 
 
 def test_import_checked_gates_every_record_and_is_idempotent(store):
