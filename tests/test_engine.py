@@ -12,9 +12,9 @@ def test_each_mode_runs_its_legs_and_says_when_it_is_degraded():
     assert engine.legs_for_mode("keyword", False) == (["keyword"], False)
     assert engine.legs_for_mode("bm25", True) == (["bm25"], False)
     assert engine.legs_for_mode("semantic", True) == (["vector"], False)
-    assert engine.legs_for_mode("semantic", False) == (["keyword", "bm25"], True)
+    assert engine.legs_for_mode("semantic", False) == (["bm25"], True)
     assert engine.legs_for_mode("hybrid", True) == (["keyword", "bm25", "vector"], False)
-    assert engine.legs_for_mode("hybrid", False) == (["keyword", "bm25"], True)
+    assert engine.legs_for_mode("hybrid", False) == (["bm25"], True)
     with pytest.raises(ValueError, match="unknown mode 'fuzzy'"):
         engine.legs_for_mode("fuzzy", True)
 
