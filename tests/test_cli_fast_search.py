@@ -104,6 +104,10 @@ FORMS = [
 def test_the_fast_path_prints_what_the_typer_command_prints(home, args):
     store = ["--store", str(home / "store")]
     assert fast.parse([*store, *args]) is not None  # these forms do take the fast path
+    if "--since-prior-session" in args:
+        # the first run's own search would be the second run's prior session: log one before both,
+        # whichever form this worker ran first
+        assert _run(home, "kenning", [*store, "search", "kites", "--mode", "bm25"]).returncode == 0
     quick, typed = _run(home, "kenning", [*store, *args]), _run(home, "kenning.cli", [*store, *args])
     assert (quick.returncode, _same(quick.stdout), quick.stderr) == (typed.returncode, _same(typed.stdout), typed.stderr)
     if "--json" in args:
