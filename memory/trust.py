@@ -5,8 +5,9 @@ Every search hit and every ``show`` carries the staleness verdict (memory/stalen
 - ``superseded_by``: live memories that declare they replace this one (a ``supersedes`` link), or
   replace a removed memory that did (a chain stays replaced when its middle is removed). The
   spec's link means "prefer this over the target", so a superseded hit is never ``high`` (what
-  replaced it is the answer), never the one expanded, and comes right after a hit of the same
-  result that replaces it (``superseders_first``), whatever their scores;
+  replaced it is the answer), never the one expanded, and comes right after the hits of the same
+  result that replace it, which move up to where it ranked (``superseders_first``), whatever their
+  scores;
 - ``depends_on_resolved``: the memories this one only makes sense with, inlined as one-line
   summaries so the caller needs no extra round trip (at most 3 per hit and 10 per call, so a
   dense link graph cannot flood a result), each with its ``superseded_by`` when one replaced it;
@@ -228,26 +229,43 @@ def resolve_depends_on(db: Database, memories: list[Memory]) -> tuple[dict[str, 
 
 
 def superseders_first(hits: list[Hit], replaced: dict[str, list[str]]) -> list[Hit]:
-    """The hits in rank order, except that a hit superseded by others of the same result comes right
-    after the last of them: "The production database moved to pg-prod-2" above "... is hosted on
-    pg-prod-1", which shares more of the question's words. A cycle of supersessions keeps its order."""
-    present = {h.id for h in hits}
-    waits = {h.id: {b for b in replaced.get(h.id, ()) if b in present and b != h.id} for h in hits}
+    """The hits in rank order, except that a hit's superseders the result holds move up to just above
+    it, in their rank order: "The production database moved to pg-prod-2" above "... is hosted on
+    pg-prod-1", which shares more of the question's words, and both where the old hit ranked, so an
+    unrelated hit ranked between them stays below. A cycle of supersessions keeps its order."""
+    rank = {h.id: i for i, h in enumerate(hits)}
+    by_id = {h.id: h for h in hits}
+    waits = {h.id: sorted((b for b in replaced.get(h.id, ()) if b in rank and b != h.id), key=rank.__getitem__)
+             for h in hits}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for b in waits[todo.pop()]:
+                if b == goal:
+                    return True
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return False
+
+    # a superseder that (through others) the hit supersedes in turn is a cycle: no order to prefer
+    waits = {a: [b for b in bs if not reaches(b, a)] for a, bs in waits.items()}
     out: list[Hit] = []
-    held: list[Hit] = []
     emitted: set[str] = set()
     for hit in hits:
-        if waits[hit.id] - emitted:
-            held.append(hit)
-            continue
-        out.append(hit)
-        emitted.add(hit.id)
-        while ready := [h for h in held if not waits[h.id] - emitted]:
-            for h in ready:
-                held.remove(h)
-                out.append(h)
-                emitted.add(h.id)
-    return out + held
+        stack = [(hit.id, iter(waits[hit.id]))]
+        while stack:  # emit a hit after its superseders, depth first (no cycles are left)
+            id, pending = stack[-1]
+            b = next((b for b in pending if b not in emitted), None)
+            if b is not None:
+                stack.append((b, iter(waits[b])))
+                continue
+            stack.pop()
+            if id not in emitted:
+                emitted.add(id)
+                out.append(by_id[id])
+    return out
 
 
 def decisive_top(hits: list[Hit], beyond: Hit | None = None) -> bool:

@@ -442,16 +442,21 @@ def test_a_chain_stays_superseded_when_its_middle_is_removed(store):
     assert store.show(first)["superseded_by"] == [third] and store.show(third).get("superseded_by") is None
 
 
-def test_superseders_first_keeps_rank_order_otherwise_and_survives_a_cycle():
+def test_superseders_first_moves_a_superseder_up_to_the_hit_it_replaces_and_keeps_rank_order_otherwise():
+    """An unrelated hit ranked between a hit and its superseder stays below both: it was led by the
+    old hit, and the new one answers in its place (it used to lead the result)."""
     from types import SimpleNamespace as H
 
     from kenning.memory.trust import superseders_first
 
-    a, b, c, d = (H(id=x) for x in "abcd")
-    assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c"]})] == ["b", "c", "a", "d"]
+    a, b, c, d, e = (H(id=x) for x in "abcde")
+    assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c"]})] == ["c", "a", "b", "d"]
     assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c", "d"], "b": ["a"]})] == ["c", "d", "a", "b"]
-    assert [h.id for h in superseders_first([a, b, c], {"a": ["b"], "b": ["a"]})] == ["c", "a", "b"]
+    assert [h.id for h in superseders_first([a, b, c, d], {"a": ["c"], "c": ["d"]})] == ["d", "c", "a", "b"]
+    assert [h.id for h in superseders_first([a, b, c], {"a": ["b"], "b": ["a"]})] == ["a", "b", "c"]  # a cycle
+    assert [h.id for h in superseders_first([a, b, c, d, e], {"a": ["c"], "c": ["a"], "b": ["e"]})] == ["a", "e", "b", "c", "d"]
     assert [h.id for h in superseders_first([a, b], {"a": ["z"]})] == ["a", "b"]  # its replacement not in the result
+    assert [h.id for h in superseders_first([a, b], {"a": ["a"]})] == ["a", "b"]
 
 
 def test_depends_on_is_inlined_within_the_caps(store):

@@ -407,10 +407,25 @@ class StoreModel(RuleBasedStateMachine):
                 hits = [h.id for h in self.store.search(token, mode=mode, limit=min(len(ids) + 4, 50),
                                                         auto_scope=False, record=False).hits]
                 assert ids <= set(hits), (mode, token, hits, ids)
-                # a holder superseded by a memory the search found too waits below it, and below all
-                # that ranked above it (trust.superseders_first): only then may others lead
-                if not any(self._superseders(i) & set(hits) for i in ids):
-                    assert set(hits[: len(ids)]) == ids, (mode, token, hits, ids)
+                # a holder's superseders the search found too move up to just above it
+                # (trust.superseders_first), theirs above them, unless the holder supersedes them in
+                # turn (a cycle keeps its order): together they lead, then others
+                def above(x: str) -> set[str]:
+                    found, todo = set(), [x]
+                    while todo:
+                        for b in self._superseders(todo.pop()) & set(hits) - found:
+                            found.add(b)
+                            todo.append(b)
+                    return found
+
+                leading, todo = set(ids), list(ids)
+                while todo:
+                    x = todo.pop()
+                    for b in self._superseders(x) & set(hits) - leading:
+                        if x not in above(b):
+                            leading.add(b)
+                            todo.append(b)
+                assert set(hits[: len(leading)]) == leading, (mode, token, hits, ids, leading)
             for scope in RENAMES:  # a scope filter keeps exactly the holders carrying it
                 within = {i for i in ids if scope in self.memories[i]["scopes"]}
                 hits = self.store.search(token, mode="bm25", scopes=[scope], limit=min(len(ids) + 4, 50),
