@@ -49,6 +49,10 @@ DEFAULT_BATCH_WORKERS = 1
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
 # Texts the bulk runtime must reproduce before it is used: one word, and a memory-sized sentence.
+# a query longer than this is first tokenized by its head: the model reads only its first
+# max_length tokens, and tokenizing a pasted 1.5 MB query whole took 3.7 s (the head: 0.09 s)
+QUERY_HEAD_CHARS = 16_384
+
 _BULK_PROBES = ["probe", "The deploy script restarts the queue workers after the database migration has run."]
 
 
@@ -430,7 +434,19 @@ class OnnxEncoder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query as a (dim,) float32 unit vector."""
-        return self._encode_batch([self._prepare(text)])[0]
+        return self._encode_batch([self._head(self._prepare(text))])[0]
+
+    def _head(self, text: str) -> str:
+        """The query's words up to the last space in its first ``QUERY_HEAD_CHARS`` characters when
+        they alone already fill the model's length: the model then reads the same tokens (a space ends
+        a word for every tokenizer, and no tokenizer reads across one), found without tokenizing the
+        rest. Otherwise (no space, a tokenizer that does not truncate, few tokens) the whole text."""
+        if len(text) <= QUERY_HEAD_CHARS:
+            return text
+        cut = text.rfind(" ", 0, QUERY_HEAD_CHARS)
+        if cut > 0 and self._tokenizer.encode(text[:cut], add_special_tokens=True).overflowing:
+            return text[:cut]
+        return text
 
     def _prepare(self, text: str) -> str:
         text = str(text).strip()

@@ -62,6 +62,36 @@ def test_batches_and_single_queries_agree_whatever_the_padding(onnx_encoder):
     assert onnx_encoder.encode([]).shape == (0, onnx_encoder.dim)
 
 
+def test_a_pasted_query_is_read_by_its_head_and_gets_the_vector_of_the_whole(onnx_encoder, monkeypatch):
+    """A query of megabytes: the model reads its first 256 tokens, so only the head is tokenized
+    (a 1.5 MB query took 3.7 s to tokenize whole), unless the head alone does not fill the model."""
+    from kenning.retrieval.onnx_encoder import QUERY_HEAD_CHARS
+
+    docs = [json.loads(line)["text"] for line in (BUILTIN / "corpus.jsonl").read_text().splitlines() if line]
+    pasted = " ".join(docs * 20)
+    sparse = "deploy" + " " * (QUERY_HEAD_CHARS + 10) + pasted  # a head of one token: read whole
+    unspaced = "x" * (QUERY_HEAD_CHARS + 10) + " " + pasted  # no space to cut at: read whole
+    assert len(pasted) > 20 * QUERY_HEAD_CHARS
+    whole = {text: onnx_encoder._encode_batch([text])[0] for text in (pasted, sparse, unspaced)}
+    real, read = onnx_encoder._tokenizer, []
+
+    class Reading:  # the real tokenizer, noting how long a text it was given
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def encode(self, text, *args, **kwargs):
+            read.append(len(text))
+            return real.encode(text, *args, **kwargs)
+
+    monkeypatch.setattr(onnx_encoder, "_tokenizer", Reading())
+    assert np.array_equal(onnx_encoder.encode_query(pasted), whole[pasted])
+    assert read and max(read) <= QUERY_HEAD_CHARS
+    for text in (sparse, unspaced):
+        read.clear()
+        assert np.array_equal(onnx_encoder.encode_query(text), whole[text])
+        assert max(read) == len(text)
+
+
 def test_the_tokenizer_follows_the_model_directory(onnx_encoder):
     from kenning.retrieval.onnx_encoder import max_seq_length
 
