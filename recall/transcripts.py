@@ -474,7 +474,7 @@ class TranscriptIndex:
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
-        shown = spelling.shown(written, fixed)
+        shown = spelling.shown(surface_forms(query, str.lower), fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
         names_something = labels.names_something(query, as_written) if engine.VECTOR_LEG in runs else False

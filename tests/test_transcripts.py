@@ -205,6 +205,15 @@ def test_hits_carry_the_same_explanation_as_memory_hits(index):
     assert {"session", "timestamp", "speaker", "snippet", "ledger", "line"} <= set(payload)
 
 
+@pytest.mark.parametrize("mode", ["keyword", "bm25"])
+def test_a_matched_german_word_is_shown_with_its_sharp_s_as_memory_hits_show_it(index, ledgers, mode):
+    """``match_terms`` of a transcript hit showed "fußgänger" as "fussgänger", the casefold the
+    index compares, which neither the query nor the message writes (a memory hit's was fixed first)."""
+    _append(ledgers / "generic" / "notes-agent.jsonl", _generic("Die Straße bleibt für Fußgänger bis Montag gesperrt"))
+    [hit] = index.search("STRASSE Fußgänger", project=PAYMENTS, mode=mode).hits
+    assert hit.match_terms == ["strasse", "fußgänger"]
+
+
 def test_a_misspelt_query_word_is_respelt_as_memory_search_does(index):
     """"pgbuoncer prot" holds two slips no message holds; each is the one indexed word an adjacent swap
     away, so the hit is the one the right spelling finds, and match_terms shows the words respelt."""
