@@ -10,6 +10,8 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -33,26 +35,27 @@ def _request(proc: subprocess.Popen, rid: int, method: str, params: dict) -> dic
     return _answer(proc, rid)
 
 
-def _initialized_server(store) -> subprocess.Popen:
-    """``kenning.server`` on ``store`` over pipes, past its ``initialize``."""
+@contextmanager
+def _initialized_server(store) -> Iterator[subprocess.Popen]:
+    """``kenning.server`` on ``store`` over pipes, past its ``initialize``; killed on the way out if
+    the test left it running."""
     proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=store.parent,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"HF_HUB_OFFLINE": "1", **passed_on()})
     try:
         _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                          "clientInfo": {"name": "test", "version": "1"}})
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
     store = tmp_path / "store"
-    proc = _initialized_server(store)
-    try:
+    with _initialized_server(store) as proc:
         wrote = _request(proc, 2, "tools/call", {"name": "memory_write", "arguments": {
             "content": "The staging database runs PostgreSQL 16 on port 5433", "scopes": ["infrastructure"]}})
         assert wrote["structuredContent"]["status"] == "committed"
@@ -61,10 +64,6 @@ def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
                 "query": "staging database port", "mode": "bm25", "auto_scope": False}})
         proc.send_signal(signum)  # the client stays connected: stdin is still open
         code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert code == 128 + signum, proc.stderr.read().decode()[-2000:]
     assert proc.stdout.read() == b""  # nothing but answers on stdout, and nothing after them
     with Store(store) as opened:
@@ -76,8 +75,7 @@ def test_a_client_gone_without_reading_its_answers_ends_the_session_cleanly(tmp_
     """A client killed with writes in flight closes both pipes: the answers meet a broken pipe. The
     session ends as at EOF (exit 0, no traceback in the client's log); what committed is whole."""
     store = tmp_path / "store"
-    proc = _initialized_server(store)
-    try:
+    with _initialized_server(store) as proc:
         proc.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
             "name": "memory_write", "arguments": {"content": f"The queue worker {i} drains the redis list jobs{i}",
                                                   "scopes": ["infrastructure"], "force": True}}}).encode() + b"\n"
@@ -86,10 +84,6 @@ def test_a_client_gone_without_reading_its_answers_ends_the_session_cleanly(tmp_
         proc.stdout.close()  # gone before reading a single answer
         proc.stdin.close()
         code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     log = proc.stderr.read().decode()
     assert code == 0 and "Traceback" not in log and "Error" not in log, log[-3000:]
     with Store(store) as opened:
@@ -103,8 +97,7 @@ def test_requests_sent_before_stdin_closes_are_answered_before_the_exit(tmp_path
     session ended at EOF with their handlers cancelled, so a write committed and its answer (the new
     id) never came, nor a search's. Every request read before EOF is now answered, then the server exits."""
     store = tmp_path / "store"
-    proc = _initialized_server(store)
-    try:
+    with _initialized_server(store) as proc:
         calls = [{"name": "memory_write", "arguments": {"content": "The staging database runs PostgreSQL 16 on port 5433",
                                                          "scopes": ["infrastructure"]}},
                  {"name": "memory_search", "arguments": {"query": "staging database", "mode": "bm25", "auto_scope": False}},
@@ -115,10 +108,6 @@ def test_requests_sent_before_stdin_closes_are_answered_before_the_exit(tmp_path
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 20, "method": "ping"}).encode() + b"\n")
         proc.stdin.close()
         code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     answers = {a["id"]: a for a in map(json.loads, proc.stdout.read().splitlines())}
     assert code == 0 and set(answers) == {10, 11, 12, 20}, (answers, proc.stderr.read().decode()[-2000:])
     wrote = answers[10]["result"]["structuredContent"]
