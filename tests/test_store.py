@@ -170,7 +170,7 @@ def test_search_result_shape(store):
     assert hit["id"] == mid and hit["relevance"] == "high"
     assert hit["matched_leg"] == ("both" if semantic else "lexical")
     assert hit["match_terms"] == ["auth", "service", "port"]
-    assert set(hit["legs"]) == ({"keyword", "bm25", "vector"} if semantic else {"keyword", "bm25"})
+    assert set(hit["legs"]) == ({"keyword", "bm25", "vector"} if semantic else {"bm25"})
     assert hit["legs"]["bm25"]["rank"] == 1
     assert (result["degraded"] is None) == semantic
     for key in ("score", "snippet", "scopes", "category", "created", "updated", "staleness_verdict"):
