@@ -7,9 +7,10 @@ least ``MIN_INSERT_LENGTH`` letters (pasword -> password, lisen -> listen). A sw
 the word as written when stemming hides it: "kilbary" stems to "kilbari", none of whose swaps is
 "kilbray", and "secruity" to "secruiti". A substitution is not
 tried: it turns one real word into another (find/mind, interval/internal, home/come), and in a
-small store a correctly spelt word the store lacks would be "corrected" into a wrong one. Among
-candidates the one most documents hold wins. Only a token no document holds is touched, so a
-store that has the word as written is never second-guessed.
+small store a correctly spelt word the store lacks would be "corrected" into a wrong one. A dotted
+version is not spelt but written two ways, with its "v" or without (v2.3.1, 2.3.1): one the store
+lacks is read the other way. Among candidates the one most documents hold wins. Only a token no
+document holds is touched, so a store that has the word as written is never second-guessed.
 
 Measured on the development collections (bench/relevance/spelling.py, eval/baselines/README.md):
 13 of builtin's 80 queries change (its misspelt ones, "secruity" through the written word's swap,
@@ -33,6 +34,14 @@ MIN_INSERT_LENGTH = 5  # "away" is "always" less a letter; "lisen" is "listen"
 MAX_LENGTH = 40
 MAX_WORDS = 64  # a query's first this many words are looked at, the rest left as written
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+")  # a dotted version, as a token (casefolded): v2.3.1, 3.12
+
+
+def other_writing(token: str) -> str | None:
+    """The same dotted version written the other way (v2.3.1 <-> 2.3.1), None for any other token."""
+    if len(token) > MAX_LENGTH or not _VERSION.fullmatch(token):
+        return None
+    return token[1:] if token.startswith("v") else "v" + token
 
 
 def _swaps(word: str) -> set[str]:
@@ -59,10 +68,10 @@ def written_swaps(word: str, token: str) -> list[str]:
 
 def examined(tokens: Iterable[str]) -> list[str]:
     """The tokens ``corrections`` looks at: the query's first ``MAX_WORDS`` distinct words of
-    ``MIN_LENGTH`` to ``MAX_LENGTH`` ASCII letters (chosen from the query alone, so a memo of its
-    answers never depends on which words were asked before)."""
-    return [t for t in dict.fromkeys(tokens) if MIN_LENGTH <= len(t) <= MAX_LENGTH and t.isascii() and t.isalpha()
-            ][:MAX_WORDS]
+    ``MIN_LENGTH`` to ``MAX_LENGTH`` ASCII letters, and dotted versions (chosen from the query alone,
+    so a memo of its answers never depends on which words were asked before)."""
+    return [t for t in dict.fromkeys(tokens) if (MIN_LENGTH <= len(t) <= MAX_LENGTH and t.isascii() and t.isalpha())
+            or other_writing(t) is not None][:MAX_WORDS]
 
 
 def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str, int]],
@@ -77,7 +86,8 @@ def corrections(tokens: Iterable[str], doc_freqs: Callable[[list[str]], dict[str
     unseen = [t for t, n in doc_freqs(terms).items() if n == 0]
     if not unseen:
         return {}
-    candidates = {t: slips(t) + written_swaps(written.get(t, t), t) for t in unseen}
+    candidates = {t: [version] if (version := other_writing(t)) else slips(t) + written_swaps(written.get(t, t), t)
+                  for t in unseen}
     df = doc_freqs(sorted({c for cs in candidates.values() for c in cs}))
     out = {}
     for token, cs in candidates.items():  # the most common; among equals the first in order
@@ -139,8 +149,8 @@ def describe() -> str:
     """The rule in one line, for the eval report's "what ran"."""
     return (f"an unindexed query token of >= {MIN_LENGTH} letters becomes the most common indexed word one adjacent "
             f"swap away (in its stem or in the word as written), or (>= {MIN_INSERT_LENGTH} letters) one left-out "
-            "letter away; the hybrid's vector leg reads the respelt word where the model does not know the word "
-            "as written")
+            "letter away, and an unindexed dotted version the same version with or without its 'v'; the hybrid's "
+            "vector leg reads the respelt word where the model does not know the word as written")
 
 
 def shown(written: Mapping[str, str], fixed: dict[str, str]) -> dict[str, str]:

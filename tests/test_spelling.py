@@ -211,3 +211,20 @@ def _made_up(i: int) -> str:
     """The ``i``th of distinct words no store holds and the stemmer leaves whole ("zqbb", "zqbc", ...)."""
     letters = "bcdfghjklmnpqrtvwxz"
     return "zq" + letters[i // len(letters) % len(letters)] + letters[i % len(letters)]
+
+
+def test_a_dotted_version_the_store_lacks_is_read_with_or_without_its_v(tmp_path):
+    """"2.3.1" matched nothing in a store that writes "v2.3.1" (and "v4.5.6" nothing where it writes
+    "4.5.6"): a version is written both ways. Only a dotted version the store lacks is read the
+    other way; a bare "v20" or a decimal the store holds is left alone."""
+    assert spelling.other_writing("v2.3.1") == "2.3.1" and spelling.other_writing("3.12") == "v3.12"
+    assert spelling.other_writing("v20") is None and spelling.other_writing("node.js") is None
+    df = counts({"v2.3.1": 2, "4.5.6": 1, "3.12": 4, "v3.12": 1})
+    assert spelling.corrections(["2.3.1", "v4.5.6", "3.12", "v9.9"], df, {}) == {"2.3.1": "v2.3.1", "v4.5.6": "4.5.6"}
+    with kenning.open_store(tmp_path / "s") as s:
+        fixed = s.write("Release v2.3.1 fixed the retry storm in the billing worker", scopes=["ops"]).id
+        added = s.write("Release 4.5.6 added the audit log export", scopes=["ops"]).id
+        for mode in ("keyword", "bm25"):
+            for query, found, shown in (("what did 2.3.1 fix", fixed, "v2.3.1"), ("V4.5.6 release", added, "4.5.6")):
+                top = s.search(query, mode=mode, auto_scope=False).hits[0]
+                assert top.id == found and shown in top.match_terms, (mode, query, top)
