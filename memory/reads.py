@@ -33,6 +33,9 @@ MAX_LIMIT = 50
 QUERY_CHARS_LOGGED = 200
 HIDDEN_BY_AUTO_SCOPE = ("nothing of this repository (or global) matches, but memories of other repositories do: "
                         "auto_scope hides them; search with auto_scope off (--no-auto-scope) to see them")
+PENDING_VECTORS = ("{waiting} (a bulk import queues them), and semantic search finds a memory only by its vector: "
+                   "embed them with `kenning index` (or import with embed=True / --embed); hybrid finds them by "
+                   "their words meanwhile")
 NO_WORDS = ("the query holds no word to search for: punctuation, symbols and emoji are not indexed, so a memory "
             "holding them is not found by them")
 
@@ -238,6 +241,10 @@ def _search(s: Session, config: Any, query: str, mode: str | None, scopes: Itera
             result.note = HIDDEN_BY_AUTO_SCOPE + _moved_checkout(s, hidden[0].id)
     if not result.hits and not result.note and not search_tokens(query):  # "🎉": not "nothing matched"
         result.note = NO_WORDS
+    if not result.hits and not result.note and result.mode == "semantic" and result.pending_embeddings:
+        n = result.pending_embeddings
+        waiting = "1 memory waits for its vector" if n == 1 else f"{n:,} memories wait for their vectors"
+        result.note = PENDING_VECTORS.format(waiting=waiting)
     trust.annotate(s.db, result.hits, memories, s.clock(), config.verification_stale_days, expand_top,
                    runner_up=beyond[0] if beyond else None)
     if record and not s.db.read_only:  # a read-only store answers without its event log

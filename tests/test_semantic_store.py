@@ -87,9 +87,14 @@ def test_a_search_never_embeds_and_says_how_many_it_could_not_see(store):
     assert store.semantic.pending_count() == len(MEMORIES)  # the search embedded nothing
     assert "pending_embeddings" in result.to_dict()
     assert store.search("kitten", mode="bm25").pending_embeddings is None  # no vector leg ran
+    # semantic mode sees none of them: an empty answer says why and what embeds them, not "nothing matched"
+    empty = store.search("kitten resting by a sunny sill", mode="semantic")
+    assert empty.hits == [] and f"{len(MEMORIES)} memories wait for their vectors" in empty.note
+    assert "kenning index" in empty.to_dict()["note"]
     assert store.semantic.embed_pending() == len(MEMORIES)
     result = store.search("kitten resting by a sunny sill", mode="hybrid")
     assert result.pending_embeddings == 0 and result.hits[0].matched_leg == "semantic"
+    assert store.search("kitten resting by a sunny sill", mode="semantic").note is None
 
 
 
