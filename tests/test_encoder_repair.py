@@ -150,7 +150,7 @@ def test_a_query_that_gives_nan_is_answered_lexically_in_the_same_search(spec, f
     try:
         store.write("The auth service listens on port 8443", scopes=["x"])
         result = store.search("kitten auth", mode="hybrid", auto_scope=False)
-        assert result.legs_run == ["keyword", "bm25"] and result.degraded.reason == "embeddings_broken"
+        assert result.legs_run == ["bm25"] and result.degraded.reason == "embeddings_broken"
         assert "8443" in result.hits[0].snippet and result.pending_embeddings == 0
     finally:
         store.close()
