@@ -423,11 +423,16 @@ class PostgresDatabase:
     def _connection(self, first: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
         """A pool connection and what ``first(raw)`` answered on it. A pooled connection whose session
         the server ended (it restarted, failed over, or ended idle sessions) fails only when next used:
-        the pool's idle connections, as stale, are then checked and ``first`` runs once more on a live
+        the pool's idle connections, as stale, are then checked and ``first`` runs again on a live
         one, so the calls after a restart answer instead of saying 'cannot reach' once per pooled
-        connection. ``first`` must be safe to run again (a read, BEGIN)."""
-        for last in (False, True):
-            raw = self._getconn(self._connect_s if last else self.pool.timeout)
+        connection. A session the server is still ending passes the check and breaks a moment later
+        (pg_terminate_backend and a failover end sessions one by one), so a broken connection is
+        replaced again, once per connection the pool may hold. ``first`` must be safe to run again
+        (a read, BEGIN)."""
+        tries = self._pool_size + 1
+        for attempt in range(tries):
+            last = attempt == tries - 1
+            raw = self._getconn(self._connect_s if attempt else self.pool.timeout)
             try:
                 answer = first(raw)
                 break
