@@ -48,11 +48,10 @@ DEFAULT_BATCH = 32
 DEFAULT_BATCH_WORKERS = 1
 # Encode this many batches between progress callbacks.
 _BATCHES_PER_CHUNK = 8
-# Texts the bulk runtime must reproduce before it is used: one word, and a memory-sized sentence.
-# a query longer than this is first tokenized by its head: the model reads only its first
-# max_length tokens, and tokenizing a pasted 1.5 MB query whole took 3.7 s (the head: 0.09 s)
+# A query longer than this is first tokenized by its head: the model reads only its first
+# max_length tokens, and tokenizing a pasted 1.5 MB query whole took 3.7 s (the head: 0.09 s).
 QUERY_HEAD_CHARS = 16_384
-
+# Texts the bulk runtime must reproduce before it is used: one word, and a memory-sized sentence.
 _BULK_PROBES = ["probe", "The deploy script restarts the queue workers after the database migration has run."]
 
 
