@@ -443,7 +443,8 @@ class TranscriptIndex:
         lexicon = self.lexicon.refresh()
         # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
         as_written = query_words(search_tokens(query))
-        written = surface_forms(query)
+        as_shown = surface_forms(query, str.lower)  # what match_terms shows: an "ß" stays
+        written = {token: word.casefold() for token, word in as_shown.items()}  # what spelling compares
         fixed = spelling.corrections(as_written, lexicon.doc_freqs, written)
         tokens = [fixed.get(t, t) for t in as_written]
         terms = list(dict.fromkeys(tokens))
@@ -474,7 +475,7 @@ class TranscriptIndex:
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
-        shown = spelling.shown(surface_forms(query, str.lower), fixed)
+        shown = spelling.shown(as_shown, fixed)
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
         names_something = labels.names_something(query, as_written) if engine.VECTOR_LEG in runs else False

@@ -136,7 +136,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
     as_written = query_words(search_tokens(query))  # with repeats: BM25 weighs a term the query says twice more
-    written = surface_forms(query)
+    as_shown = surface_forms(query, str.lower)  # what match_terms shows: an "ß" stays
+    written = {token: word.casefold() for token, word in as_shown.items()}  # what spelling compares
     fixed = _corrections(db, lexicon, as_written, written)
     tokens = [fixed.get(t, t) for t in as_written]
     terms = list(dict.fromkeys(tokens))
@@ -197,7 +198,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
-    shown = spelling.shown(surface_forms(query, str.lower), fixed)
+    shown = spelling.shown(as_shown, fixed)
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     cosines, cosine_lead = (_label_cosines(semantic, asked, candidates, moved, cosine_lead) if "vector" in runs
                             else ({}, cosine_lead))
