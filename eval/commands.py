@@ -133,7 +133,7 @@ def _what_ran(report: Mapping) -> str:
            + (f", bm25 leg with feedback {c['hybrid_bm25_feedback']}" if "hybrid_bm25_feedback" in c else "")
            + (f", vector leg with feedback {c['hybrid_vector_feedback']}" if "hybrid_vector_feedback" in c else "") + ")"
            if c.get("fusion") == "evidence" else ""),
-        f"rrf (lexical-only hybrid{'' if c.get('fusion') == 'evidence' else ' and hybrid'}): k {c.get('rrf_k')}, "
+        f"rrf ({'hybrid with fusion rrf' if c.get('fusion') == 'evidence' else 'hybrid'}): k {c.get('rrf_k')}, "
         f"weights keyword {w.get('keyword')} / bm25 {w.get('bm25')} / vector {w.get('vector')}",
         f"leg depth {c.get('leg_depth')}",
         f"lexical sums: {c['lexical_sums']}" if "lexical_sums" in c else "",
@@ -583,7 +583,7 @@ def _describe_setting(s: Mapping) -> str:
            f"vector {w.get('vector', 1):g}")
     evidence = (f"evidence alpha {s['evidence_alpha']:g}, cos floor {s['evidence_cos_floor']:g}, "
                 f"power {s['evidence_power']:g}")
-    first, second = (evidence, rrf + " (lexical-only hybrid)") if s["fusion"] == "evidence" else (rrf, "")
+    first, second = (evidence, rrf + " (hybrid with fusion rrf)") if s["fusion"] == "evidence" else (rrf, "")
     return f"bm25 k1 {s['bm25_k1']:g}, b {s['bm25_b']:g}; {first}" + (f"; {second}" if second else "")
 
 
