@@ -55,6 +55,18 @@ QUERY_HEAD_CHARS = 16_384
 _BULK_PROBES = ["probe", "The deploy script restarts the queue workers after the database migration has run."]
 
 
+def query_head(text: str, overflows: Callable[[str], bool]) -> str:
+    """The query's words up to the last space in its first ``QUERY_HEAD_CHARS`` characters when they
+    alone already fill the model's length (``overflows``: the model's tokenizer says a text has more
+    tokens than the model reads): the model then reads the same tokens (a space ends a word for every
+    tokenizer, and none reads across one), found without tokenizing the rest. Otherwise (no space, a
+    tokenizer that does not truncate, few tokens) the whole text."""
+    if len(text) <= QUERY_HEAD_CHARS:
+        return text
+    cut = text.rfind(" ", 0, QUERY_HEAD_CHARS)
+    return text[:cut] if cut > 0 and overflows(text[:cut]) else text
+
+
 def max_seq_length(model_dir: Path) -> int:
     """The token limit sentence-transformers applies to this model directory."""
     configured = _json(model_dir / "sentence_bert_config.json").get("max_seq_length")
@@ -432,20 +444,13 @@ class OnnxEncoder:
         return len(self._tokenizer.encode(self._prepare(word), add_special_tokens=False).ids) == 1
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One query as a (dim,) float32 unit vector."""
-        return self._encode_batch([self._head(self._prepare(text))])[0]
+        """One query as a (dim,) float32 unit vector; a pasted query of megabytes is tokenized by its
+        head (``query_head``)."""
+        return self._encode_batch([query_head(self._prepare(text), self._overflows)])[0]
 
-    def _head(self, text: str) -> str:
-        """The query's words up to the last space in its first ``QUERY_HEAD_CHARS`` characters when
-        they alone already fill the model's length: the model then reads the same tokens (a space ends
-        a word for every tokenizer, and no tokenizer reads across one), found without tokenizing the
-        rest. Otherwise (no space, a tokenizer that does not truncate, few tokens) the whole text."""
-        if len(text) <= QUERY_HEAD_CHARS:
-            return text
-        cut = text.rfind(" ", 0, QUERY_HEAD_CHARS)
-        if cut > 0 and self._tokenizer.encode(text[:cut], add_special_tokens=True).overflowing:
-            return text[:cut]
-        return text
+    def _overflows(self, text: str) -> bool:
+        """Whether the model reads fewer tokens than ``text`` has (the tokenizer truncates it)."""
+        return bool(self._tokenizer.encode(text, add_special_tokens=True).overflowing)
 
     def _prepare(self, text: str) -> str:
         text = str(text).strip()

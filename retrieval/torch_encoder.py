@@ -16,7 +16,7 @@ import numpy as np
 
 from kenning.errors import EmbeddingsUnavailable
 
-from .onnx_encoder import NonFiniteVectors, count_setting, describe_runs
+from .onnx_encoder import NonFiniteVectors, count_setting, describe_runs, query_head
 
 _BATCHES_PER_CHUNK = 8
 
@@ -111,7 +111,14 @@ class TorchEncoder:
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text], batch_size=1)[0]
+        """One query as a (dim,) unit vector; a pasted query of megabytes is tokenized by its head, as
+        OnnxEncoder.encode_query does (``query_head``)."""
+        return self.encode([query_head(text, self._overflows)], batch_size=1)[0]
+
+    def _overflows(self, text: str) -> bool:
+        """Whether the model reads fewer tokens than ``text`` has (it truncates to max_seq_length)."""
+        ids = self._model.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        return len(ids) > self._model.max_seq_length
 
     def knows_word(self, word: str) -> bool:
         """Whether the model's tokenizer reads ``word`` whole (OnnxEncoder.knows_word)."""

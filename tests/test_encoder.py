@@ -92,6 +92,33 @@ def test_a_pasted_query_is_read_by_its_head_and_gets_the_vector_of_the_whole(onn
         assert max(read) == len(text)
 
 
+@pytest.mark.slow
+def test_the_torch_encoder_reads_a_pasted_query_by_its_head_too(onnx_encoder, monkeypatch):
+    """KENNING_ENCODER=torch, the reference, cuts a pasted query as the ONNX encoder does: only the
+    head is tokenized and encoded, and its vector is the whole text's (the model truncates both)."""
+    from kenning.retrieval.onnx_encoder import QUERY_HEAD_CHARS
+    from kenning.retrieval.torch_encoder import TorchEncoder
+
+    torch_encoder = TorchEncoder(onnx_encoder.spec)
+    docs = [json.loads(line)["text"] for line in (BUILTIN / "corpus.jsonl").read_text().splitlines() if line]
+    pasted = " ".join(docs * 20)
+    sparse = "deploy" + " " * (QUERY_HEAD_CHARS + 10) + pasted  # a head of one token: read whole
+    whole = {text: torch_encoder.encode([text], batch_size=1)[0] for text in (pasted, sparse)}
+    encode, overflows, read = torch_encoder.encode, torch_encoder._overflows, []
+
+    def noting(texts, *args, **kwargs):
+        read.extend(map(len, texts))
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(torch_encoder, "encode", noting)
+    monkeypatch.setattr(torch_encoder, "_overflows", lambda text: read.append(len(text)) or overflows(text))
+    assert np.allclose(torch_encoder.encode_query(pasted), whole[pasted], atol=1e-6)
+    assert read and max(read) <= QUERY_HEAD_CHARS
+    read.clear()
+    assert np.allclose(torch_encoder.encode_query(sparse), whole[sparse], atol=1e-6)
+    assert max(read) == len(sparse)
+
+
 def test_the_tokenizer_follows_the_model_directory(onnx_encoder):
     from kenning.retrieval.onnx_encoder import max_seq_length
 
