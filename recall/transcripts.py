@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled, StorageError
-from kenning.retrieval import bm25, engine, keyword, labels, spelling
+from kenning.retrieval import bm25, engine, keyword, labels, query_reading, spelling
 from kenning.retrieval.lexical import unknown
-from kenning.retrieval.text import fingerprint, query_words, search_tokens, surface_forms
+from kenning.retrieval.text import fingerprint
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
 from kenning.store.location import current_folder
@@ -441,13 +441,10 @@ class TranscriptIndex:
     def _rank(self, query: str, limit: int, scope: str | None, exclude: str | None, mode: str) -> TranscriptResult:
         config = self.config()
         lexicon = self.lexicon.refresh()
-        # with repeats, for BM25; a word no message holds respelt as memory search does ("pgbuoncer")
-        as_written = query_words(search_tokens(query))
-        as_shown = surface_forms(query, str.lower)  # what match_terms shows: an "ß" stays
-        written = {token: word.casefold() for token, word in as_shown.items()}  # what spelling compares
-        fixed = spelling.corrections(as_written, lexicon.doc_freqs, written)
-        tokens = [fixed.get(t, t) for t in as_written]
-        terms = list(dict.fromkeys(tokens))
+        # a word no message holds respelt as memory search does ("pgbuoncer")
+        reading = query_reading.read(
+            query, lambda tokens, written: spelling.corrections(tokens, lexicon.doc_freqs, written))
+        tokens, terms = reading.tokens, reading.terms
         allowed = self._allowed(lexicon, scope, exclude)
         # asked once: a server's encoder may finish loading during the search
         availability = self._availability() if mode in ("semantic", "hybrid") else None
@@ -462,9 +459,7 @@ class TranscriptIndex:
         if engine.VECTOR_LEG in legs:
             self.vectors.pending_seen = None
             keys = None if allowed is None else lexicon.doc_key[allowed]  # one live lexid a message: no repeats
-            # a hybrid's vector leg reads the respelt words the model does not know, as memory search's does
-            asked = (spelling.for_the_model(query, written, fixed, self.vectors.semantic.knows_word)
-                     if fixed and mode == "hybrid" else query)
+            asked = reading.for_the_model(mode, self.vectors.semantic.knows_word)
             runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(asked, n, keys)
         evidence = None
         if config.fusion == "evidence":
@@ -475,10 +470,10 @@ class TranscriptIndex:
             coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
         rows = self._rows([c.key for c in candidates])
         hits = []
-        shown = spelling.shown(as_shown, fixed)
+        shown = reading.shown()
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
-        names_something = labels.names_something(query, as_written) if engine.VECTOR_LEG in runs else False
+        names_something = labels.names_something(query, reading.as_written) if engine.VECTOR_LEG in runs else False
         for cand in candidates:
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,

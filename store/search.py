@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kenning.retrieval import answer_types, bm25, engine, feedback, keyword, labels, spelling
+from kenning.retrieval import answer_types, bm25, engine, feedback, keyword, labels, query_reading, spelling
 from kenning.retrieval.lexical import contains, unknown
-from kenning.retrieval.text import query_tokens, query_words, search_tokens, snippet, surface_forms
+from kenning.retrieval.text import query_tokens, snippet, surface_forms
 
 from .db import Database
 from .lexicon import Lexicon
@@ -135,12 +135,8 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     """The ranking and explanation ``run`` and ``run_plain`` share: a Ranking when not ``explain``,
     else the result's fields (hits as dicts) and the hits' memories as ``parse`` reads records."""
     lexicon = lexicon_store.refresh()
-    as_written = query_words(search_tokens(query))  # with repeats: BM25 weighs a term the query says twice more
-    as_shown = surface_forms(query, str.lower)  # what match_terms shows: an "ß" stays
-    written = {token: word.casefold() for token, word in as_shown.items()}  # what spelling compares
-    fixed = _corrections(db, lexicon, as_written, written)
-    tokens = [fixed.get(t, t) for t in as_written]
-    terms = list(dict.fromkeys(tokens))
+    reading = query_reading.read(query, lambda tokens, written: _corrections(db, lexicon, tokens, written))
+    tokens, terms = reading.tokens, reading.terms
     # asked once: a server's encoder may finish loading during the search (Semantic.availability)
     availability = semantic().availability() if mode in ("semantic", "hybrid") else None
     leg_names, degraded = engine.legs_for_mode(mode, availability is not None and availability.working)
@@ -152,8 +148,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
     ahead, asked, moved = None, query, False
     expansion: dict[str, float] = {}  # the feedback words hybrid's BM25 leg added, with their weights
     if "vector" in leg_names:
-        # a hybrid's vector leg reads the words the lexicon respelt as meant; semantic mode reads the query as written
-        asked = spelling.for_the_model(query, written, fixed, semantic().knows_word) if fixed and mode == "hybrid" else query
+        asked = reading.for_the_model(mode, semantic().knows_word)
         # a long question's vector leg in evidence-fused hybrid ranks by the question moved toward its nearest texts
         moved = mode == "hybrid" and config.fusion == "evidence" and len(terms) >= feedback.VECTOR_FEEDBACK_TERMS
         runs["vector"], ahead = _vector_leg(semantic(), lexicon, asked, terms, mode, allowed, depth_per_leg, moved)
@@ -178,7 +173,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
             ahead.settle()
     # without the vector leg a high needs every term, so only a vector search asks which are unknown
     ceiling = labels.ceiling(query, unknown(lexicon, terms) if "vector" in runs else ())
-    names_something = labels.names_something(query, as_written) if "vector" in runs else False
+    names_something = labels.names_something(query, reading.as_written) if "vector" in runs else False
     amounts = answer_types.amounts_asked(query, terms)
     if not explain:
         ids = _ids(db, [c.key for c in candidates])
@@ -198,7 +193,7 @@ def _answer(db, lexicon_store, semantic, config, now, query, mode, depth, filter
         return Ranking(query, mode, list(runs), _degraded_note(availability) if degraded else None, ranked), {}
     memories = _memories(db, [c.key for c in candidates], parse)
     candidates = [c for c in candidates if c.key in memories]  # an orphaned index entry is no memory
-    shown = spelling.shown(as_shown, fixed)
+    shown = reading.shown()
     matched, coverage, known = _matches(lexicon, terms, [c.key for c in candidates], "vector" in runs)
     cosines, cosine_lead = (_label_cosines(semantic, asked, candidates, moved, cosine_lead) if "vector" in runs
                             else ({}, cosine_lead))
