@@ -24,13 +24,29 @@ def test_slips_are_swaps_and_left_out_letters_only():
     assert "mind" not in spelling.slips("find")  # a substitution: one real word into another
     assert "always" not in spelling.slips("away")  # too short for a left-out letter
     assert "prot" not in spelling.slips("prot")
+    assert "eleven" in spelling.slips("eelven")  # a swap right after a doubled letter
+    # a letter put back anywhere but before the first: second, last but one, last
+    assert "password" in spelling.slips("pssword") and "password" in spelling.slips("passwrd")
+    assert "password" in spelling.slips("passwor")
+    assert "password" not in spelling.slips("assword")  # a first letter left out is another word's start
+
+
+def test_the_longest_words_and_versions_looked_at():
+    longest = "a" * spelling.MAX_LENGTH
+    assert spelling.examined([longest, longest + "a"]) == [longest]
+    version = "1." * (spelling.MAX_LENGTH // 2 - 1) + "10"  # a dotted version of exactly MAX_LENGTH characters
+    assert len(version) == spelling.MAX_LENGTH and spelling.other_writing(version) == "v" + version
+    assert spelling.other_writing(version + ".1") is None
 
 
 def test_only_an_unindexed_token_is_corrected_to_the_most_common_slip():
     df = counts({"port": 5, "terraform": 2, "state": 3, "interval": 1, "internal": 4, "trap": 1, "tarp": 3})
     assert spelling.corrections(["terrafrom", "state", "prot"], df, {}) == {"terrafrom": "terraform", "prot": "port"}
     assert spelling.corrections(["interval"], df, {}) == {}  # indexed as written: never second-guessed
-    assert spelling.corrections(["tapr"], df, {}) == {"tapr": "tarp"}  # tarp (3) over trap (1)
+    assert spelling.corrections(["tapr"], df, {}) == {"tapr": "tarp"}
+    # two slips the store holds: the one more documents hold, whichever comes first in order
+    assert spelling.corrections(["tset"], counts({"stet": 3, "test": 1}), {}) == {"tset": "stet"}
+    assert spelling.corrections(["tset"], counts({"stet": 1, "test": 3}), {}) == {"tset": "test"}
     assert spelling.corrections(["abc", "3.12", "zzzz"], df, {}) == {}  # short, not a word, no indexed slip
 
 
