@@ -57,17 +57,9 @@ def _legs(rankings: dict[str, list[tuple[int, float]]]) -> tuple[dict[int, dict]
     return legs_of, best_rank
 
 
-def _best(scores: dict[int, float], best_rank: dict[int, int], legs_of: dict[int, dict],
-          limit: int | None) -> list[Fused]:
-    """The fused list best first (score desc, best single-leg rank, key), cut to ``limit`` without
-    sorting the rest; only what is returned is made a ``Fused``."""
-    def order(key: int) -> tuple[float, int, int]:
-        return -scores[key], best_rank[key], key
-
-    if limit is not None and limit < len(scores):
-        keys = heapq.nsmallest(limit, scores, key=order)  # == sorted(...)[:limit]
-    else:
-        keys = sorted(scores, key=order)
+def _best(scores: dict[int, float], best_rank: dict[int, int], legs_of: dict[int, dict]) -> list[Fused]:
+    """The fused list best first: score desc, then best single-leg rank, then key."""
+    keys = sorted(scores, key=lambda key: (-scores[key], best_rank[key], key))
     return [Fused(key, scores[key], legs_of[key]) for key in keys]
 
 
@@ -83,7 +75,7 @@ def rrf(
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for rank, (key, _) in enumerate(ranking, start=1):
             scores[key] += weight / (k + rank)
-    return _best(scores, best_rank, legs_of, None)
+    return _best(scores, best_rank, legs_of)
 
 
 def evidence(

@@ -46,6 +46,20 @@ def test_keep_one_is_the_query_alone_and_ties_break_by_term():
     assert KEEP_QUERY < 1
 
 
+def test_the_relevance_model_by_hand():
+    """RM3 worked out on paper: each text's words weigh their share of its length times its share of
+    the scores; a text scoring nothing adds nothing (and the texts after it still count); the
+    heaviest words are kept, equal ones by name, not by the order they were met in."""
+    feedback = [(0.0, ["z"]), (2.0, ["d", "b", "b", "c"]), (1.0, ["c", "a"])]
+    # model: b 2/3 * 2/4 = 1/3; c 2/3 * 1/4 + 1/3 * 1/2 = 1/3; d 2/3 * 1/4 = 1/6; a 1/3 * 1/2 = 1/6; z nothing
+    # three heaviest: b, c, then a before d (equal); their mass 5/6; the query keeps 0.6
+    assert expanded_query(["a"], feedback, terms=3, keep=0.6) == pytest.approx(
+        {"a": 0.6 + 0.4 * (1 / 6) / (5 / 6), "b": 0.4 * (1 / 3) / (5 / 6), "c": 0.4 * (1 / 3) / (5 / 6)})
+    # room for every word: z, which no scoring text holds, is still not among them
+    assert expanded_query(["a"], feedback, terms=5, keep=0.6) == pytest.approx(
+        {"a": 0.6 + 0.4 / 6, "b": 0.4 / 3, "c": 0.4 / 3, "d": 0.4 / 6})
+
+
 def test_weighted_bm25_equals_the_plain_leg_at_the_query_own_weights(store):
     for text in CORPUS:
         store.write(text, scopes=["fb"])

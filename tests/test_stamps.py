@@ -36,6 +36,8 @@ def test_a_leading_stamp_is_left_out(text, body):
     "The release on 2024-07-01 went out late",
     "2024-07-01",
     "2024-07-01 -",
+    "[2024-07-01] ",  # a stamp and nothing after it: no text would be left to read
+    "1:56 pm on 8 May, 2023.  ",
     "May the build be green",
     "",
 ])

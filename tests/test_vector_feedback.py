@@ -24,6 +24,14 @@ def test_the_moved_question_is_a_unit_vector_nearer_the_texts_it_moves_toward():
     assert np.allclose(moved, _unit(q + 0.2 * (a + b) / 2), atol=1e-6)
     assert moved @ a > q @ a and moved @ b > q @ b
     assert np.array_equal(feedback.moved_query(q, [], 0.2), q)  # nothing found near: the question as asked
+    assert moved.dtype == np.float32
+
+
+def test_a_moved_question_shorter_than_one_is_still_made_unit_and_one_moved_to_nothing_stays():
+    q, away = np.array([1.0, 0.0], np.float32), np.array([-0.6, 0.8], np.float32)
+    moved = feedback.moved_query(q, [away], 0.2)  # (0.88, 0.16): shorter than one before it is scaled
+    assert np.allclose(moved, np.array([0.88, 0.16]) / np.hypot(0.88, 0.16), atol=1e-6)
+    assert np.array_equal(feedback.moved_query(q, [-q], 1.0), q)  # moved onto zero: no direction, the question
 
 
 MEMORIES = [
