@@ -166,6 +166,25 @@ def test_verification_status_never_stale_fresh():
     assert assess_verification("2026-01-01T12:00:00.000000Z", T0).status == "fresh"  # the store's ISO text
 
 
+def test_verification_ages_are_tenths_of_days_and_the_window_is_inclusive():
+    later = timedelta(days=31, hours=3)  # 31.125 days
+    assert assess_verification(T0, T0 + later).age_days == 31.1
+    assert assess_verification(T0, T0 + timedelta(days=2, hours=3)).age_days == 2.1
+    assert assess_verification(None, T0 + later, written_at=T0).age_days == 31.1
+    fresh = assess_verification(T0, T0 + timedelta(days=30))
+    assert (fresh.status, fresh.stale_after_days, fresh.overdue) == ("fresh", 30, False)
+    never = assess_verification(None, T0 + timedelta(days=30), written_at=T0)  # exactly the window: not yet due
+    assert (never.overdue, never.stale_after_days) == (False, 30)
+    assert never.recommendation.startswith("never verified (written 30 days ago, due within 30): spot-check one claim")
+    due = assess_verification(None, T0 + timedelta(days=31), written_at=T0)
+    assert due.overdue and due.recommendation.startswith("never verified and written 31 days ago: spot-check")
+    unknown = assess_verification(None, T0)
+    assert unknown.overdue and unknown.recommendation.startswith("never verified: spot-check")
+    window = [assess_verification(when, T0 + timedelta(days=d), stale_days=7, written_at=T0).stale_after_days
+              for when, d in ((T0, 2), (T0, 9), (None, 9))]
+    assert window == [7, 7, 7]  # fresh, stale and never verified all say which window they were judged by
+
+
 # --- the whole assessment against a real repository --------------------------------------------
 
 
@@ -253,6 +272,37 @@ def test_stale_and_drifted_requires_a_check(repo):
     s = assess(origin, T0 + timedelta(days=45), last_verified_at=verified, verified_paths=["src/app.py"])
     assert s.verification.status == "stale"
     assert s.verdict == "spot_check_required"
+    assert s.reasons == ["verification is stale (44.0 days) and the project moved since", "verified 44.0 days ago",
+                         f"1 commit(s) since verified {verified.isoformat()} touching the attested paths"]
+
+
+def test_the_reasons_name_a_never_verified_memory_its_attested_paths_gone_and_every_broken_claim(repo):
+    origin = origin_of(repo)
+    commit(repo, T0 + timedelta(days=2), {"docs/README.md": None, "src/app.py": "def run():\n    pass\n"})
+    never = assess(origin, T0 + timedelta(days=45), written_at=T0, claims=["src/app.py::main", "src/app.py::PORT"])
+    assert never.verdict == "spot_check_required"
+    assert never.reasons == [
+        "a declared claim or attested path no longer holds: src/app.py::main, src/app.py::PORT",
+        "never verified (written 45.0 days ago)",
+        f"1 commit(s) since commit {origin.commit} touching the attested paths"]
+    # attested after it was already gone: no commit since touches it, yet a stale check of a path
+    # that is missing is the project having moved
+    late = assess(origin, T0 + timedelta(days=45), body="Docs live in docs/README.md.",
+                  verified_paths=["docs/README.md"], last_verified_at=T0 + timedelta(days=3))
+    assert (late.commit_drift.count, late.verification.status) == (0, "stale")
+    assert late.reasons == ["a declared claim or attested path no longer holds: docs/README.md",
+                            "verification is stale (42.0 days) and the project moved since",
+                            "verified 42.0 days ago", "attested path(s) missing: docs/README.md"]
+
+
+def test_stale_with_commits_only_outside_the_attested_paths_is_recommended_not_required(repo):
+    """Commits elsewhere in the repository (no attested path) are reported, never escalated: even a
+    stale verification only recommends a check."""
+    origin = origin_of(repo)
+    commit(repo, T0 + timedelta(days=10), {"other.txt": "moved on\n"})
+    s = assess(origin, T0 + timedelta(days=45), last_verified_at=T0 + timedelta(days=1))
+    assert (s.verification.status, s.commit_drift.count, s.commit_drift.anchored) == ("stale", 1, False)
+    assert (s.verdict, s.reasons) == ("spot_check_recommended", ["verified 44.0 days ago"])
 
 
 def test_stale_without_drift_is_only_recommended(repo):
@@ -282,11 +332,11 @@ def test_stored_claims_and_paths_that_no_longer_parse_are_skipped_not_raised(rep
         origin_of(repo),
         T0 + timedelta(days=2),
         claims=["../escape.py", "src/app.py::main"],
-        verified_paths=["/abs/path.py"],
+        verified_paths=["/abs/path.py", "src/app.py"],
         last_verified_at=T0 + timedelta(days=1),
     )
     assert [r.claim for r in s.path_drift.claims] == ["src/app.py::main"]
-    assert s.path_drift.verified == [] and s.verdict == "fresh"
+    assert s.path_drift.verified == ["src/app.py"] and s.verdict == "fresh"  # the ones after it still count
 
 
 def test_missing_attested_path_is_required_and_expected_absent_is_not_missing(repo):
@@ -304,6 +354,13 @@ def test_missing_attested_path_is_required_and_expected_absent_is_not_missing(re
     assert s.path_drift.expected_absent == ["win/setup.ps1"]
     assert s.to_hit_fields()["claim_anchored_missing"] == ["docs/README.md"]
     assert s.verdict == "spot_check_required"
+    assert s.reasons == ["a declared claim or attested path no longer holds: docs/README.md",
+                         "1 commit(s) since verified 2026-01-02T12:00:00+00:00 touching the attested paths",
+                         "attested path(s) missing: docs/README.md"]
+    stale = assess(origin, T0 + timedelta(days=45), body="Docs live in docs/README.md.",
+                   verified_paths=["docs/README.md"], last_verified_at=T0 + timedelta(days=1))
+    assert stale.reasons[:2] == ["a declared claim or attested path no longer holds: docs/README.md",
+                                 "verification is stale (44.0 days) and the project moved since"]
 
 
 def test_deleted_repository_is_unmeasured_not_zero(repo):
