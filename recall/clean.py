@@ -2,7 +2,7 @@
 
 Removed: abandoned lock files (their owner process is gone), temporary files of interrupted
 writes (their owner is gone, or they are older than ``STALE_AFTER_S``), and folders kenning made
-in a markdown mirror that are empty now. Looked at: the store's folder (the vector index's temp
+in a markdown mirror that are empty now (or hold only such folders). Looked at: the store's folder (the vector index's temp
 files) and every folder the store exported markdown to. Never removed: the database, the vector
 index, MEMORY.md / USER.md, tombstones, transcripts or anything because it is old. Knowledge
 leaves only by an explicit ``remove`` (a restorable tombstone).
@@ -77,9 +77,11 @@ def _folder_leftovers(folder: Path, now: float) -> list[dict[str, str]]:
         if path.is_file() and pid is not None and (not pid_alive(pid) or _age(path, now) > STALE_AFTER_S):
             found.append({"path": str(path), "what": "temporary file of an interrupted write"})
     if not lock_live:  # a writer at work may be about to fill a folder it just made
-        for rel in _made_folders(folder):
+        going: set[Path] = set()
+        for rel in _made_folders(folder):  # deepest first: a folder holding only emptied ones goes with them
             path = folder / rel
-            if path.is_dir() and not any(path.iterdir()):
+            if path.is_dir() and all(inner in going for inner in path.iterdir()):
+                going.add(path)
                 found.append({"path": str(path), "what": "empty folder kenning made", "root": str(folder)})
     return found
 

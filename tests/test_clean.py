@@ -125,3 +125,33 @@ def test_cli_export_sync_clean(tmp_path):
     (folder / LOCK_NAME).write_text(json.dumps({"pid": DEAD_PID, "host": os.uname().nodename, "at": 0}))
     taken = kenning("sync", str(folder))  # a dead owner's lock: the next sync takes it over
     assert taken.returncode == 1 and f"left by pid {DEAD_PID}" in taken.stderr and not (folder / LOCK_NAME).exists()
+
+
+def test_nested_emptied_folders_go_deepest_first_and_leave_the_manifest(store, tmp_path):
+    """projects/auth emptied leaves projects empty too: both go in one clean (the inner one first, or
+    the outer would still hold it), and the manifest forgets them; the report's keys are its contract."""
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    store.write("The on-call rota changes every Monday", scopes=["ops"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    manifest_path = folder / markdown.MANIFEST_NAME
+    assert {"projects", "projects/auth", "ops"} <= set(json.loads(manifest_path.read_text())["folders"])
+    (folder / "projects" / "auth" / "MEMORY.md").unlink()
+    assert clean(store, dry_run=True)["dry_run"] is True
+    report = clean(store)
+    assert report == {"dry_run": False, "removed": [
+        {"path": str(folder / "projects" / "auth"), "what": "empty folder kenning made"},
+        {"path": str(folder / "projects"), "what": "empty folder kenning made"}]}
+    assert not (folder / "projects").exists() and (folder / "ops" / "MEMORY.md").exists()
+    assert "ops" in (folders := json.loads(manifest_path.read_text())["folders"])
+    assert "projects" not in folders and "projects/auth" not in folders
+
+
+def test_a_live_lock_keeps_the_emptied_folders_its_writer_may_be_about_to_fill(store, tmp_path):
+    store.write("The on-call rota changes every Monday", scopes=["ops"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    (folder / "ops" / "MEMORY.md").unlink()
+    (folder / LOCK_NAME).write_text(json.dumps({"pid": os.getpid(), "host": os.uname().nodename, "at": time.time()}))
+    assert clean(store)["removed"] == []
+    assert (folder / "ops").is_dir() and (folder / LOCK_NAME).exists()
