@@ -13,7 +13,8 @@ import pytest
 
 import kenning
 from kenning.errors import InvalidInput, NotFound
-from kenning.store.models import iso
+from kenning.memory.trust import decisive_top
+from kenning.store.models import Hit, iso
 from clocks import Clock, ticking
 from unprivileged import run_unprivileged
 
@@ -509,10 +510,15 @@ def test_negative_outcomes_ride_on_hits_until_answered(store, clock):
     negatives = hit_for(store, mid, "deploys")["recent_negative_outcomes"]
     assert [n["outcome"] for n in negatives] == ["contradicted", "ignored"] and negatives[0]["note"] == "again"
     assert store.show(mid)["recent_negative_outcomes"] == negatives
+    store.record_use([mid], "applied")  # a later use answers nothing: the complaints still ride
+    assert hit_for(store, mid, "deploys")["recent_negative_outcomes"] == negatives
+    assert set(negatives[0]) == {"outcome", "at", "session", "note"} and negatives[1]["outcome"] == "ignored"
     store.verify(mid)  # spot-checked: the complaint is answered
     assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")
     store.record_use([mid], "ignored")
-    clock.now += timedelta(days=31)
+    clock.now += timedelta(days=29)  # still recent (the clock ticks on each read: no exact edge here)
+    assert [n["outcome"] for n in hit_for(store, mid, "deploys")["recent_negative_outcomes"]] == ["ignored"]
+    clock.now += timedelta(days=2)
     assert "recent_negative_outcomes" not in hit_for(store, mid, "deploys")  # no longer recent
 
 
@@ -597,3 +603,18 @@ def test_health_counts_and_lists_the_curation_backlog(store, repo, clock):
     store.remove(old_fact, reason="export retired")
     assert store.health()["curation_pending"]["silent_misses"] == 0  # misses of removed memories drop out
     assert store.scope_overview()["curation_pending"] == store.health()["curation_pending"]
+
+
+def _hit(score, relevance="medium"):
+    return Hit(id=f"m{score}", score=score, matched_leg="lexical", relevance=relevance, match_terms=[], legs={},
+               snippet="", scopes=["x"], category="fact", confidence="medium", created=START, updated=START)
+
+
+def test_the_top_hit_is_decisive_when_high_or_far_ahead_of_the_next_even_past_the_page():
+    assert not decisive_top([])
+    assert decisive_top([_hit(1.0)])  # alone: nothing to lead
+    assert decisive_top([_hit(1.0, "high"), _hit(0.99)])  # high whatever the second
+    assert not decisive_top([_hit(1.0), _hit(0.99)])
+    assert decisive_top([_hit(1.0), _hit(0.1)])
+    assert not decisive_top([_hit(1.0)], beyond=_hit(0.99))  # a page of one still weighs the hit past it
+    assert decisive_top([_hit(1.0)], beyond=_hit(0.1))
