@@ -3,9 +3,9 @@
 Removed: abandoned lock files (their owner process is gone), temporary files of interrupted
 writes (their owner is gone, or they are older than ``STALE_AFTER_S``), and folders kenning made
 in a markdown mirror that are empty now (or hold only such folders). Looked at: the store's
-folder (the vector index's temp files) and every folder the store exported markdown to. Never removed: the database, the vector
-index, MEMORY.md / USER.md, tombstones, transcripts or anything because it is old. Knowledge
-leaves only by an explicit ``remove`` (a restorable tombstone).
+folder (the vector index's temp files) and every folder the store exported markdown to. Never
+removed: the database, the vector index, MEMORY.md / USER.md, tombstones, transcripts or anything
+because it is old. Knowledge leaves only by an explicit ``remove`` (a restorable tombstone).
 """
 
 from __future__ import annotations
