@@ -5,12 +5,14 @@ malformed params, lone surrogates, garbage lines), and the server never dies."""
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+
+from pipe_lines import PipeLines
 
 pytestmark = pytest.mark.slow
 TOOLS = ["memory_search", "memory_show", "memory_list", "memory_scope_overview", "memory_list_tombstones",
@@ -30,8 +32,10 @@ arguments = st.one_of(st.dictionaries(st.sampled_from(KEYS), values, max_size=4)
 
 class Server:
     def __init__(self, store_dir, initialize: bool = True):
+        self.stderr = tempfile.TemporaryFile()  # a pipe nobody read would stall a server that wrote 64 KB to it
         self.proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store_dir)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.lines = PipeLines(self.proc.stdout)
         self.next_id = 100
         if initialize:
             self.initialize()
@@ -46,11 +50,15 @@ class Server:
         self.proc.stdin.flush()
 
     def receive(self, timeout: float = 60) -> dict:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert ready, f"no response within {timeout}s; server alive: {self.proc.poll() is None}"
-        line = self.proc.stdout.readline()
-        assert line, f"the server closed stdout: {self.proc.stderr.read().decode()[-2000:]}"
+        line = self.lines.next(timeout)
+        assert line is not None, f"no response within {timeout}s; server alive: {self.proc.poll() is None}"
+        assert line, f"the server closed stdout: {self.said()[-2000:]}"
         return json.loads(line)
+
+    def said(self) -> str:
+        """What the server wrote on stderr so far."""
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
 
     def request(self, message: dict) -> dict:
         self.send_line(json.dumps(message))
@@ -66,6 +74,7 @@ class Server:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        self.stderr.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ closing stdin does (the reads it answered logged, the store clean) and exit, not
 from __future__ import annotations
 
 import json
-import select
 import signal
 import subprocess
 import sys
@@ -17,14 +16,15 @@ import pytest
 
 from kenning import Store
 from child_env import passed_on
+from pipe_lines import PipeLines
 
 pytestmark = pytest.mark.slow  # a real server process
 
 
 def _answer(proc: subprocess.Popen, rid: int) -> dict:
-    ready, _, _ = select.select([proc.stdout], [], [], 60)
-    assert ready, "no answer within 60 s"
-    response = json.loads(proc.stdout.readline())
+    line = proc.lines.next(60)
+    assert line, "no answer within 60 s" if line is None else proc.stderr.read().decode()[-2000:]
+    response = json.loads(line)
     assert response["id"] == rid and "result" in response, response
     return response["result"]
 
@@ -42,6 +42,7 @@ def _initialized_server(store) -> Iterator[subprocess.Popen]:
     proc = subprocess.Popen([sys.executable, "-m", "kenning.server", "--store", str(store)], cwd=store.parent,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"HF_HUB_OFFLINE": "1", **passed_on()})
+    proc.lines = PipeLines(proc.stdout)
     try:
         _request(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                          "clientInfo": {"name": "test", "version": "1"}})
@@ -65,7 +66,7 @@ def test_a_signal_ends_the_session_with_its_reads_logged(tmp_path, signum):
         proc.send_signal(signum)  # the client stays connected: stdin is still open
         code = proc.wait(timeout=60)
     assert code == 128 + signum, proc.stderr.read().decode()[-2000:]
-    assert proc.stdout.read() == b""  # nothing but answers on stdout, and nothing after them
+    assert proc.lines.next(60) == b""  # nothing but answers on stdout, and nothing after them
     with Store(store) as opened:
         assert len(opened.events(kinds=["search"])) == 10
         assert opened.check()["ok"] and len(opened.list(auto_scope=False)) == 1
