@@ -52,10 +52,22 @@ def atomic_write(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+class NotUtf8(InvalidInput):
+    """A file a person edits holds a byte that is no UTF-8 (saved in another encoding, a stray byte)."""
+
+
 def read_text(path: Path) -> str:
-    """A file's text exactly as stored (no newline translation), so untouched bytes stay untouched."""
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
+    """A file's text exactly as stored (no newline translation), so untouched bytes stay untouched;
+    NotUtf8 naming the byte and where it is when the file is not UTF-8 (a traceback said only that
+    some codec failed, somewhere)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].decode("utf-8")
+        line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+        raise NotUtf8(f"{path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, column {column}); "
+                      "save it as UTF-8") from None
 
 
 def temp_owner(name: str) -> int | None:

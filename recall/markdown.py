@@ -35,7 +35,7 @@ from kenning.errors import InvalidInput, KenningError, NotFound, Stale, StorageE
 from kenning.store.models import Memory
 
 from . import profile
-from .files import DirLock, atomic_write, read_text
+from .files import DirLock, NotUtf8, atomic_write, read_text
 from .markdown_format import BOM, Parsed, Segment, line_ending, normalised, parse, render_block, render_file
 
 if TYPE_CHECKING:
@@ -122,6 +122,13 @@ def _load(folder: Path, rebuild: bool = False) -> dict[str, Any]:
     return data
 
 
+def _text_or_none(path: Path) -> str | None:
+    try:
+        return read_text(path)
+    except NotUtf8:
+        return None  # not the text kenning wrote
+
+
 def _settle_interrupted(folder: Path, data: dict[str, Any]) -> None:
     """Take in what an interrupted export (killed, a full disk) wrote. Its files are replaced one by one and
     the manifest saved at the end, so a file it rewrote held kenning's new text against the old entry: the
@@ -132,7 +139,8 @@ def _settle_interrupted(folder: Path, data: dict[str, Any]) -> None:
     if not writing:
         return
     for rel, entry in writing["files"].items():
-        if _is_file(folder / rel) and sha(read_text(folder / rel)) == entry["text"]:
+        text = _text_or_none(folder / rel) if _is_file(folder / rel) else None
+        if text is not None and sha(text) == entry["text"]:
             data["files"][rel] = {"kind": entry.get("kind"), "ids": entry["ids"]}
     for rel in writing["removing"]:
         if not _is_file(folder / rel):
@@ -253,7 +261,10 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
     with DirLock(folder) as lock:
         manifest = _load(folder, rebuild=force)
         if not force:
-            unsynced = [rel for rel in sorted(manifest["files"]) if _unsynced(folder / rel, manifest["files"][rel], store)]
+            try:
+                unsynced = [rel for rel in sorted(manifest["files"]) if _unsynced(folder / rel, manifest["files"][rel], store)]
+            except NotUtf8 as exc:
+                raise NotUtf8(f"{exc}, then sync it (or export with --force to overwrite it)") from None
             if unsynced:
                 raise InvalidInput(f"{unsynced[0]} has edits not synced yet; run `kenning sync {folder}` first "
                                    "(or export with --force to overwrite them)")
@@ -269,7 +280,10 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
             for parent in reversed(path.relative_to(folder).parents[:-1]):
                 if not (folder / parent).exists():
                     created.append(folder / parent)
-            old = read_text(path) if _is_file(path) else None
+            try:
+                old = read_text(path) if _is_file(path) else None
+            except NotUtf8:
+                old = None  # only --force gets here: the file is overwritten, its encoding with it
             if old is not None:  # a file a person's editor saved with CRLF or a byte-order mark keeps them
                 text = _in_style_of(old, text)
             plan.append((rel, None if old == text else text, {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}}))

@@ -693,3 +693,23 @@ def test_export_writes_nothing_through_a_folder_linked_out_of_it(store, tmp_path
     (folder / "ops").unlink()
     markdown.export(store, folder)
     assert "on-call rota" in (folder / "ops" / "MEMORY.md").read_text()
+
+
+def test_a_byte_that_is_no_utf8_is_one_error_naming_it_and_export_force_overwrites_it(store, mirror):
+    """A stray byte in a memory file (a tool that saved it in Latin-1) made sync and export, even the
+    suggested export --force, end in a UnicodeDecodeError traceback: no way out but finding the file."""
+    folder, ids = mirror
+    path = folder / "projects/auth/MEMORY.md"
+    path.write_bytes(path.read_bytes() + "caf\xe9 note\n".encode("latin-1"))
+    lines = path.read_bytes().count(b"\n")
+    with pytest.raises(InvalidInput, match=rf"{re.escape(str(path))} is not valid UTF-8 \(byte 0xe9 at line "
+                                           rf"{lines}, column 4\); save it as UTF-8$"):
+        markdown.sync(store, folder)
+    with pytest.raises(InvalidInput, match=r"not valid UTF-8 .*save it as UTF-8, then sync it \(or export with --force"):
+        markdown.export(store, folder)
+    assert store.get(ids["port"]).content == "The auth service listens on port 8443"  # nothing taken in or lost
+    assert not (folder / LOCK_NAME).exists()
+    report = markdown.export(store, folder, force=True)
+    assert "projects/auth/MEMORY.md" in report["written"]
+    assert "caf" not in path.read_text(encoding="utf-8")
+    assert not any(_sync(store, folder)[k] for k in ("updated", "written", "removed", "mangled"))
