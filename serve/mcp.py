@@ -14,6 +14,7 @@ import argparse
 import functools
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -743,7 +744,12 @@ def serve(store_dir: str | os.PathLike | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kenning.server", description="kenning's MCP server over stdio.")
     parser.add_argument("--store", default=None, help="store directory (default: $KENNING_HOME, ./.kenning, or the user data dir)")
-    serve(parser.parse_args(argv).store)
+    store = parser.parse_args(argv).store
+    try:
+        serve(store)
+    except KenningError as exc:  # a store path that is a file, a damaged store: one line, as `kenning serve` says it
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

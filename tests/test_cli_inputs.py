@@ -244,6 +244,26 @@ def test_a_store_path_that_is_a_file_is_named_as_a_file(tmp_path):
         library.open_store(afile)
 
 
+@pytest.mark.parametrize("damage", ["a file", "not a database"])
+def test_the_mcp_server_module_refuses_a_bad_store_in_one_line(tmp_path, damage):
+    """``python -m kenning.server --store X`` (the client entry the README gives) answered a store path
+    that is a file, or a damaged store, with a traceback; `kenning serve` with one line and exit 2."""
+    pytest.importorskip("mcp")
+    store = tmp_path / "store"
+    if damage == "a file":
+        store.write_text("hi\n")
+    else:
+        store.mkdir()
+        (store / "kenning.sqlite3").write_bytes(b"garbage" * 100)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "kenning.server", "--store", str(store)], input=b"",
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    message = one_line_error(subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                                         done.stderr.decode()))
+    assert str(store) in message and ("is a file, not a store folder" in message or "not a SQLite database" in message)
+    assert done.stdout == b""  # nothing on the wire
+
+
 # ---------------------------------------------------------------- bug 3: bytes that are not UTF-8
 def test_stdin_text_that_is_not_utf8_is_refused_by_name(tmp_path):
     store = str(tmp_path / "store")
