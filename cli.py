@@ -375,6 +375,8 @@ def update(
     from kenning.commands.hints import for_cli
     from kenning.memory.gates import GateRefused
 
+    if text is None and not scope and confidence is None and category is None:  # the library's message names
+        raise InvalidInput("nothing to update; give --text, --scope, --confidence or --category")  # its links too
     if text == STDIN:
         text = _read_stdin("the new text").strip()
     try:

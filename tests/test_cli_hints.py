@@ -268,3 +268,13 @@ def test_renaming_a_scope_no_memory_carries_is_refused_naming_the_listing(tmp_pa
         assert "Traceback" not in done.stderr
     with kenning.open_store(store) as s:
         assert [m.scopes for m in s.list(auto_scope=False)] == [["projects:alpha"]]
+
+
+def test_an_update_with_nothing_to_change_names_this_commands_options(tmp_path):
+    """The library's message offered links and metadata, which `kenning update` has no option for."""
+    store = tmp_path / "s"
+    mid = written_id(kenning_cli(store, "write", "The billing service sends invoices monthly", "--scope", "x", "--json"))
+    done = kenning_cli(store, "update", mid)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "nothing to update; give --text, --scope, --confidence or --category" in done.stderr, done.stderr
+    assert "links" not in done.stderr and "metadata" not in done.stderr
