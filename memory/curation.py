@@ -173,12 +173,13 @@ def record_use(
     if unknown:
         raise NotFound(f"no memory has id {unknown[0]!r}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
     now = s.clock()
+    # an id given twice (with the same excerpt) is one use: three rows would count as three contradictions
     rows = [(mid, {k: v for k, v in {"outcome": outcome, "note": note, "excerpt": ex}.items() if v is not None})
-            for mid, ex in zip(ids, excerpts)]
+            for mid, ex in dict.fromkeys(zip(ids, excerpts))]
     with s.transaction() as c:
         events.log_many(c, now, s.session_id, events.OUTCOME, rows)
     trust.outcomes_logged(s.db)
-    return {"status": "recorded", "outcome": outcome, "memory_ids": ids, "at": iso(now)}
+    return {"status": "recorded", "outcome": outcome, "memory_ids": list(dict.fromkeys(ids)), "at": iso(now)}
 
 
 def settle_uses(s: Session) -> int:

@@ -555,6 +555,18 @@ def test_record_use_validates_its_arguments(store):
     assert len(store.events(kinds=["outcome"])) == 2
 
 
+def test_an_id_given_twice_is_one_use(store):
+    """`record-use B B B --outcome contradicted` logged three contradictions of one memory."""
+    a = store.write("Alpha service owns the queue", scopes=["x"]).id
+    b = store.write("Beta service owns the cache", scopes=["x"]).id
+    out = store.record_use([b, a, b, b], "contradicted", note="moved")
+    assert out["memory_ids"] == [b, a]
+    assert [e["memory_id"] for e in store.events(kinds=["outcome"])] == [b, a]
+    # the same id with two different excerpts names two phrases that mattered: both kept
+    store.record_use([a, a], "corrected", excerpt=["owns", "the queue"])
+    assert [e["payload"].get("excerpt") for e in store.events(kinds=["outcome"])][2:] == ["owns", "the queue"]
+
+
 # --- expand_top ---------------------------------------------------------------------------------
 
 
