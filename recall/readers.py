@@ -12,7 +12,7 @@ Formats, told apart by the shape of each line (a folder may mix them):
   ``turn_context``, ``response_item`` (message / function_call / function_call_output /
   reasoning) and ``event_msg`` (a UI echo of the same messages, skipped). Older rollouts open with
   ``{id, timestamp, instructions}`` and then hold bare response items.
-- Generic: ``{session, ts, role, text}`` (optionally ``cwd``, ``sidechain`` and the parent session as
+- Generic: ``{session, ts, role, text}`` (``content`` for ``text`` too; optionally ``cwd``, ``sidechain`` and the parent session as
   ``parent_session``, ``parent_session_id`` or ``parentSessionId``: a worker ledger, ``child-*``, names
   the session that spawned it, on every line or only on its first). One file may hold several
   sessions; a session whose ``cwd`` differs from the ledger's first is kept in ``state["cwds"]``, so
@@ -64,8 +64,9 @@ class Malformed(ValueError):
 # What the readers make of a line; raised when the same lines come to give other messages (a kind
 # of line skipped, a session's project read otherwise), so that an index an older kenning read is
 # read again, once, at its next sync (recall/transcripts.py). 2: Claude Code's compact summaries
-# skipped; a session in a shared generic ledger belongs to its own cwd's project.
-READER_VERSION = "2"
+# skipped; a session in a shared generic ledger belongs to its own cwd's project. 3: a generic line's
+# text may be spelt ``content``.
+READER_VERSION = "3"
 
 @dataclass
 class Message:
@@ -103,14 +104,14 @@ def read_line(obj: Any, state: dict[str, Any]) -> list[Message]:
 
 def _read(obj: Any, state: dict[str, Any]) -> list[Message]:
     if not isinstance(obj, dict):
-        return []
+        raise Malformed(f"a JSON {type(obj).__name__}, not an object")
     if "payload" in obj and obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
         state.setdefault("format", "codex")
         return _codex(obj, state)
     if "sessionId" in obj or (obj.get("type") in ("user", "assistant") and isinstance(obj.get("message"), dict)):
         state.setdefault("format", "claude-code")
         return _claude(obj, state)
-    if isinstance(obj.get("text"), str) and ("role" in obj or "speaker" in obj):
+    if isinstance(_generic_text(obj), str) and ("role" in obj or "speaker" in obj):
         state.setdefault("format", "generic")
         return _generic(obj, state)
     if "instructions" in obj and "id" in obj and "type" not in obj:  # an older Codex rollout's first line
@@ -119,6 +120,8 @@ def _read(obj: Any, state: dict[str, Any]) -> list[Message]:
         return []
     if obj.get("type") in ("message", "function_call_output") and state.get("format") == "codex":
         return _codex_item(obj, obj.get("timestamp"), state)
+    if "type" not in obj:  # every Claude Code and Codex line has a type: a generic line missing its role or text
+        raise Malformed("no ledger format reads this line (a generic line is {session, ts, role, text})")
     return []
 
 
@@ -241,13 +244,19 @@ def _generic(obj: dict, state: dict) -> list[Message]:
         else:
             parent = state.get("parent_session")
     role = str(obj.get("role") or obj.get("speaker")).lower()
-    if role not in SPEAKERS or not _said(obj["text"]):
+    said = _generic_text(obj)
+    if role not in SPEAKERS or not _said(said):
         return []
-    text = obj["text"] if role != "tool" else _tool_prose(obj["text"])
+    text = said if role != "tool" else _tool_prose(said)
     if not text:
         return []
     return [Message(role, text, obj.get("ts") or obj.get("timestamp"), session, parent,
                     bool(obj.get("sidechain") or parent))]
+
+
+def _generic_text(obj: dict) -> Any:
+    """A generic line's text: ``text``, else ``content`` (the chat-message spelling, as import takes it)."""
+    return obj["text"] if isinstance(obj.get("text"), str) else obj.get("content")
 
 
 def _generic_parent(obj: dict) -> str | None:

@@ -72,6 +72,7 @@ class SyncReport:
     dropped: int = 0      # ledgers whose file is gone (or whose source was removed)
     messages: int = 0     # messages added
     malformed: int = 0    # lines skipped as malformed in this pass
+    unreadable: list[dict[str, str]] = field(default_factory=list)  # {path, why}: ledgers this user may not read
     paths: list[str] = field(default_factory=list)
 
     @property
@@ -166,7 +167,8 @@ class TranscriptIndex:
         report = self.sync(progress)
         return {"path": str(resolved), "project": owner, "already_registered": row is not None,
                 "ledgers": sum(1 for led in self._ledgers.values() if _under(led.path, str(resolved))),
-                "messages_added": report.messages, "malformed_lines": report.malformed}
+                "messages_added": report.messages, "malformed_lines": report.malformed,
+                "unreadable_ledgers": [u for u in report.unreadable if _under(u["path"], str(resolved))]}
 
     def sources(self) -> list[dict[str, Any]]:
         """Registered sources with how many ledgers and messages each holds now."""
@@ -274,7 +276,8 @@ class TranscriptIndex:
             try:
                 with open(path, "rb") as f:
                     appended = stat.st_size >= known.mark.offset and marks_hold(f, known.mark)
-            except OSError:
+            except OSError as exc:
+                report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
                 return
             if appended:
                 offset, state = known.mark.offset, json.loads(known.state)
@@ -282,7 +285,8 @@ class TranscriptIndex:
                 rewritten = True
         try:
             inc = read_from(path, stat, offset, int(state.get("lines", 0)), state)
-        except OSError:
+        except OSError as exc:  # one unreadable ledger never stops the rest, but is said
+            report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
             return
         state["lines"] = inc.lines
         state["readers"] = READER_VERSION  # a sync killed before it records READER_KEY does not read it again

@@ -641,3 +641,38 @@ def test_a_read_only_store_serves_what_is_indexed(index, ledgers, store):
         index.add_source(ledgers / "codex")
     store.db.read_only = False
     assert index.search("heron cache", project=PAYMENTS).hits
+
+
+def test_a_generic_line_may_spell_its_text_content_and_a_line_of_no_format_is_counted(store, tmp_path):
+    """`transcripts add` said "1 ledger, 2 new messages" of a ledger whose "content" line and {"foo": "bar"}
+    line were dropped: import takes "content", and nothing said two lines were skipped."""
+    ledger = tmp_path / "g.jsonl"
+    ledger.write_text("\n".join([
+        json.dumps(_generic("the kafka brokers moved to the new rack")),
+        json.dumps({"session": "nightly-42", "ts": "2026-11-30T10:00:01Z", "role": "user",
+                    "content": "zookeeper is retired next week"}),
+        json.dumps({"foo": "bar"}), "42", json.dumps(["a", "list"]),
+        json.dumps({"session": "nightly-42", "role": "user"}),  # a generic line without its text
+    ]) + "\n")
+    index = index_for(store)
+    added = index.add_source(ledger)
+    assert added["messages_added"] == 2 and added["malformed_lines"] == 4 and added["unreadable_ledgers"] == []
+    assert [h.snippet for h in index.search("zookeeper retired", all_projects=True).hits] == [
+        "zookeeper is retired next week"]
+
+
+def test_a_ledger_of_a_folder_that_cannot_be_read_is_named(store, tmp_path):
+    from unprivileged import run_unprivileged
+
+    folder = tmp_path / "ledgers"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps(_generic("the kafka brokers moved to the new rack")) + "\n")
+    locked = folder / "b.jsonl"
+    locked.write_text(json.dumps(_generic("zookeeper is retired next week")) + "\n")
+    locked.chmod(0)
+    try:
+        added = run_unprivileged(lambda: index_for(store).add_source(folder))
+    finally:
+        locked.chmod(0o644)
+    assert added["messages_added"] == 1
+    assert added["unreadable_ledgers"] == [{"path": str(locked.resolve()), "why": "Permission denied"}]
