@@ -122,6 +122,10 @@ def link_dicts(links: object) -> list[dict[str, Any]]:
     for i, link in enumerate(links):
         try:
             checked.append(link_dict(link))
+            # a note is a sentence on why the link holds; a 5 MB one was stored and shown with every `show`
+            # (capped here, on what a caller gives: links already stored, as an import carries them, stay)
+            if len(checked[-1].get("note") or "") > MAX_NOTE_CHARS:
+                raise InvalidInput(f"a link note is at most {MAX_NOTE_CHARS} characters, got {len(checked[-1]['note']):,}")
         except InvalidInput as exc:
             if type(exc) is not InvalidInput:
                 raise  # a GateRefused (a secret in a note) keeps its gate

@@ -382,7 +382,10 @@ def test_links_of_the_wrong_shape_are_named(store):
             call([{"kind": "extends", "target": kept}, 5])
         with pytest.raises(InvalidInput, match="^links\\[0\\]: kind: Input should be"):
             call([{"kind": "zzz", "target": kept}])
-    linked = store.write("The ledger sits behind the gateway", scopes=["x"], links=[{"kind": "extends", "target": kept}])
+        with pytest.raises(InvalidInput, match="^links\\[0\\]: a link note is at most 500 characters, got 5,000,000$"):
+            call([{"kind": "extends", "target": kept, "note": "n" * 5_000_000}])  # was stored, and shown whole
+    linked = store.write("The ledger sits behind the gateway", scopes=["x"], links=[{"kind": "extends", "target": kept,
+                                                                                     "note": "n" * 500}])
     assert [link.target for link in store.get(linked.id).links] == [kept]
 
 
