@@ -497,6 +497,12 @@ def import_(
             if getattr(getattr(exc, "refusal", None), "status", None) == "writes_disabled":  # a status, as `write` says it
                 raise
             raise InvalidInput(f"{exc}; nothing was imported") from None
+        except KeyboardInterrupt:  # exit 130 with nothing said, though whole batches were in the store
+            progress.stop()
+            ui.err.print(f"interrupted after {committed[0]:,} of {len(records):,} lines (each batch of "
+                         f"{batch_size:,} is committed whole); run the same import again to resume: what is already "
+                         "in the store is skipped")
+            raise typer.Exit(INTERRUPTED) from None
         except StorageError as exc:  # a full disk, say, after some batches were committed
             resume = ("" if "is damaged" in str(exc) else
                       ": run the same import again to resume (what is already in the store is skipped)")

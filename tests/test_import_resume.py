@@ -100,3 +100,32 @@ def test_cli_no_gates_rerun_says_what_it_skipped(tmp_path):
     first, second = run(), run()
     assert first.returncode == 0 and "imported 50 memories from 50 lines" in first.stdout
     assert second.returncode == 0 and "imported 0 memories from 50 lines; 50 already present" in second.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_kenning_import_says_what_was_kept_and_how_to_resume(tmp_path):
+    """A Ctrl-C exited 130 with nothing said, 11,000 of 20,000 lines in the store. The SIGINT here is
+    real, sent by the command's own process once two batches are committed."""
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records(with_ids=False)))
+    script = f"""
+import os, signal, sys
+from kenning import Store
+from kenning.cli import main
+real = Store.import_checked
+def interrupted(self, records, progress=None, **kw):
+    def tick(done):
+        progress(done)
+        if done >= {2 * BATCH}:
+            os.kill(os.getpid(), signal.SIGINT)
+    return real(self, records, progress=tick, **kw)
+Store.import_checked = interrupted
+main(["--store", {str(tmp_path / "s")!r}, "import", {str(lines)!r}, "--batch-size", "{BATCH}"])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert f"interrupted after {2 * BATCH:,} of {N:,} lines (each batch of {BATCH:,} is committed whole); run the " \
+           "same import again to resume" in " ".join(done.stderr.split()), done.stderr
+    with open_store(tmp_path / "s") as store:
+        assert store.count() == 2 * BATCH
