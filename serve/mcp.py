@@ -543,9 +543,14 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
     ) -> out.RenameOut:
         """Relabel a scope on every memory and tombstone that carries it (e.g. a project was renamed). A relabel,
         not an edit: updated and verification stay as they were. Returns {status: renamed, old, new, count}, or
-        status writes_disabled (gate, reason, hint) when the user turned writes off and nothing changed.
+        status writes_disabled (gate, reason, hint) when the user turned writes off and nothing changed. A scope
+        nothing carries (a mistyped name) is an error: memory_scope_overview lists the scopes in use.
         """
-        return {"status": "renamed", "old": old, "new": new, "count": store.rename_scope(old, new)}
+        count = store.rename_scope(old, new)
+        if not count:  # "renamed, count 0" read as done, as the CLI's "renamed ... on 0 memories" did
+            raise InvalidInput(f"no memory or tombstone carries the scope {old!r}, so nothing was renamed; "
+                               "memory_scope_overview lists the scopes in use")
+        return {"status": "renamed", "old": old, "new": new, "count": count}
 
     # ------------------------------------------------------------------ the episodes journal
     @writer

@@ -717,6 +717,9 @@ def test_health_tool(s):
 def test_rename_scope_tool(s):
     write(s, "The mole service is read-only", scopes=["projects:shop", "mole-old"])
     assert s.call("memory_rename_scope", old="mole-old", new="mole")["count"] == 1
+    # a scope nothing carries any more (or a mistyped one) is an error, not "renamed, count 0"
+    assert "no memory or tombstone carries the scope 'mole-old'" in s.error("memory_rename_scope", old="mole-old",
+                                                                           new="mole")
 
 
 @spec("memory_conflicts: list contradiction pairs; resolve by supersede or keep both with a note")
