@@ -56,9 +56,9 @@ def add(
                  + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else ""))
     unreadable = added["unreadable_ledgers"]
     if unreadable:  # a folder's ledger this user may not read was left out with nothing said
-        note(f"{plural(len(unreadable), 'ledger')} could not be read and {'was' if len(unreadable) == 1 else 'were'} "
-             f"left out: {unreadable[0]['path']}: {unreadable[0]['why']}" + (f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""),
-             label="warning")
+        first, more = unreadable[0], len(unreadable) - 1
+        note(f"{plural(len(unreadable), 'ledger')} could not be read and {'were' if more else 'was'} left out: "
+             f"{first['path']}: {first['why']}" + (f" (and {more} more)" if more else ""), label="warning")
     if added["malformed_lines"] and not added["messages_added"] and not added["already_registered"]:
         # every line skipped: most often a file that is not a transcript at all (`transcripts add /etc/passwd`)
         note(f"no line of {added['path']} reads as a transcript message; if it is not one, "

@@ -12,7 +12,8 @@ Formats, told apart by the shape of each line (a folder may mix them):
   ``turn_context``, ``response_item`` (message / function_call / function_call_output /
   reasoning) and ``event_msg`` (a UI echo of the same messages, skipped). Older rollouts open with
   ``{id, timestamp, instructions}`` and then hold bare response items.
-- Generic: ``{session, ts, role, text}`` (``content`` for ``text`` too; optionally ``cwd``, ``sidechain`` and the parent session as
+- Generic: ``{session, ts, role, text}`` (``content`` for ``text`` too; optionally ``cwd``,
+  ``sidechain`` and the parent session as
   ``parent_session``, ``parent_session_id`` or ``parentSessionId``: a worker ledger, ``child-*``, names
   the session that spawned it, on every line or only on its first). One file may hold several
   sessions; a session whose ``cwd`` differs from the ledger's first is kept in ``state["cwds"]``, so
