@@ -422,3 +422,33 @@ def test_a_callers_event_of_the_wrong_shape_is_named_and_not_logged(store):
     assert len(store.events()) == before
     store.log_event("checked", memory_id="01ARZ3NDEKTSV4RRFFQ69G5FAV", payload={"by": "me"})
     assert store.events(kinds=["checked"])[-1]["payload"] == {"by": "me"}
+
+
+@pytest.mark.parametrize("shape", ["objects", "lists"])
+def test_metadata_nested_past_the_limit_is_refused_and_the_store_stays_readable(store, shape):
+    """Metadata 200 levels deep was committed, and the record could not be read back (its JSON parser
+    stops at 200): every list and search of the store failed from then on, and the memory could be
+    neither updated nor removed. An update did the same to a good memory."""
+    from kenning.memory.gates.limits import MAX_METADATA_DEPTH
+
+    def nested(depth):  # metadata ``depth`` levels deep, the top object counted
+        value = 1
+        for _ in range(depth - 1):
+            value = {"a": value} if shape == "objects" else [value]
+        return {"a": value}
+
+    kept = store.write("The blue teapot sits on the second shelf", scopes=["x"])
+    deepest = nested(MAX_METADATA_DEPTH)
+    assert store.write("The red teapot sits on the top shelf", scopes=["x"], metadata=deepest).status == "committed"
+    for depth in (MAX_METADATA_DEPTH + 1, 200, 5000):
+        too_deep = nested(depth)
+        for call in (lambda: store.write("The green teapot sits on the floor", scopes=["x"], metadata=too_deep),
+                     lambda: store.update(kept.id, metadata=too_deep),
+                     lambda: store.import_records([{"content": "The green teapot sits on the floor", "scopes": ["x"],
+                                                    "metadata": too_deep}])):
+            with pytest.raises(InvalidInput, match=f"^(record 1: )?metadata is nested more than {MAX_METADATA_DEPTH} "
+                                                   "levels deep"):
+                call()
+    assert len(store.list(auto_scope=False)) == 2 and store.check()["ok"]
+    assert store.get(kept.id).metadata == {}
+    assert [h.id for h in store.search("teapot shelf", mode="bm25", auto_scope=False).hits] != []

@@ -98,20 +98,30 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
     return clean
 
 
-def check_metadata(metadata: Mapping | None, path: str = "metadata") -> dict:
-    """Metadata keys and string values must be free of control characters (newlines included), and its
-    numbers finite: a record is JSON, which stores NaN and infinity as null, a value lost without a word."""
+# Objects and lists inside metadata, at most. A record is read back by a JSON parser that stops at 200
+# levels: metadata 200 deep was committed, and from then on the memory could not be read, listed,
+# searched past, updated or removed, and every list and search of the store failed with it.
+MAX_METADATA_DEPTH = 32
+
+
+def check_metadata(metadata: Mapping | None, path: str = "metadata", depth: int = 1) -> dict:
+    """Metadata keys and string values must be free of control characters (newlines included), its
+    numbers finite (a record is JSON, which stores NaN and infinity as null, a value lost without a
+    word), and its nesting at most ``MAX_METADATA_DEPTH`` levels."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInput(f"{path} must be an object (key/value pairs)")
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
+                           f"within each other); keep it flatter")
     for key, value in metadata.items():
-        _check_value(str(key), f"{path} key")
-        _check_value(value, f"{path}.{key}")
+        _check_value(str(key), f"{path} key", depth)
+        _check_value(value, f"{path}.{str(key)[:40]}", depth)
     return dict(metadata)
 
 
-def _check_value(value: object, where: str) -> None:
+def _check_value(value: object, where: str, depth: int = 1) -> None:
     if isinstance(value, str):
         if has_control_chars(value):
             raise InvalidInput(f"{where} contains a control character")
@@ -119,10 +129,13 @@ def _check_value(value: object, where: str) -> None:
         raise InvalidInput(f"{where} is {value!r}, which a memory's JSON cannot hold (it would be kept as null); "
                            "give a finite number, or text")
     elif isinstance(value, Mapping):
-        check_metadata(value, where)
+        check_metadata(value, where if depth < 8 else "metadata…", depth + 1)
     elif isinstance(value, (list, tuple)):
+        if depth + 1 > MAX_METADATA_DEPTH:
+            raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
+                               f"within each other); keep it flatter")
         for i, item in enumerate(value):
-            _check_value(item, f"{where}[{i}]")
+            _check_value(item, f"{where}[{i}]" if depth < 8 else "metadata…", depth + 1)
 
 
 MAX_COUNT = 10**9  # "all" for callers that want everything; beyond it SQLite overflows
