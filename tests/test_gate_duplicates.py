@@ -158,3 +158,37 @@ def test_the_write_and_the_import_keep_both_facts(tmp_path):
         assert [line.status for line in report.lines] == ["committed", "duplicate"]
         store.remove(second.id, reason="job 2 was retired")
         assert store.write(JOB_2.replace("2", "4"), scopes=["ops"]).status == "committed"
+
+
+def test_a_value_the_token_sets_miss_still_makes_two_facts():
+    """"region A" and "region B": "a" is a stopword, so the sets differ by "b" alone; "item 1 ... row 1"
+    and "item 0 ... row 0": both sets hold "0". Each was refused as a duplicate of the other (and the
+    first credited as corroborated); read as written, each names a value the other lacks."""
+    from kenning.memory.gates.duplicates import same_values, values
+
+    assert values("Deploys to region A need two approvals. A second rule: plan B; I agree") == ["a", "b"]
+    assert values("毎晩三時にバックアップする") == ["三"]
+    for first, second in (("Deploys to region A need two approvals", "Deploys to region B need two approvals"),
+                          ("Thread 0 item 0 row 0 harvest of the wheat field", "Thread 0 item 1 row 1 harvest of the wheat field")):
+        assert overlap(first, second) >= DUPLICATE_THRESHOLD and not same_values(first, second)
+        assert check_duplicate(second, [("m1", first)]).status is None
+        assert check_duplicate(second, [("m1", token_set(first))], content_of={"m1": first}.get).status is None
+        assert check_duplicate(second, [], [("t1", token_set(first), "gone")], content_of={"t1": first}.get).status is None
+        assert check_duplicate(second + ".", [("m1", token_set(second))], content_of={"m1": second}.get).status == "duplicate"
+    # a value only one side names is a rewording of the same fact, as for the token sets
+    assert same_values("Deploys to region A need two approvals", "Deploys to region A need two approvals within 2 days")
+
+
+def test_the_store_keeps_both_facts_the_token_sets_miss(tmp_path):
+    import kenning
+
+    with kenning.open_store(tmp_path / "s") as store:
+        a = store.write("Deploys to region A need two approvals", scopes=["d"])
+        b = store.write("Deploys to region B need two approvals", scopes=["d"])
+        assert (a.status, b.status) == ("committed", "committed") and a.id in b.related
+        assert store.write("Deploys to region B need two approvals!", scopes=["d"]).status == "duplicate"
+        store.remove(b.id, reason="region B was merged into A")
+        assert store.write("Deploys to region C need two approvals", scopes=["d"]).status == "committed"
+        report = store.import_checked([{"content": "Deploys to region D need two approvals", "scopes": ["d"]},
+                                       {"content": "Deploys to region B need two approvals.", "scopes": ["d"]}])
+        assert [line.status for line in report.lines] == ["committed", "previously_removed"]

@@ -49,7 +49,7 @@ def _reference_probe(s, text: str) -> duplicates.DuplicateCheck:
     marks = ",".join("?" * len(keys))
     live = s.db.read(lambda c: c.execute(
         f"SELECT id, content FROM memories WHERE rowid IN ({marks}) AND removed_at IS NULL", keys).fetchall())
-    return duplicates.check_duplicate(text, live, pipeline._tombstones(s.db))
+    return duplicates.check_duplicate(text, live, pipeline._tombstones(s.db), content_of=pipeline.content_of(s.db))
 
 
 def test_search_once_ranks_exactly_as_search(tmp_path, sums):
@@ -91,7 +91,7 @@ def test_the_probe_gives_the_reference_verdicts_write_after_write(tmp_path):
                     text = _text(rng)
                 expected = _reference_probe(s, text)
                 got = duplicates.check_duplicate(text, pipeline._neighbours(s.db, s.lexicon, s.config, text),
-                                                 pipeline._tombstones(s.db))
+                                                 pipeline._tombstones(s.db), content_of=pipeline.content_of(s.db))
                 assert got == expected, (seed, step, text)
                 seen["related" if got.status is None and got.related else got.status] += 1
                 result = store.write(text, scopes=["t"])

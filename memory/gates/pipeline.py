@@ -17,6 +17,7 @@ claims, which each have their own acknowledgement or none.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import sqlite3
 import weakref
@@ -106,7 +107,7 @@ def run(
     with contextlib.nullcontext() if seen is not None else db.fresh_look():
         seen = last_rowid(db) if seen is None else seen
         check = duplicates.check_duplicate(content, _neighbours(db, lexicon, config, content, terms),
-                                           _tombstones(db), new_terms=frozenset(terms))
+                                           _tombstones(db), new_terms=frozenset(terms), content_of=content_of(db))
     match = check.match
     removed = [m.model_dump(exclude_none=True) for m in check.removed]
     if check.status == "duplicate" and not overrides.force:
@@ -135,7 +136,8 @@ def late_duplicate(c: sqlite3.Connection, content: str, passed: Passed) -> Write
     if not rows:
         return None
     check = duplicates.check_duplicate(content, [(id_, stored_terms(terms, text)) for id_, text, terms in rows],
-                                       new_terms=frozenset(passed.terms) if passed.terms is not None else None)
+                                       new_terms=frozenset(passed.terms) if passed.terms is not None else None,
+                                       content_of={id_: text for id_, text, _ in rows}.get)
     return _duplicate(check.match, check.related_ids + passed.related) if check.status == "duplicate" else None
 
 
@@ -151,6 +153,14 @@ def _duplicate(match: duplicates.Match, related: list[str]) -> WriteResult:
               "pass force=True only if both must exist."),
         match=match.model_dump(exclude_none=True), related=list(dict.fromkeys(related)), override="force",
     )
+
+
+def content_of(db: Database) -> Callable[[str], str | None]:
+    """A memory's (or tombstone's) text by id, for the duplicates gate's second look at a close pair."""
+    def read(id_: str) -> str | None:
+        row = db.read(lambda c: c.execute("SELECT content FROM memories WHERE id = ?", (id_,)).fetchone())
+        return row[0] if row else None
+    return read
 
 
 def _neighbours(db: Database, lexicon_store: Lexicon, config: StoreConfig, content: str,
