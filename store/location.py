@@ -103,6 +103,10 @@ def _folder(path: Path, why: str) -> tuple[Path, str]:
     ($KENNING_HOME=rel) was read against whatever folder the process was in at each use: after a
     chdir the vector index was saved to a new 'rel' folder there, and `kenning info` showed 'rel'."""
     path = path if path.is_absolute() else current_folder() / path
+    if "\x00" in str(path):  # no file system holds one: os.stat's "embedded null byte" ValueError said so
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"the store path {str(path)!r} holds a NUL character, which no folder name can ({why})")
     probe = path
     try:
         while not probe.exists():  # one stat call when the store is there

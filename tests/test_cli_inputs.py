@@ -242,6 +242,8 @@ def test_a_store_path_that_is_a_file_is_named_as_a_file(tmp_path):
 
     with pytest.raises(InvalidInput, match="is a file, not a store folder"):
         library.open_store(afile)
+    with pytest.raises(InvalidInput, match="holds a NUL character"):  # was os.stat's bare ValueError
+        library.open_store(str(tmp_path / "a\x00b"))
 
 
 @pytest.mark.parametrize("damage", ["a file", "not a database"])
