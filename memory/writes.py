@@ -411,6 +411,10 @@ def _fields(record: dict, default_scopes: list[str] | None) -> dict:
     fields = dict(record)
     if "content" not in fields and "text" in fields:
         fields["content"] = fields.pop("text")
+    elif "text" in fields:  # both: one was dropped without a word when they differed
+        text = fields.pop("text")
+        if text != fields["content"]:
+            raise InvalidInput("give the body as content or as text, not two different ones")
     fields.setdefault("scopes", default_scopes or ["imported"])
     return fields
 

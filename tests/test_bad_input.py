@@ -452,3 +452,13 @@ def test_metadata_nested_past_the_limit_is_refused_and_the_store_stays_readable(
     assert len(store.list(auto_scope=False)) == 2 and store.check()["ok"]
     assert store.get(kept.id).metadata == {}
     assert [h.id for h in store.search("teapot shelf", mode="bm25", auto_scope=False).hits] != []
+
+
+def test_an_import_record_with_two_different_bodies_is_refused(store):
+    """{"content": ..., "text": ...} kept content and dropped text without a word; PATCH refused it."""
+    for load in (store.import_records, store.import_checked):
+        with pytest.raises(InvalidInput, match="^record 1: give the body as content or as text, not two different ones$"):
+            load([{"content": "The ports are 80 and 443", "text": "The hosts are web1 and web2", "scopes": ["t"]}])
+    assert store.count() == 0
+    store.import_records([{"content": "The ports are 80 and 443", "text": "The ports are 80 and 443", "scopes": ["t"]}])
+    assert [m.content for m in store.list(auto_scope=False)] == ["The ports are 80 and 443"]
