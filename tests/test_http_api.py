@@ -162,9 +162,11 @@ def test_gate_refusals_are_422_with_gate_and_hint(client):
     assert refused.status_code == 422
     body = refused.json()
     assert (body["status"], body["gate"]) == ("transient_warning", "durability") and "episode" in body["hint"]
+    assert body["error"] == body["reason"]  # every error body has "error", a refused write's too
     mid = _write(client)
     duplicate = client.post("/memories", json={"content": "The auth service listens on port 8443", "scopes": ["x"]})
     assert duplicate.status_code == 409 and duplicate.json()["status"] == "duplicate"
+    assert "already says this" in duplicate.json()["error"]
     update = client.patch(f"/memories/{mid}", json={"text": "WIP: the exporter skips archived rows."})
     assert update.status_code == 422
     assert update.json()["gate"] == "durability" and update.json()["hint"]
@@ -213,6 +215,7 @@ def test_toggles_switch_search_and_writes_off(client, store):
     write = client.post("/memories", json={"content": "The cache is Redis on port 6379", "scopes": ["x"]})
     assert write.status_code == 409
     assert (write.json()["gate"], write.json()["code"]) == ("write_enabled", "writes_disabled")
+    assert "writes are disabled" in write.json()["error"]
     for response in (client.patch(f"/memories/{mid}", json={"text": "The auth service listens on port 1"}),
                      client.delete(f"/memories/{mid}", params={"reason": "x"}),
                      client.post(f"/memories/{mid}/verify")):
@@ -505,3 +508,16 @@ def test_the_readme_names_each_read_routes_parameters(client):
         said = re.search(rf"`GET {path}` \(([^)]*)\)", routes).group(1)
         named = set(re.findall(r"`([a-z_]+)(?:=[a-z]+)?`", said))
         assert named == {p["name"] for p in schema[path]["get"]["parameters"]}, path
+
+
+def test_a_body_of_another_content_type_or_a_null_list_says_what_is_wrong(client):
+    """A JSON body sent as text/plain answered "request: Input should be a valid dictionary or object to
+    extract fields from", and "scopes": null "scopes.list[str]: Input should be a valid list"."""
+    body = '{"content": "The cache is Redis on port 6379", "scopes": ["x"]}'
+    for kind in ("text/plain", "application/x-www-form-urlencoded"):
+        answer = client.post("/memories", content=body, headers={"content-type": kind})
+        assert answer.status_code == 400
+        assert answer.json()["error"] == f"body: send a JSON object with content-type: application/json (got {kind})"
+    answer = client.post("/memories", json={"content": "The cache is Redis on port 6379", "scopes": None})
+    assert answer.status_code == 400 and answer.json()["error"].startswith("scopes: "), answer.json()
+    assert client.post("/memories", content=body, headers={"content-type": "application/json"}).status_code == 201

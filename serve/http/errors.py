@@ -60,11 +60,15 @@ def for_http(text: str | None) -> str | None:
 
 
 def http_result(result: WriteResult) -> dict[str, Any]:
-    """A write result's JSON with its reason and hint in HTTP terms."""
+    """A write result's JSON with its reason and hint in HTTP terms; a refusal (a 4xx) also carries its
+    reason as ``error``, the key every other error body has (a client read it on a refused DELETE and
+    found none on a refused POST)."""
     body = result.to_dict()
     for key in ("reason", "hint"):
         if body.get(key):
             body[key] = for_http(body[key])
+    if write_status(result) >= 400:
+        body = {"error": body.get("reason") or result.status.replace("_", " "), **body}
     return body
 
 
@@ -102,13 +106,22 @@ def _kenning_error(_: Request, exc: KenningError) -> JSONResponse:
     return error(400, for_http(str(exc)))
 
 
-def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+# the parts of a location pydantic adds for a union's member ("scopes.list[str]"): a type, not a field
+_TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|str|int|float|bool|none|dict|list|function-[a-z]+\[.*\])$")
+
+
+def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     """FastAPI's 422 list becomes a 400 with one line: where, and what is wrong."""
     first = exc.errors()[0] if exc.errors() else {}
-    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")) or "request"
+    where = ".".join(str(p) for p in first.get("loc", ())
+                     if p not in ("body", "query", "path") and not _TYPE_TAG.match(str(p))) or "request"
     message = first.get("msg", "invalid request")
     if first.get("type") == "json_invalid":
         where, message = "body", "the body is not valid JSON"
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if where == "request" and first.get("loc", ())[:1] == ("body",) and kind != "application/json":
+        # a JSON body sent as text/plain or a form was "Input should be a valid dictionary ..."
+        where, message = "body", f"send a JSON object with content-type: application/json (got {kind or 'none'})"
     return error(400, f"{where}: {message}")
 
 
