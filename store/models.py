@@ -180,6 +180,22 @@ class Hit(Explained):
         out.update(self.trust)
         return out
 
+    def __getattr__(self, name: str) -> Any:
+        """A trust field read as the docs name it (``hit.superseded_by``, ``hit.path_drift_missing``): it
+        lived only in ``trust`` and ``to_dict()``, and the attribute raised AttributeError. One of the
+        link and outcome fields a hit carries only when it has something to say is None otherwise."""
+        trust = self.__dict__.get("trust")
+        if trust is not None and not name.startswith("_"):
+            if name in trust:
+                return trust[name]
+            if name in OPTIONAL_TRUST_FIELDS:
+                return None
+        return super().__getattr__(name)
+
+
+# the trust fields a hit carries only when they say something (memory/trust.py)
+OPTIONAL_TRUST_FIELDS = frozenset({"superseded_by", "depends_on_resolved", "depends_on_more", "recent_negative_outcomes"})
+
 
 class Degraded(_Record):
     reason: Literal["embeddings_absent", "embeddings_broken", "embeddings_loading", "lexical_index_repaired"]

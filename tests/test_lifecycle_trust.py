@@ -391,6 +391,12 @@ def test_supersedes_shows_on_the_old_memory_and_links_resolve_both_ways(store):
                       links=[{"kind": "supersedes", "target": old, "note": "moved off jenkins"}]).id
     hits = {h["id"]: h for h in store.search("staging deploys", mode="bm25").to_dict()["hits"]}
     assert hits[old]["superseded_by"] == [new] and "superseded_by" not in hits[new]
+    # and as attributes of the Hit, as the docs name them (hit.superseded_by raised AttributeError)
+    objects = {h.id: h for h in store.search("staging deploys", mode="bm25").hits}
+    assert objects[old].superseded_by == [new] and objects[new].superseded_by is None
+    assert objects[old].path_drift_missing == hits[old]["path_drift_missing"]
+    with pytest.raises(AttributeError):
+        objects[old].no_such_field
     shown_old, shown_new = store.show(old), store.show(new)
     assert shown_old["reverse_links"] == [{"kind": "supersedes", "source": new, "note": "moved off jenkins",
                                            "summary": "Staging deploys run from github actions"}]
