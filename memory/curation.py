@@ -12,6 +12,7 @@ from typing import Any
 
 from kenning.errors import InvalidInput, NotFound
 from kenning.store import records
+from kenning.store.ids import looked_up, shown
 from kenning.store.models import Memory, Tombstone, iso
 from kenning.store.semantic import enqueue, forget
 
@@ -59,9 +60,10 @@ def restore(s: Session, id: str) -> Memory:
 
     write_enabled.require(s.config)
     with s.transaction() as c:
+        id = looked_up(id)
         row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
         if row is None:
-            raise NotFound(f"no memory or tombstone has id {id!r}")
+            raise NotFound(f"no memory or tombstone has id {shown(id)}")
         if row[2] is None:
             raise InvalidInput(f"memory {id} is not removed; nothing to restore")
         memory = Memory.from_record(row[1], id)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kenning.errors import EmbeddingsUnavailable, InvalidInput, NotFound, SearchDisabled
 from kenning.retrieval.text import search_tokens
 from kenning.store import integrity, records, search as ranking
+from kenning.store.ids import looked_up, shown
 from kenning.store.plain import MODES, NotPlain, PlainResult
 
 from . import events, outcomes, trust
@@ -42,10 +43,11 @@ NO_WORDS = ("the query holds no word to search for: punctuation, symbols and emo
 
 def get(s: Session, id: str) -> Memory:
     """The memory as stored (no event, no annotation); ``show`` is the annotated read."""
+    id = looked_up(id)
     row = s.db.read(lambda c: c.execute(
         "SELECT record, removed_at, removed_reason FROM memories WHERE id = ?", (id,)).fetchone())
     if row is None:
-        raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
+        raise NotFound(f"no memory has id {shown(id)}; `kenning list` shows the ids")
     if row[1] is not None:
         raise NotFound(f"memory {id} was removed at {row[1]} ({row[2]}); `kenning restore {id}` brings it back")
     from kenning.store.models import Memory

@@ -19,6 +19,22 @@ _LOOK_ALIKES = str.maketrans("ILO", "110")  # Crockford's decoding of the letter
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # ten bits -> two characters
 
 
+def looked_up(id: object) -> str:
+    """An id a caller gives to find a memory by: text, in its one spelling (``canonical``). A dict or
+    a list reached SQLite and came back in its words ("Error binding parameter 1"), and 5 or None
+    as "no memory has id 5"."""
+    if not isinstance(id, str):
+        from kenning.errors import InvalidInput
+
+        raise InvalidInput(f"a memory id is text (such as 01JD0Q6ZP3M2W9X8Y7V6T5S4R3), got {type(id).__name__}")
+    return canonical(id)
+
+
+def shown(id: str) -> str:
+    """An id quoted in a message: a 50,000-character one was echoed whole."""
+    return repr(id) if len(id) <= 80 else f"{id[:40]!r}... ({len(id):,} characters)"
+
+
 def canonical(id: str) -> str:
     """The one spelling of an id: a ULID is Crockford base32, which ignores case and reads I and L as
     1 and O as 0, so one typed in lower (or mixed) case, or with those look-alikes, names the same

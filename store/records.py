@@ -15,6 +15,7 @@ from kenning.errors import InvalidInput, NotFound
 from kenning.retrieval.text import content_terms, query_terms
 
 from .db import Database
+from .ids import looked_up, shown
 from .plain import iso
 
 if TYPE_CHECKING:
@@ -153,9 +154,10 @@ def store_links(c: sqlite3.Connection, rowid: int, links: list[Link], replace: b
 
 def live_row(c: sqlite3.Connection, id: str) -> tuple[int, Memory]:
     """(rowid, memory) of a live memory; NotFound (saying what to do) for an unknown or removed id."""
+    id = looked_up(id)
     row = c.execute("SELECT rowid, record, removed_at FROM memories WHERE id = ?", (id,)).fetchone()
     if row is None:
-        raise NotFound(f"no memory has id {id!r}; `kenning list` shows the ids")
+        raise NotFound(f"no memory has id {shown(id)}; `kenning list` shows the ids")
     if row[2] is not None:
         raise NotFound(f"memory {id} is removed; `kenning restore {id}` first")
     from .models import Memory  # here: a plain search imports this module without pydantic

@@ -462,3 +462,19 @@ def test_an_import_record_with_two_different_bodies_is_refused(store):
     assert store.count() == 0
     store.import_records([{"content": "The ports are 80 and 443", "text": "The ports are 80 and 443", "scopes": ["t"]}])
     assert [m.content for m in store.list(auto_scope=False)] == ["The ports are 80 and 443"]
+
+
+def test_an_id_that_is_not_text_or_is_very_long_is_named_as_such(store):
+    """get({"id": ...}) answered in SQLite's words ("Error binding parameter 1: type 'dict' is not
+    supported"), get(5) "no memory has id 5", and a 50,000-character id was echoed whole."""
+    mid = store.write("The auth service listens on port 8443", scopes=["x"]).id
+    calls = (store.get, store.show, store.restore, store.verify, lambda i: store.remove(i, "why"),
+             lambda i: store.update(i, text="The auth service listens on port 9443"))
+    for call in calls:
+        for bad in ({"id": mid}, [mid], 5, None):
+            with pytest.raises(InvalidInput, match=f"^a memory id is text .*, got {type(bad).__name__}$"):
+                call(bad)
+        with pytest.raises(NotFound) as found:
+            call("x" * 50_000)
+        assert len(str(found.value)) < 200 and "(50,000 characters)" in str(found.value)
+    assert store.get(mid.lower()).id == mid  # a ULID in lower case names the same memory

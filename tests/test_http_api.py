@@ -521,3 +521,10 @@ def test_a_body_of_another_content_type_or_a_null_list_says_what_is_wrong(client
     answer = client.post("/memories", json={"content": "The cache is Redis on port 6379", "scopes": None})
     assert answer.status_code == 400 and answer.json()["error"].startswith("scopes: "), answer.json()
     assert client.post("/memories", content=body, headers={"content-type": "application/json"}).status_code == 201
+
+
+def test_a_very_long_id_is_not_echoed_whole(client):
+    for method, path in (("get", "/memories/"), ("post", "/memories/{}/restore"), ("delete", "/memories/")):
+        target = path.format("x" * 50_000) if "{}" in path else path + "x" * 50_000
+        answer = getattr(client, method)(target, **({"params": {"reason": "why"}} if method == "delete" else {}))
+        assert answer.status_code == 404 and len(answer.text) < 300, (method, answer.status_code, len(answer.text))
