@@ -23,17 +23,22 @@ def dominated(a, by):
     return any(all(x >= y for x, y in zip(b, a)) for b in by)
 
 
-for name in ["builtin", "memval", "memval2", "memval3"]:
-    rows = pickle.load(open(f"{OUT}/labelfeat7-{name}.pkl", "rb"))
-    tops = [(q, q["hits"][0]) for q in rows.values() if q["hits"]]
-    unanswerable = [evidence(h) for q, h in tops if not q["answerable"]]
-    answerable = [(q, h) for q, h in tops if q["answerable"]]
-    right = [h for q, h in answerable if h["rel"]]
-    high = sum(h["label"] == "high" for _, h in answerable)
-    waiting = [h for h in right if h["label"] != "high"]
-    blocked = [h for h in waiting if dominated(evidence(h), unanswerable)]
-    free = [h for h in right if not dominated(evidence(h), unanswerable)]
-    print(f"{name}: {len(answerable)} answerable, top high {high / len(answerable):.1%}; right but not high "
-          f"{len(waiting)}, of them dominated by an unanswerable's top hit {len(blocked)} (the rest could add "
-          f"{(len(waiting) - len(blocked)) / len(answerable):.1%}); right tops no unanswerable dominates "
-          f"{len(free) / len(answerable):.1%}")
+def main():
+    for name in ["builtin", "memval", "memval2", "memval3"]:
+        rows = pickle.load(open(f"{OUT}/labelfeat7-{name}.pkl", "rb"))
+        tops = [(q, q["hits"][0]) for q in rows.values() if q["hits"]]
+        unanswerable = [evidence(h) for q, h in tops if not q["answerable"]]
+        answerable = [(q, h) for q, h in tops if q["answerable"]]
+        right = [h for q, h in answerable if h["rel"]]
+        high = sum(h["label"] == "high" for _, h in answerable)
+        waiting = [h for h in right if h["label"] != "high"]
+        blocked = [h for h in waiting if dominated(evidence(h), unanswerable)]
+        free = [h for h in right if not dominated(evidence(h), unanswerable)]
+        print(f"{name}: {len(answerable)} answerable, top high {high / len(answerable):.1%}; right but not high "
+              f"{len(waiting)}, of them dominated by an unanswerable's top hit {len(blocked)} (the rest could add "
+              f"{(len(waiting) - len(blocked)) / len(answerable):.1%}); right tops no unanswerable dominates "
+              f"{len(free) / len(answerable):.1%}")
+
+
+if __name__ == "__main__":
+    main()

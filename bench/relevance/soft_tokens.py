@@ -8,10 +8,13 @@ figures of dominance.py plus these two. Loads the model with sentence-transforme
     for n in builtin memval memval2 memval3; do python bench/relevance/labelfeat7.py $n; done
     python bench/relevance/soft_tokens.py
 """
-import ast, os, pickle, re
+import os, pickle, re, sys
 import numpy as np
 from sentence_transformers import SentenceTransformer
 from kenning.retrieval import embeddings, text
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dominance import dominated, evidence  # noqa: E402
 
 OUT = os.environ.get("KENNING_RELEVANCE_OUT", "/tmp/kenning-relevance")
 model = SentenceTransformer(str(embeddings.resolve_model().path))
@@ -33,16 +36,6 @@ def soft(query, hit):
     words = [i for i in inner(q_names) if re.match(r"^[#\w]", q_names[i]) and q_names[i] not in text.STOPWORDS]
     best = (q_vectors[words or inner(q_names)] @ h_vectors[inner(h_names)].T).max(axis=1)
     return float(best.min()), float(best.mean())
-
-
-def evidence(hit):
-    args = hit["label_args"] if isinstance(hit["label_args"], tuple) else ast.literal_eval(hit["label_args"])
-    cos, share, _, _, _, coverage, _, lead, _, _, cosine_lead = args[0][:11]
-    return (cos or 0.0, share, coverage, lead, cosine_lead)
-
-
-def dominated(a, by):
-    return any(all(x >= y for x, y in zip(b, a)) for b in by)
 
 
 for name in ["builtin", "memval", "memval2", "memval3"]:
