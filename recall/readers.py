@@ -121,7 +121,8 @@ def _read(obj: Any, state: dict[str, Any]) -> list[Message]:
         return []
     if obj.get("type") in ("message", "function_call_output") and state.get("format") == "codex":
         return _codex_item(obj, obj.get("timestamp"), state)
-    if "type" not in obj:  # every Claude Code and Codex line has a type: a generic line missing its role or text
+    if "type" not in obj and "record_type" not in obj:  # every Claude Code and Codex line has a type (an
+        # older Codex rollout's state line a record_type): this is a generic line missing its role or text
         raise Malformed("no ledger format reads this line (a generic line is {session, ts, role, text})")
     return []
 

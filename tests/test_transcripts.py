@@ -653,6 +653,7 @@ def test_a_generic_line_may_spell_its_text_content_and_a_line_of_no_format_is_co
                     "content": "zookeeper is retired next week"}),
         json.dumps({"foo": "bar"}), "42", json.dumps(["a", "list"]),
         json.dumps({"session": "nightly-42", "role": "user"}),  # a generic line without its text
+        json.dumps({"record_type": "state"}),  # an older Codex rollout's state line: no message, not malformed
     ]) + "\n")
     index = index_for(store)
     added = index.add_source(ledger)
