@@ -31,8 +31,12 @@ def looked_up(id: object) -> str:
 
 
 def shown(id: str) -> str:
-    """An id quoted in a message: a 50,000-character one was echoed whole."""
-    return repr(id) if len(id) <= 80 else f"{id[:40]!r}... ({len(id):,} characters)"
+    """An id quoted in a message: a 50,000-character one was echoed whole. A long one is cut as the
+    CLI cuts a long value it quotes (``'abc…' (100,000 characters)``)."""
+    if len(id) <= 100:
+        return repr(id)
+    head = repr(id[:60])
+    return f"{head[:-1]}…{head[-1]} ({len(id):,} characters)"
 
 
 def canonical(id: str) -> str:

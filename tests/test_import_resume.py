@@ -110,6 +110,7 @@ def test_ctrl_c_during_kenning_import_says_what_was_kept_and_how_to_resume(tmp_p
     lines.write_text("".join(json.dumps(r) + "\n" for r in records(with_ids=False)))
     script = f"""
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal: a runner in the background ignores it
 from kenning import Store
 from kenning.cli import main
 real = Store.import_checked
