@@ -246,7 +246,7 @@ def test_a_store_path_that_is_a_file_is_named_as_a_file(tmp_path):
         library.open_store(str(tmp_path / "a\x00b"))
 
 
-@pytest.mark.parametrize("damage", ["a file", "not a database"])
+@pytest.mark.parametrize("damage", ["a file", pytest.param("not a database", marks=pytest.mark.sqlite_only)])
 def test_the_mcp_server_module_refuses_a_bad_store_in_one_line(tmp_path, damage):
     """``python -m kenning.server --store X`` (the client entry the README gives) answered a store path
     that is a file, or a damaged store, with a traceback; `kenning serve` with one line and exit 2."""
