@@ -113,12 +113,16 @@ def check_metadata(metadata: Mapping | None, path: str = "metadata", depth: int 
     if not isinstance(metadata, Mapping):
         raise InvalidInput(f"{path} must be an object (key/value pairs)")
     if depth > MAX_METADATA_DEPTH:
-        raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
-                           f"within each other); keep it flatter")
+        _too_deep()
     for key, value in metadata.items():
         _check_value(str(key), f"{path} key", depth)
         _check_value(value, f"{path}.{str(key)[:40]}", depth)
     return dict(metadata)
+
+
+def _too_deep() -> None:
+    raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
+                       "within each other); keep it flatter")
 
 
 def _check_value(value: object, where: str, depth: int = 1) -> None:
@@ -132,8 +136,7 @@ def _check_value(value: object, where: str, depth: int = 1) -> None:
         check_metadata(value, where if depth < 8 else "metadata…", depth + 1)
     elif isinstance(value, (list, tuple)):
         if depth + 1 > MAX_METADATA_DEPTH:
-            raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
-                               f"within each other); keep it flatter")
+            _too_deep()
         for i, item in enumerate(value):
             _check_value(item, f"{where}[{i}]" if depth < 8 else "metadata…", depth + 1)
 
