@@ -90,17 +90,12 @@ def _repeat_verdict(memory: "Memory", live: dict[str, str], earlier: dict[str, s
 
 def _near_duplicate(db: "Database", lexicon: "Lexicon", config: "StoreConfig", content: str,
                     tombstones: list) -> Verdict | None:
-    written = pipeline.content_of(db)
-    check = duplicates.check_duplicate(content, pipeline._neighbours(db, lexicon, config, content), content_of=written)
+    check = duplicates.check_duplicate(content, pipeline._neighbours(db, lexicon, config, content), tombstones,
+                                       content_of=pipeline.content_of(db))
     if check.status == "duplicate":
         return Verdict("duplicate", "duplicates", f"memory {check.match.id} already says this "
                        f"({check.match.overlap:.0%} of their words are shared)", check.match.id, "duplicate")
-    new = duplicates.token_set(content)
-    removed = max(((score, tid, reason) for tid, words, reason in tombstones
-                   if (score := duplicates.overlap(new, words)) >= duplicates.DUPLICATE_THRESHOLD
-                   and not duplicates.different_values(new, words)
-                   and duplicates.same_values(content, written(tid) or content)), default=None)
-    if removed:
-        return Verdict("previously_removed", "duplicates", f"a memory like this ({removed[1]}) was removed: "
-                       f"{removed[2]}", removed[1], "previously_removed")
+    if check.status == "previously_removed":
+        return Verdict("previously_removed", "duplicates", f"a memory like this ({check.match.id}) was removed: "
+                       f"{check.match.reason}", check.match.id, "previously_removed")
     return None
