@@ -221,7 +221,7 @@ def sync_command(
         emit_json(report)
         return
     labels = (("updated", "updated"), ("written", "written"), ("pending", "staged for confirmation"),
-              ("removed", "removed (tombstoned)"), ("refused", "refused"), ("conflicts", "conflict"),
+              ("withdrawn", "staged write withdrawn"), ("repeats", "repeat dropped"), ("removed", "removed (tombstoned)"), ("refused", "refused"), ("conflicts", "conflict"),
               ("mangled", "mangled, left as is"), ("held", "removal held"), ("missing_files", "file missing"))
     quiet = True
     for key, label in labels:

@@ -30,9 +30,19 @@ _POLL_S = 0.05
 _counter = 0
 
 
-def atomic_write(path: Path, text: str) -> None:
+class EditedMeanwhile(InvalidInput):
+    """A file a person edits was saved by someone else after kenning read it and before its rewrite landed."""
+
+
+_ANY = object()
+
+
+def atomic_write(path: Path, text: str, expected: "str | None | object" = _ANY) -> None:
     """Write ``text`` (UTF-8, newlines as given) to ``path`` through a temp file and a rename. A new file
-    follows the umask; one replaced keeps its mode (chmod 600 on a MEMORY.md was undone by the next export)."""
+    follows the umask; one replaced keeps its mode (chmod 600 on a MEMORY.md was undone by the next export).
+    With ``expected`` (the text read before, or None: there was no file), the rename happens only if the
+    file still holds it, else EditedMeanwhile: the folder's lock keeps out other kenning processes, not a
+    person's editor, whose save in the meantime the rename would have thrown away."""
     global _counter
     _counter += 1
     tmp = path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}-{_counter}"
@@ -47,9 +57,20 @@ def atomic_write(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        if expected is not _ANY and _current(path) != expected:
+            raise EditedMeanwhile(f"{path} was saved by someone else while kenning was rewriting it; "
+                                  "that save is kept as it is")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _current(path: Path) -> str | None:
+    """The file's text now, None if there is none; a file no longer UTF-8 differs from any text read."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return None
 
 
 class NotUtf8(InvalidInput):

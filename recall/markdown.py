@@ -9,15 +9,20 @@ deleted block from a memory written after the export.
 
 Sync goes through the library, so through the gates: an edited body is an update, a deleted
 block a tombstone ("removed from MEMORY.md"), a paragraph outside the blocks a write (in
-USER.md a profile note, staged until the user confirms it). A mangled block is reported and left
-as it is; while a file has one, its deletions are held, since the mangled block may be one of
-them. A block moved (or copied) by hand into a file it does not belong in (its memory's first
+USER.md a profile note, staged until the user confirms it; a staged paragraph changed before it is
+confirmed withdraws its staged write). The same new paragraph twice in a file is one memory. A
+mangled block is reported and left as it is; while a file has one, its deletions are held, since the
+mangled block may be one of them; so are they while a block names an id no memory has (a header's id
+edited by mistake) and while the file has lost its ``kenning:file`` comment (emptied). A header's
+scopes and category are kenning's record: changed by hand, they are reported as not taken in. A block moved (or copied) by hand into a file it does not belong in (its memory's first
 scope has another file) is reported as a conflict, not applied, and its removal from its own file
 is held: a memory whose block is still somewhere in the folder is never removed, and export refuses
 to overwrite the pasted block until the memory is re-scoped (`kenning update ID --scope …`) or the
 block moved back. Changes are written back by replacing exactly the characters of the blocks
 concerned, under the folder's lock, through a temp file and a rename, in the file's own line
-endings (and after its byte-order mark, if it has one).
+endings (and after its byte-order mark, if it has one). The lock keeps out other kenning processes,
+not an editor: a rename lands only over the very text that was read (``atomic_write``'s
+``expected``), so a person's save during a sync or an export is kept, never overwritten.
 """
 
 from __future__ import annotations
@@ -32,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kenning.errors import InvalidInput, KenningError, NotFound, Stale, StorageError
-from kenning.store.models import Memory
+from kenning.store.models import Memory, iso
 
 from . import profile
-from .files import DirLock, NotUtf8, atomic_write, read_text
+from .files import DirLock, EditedMeanwhile, NotUtf8, atomic_write, read_text
 from .markdown_format import BOM, Parsed, Segment, line_ending, normalised, parse, render_block, render_file
 
 if TYPE_CHECKING:
@@ -48,6 +53,7 @@ PROFILE_KIND = {"tier": "profile"}
 USER_TITLE = "About the user"
 ALL_MEMORIES = 10**9
 DIRS_META_KEY = "markdown_dirs"
+_ANY_TEXT = object()  # export --force, or a file that was not there: written whatever is there now
 # the manifest's record of an export under way: each file it rewrites (the entry and a hash of the new
 # text) and each it removes, saved before the first of them is touched (see ``_settle_interrupted``)
 WRITING = "writing"
@@ -273,7 +279,7 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
             if not (folder / rel).resolve().is_relative_to(folder):
                 raise InvalidInput(f"{folder / rel} leads out of {folder} through a link (to "
                                    f"{(folder / rel).resolve().parent}); remove the link, then export again")
-        plan: list[tuple[str, str | None, dict[str, Any]]] = []  # rel, its new text (None: unchanged), its entry
+        plan: list[tuple[str, str | None, dict[str, Any], Any]] = []  # rel, new text (None: unchanged), entry, text read
         for rel, (kind, title, memories) in sorted(wanted.items()):
             path = folder / rel
             text = render_file(kind, title, memories)
@@ -286,25 +292,37 @@ def export(store: "Store", directory: str | os.PathLike, force: bool = False) ->
                 old = None  # only --force gets here: the file is overwritten, its encoding with it
             if old is not None:  # a file a person's editor saved with CRLF or a byte-order mark keeps them
                 text = _in_style_of(old, text)
-            plan.append((rel, None if old == text else text, {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}}))
+            if not force and old is not None and _unsynced_text(old, manifest["files"].get(rel), store):
+                raise InvalidInput(f"{rel} was edited while this export ran; run `kenning sync {folder}` "
+                                   "first (or export with --force to overwrite it)")
+            plan.append((rel, None if old == text else text, {"kind": kind, "ids": {m.id: sha(m.content) for m in memories}},
+                         _ANY_TEXT if force or (old is None and _is_file(path)) else old))
         going = sorted(set(manifest["files"]) - set(wanted))
         manifest["folders"] = sorted({*manifest["folders"], *(str(p.relative_to(folder)) for p in created if p != folder)})
-        if going or any(text is not None for _, text, _ in plan):
+        if going or any(text is not None for _, text, _, _ in plan):
             _remember_folder(store, folder)  # before the first file: `kenning clean` looks here after a crash
-            manifest[WRITING] = {"files": {rel: {**entry, "text": sha(text)} for rel, text, entry in plan if text},
+            manifest[WRITING] = {"files": {rel: {**entry, "text": sha(text)} for rel, text, entry, _ in plan if text},
                                  "removing": going}
             _save(folder, manifest)
         written, unchanged = [], []
-        for rel, text, entry in plan:
+        for rel, text, entry, seen in plan:
             if text is None:
                 unchanged.append(rel)
             else:
                 (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(folder / rel, text)
+                try:  # only over the text the check above read: a person's save since then is kept
+                    atomic_write(folder / rel, text, **({} if seen is _ANY_TEXT else {"expected": seen}))
+                except EditedMeanwhile:
+                    raise EditedMeanwhile(f"{rel} was saved while this export ran, and is kept as saved; files "
+                                          f"before it are written; run `kenning sync {folder}`, then export "
+                                          "again") from None
                 written.append(rel)
             manifest["files"][rel] = entry
         removed = []
         for rel in going:
+            if not force and _unsynced(folder / rel, manifest["files"][rel], store):
+                raise EditedMeanwhile(f"{rel} was edited while this export ran, and is kept; run "
+                                      f"`kenning sync {folder}`, then export again")
             (folder / rel).unlink(missing_ok=True)
             removed.append(rel)
             del manifest["files"][rel]
@@ -346,9 +364,13 @@ def _files_for(store: "Store") -> dict[str, tuple[dict, str, list[Memory]]]:
 
 def _unsynced(path: Path, entry: dict[str, Any], store: "Store") -> bool:
     """Does the file hold a person's change kenning has not taken in (edit, new text, deletion, damage)?"""
-    if not _is_file(path):
-        return False
-    parsed = parse(read_text(path))
+    return _is_file(path) and _unsynced_text(read_text(path), entry, store)
+
+
+def _unsynced_text(text: str, entry: dict[str, Any] | None, store: "Store") -> bool:
+    if entry is None:
+        return False  # a file kenning never wrote: the check before the plan found none
+    parsed = parse(text)
     if parsed.new or parsed.mangled:
         return True
     present = {b.id for b in parsed.blocks}
@@ -393,8 +415,9 @@ def sync(store: "Store", directory: str | os.PathLike) -> dict[str, Any]:
     root = _export_above(folder)
     if root is not None:  # a scope's subfolder: read as an export of its own, every block was a "conflict"
         raise InvalidInput(f"{folder} is inside the markdown export at {root}; sync that folder: `kenning sync {root}`")
-    report: dict[str, list] = {"updated": [], "written": [], "pending": [], "removed": [], "refused": [],
-                               "conflicts": [], "mangled": [], "held": [], "missing_files": [], "files_changed": []}
+    report: dict[str, list] = {"updated": [], "written": [], "pending": [], "withdrawn": [], "repeats": [],
+                               "removed": [], "refused": [], "conflicts": [], "mangled": [], "held": [],
+                               "missing_files": [], "files_changed": []}
     with DirLock(folder) as lock:
         manifest = _load(folder)
         files = set(manifest["files"])
@@ -441,11 +464,30 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
             continue  # not applied and not this file's: deleting it here later is no removal
         ids_now[block.id] = _sync_block(store, rel, block, written_ids.get(block.id), newline, edits, report)
     pending = manifest["pending"].setdefault(rel, {})
+    _withdraw_edited(store, rel, pending, {sha(seg.body) for seg in parsed.new}, report)
+    first_line: dict[str, int] = {}  # a paragraph's text -> the line it was first met on, in this file
     for seg in parsed.new:
+        if seg.body in first_line:  # the same paragraph twice: one memory, and its block says it
+            blank = len(newline) if text[:seg.start].endswith(newline * 2) else 0  # with the blank line before it
+            edits.append((seg.start - blank, seg.end, ""))
+            report["repeats"].append({"file": rel, "line": seg.line, "why": f"the same text as line "
+                                      f"{first_line[seg.body]}, so it was taken in once and this copy dropped"})
+            continue
+        first_line[seg.body] = seg.line
         memory = _sync_new(store, rel, kind, seg, pending, report, where)
         if memory is not None:
             edits.append((seg.start, seg.end, render_block(memory, newline)))
             ids_now[memory.id] = sha(memory.content)
+    # deletions are held while the file may still hold the block under a broken header: a mangled block,
+    # a block naming an id no memory has (a typo in its header), or a file that lost its kenning:file
+    # comment (emptied by `> MEMORY.md` or a crash, replaced by another file)
+    orphans = [b for b in parsed.blocks if b.id not in written_ids and not _live(store, b.id)]
+    hold = ("the file has a mangled block, which may be this one" if parsed.mangled else
+            f"the block on line {orphans[0].line} names an id no memory has, and may be this one with its "
+            "header's id edited; put the id back, or delete that block" if orphans else
+            "the file lost its kenning:file comment (emptied, or replaced by another file), so nothing it "
+            "lacks is read as deleted; remove a memory with `kenning remove`, or export with --force "
+            "to write the file afresh" if parsed.kind is None else None)
     gone = [mid for mid in written_ids if mid not in ids_now and mid not in {s.id for s in parsed.mangled}]
     for mid in gone:
         elsewhere = sorted(set(where.get(mid, {})) - {rel})
@@ -458,8 +500,8 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
                                    "why": f"its block is in {elsewhere[0]} now, so the memory is not removed; {hint}"})
             ids_now[mid] = written_ids[mid]
             continue
-        if parsed.mangled:
-            report["held"].append({"file": rel, "id": mid, "why": "the file has a mangled block, which may be this one"})
+        if hold:
+            report["held"].append({"file": rel, "id": mid, "why": hold})
             ids_now[mid] = written_ids[mid]
             continue
         try:
@@ -486,9 +528,29 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
     for start, end, replacement in sorted(edits, reverse=True):
         new_text = new_text[:start] + replacement + new_text[end:]
     if new_text != text:
-        atomic_write(path, new_text)
+        try:
+            atomic_write(path, new_text, expected=text)
+        except EditedMeanwhile:  # what was read is taken in; the file (and its entry) stay as they are
+            report["conflicts"].append({"file": rel, "why": (
+                "the file was saved while this sync ran, so its blocks were not rewritten and the new save is "
+                "kept as it is; what it held before was taken in; sync again to take in the rest")})
+            return
         report["files_changed"].append(rel)
     manifest["files"][rel] = {"kind": kind, "ids": ids_now}
+
+
+def _withdraw_edited(store: "Store", rel: str, pending: dict[str, str], paragraphs: set[str],
+                     report: dict[str, list]) -> None:
+    """A staged paragraph no longer in the file (corrected or deleted before it was confirmed): its staged
+    write is cancelled, so confirming what is staged never brings back the text the person replaced."""
+    live = None
+    for key in [k for k in pending if k not in paragraphs]:
+        staged = pending.pop(key)
+        live = {p["pending_id"] for p in store.pending_writes(all_sessions=True)} if live is None else live
+        if staged in live:
+            store.cancel_write(staged)
+            report["withdrawn"].append({"file": rel, "pending_id": staged,
+                                        "why": "its paragraph was changed or deleted before it was confirmed"})
 
 
 def _home_of(store: "Store", memory_id: str) -> str | None:
@@ -526,9 +588,11 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
         memory = store.get(block.id)
     except NotFound:
         report["conflicts"].append({"file": rel, "id": block.id, "line": block.line,
-                                    "why": "no live memory has this id (removed in the store, or never there); "
-                                           "delete the block, or `kenning restore` it"})
+                                    "why": "no live memory has this id: if it was removed in the store, "
+                                           "`kenning restore` it or delete the block; if its header was "
+                                           "edited, put the id back"})
         return written or sha(block.body)
+    _header_edited(rel, block, memory, report)
     body = normalised(block.body) if newline == "\r\n" else block.body
     if block.body == memory.content or body == memory.content:
         return sha(memory.content)  # the same text (a CRLF file's line endings are no edit)
@@ -561,6 +625,20 @@ def _sync_block(store: "Store", rel: str, block: Segment, written: str | None, n
     return sha(updated.content)
 
 
+def _header_edited(rel: str, block: Segment, memory: Memory, report: dict[str, list]) -> None:
+    """A header's scopes or category changed by hand, while the memory is as exported (same ``updated``): the
+    header is kenning's record, not read, so the change is reported as not taken in (export would undo it)."""
+    if block.header.get("updated") != iso(memory.updated):
+        return  # the memory changed in the store since: the header is only out of date
+    changed = [name for name, now in (("scopes", memory.scopes), ("category", memory.category))
+               if block.header.get(name) != now]
+    if changed:
+        options = " ".join({"scopes": "--scope SCOPE", "category": "--category CATEGORY"}[n] for n in changed)
+        report["refused"].append({"file": rel, "id": block.id, "line": block.line, "why": (
+            f"the header's {' and '.join(changed)} are kenning's record and are not read from the file; change "
+            f"{'them' if len(changed) > 1 else 'it'} with `kenning update {block.id} {options}`, then export")})
+
+
 def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[str, str],
               report: dict[str, list], where: dict[str, dict[str, str | None]]) -> Memory | None:
     """Write a paragraph outside the blocks; the new memory when it committed (its block replaces the paragraph)."""
@@ -573,7 +651,8 @@ def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[
             return None
         confirmed = _confirmed_memory(store, staged)
         pending.pop(key)
-        if confirmed is not None:
+        if confirmed is not None:  # its block replaces the paragraph now
+            report["written"].append({"file": rel, "id": confirmed.id, "line": seg.line, "confirmed": staged})
             return confirmed
     text = seg.body.replace("\r\n", "\n")
     try:

@@ -696,10 +696,12 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         """Take a person's edits to an exported folder back into the store, every change through the write
         gates: an edited body is an update, a deleted block a tombstone (reason "removed from MEMORY.md",
         restorable), a paragraph without a header a new memory (in USER.md a profile note, pending until the
-        user confirms it with memory_write_confirm). A block whose header was mangled is reported, never
-        guessed at, and the file's deletions wait until it is mended.
+        user confirms it with memory_write_confirm; one changed before that withdraws its staged write). A
+        block whose header was mangled is reported, never guessed at, and the file's deletions wait until it
+        is mended. A file saved while the sync ran is left as saved (a conflict: sync again).
 
-        Returns {folder, updated, written, pending, removed, refused, conflicts, mangled, held, missing_files,
+        Returns {folder, updated, written, pending, withdrawn, repeats, removed, refused, conflicts, mangled,
+        held, missing_files,
         files_changed, lock_taken_over}; each entry names the file and, where there is one, the line, id or pending_id, and
         refused / conflicts / mangled / held say why. With no edits every list is empty.
         """

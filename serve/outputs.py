@@ -294,6 +294,8 @@ class SyncOut(TypedDict, total=False):
     updated: list[dict[str, Any]]
     written: list[dict[str, Any]]
     pending: list[dict[str, Any]]  # new profile notes staged until the user confirms them (pending_id)
+    withdrawn: list[dict[str, Any]]  # staged notes whose paragraph changed before confirmation (pending_id)
+    repeats: list[dict[str, Any]]  # a new paragraph given twice in a file: taken in once, the copy dropped
     removed: list[dict[str, Any]]
     refused: list[dict[str, Any]]
     conflicts: list[dict[str, Any]]

@@ -23,8 +23,8 @@ KILLED_EXPORT = textwrap.dedent("""
     import kenning.recall.markdown as markdown
     real = markdown.atomic_write
 
-    def write(path, text):
-        real(path, text)
+    def write(path, text, **kwargs):
+        real(path, text, **kwargs)
         if path.relative_to(sys.argv[2]).as_posix() == sys.argv[3]:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -40,7 +40,7 @@ KILLED_SYNC = textwrap.dedent("""
     import kenning
     import kenning.recall.markdown as markdown
 
-    def write(path, text):
+    def write(path, text, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
     markdown.atomic_write = write
