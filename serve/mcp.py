@@ -176,6 +176,10 @@ def refusal_status(refused: GateRefused) -> dict[str, Any]:
             "override": r.override}
 
 
+# what search_enabled=false takes out of the agent's loop (called anyway, they answer that search is off)
+SEARCH_TOOLS = ("memory_search", "session_search")
+
+
 def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer:
     """The MCP server for one session over ``store``; ``episodes`` defaults to the current directory's worktree."""
     # quiet stderr (it is the client's log): rejected arguments already reach the model as tool errors
@@ -729,6 +733,7 @@ def build_server(store: Store, episodes: Episodes | None = None) -> StrictServer
         return clean(store, dry_run=dry_run)
 
     server.seal_schemas()
+    server.hidden = lambda: set() if store.config.search_enabled else set(SEARCH_TOOLS)
     return server
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -104,6 +104,13 @@ class StrictServer(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.middleware.append(before_initialize)
+        self.hidden: Callable[[], set[str]] = set  # tools left out of tools/list now (a live setting turned off)
+
+    async def list_tools(self) -> list[Any]:
+        """Every tool but those ``hidden`` names now: read at each tools/list, so a setting changed by another
+        process takes effect at the client's next listing. A hidden tool called anyway answers why it is off."""
+        hidden = self.hidden()
+        return [tool for tool in await super().list_tools() if tool.name not in hidden]
 
     def seal_schemas(self) -> None:
         """Mark every registered tool's input schema closed (call after the last tool is added)."""

@@ -146,9 +146,13 @@ def test_a_running_mcp_server_obeys_a_setting_changed_by_another_process(tmp_pat
         assert written["status"] == "committed"
         assert mcp.call("memory_search", query="auth port", mode="bm25")["hits"]
 
+        assert {"memory_search", "session_search"} <= set(mcp.tools())
         _set_elsewhere(store_dir, search_enabled=False)
+        listed = set(mcp.tools())  # "false removes the tool from the loop": gone from the next listing
+        assert not {"memory_search", "session_search"} & listed and "memory_write" in listed
         assert "search is disabled" in mcp.fails("memory_search", query="auth port", mode="bm25")
         _set_elsewhere(store_dir, search_enabled=True, write_enabled=False)
+        assert {"memory_search", "session_search"} <= set(mcp.tools())
         assert mcp.call("memory_search", query="auth port", mode="bm25")["hits"]
         refused = mcp.call("memory_write", content="The cache is Redis on port 6379", scopes=["x"])
         assert (refused["status"], refused["gate"]) == ("writes_disabled", "write_enabled")
