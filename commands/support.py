@@ -324,9 +324,11 @@ def note(message: str, label: str = "note") -> None:
 CLIP_OVER = 100  # a value echoed in a message is cut when longer than this ...
 CLIP_KEEP = 60  # ... to its first CLIP_KEEP characters, "…" and its length
 
-# a quoted value (Python's repr, JSON): its opening quote follows no letter or quote, its closing one
-# precedes no letter, so the apostrophes of "store's" and "don't" never pair up; only a long one matches
-_QUOTED = r"""(?<![\w'"])(['"])((?:\\.|(?!\1)[^\\]){%d,})\1(?!\w)""" % (CLIP_OVER + 1)  # re caches it compiled
+# a quoted value (Python's repr, JSON): its opening quote starts the message or follows a space, a bracket,
+# "=", ":" or ",", its closing one precedes no letter, so neither the apostrophes of "store's" and "don't"
+# nor the closing quote of a short value ('-' or a stray symbol) pair up with a later quote; only a long
+# value matches
+_QUOTED = r"""(?<![^\s(\[{=:,])(['"])((?:\\.|(?!\1)[^\\]){%d,})\1(?!\w)""" % (CLIP_OVER + 1)  # re caches it compiled
 
 
 def clip(value: str) -> str:
