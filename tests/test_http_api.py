@@ -6,6 +6,8 @@ id, 409/422 for a refused write with gate and hint; no bad input reaches a 500.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
 import pytest
@@ -528,3 +530,25 @@ def test_a_very_long_id_is_not_echoed_whole(client):
         target = path.format("x" * 50_000) if "{}" in path else path + "x" * 50_000
         answer = getattr(client, method)(target, **({"params": {"reason": "why"}} if method == "delete" else {}))
         assert answer.status_code == 404 and len(answer.text) < 300, (method, answer.status_code, len(answer.text))
+
+
+def test_clean_over_http_lists_then_removes_only_what_kenning_left_behind(client, store, tmp_path):
+    """The recall design's admin "cleanup controls": `kenning clean` as a route, dry run first."""
+    from kenning.recall import markdown
+    from kenning.recall.files import LOCK_NAME, TEMP_MARK
+
+    store.write("The auth service listens on port 8443", scopes=["projects:auth"])
+    folder = tmp_path / "notes"
+    markdown.export(store, folder)
+    dead = 2**22 + 4321  # above the default pid_max: no live process has it
+    lock = folder / LOCK_NAME
+    lock.write_text(json.dumps({"pid": dead, "host": os.uname().nodename, "at": 0}))
+    leftover = folder / "projects" / f".MEMORY.md{TEMP_MARK}{dead}-1"
+    leftover.write_text("half a file")
+    listed = client.post("/clean", params={"dry_run": "true"})
+    assert listed.status_code == 200 and listed.json()["dry_run"] is True
+    assert {item["path"] for item in listed.json()["removed"]} == {str(lock), str(leftover)}
+    assert lock.exists() and leftover.exists()
+    done = client.post("/clean").json()
+    assert not done["dry_run"] and len(done["removed"]) == 2 and not lock.exists() and not leftover.exists()
+    assert (folder / "projects/auth/MEMORY.md").exists() and store.count() == 1

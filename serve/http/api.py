@@ -240,6 +240,16 @@ def _pending_answer(body: dict[str, Any], status_code: int) -> JSONResponse:
     return JSONResponse(body, status_code=status_code)
 
 
+# ------------------------------------------------------------------------------------------ housekeeping
+@router.post("/clean", tags=["curation"],
+             summary="Remove abandoned locks, temp files of interrupted writes and empty folders kenning made")
+def clean(request: Request, dry_run: bool = Query(False, description="Only list what would be removed.")) -> dict[str, Any]:
+    """``kenning clean`` for an admin: never a memory, a tombstone, a transcript or a person's file."""
+    from kenning.recall.clean import clean as clean_up
+
+    return clean_up(_store(request), dry_run=dry_run)
+
+
 # ------------------------------------------------------------------------------------------ settings
 @router.get("/config", tags=["settings"], summary="The live settings, as every process sees them now")
 def get_config(request: Request) -> dict[str, Any]:
