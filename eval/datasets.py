@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from kenning.errors import InvalidInput
+from kenning.store.ids import canonical
 
 BUILTIN = "builtin"
 # collections shipped in the package, by the name ``load_dataset`` takes
@@ -123,6 +125,12 @@ class Dataset:
             outside += any(group_of(d, sep) != group for d in relevant)
         return grouped, outside
 
+    @cached_property
+    def collection_ids(self) -> dict[str, str]:
+        """The collection's id of each document the store spells otherwise (a ULID-like id is stored in
+        upper case, ``store/ids.canonical``), so a ranking is scored in the qrels' spelling."""
+        return {stored: doc_id for doc_id in self.documents if (stored := canonical(doc_id)) != doc_id}
+
     def fingerprint(self) -> str:
         """A short hash of what the figures are measured on: every document's id, title and text,
         every query's id and text (in order) and every judgment. Two collections with the same
@@ -203,11 +211,17 @@ def load_dataset(source: str | Path) -> Dataset:
 
 def _load(folder: Path | Traversable, name: str) -> Dataset:
     documents: dict[str, Document] = {}
+    stored: dict[str, tuple[str, str]] = {}  # the store's spelling of an id -> (id, file:line)
     for where, row in _json_lines(folder, CORPUS_FILE):
         doc_id = _id_of(row, where)
         title, text = _string(row, "title", where, required=False), _string(row, "text", where, required=False)
         if doc_id in documents:
             raise InvalidInput(f"{where}: duplicate document id {doc_id!r}")
+        twin = stored.setdefault(canonical(doc_id), (doc_id, where))
+        if twin[0] != doc_id:
+            # kenning reads a ULID without regard to case (I, L, O as 1, 1, 0): the two would be one memory
+            raise InvalidInput(f"{where}: document id {doc_id!r} is the same ULID as {twin[0]!r} ({twin[1]}) "
+                               "written in another case; kenning cannot keep both, so rename one")
         documents[doc_id] = Document(doc_id, title, text)
     if not any(doc.content.strip() for doc in documents.values()):
         raise InvalidInput(f"{_display(folder, CORPUS_FILE)}: no document with text; nothing to search")

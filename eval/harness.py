@@ -216,7 +216,7 @@ def run_mode(
             start = time.perf_counter()
             result = store.rank(query.text, mode=mode, depth=depth, scopes=query_scopes(query.id, group_sep), explain=False)
             out.latencies_ms.append((time.perf_counter() - start) * 1000.0)
-            out.ranked[query.id] = [hit.id for hit in result.hits]
+            out.ranked[query.id] = [dataset.collection_ids.get(hit.id, hit.id) for hit in result.hits]
             out.top_relevance[query.id] = result.hits[0].relevance if result.hits else None
             out.labels[query.id] = [hit.relevance for hit in result.hits[:TOP]]
             out.legs_run = list(result.legs_run)

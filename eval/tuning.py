@@ -98,14 +98,14 @@ class _Collection:
 
     def fused(self, **fusion: object) -> dict[str, list[str]]:
         """Top ten per answerable query from ``engine.rank`` over the fixed leg rankings."""
-        out = {}
+        out, spelt = {}, self.data.collection_ids  # the store's ids in the qrels' spelling
         for q in self.answerable:
             legs = {leg: (lambda n, r=by_query[q]: r[:n]) for leg, by_query in self.rankings.items()}
             depth = max(len(by_query[q]) for by_query in self.rankings.values())
             coverage = self.coverage.get(q, {})
             # the fetched coverage is a hybrid score, so a lone-term text's weight is in it already: none named here
-            out[q] = [c.key for c in engine.rank(legs, depth, TOP, coverage_of=lambda keys: (coverage, frozenset()),
-                                                 **fusion)]
+            ranked = engine.rank(legs, depth, TOP, coverage_of=lambda keys: (coverage, frozenset()), **fusion)
+            out[q] = [spelt.get(c.key, c.key) for c in ranked]
         return out
 
 
