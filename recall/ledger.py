@@ -1,9 +1,13 @@
 """Reading a ledger file incrementally: whole lines from a byte offset, and telling an append from a rewrite.
 
-A ledger is append-only while its session runs, so the index remembers (size, mtime, offset) and
-two digests: of the first bytes and of the bytes just before the offset. A file that grew with
-both digests intact is read on from the offset; one that shrank, or whose digests changed, was
-rewritten and is read again from the start. Only whole lines are consumed, so a line being
+A ledger is append-only while its session runs, so the index remembers (size, mtime, offset), the
+file it read (device and inode) and two digests: of the first bytes and of the bytes just before
+the offset. The same file grown with both digests intact is read on from the offset. Any other
+change is a rewrite, read again from the start: another file put in its place (``sed -i``, an
+editor saving by rename, however long the new file is), the same size with another mtime (an edit
+in place, such as a redaction of the same length), a file that shrank or whose digests changed.
+An edit in place that also grew the file past its digests is not seen: telling it from an append
+would mean reading the whole file at every search. Only whole lines are consumed, so a line being
 written right now is picked up whole at the next read (a last line without a newline counts
 once it parses).
 
@@ -47,6 +51,21 @@ class Increment:
 
 def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def file_id(stat: os.stat_result) -> str:
+    """Which file a path leads to: a file renamed into its place (``sed -i``, an editor's save) is another one."""
+    return f"{stat.st_dev}:{stat.st_ino}"
+
+
+def appended(f, stat: os.stat_result, mark: Mark, read: str | None) -> bool:
+    """Was the file ``f`` (``stat``) only appended to since ``mark``? ``read`` is the ``file_id`` of the
+    file the mark was made on (None for a mark older than that record)."""
+    if read is not None and read != file_id(stat):
+        return False
+    if stat.st_size == mark.size and stat.st_mtime_ns != mark.mtime_ns:  # written over in place
+        return False
+    return stat.st_size >= mark.offset and marks_hold(f, mark)
 
 
 def marks_hold(f, mark: Mark) -> bool:

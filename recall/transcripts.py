@@ -8,9 +8,11 @@ fusion and snippet code as a memory hit. Their own tables keep them out of every
 
 Incremental: every search first brings the index up to date with the files, cheaply. A ledger
 whose size and mtime did not change is not opened; one that grew is read on from the byte offset
-where the last read stopped (its digests prove it was appended to); one that shrank or changed
-before the offset is read again from the start; one that disappeared is dropped. So a line a live
-session appends is searchable at the next query, in this process or any other.
+where the last read stopped (the same file, its digests proving it was appended to); one replaced
+by another file, rewritten in place at the same size, shrunk or changed before the offset is read
+again from the start (ledger.py); one that disappeared is dropped. So a line a live session appends
+is searchable at the next query, in this process or any other, and a line redacted from a ledger
+leaves the index at the next one.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from kenning.store.location import current_folder
 from kenning.store.models import MODES, Degraded, iso, utcnow
 
 from .folders import LedgerFolders
-from .ledger import Mark, marks_hold, read_from
+from .ledger import Mark, appended, file_id, read_from
 from .readers import READER_VERSION, epoch as _epoch, identity  # _epoch: readers.py checked it when the line was read
 from .transcript_models import TranscriptHit, TranscriptResult
 from .transcript_vectors import TranscriptVectors, forget
@@ -273,14 +275,15 @@ class TranscriptIndex:
         offset, state = 0, {}
         rewritten = known is not None and again
         if known is not None and not again:
+            kept = json.loads(known.state)
             try:
                 with open(path, "rb") as f:
-                    appended = stat.st_size >= known.mark.offset and marks_hold(f, known.mark)
+                    grown = appended(f, stat, known.mark, kept.get("file"))
             except OSError as exc:
                 report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
                 return
-            if appended:
-                offset, state = known.mark.offset, json.loads(known.state)
+            if grown:
+                offset, state = known.mark.offset, kept
             else:
                 rewritten = True
         try:
@@ -289,6 +292,7 @@ class TranscriptIndex:
             report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
             return
         state["lines"] = inc.lines
+        state["file"] = file_id(stat)  # a file put in its place is read whole, whatever its size
         state["readers"] = READER_VERSION  # a sync killed before it records READER_KEY does not read it again
         session, parent = identity(state)
         if session is None:
