@@ -6,6 +6,10 @@ a directory's mtime changes whenever an entry is added, removed or renamed in it
 whose mtime is unchanged keeps its last listing and costs one stat. A listing made within
 ``RECENT_S`` of the directory's own mtime is not trusted (a file system with coarse timestamps
 may give an entry created in the same tick the same mtime), so such a directory is listed again.
+
+A ledger is listed by its real path: a link (``latest.jsonl -> a.jsonl``, a link to a ledger
+elsewhere) names the file it leads to, so the index, which keys ledgers by path, reads each file
+once however many names lead to it.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ class LedgerFolders:
         self._listings: dict[str, tuple[int, list[str], list[str]]] = {}  # dir -> (mtime_ns, ledgers, subdirs)
 
     def ledgers(self, source: str) -> list[str]:
-        """The ledgers a source holds now: the file itself, or every ``*.jsonl`` below the folder
-        (sorted, each folder's files before its subfolders', symlinked folders not followed)."""
+        """The real paths of the ledgers a source holds now: the file itself, or every ``*.jsonl`` below
+        the folder (sorted, each folder's files before its subfolders', symlinked folders not followed;
+        a path twice when two names lead to one file). ``source`` is registered resolved."""
         if os.path.isfile(source):
             return [source]
         found: list[str] = []
@@ -61,7 +66,7 @@ class LedgerFolders:
                         if not entry.is_symlink():
                             subdirs.append(entry.path)
                     elif entry.name.endswith(SUFFIX) and _regular(entry):  # a FIFO would block every read
-                        ledgers.append(entry.path)
+                        ledgers.append(os.path.realpath(entry.path) if entry.is_symlink() else entry.path)
         except OSError:
             return None
         ledgers.sort()
