@@ -453,30 +453,46 @@ class TranscriptIndex:
         reading = query_reading.read(
             query, lambda tokens, written: spelling.corrections(tokens, lexicon.doc_freqs, written))
         tokens, terms = reading.tokens, reading.terms
-        allowed = self._allowed(lexicon, scope, exclude)
         # asked once: a server's encoder may finish loading during the search
         availability = self._availability() if mode in ("semantic", "hybrid") else None
         vector_ok = availability is not None and availability.working and self.vectors is not None
         legs, degraded = engine.legs_for_mode(mode, vector_ok)
-        runs: dict[str, engine.LegRun] = {}
         now = datetime.now(timezone.utc).timestamp()
-        if "keyword" in legs:
-            runs["keyword"] = lambda n: keyword.search(lexicon, terms, n, allowed, phrase=query, text_of=self._texts, now=now)
-        if "bm25" in legs:
-            runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
-        if engine.VECTOR_LEG in legs:
+        asked = reading.for_the_model(mode, self.vectors.semantic.knows_word) if engine.VECTOR_LEG in legs else None
+        if asked is not None:
             self.vectors.pending_seen = None
-            keys = None if allowed is None else lexicon.doc_key[allowed]  # one live lexid a message: no repeats
-            asked = reading.for_the_model(mode, self.vectors.semantic.knows_word)
-            runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(asked, n, keys)
+
+        def runs_within(allowed: np.ndarray | None) -> dict[str, engine.LegRun]:
+            runs: dict[str, engine.LegRun] = {}
+            if "keyword" in legs:
+                runs["keyword"] = lambda n: keyword.search(lexicon, terms, n, allowed, phrase=query, text_of=self._texts, now=now)
+            if "bm25" in legs:
+                runs["bm25"] = lambda n: bm25.search(lexicon, tokens, n, allowed, k1=config.bm25_k1, b=config.bm25_b)
+            if asked is not None:
+                keys = None if allowed is None else lexicon.doc_key[allowed]  # one live lexid a message: no repeats
+                runs[engine.VECTOR_LEG] = lambda n: self.vectors.search(asked, n, keys)
+            return runs
+
         evidence = None
         if config.fusion == "evidence":
             evidence = {"alpha": config.evidence_alpha, "cos_floor": config.evidence_cos_floor,
                         "power": config.evidence_power}
-        candidates, lead, cosine_lead = engine.rank_with_lead(
-            runs, max(limit, config.leg_depth), limit, rrf_k=config.rrf_k, weights=config.weights, evidence=evidence,
-            coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
-        rows = self._rows([c.key for c in candidates])
+        # a message said once but indexed twice (a ledger's line repeated, a resumed session's copy) is
+        # ranked once: its later copies among the hits are left out and the legs run again, so a copy
+        # neither takes a hit's place nor stands as the rival that lowers the first hit's label
+        allowed, window = self._allowed(lexicon, scope, exclude), max(limit, 2)
+        while True:
+            runs = runs_within(allowed)
+            candidates, lead, cosine_lead = engine.rank_with_lead(
+                runs, max(window, config.leg_depth), window, rrf_k=config.rrf_k, weights=config.weights,
+                evidence=evidence, coverage_of=lambda keys: bm25.fusion_coverage(lexicon, terms, keys))
+            rows = self._rows([c.key for c in candidates])
+            copies = _later_copies(candidates, rows)
+            if not copies:
+                break
+            allowed = _without(lexicon, allowed, copies)
+            window *= 2  # many copies of one message: fewer passes
+        candidates = candidates[:limit]
         hits = []
         shown = reading.shown()
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
@@ -655,6 +671,28 @@ def _newest_first_among_equals(hits: list[TranscriptHit], stamps: list[Any]) -> 
 
     order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, -seconds(stamps[i])))
     return [hits[i] for i in order]
+
+
+def _later_copies(candidates: list[engine.Candidate], rows: dict[int, dict[str, Any]]) -> list[int]:
+    """The candidates that repeat an earlier one's message: the same words by the same speaker at the
+    same time, in the same session (a Claude Code line copied into a resumed session keeps its time
+    and uuid, not its session, so in that format the time alone tells a copy)."""
+    seen, copies = set(), []
+    for cand in candidates:
+        row = rows[cand.key]
+        copied = row["format"] == "claude-code" and row["ts"] is not None
+        said = (row["speaker"], row["text"], row["ts"], None if copied else row["session"])
+        if said in seen:
+            copies.append(cand.key)
+        seen.add(said)
+    return copies
+
+
+def _without(lexicon: Lexicon, allowed: np.ndarray | None, keys: list[int]) -> np.ndarray:
+    """``allowed`` (a mask over lexids; None: every live one) without the messages ``keys``."""
+    mask = (lexicon.live if allowed is None else allowed).copy()
+    mask[np.isin(lexicon.doc_key, keys)] = False
+    return mask
 
 
 _projects: dict[str, str] = {}
