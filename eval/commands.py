@@ -321,7 +321,8 @@ def run_command(
         help="Compare with this report and print a verdict (default: the committed eval/baselines/<collection>.json). "
              "A run whose settings differ from the baseline's (collection, document or query count, contents, --group-sep, "
              "--depth, --limit-queries, model) gets no verdict, only a note naming the difference. The exit code "
-             "is 0 either way; `kenning eval compare` exits 1 on a regression."),
+             "is 0 either way (`kenning eval compare` exits 1 on a regression), except 1 when, without --modes, "
+             "semantic and hybrid could not run and the baseline has them."),
     foreign: Optional[str] = typer.Option(
         None, "--foreign", help="Also run this other collection's queries, as unanswerable ones (off-topic questions)."),
     store_url: Optional[str] = typer.Option(
@@ -372,8 +373,16 @@ def run_command(
 
         plot_report(report, plot)
     verdict = _baseline_verdict(report, base)
+    not_run = report.get("not_run")
+    if not_run:
+        ui.note(f"{' and '.join(not_run['modes'])} did not run: {not_run['cause']} ({not_run['fix']}); "
+                "--modes keyword,bm25 runs the lexical modes alone on purpose")
+    # a gate must not pass on a lexical-only run the user never asked for
+    unjudged = verdict is not None and bool(verdict["unjudged"])
     if as_json:
         emit_json(report if verdict is None else {**report, "baseline": verdict})
+        if unjudged:
+            raise typer.Exit(1)
         return
     ui.out.print(_report_table(report))
     for line in METRIC_MEANINGS:
@@ -397,6 +406,8 @@ def run_command(
     for written in (out_path, plot):
         if written is not None:
             ui.out.print(f"wrote {written}")
+    if unjudged:
+        raise typer.Exit(1)
 
 
 # one line each, printed under the table
@@ -464,9 +475,12 @@ def _baseline_verdict(report: Mapping, baseline: tuple[Path, dict] | None) -> di
 
     path, base = baseline
     result = compare(report, base, BASELINE_TOLERANCE)
+    not_run = (report.get("not_run") or {}).get("modes", [])
     return {"path": str(path), "tolerance": BASELINE_TOLERANCE, "differences": result["differences"],
             "modes_compared": list(result["modes"]), "regressions": result["regressions"],
-            "missing_modes": result["missing_modes"]}
+            "missing_modes": result["missing_modes"],
+            # modes of the baseline this run of every mode could not run: not judged, and exit 1
+            "unjudged": [m for m in result["missing_modes"] if m in not_run]}
 
 
 BASELINE_TOLERANCE = 0.005
@@ -489,12 +503,16 @@ def _verdict_lines(verdict: Mapping) -> list[str]:
                   "or --baseline none"]
     if not verdict["modes_compared"]:
         return [f"baseline {where}: no mode in common, nothing compared"]
+    missing = f"; not in the report: {', '.join(verdict['unjudged'])}" if verdict["unjudged"] else ""
     if verdict["regressions"]:
         worst = min(verdict["regressions"], key=lambda r: r["diff"])
         return [f"verdict: WORSE than the baseline {where}: {len(verdict['regressions'])} metric(s) dropped by more "
-                f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}"]
-    return [f"verdict: as good as the baseline {where} (no metric of {', '.join(verdict['modes_compared'])} "
-            f"dropped by more than {verdict['tolerance']})"]
+                f"than {verdict['tolerance']}, worst {worst['mode']} {worst['metric']} {worst['diff']:+.4f}{missing}"]
+    compared = ", ".join(verdict["modes_compared"])
+    if missing:  # parity in the modes that ran says nothing of those meant to run that did not
+        return [f"verdict: {compared} only, against the baseline {where}: no metric dropped by more than "
+                f"{verdict['tolerance']}{missing}"]
+    return [f"verdict: as good as the baseline {where} (no metric of {compared} dropped by more than {verdict['tolerance']})"]
 
 
 def _foreign_of(differences: list[Mapping]) -> str | None:

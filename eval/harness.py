@@ -395,6 +395,15 @@ def what_ran(store: Store, semantic: bool = True, encoded: Mapping[str, int] | N
     return out
 
 
+def _semantic_not_run() -> dict:
+    """Why a run of every mode could not run the semantic ones, as ``kenning search`` says it: the
+    report must not pass for a full run, and a verdict must not judge modes that never ran."""
+    from kenning.retrieval.embeddings import degraded_note, probe
+
+    note = degraded_note(probe()) or {}
+    return {"modes": list(SEMANTIC_MODES), "cause": note.get("message"), "fix": note.get("fix")}
+
+
 def run_eval(
     dataset: Dataset | str | Path,
     modes: Iterable[str] | str | None = None,
@@ -414,6 +423,7 @@ def run_eval(
     ``depth`` of 100 or more). Metrics average over answerable queries (an empty answer scores 0);
     queries without any relevant document are reported in each mode's ``unanswerable`` block instead.
     ``foreign`` adds another collection's queries as unanswerable ones (category ``foreign``).
+    ``not_run`` names the semantic modes a run of every mode (``modes`` None) could not run, and why.
     """
     data = as_dataset(dataset)
     group_sep = checked_group_sep(group_sep)
@@ -432,6 +442,7 @@ def run_eval(
     if unknown_refs:
         raise InvalidInput(f"unknown reference {unknown_refs[0]!r}; available: {', '.join(REFERENCES)}")
     wanted = resolve_modes(modes)
+    not_run = _semantic_not_run() if modes is None and not any(m in SEMANTIC_MODES for m in wanted) else None
     grouped, outside = data.outside_their_group(group_sep)
     if grouped and outside == grouped:
         raise InvalidInput(f"--group-sep {group_sep!r}: every grouped query has a relevant document outside its group "
@@ -446,6 +457,8 @@ def run_eval(
         "contents": data.fingerprint(),
         "modes": {},
     }
+    if not_run:
+        report["not_run"] = not_run
     with Progress(progress) as bar:
         semantic = any(mode in SEMANTIC_MODES for mode in wanted)
         encoded: Counter = Counter()
