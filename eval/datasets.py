@@ -12,6 +12,7 @@ published qrels often cover a larger corpus than the copy at hand.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -299,8 +300,14 @@ def _display(folder: Path | Traversable, filename: str) -> str:
     return str(folder / filename) if isinstance(folder, Path) else f"{folder.name}/{filename}"
 
 
+# a \u escape of half a surrogate pair: json.loads joins whole pairs, so only a line with one can hold a lone one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str, dict]]:
-    """(``file:line``, object) for every non-blank line; anything but a JSON object is an error."""
+    """(``file:line``, object) for every non-blank line; anything but a JSON object is an error, and
+    so is a lone surrogate (``"\\ud800"``), which no UTF-8 text holds: refused as ``kenning import`` does."""
     shown = _display(folder, filename)
     for number, line in _lines(folder, filename):
         if not line.strip():
@@ -312,6 +319,9 @@ def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str
             raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(row, dict):
             raise InvalidInput(f"{where}: expected a JSON object, got {type(row).__name__}")
+        if _SURROGATE_ESCAPE.search(line) and _LONE_SURROGATE.search(json.dumps(row, ensure_ascii=False)):
+            raise InvalidInput(f"{where}: not valid Unicode (a lone surrogate such as \\ud800, half of a character "
+                               "pair); fix or remove it")
         yield where, row
 
 
