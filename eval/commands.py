@@ -222,9 +222,14 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+UNSTORABLE_SHOWN = 5  # unstorable documents the notes name one by one
+
+
 def _notes(report: Mapping) -> list:
     """Degraded modes and data problems, one line each."""
     from rich.text import Text
+
+    from kenning.store.ids import shown
 
     lines = []
     for mode, row in report["modes"].items():
@@ -234,11 +239,22 @@ def _notes(report: Mapping) -> list:
     if report.get("limit_queries"):
         lines.append(f"only the first {report['limit_queries']} queries were run (--limit-queries)")
     if report.get("skipped_documents"):
+        reasons = report.get("skipped_reasons") or {"no text": report["skipped_documents"]}
+        refused = reasons.get("refused by the store", 0)
         line = f"{report['skipped_documents']} document(s) without text were not indexed"
+        if refused:
+            empty = f"{reasons['no text']} without text, " if reasons.get("no text") else ""
+            line = f"{report['skipped_documents']} document(s) were not indexed ({empty}{refused} the store cannot keep)"
         if report.get("queries_judged_relevant_to_skipped"):
             line += (f"; {report['queries_judged_relevant_to_skipped']} query(ies) have one judged relevant, which "
                      "no mode can return (their recall cannot reach 1)")
         lines.append(line)
+        listed = report.get("unstorable_documents", [])
+        for doc in listed[:UNSTORABLE_SHOWN]:
+            lines.append(Text(f"  {doc['where']}: _id {shown(doc['_id'])} not indexed: {doc['why']}"))
+        more = refused - min(len(listed), UNSTORABLE_SHOWN)
+        if more > 0:
+            lines.append(f"  and {more} more (--json lists the first {len(listed)})")
     if report.get("other_split_queries"):
         lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that qrels/test.tsv does not name "
                      "(another split's) were not run")

@@ -45,6 +45,7 @@ class Document:
     id: str
     title: str
     text: str
+    where: str = field(default="", compare=False)  # file:line, for a message naming the document
 
     @property
     def content(self) -> str:
@@ -131,6 +132,30 @@ class Dataset:
         """The collection's id of each document the store spells otherwise (a ULID-like id is stored in
         upper case, ``store/ids.canonical``), so a ranking is scored in the qrels' spelling."""
         return {stored: doc_id for doc_id in self.documents if (stored := canonical(doc_id)) != doc_id}
+
+    @cached_property
+    def unstorable(self) -> dict[str, str]:
+        """Why the store would refuse a document with text, by id: its own checks (an id over 200
+        characters or holding a control character; text too short, over 1 MiB, holding a NUL). Such a
+        document is skipped and counted as an empty one is, so one bad line does not stop the run."""
+        from kenning.memory.gates.limits import check_content
+        from kenning.memory.requests import MAX_ID_CHARS, check_id
+
+        out = {}
+        for doc in self.documents.values():
+            content = doc.content
+            if not content.strip():
+                continue
+            try:
+                check_id(doc.id)
+            except InvalidInput:  # its message quotes the id, which the caller names already
+                out[doc.id] = f"a memory id has at most {MAX_ID_CHARS} characters and no control character"
+                continue
+            try:
+                check_content(content)
+            except InvalidInput as exc:
+                out[doc.id] = str(exc)
+        return out
 
     def fingerprint(self) -> str:
         """A short hash of what the figures are measured on: every document's id, title and text,
@@ -223,7 +248,7 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
             # kenning reads a ULID without regard to case (I, L, O as 1, 1, 0): the two would be one memory
             raise InvalidInput(f"{where}: document id {doc_id!r} is the same ULID as {twin[0]!r} ({twin[1]}) "
                                "written in another case; kenning cannot keep both, so rename one")
-        documents[doc_id] = Document(doc_id, title, text)
+        documents[doc_id] = Document(doc_id, title, text, where)
     if not any(doc.content.strip() for doc in documents.values()):
         raise InvalidInput(f"{_display(folder, CORPUS_FILE)}: no document with text; nothing to search")
 

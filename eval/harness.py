@@ -34,6 +34,8 @@ REFERENCES = ("rank-bm25",)
 UNGROUPED_SCOPE = "eval"
 LABELS = ("high", "medium", "low")
 TOP = 10
+# unstorable documents a report names one by one (all are counted)
+UNSTORABLE_LISTED = 20
 
 
 @dataclass
@@ -120,8 +122,10 @@ def query_scopes(query_id: str, group_sep: str | None) -> list[str] | None:
 
 
 def indexable(dataset: Dataset) -> list[tuple[str, str]]:
-    """(doc id, content) of every document with text; empty documents cannot be stored or found."""
-    return [(doc.id, doc.content) for doc in dataset.documents.values() if doc.content.strip()]
+    """(doc id, content) of every document the store can keep; empty and unstorable documents
+    (``Dataset.unstorable``) cannot be stored or found."""
+    refused = dataset.unstorable
+    return [(doc.id, doc.content) for doc in dataset.documents.values() if doc.content.strip() and doc.id not in refused]
 
 
 @contextmanager
@@ -475,8 +479,14 @@ def run_eval(
     skipped = len(data.documents) - len(indexable(data))
     if skipped:
         report["skipped_documents"] = skipped
-        empty = {doc.id for doc in data.documents.values() if not doc.content.strip()}
-        judged = sum(any(grade > 0 and d in empty for d, grade in data.qrels.get(q, {}).items()) for q in data.queries)
+        if data.unstorable:
+            report["skipped_reasons"] = {"no text": skipped - len(data.unstorable),
+                                         "refused by the store": len(data.unstorable)}
+            report["unstorable_documents"] = [
+                {"_id": doc_id, "where": data.documents[doc_id].where, "why": why}
+                for doc_id, why in list(data.unstorable.items())[:UNSTORABLE_LISTED]]
+        left_out = set(data.unstorable) | {doc.id for doc in data.documents.values() if not doc.content.strip()}
+        judged = sum(any(grade > 0 and d in left_out for d, grade in data.qrels.get(q, {}).items()) for q in data.queries)
         if judged:  # their answer is a document no mode can return: recall below 1 by construction
             report["queries_judged_relevant_to_skipped"] = judged
     if data.unknown_qrels:
