@@ -53,7 +53,11 @@ def add(
     verb = "already registered" if added["already_registered"] else "added"
     ui.out.print(f"{verb} {added['path']}: {plural(added['ledgers'], 'ledger')}, "
                  f"{plural(added['messages_added'], 'new message')}"
-                 + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else ""))
+                 + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else "")
+                 + (f"; {plural(added['ledgers_under_other_sources'], 'more ledger')} indexed under another source"
+                    if added["ledgers_under_other_sources"] else "")
+                 + (f"; {plural(added['links_skipped'], 'link')} to a ledger listed already skipped"
+                    if added["links_skipped"] else ""))
     unreadable = added["unreadable_ledgers"]
     if unreadable:  # a folder's ledger this user may not read was left out with nothing said
         first, more = unreadable[0], len(unreadable) - 1
@@ -137,7 +141,10 @@ def remove(
         emit_json(removed)
     else:
         ui.out.print(f"removed {removed['path']}: {plural(removed['ledgers_dropped'], 'ledger')}, "
-                     f"{plural(removed['messages_dropped'], 'message')} dropped from the index")
+                     f"{plural(removed['messages_dropped'], 'message')} dropped from the index"
+                     + (f"; {plural(removed['ledgers_kept'], 'ledger')} ({plural(removed['messages_kept'], 'message')}) "
+                        f"kept in the index under {', '.join(removed['kept_under'])}, which also lists "
+                        + ("it" if removed["ledgers_kept"] == 1 else "them") if removed["ledgers_kept"] else ""))
 
 
 @handle_errors

@@ -65,6 +65,18 @@ READER_KEY = "transcript_reader_version"  # meta: the READER_VERSION that read t
 
 
 @dataclass
+class SourceShare:
+    """One source's part in a sync: `transcripts add` says what happened to the source it names, not
+    what the whole sync did (another source's grown ledgers are read by the same pass)."""
+
+    messages: int = 0     # messages added from the ledgers it holds
+    malformed: int = 0
+    unreadable: list[dict[str, str]] = field(default_factory=list)
+    elsewhere: int = 0    # ledgers it lists that an earlier source holds (a file, and then the folder holding it)
+    links: int = 0        # names it lists for a ledger it lists already (latest.jsonl -> a.jsonl)
+
+
+@dataclass
 class SyncReport:
     """What one pass over the sources changed."""
 
@@ -76,10 +88,20 @@ class SyncReport:
     malformed: int = 0    # lines skipped as malformed in this pass
     unreadable: list[dict[str, str]] = field(default_factory=list)  # {path, why}: ledgers this user may not read
     paths: list[str] = field(default_factory=list)
+    shares: dict[int, SourceShare] = field(default_factory=dict)  # source id -> its part
 
     @property
     def changed(self) -> bool:
         return bool(self.new or self.appended or self.reread or self.dropped)
+
+    def share(self, source_id: int) -> SourceShare:
+        return self.shares.setdefault(source_id, SourceShare())
+
+    def cannot_read(self, source_id: int, path: str, exc: OSError) -> None:
+        """One unreadable ledger never stops the rest, but is said."""
+        why = {"path": path, "why": exc.strerror or str(exc)}
+        self.unreadable.append(why)
+        self.share(source_id).unreadable.append(why)
 
 
 @dataclass
@@ -163,14 +185,15 @@ class TranscriptIndex:
         owner = project_of(str(Path(project).expanduser().resolve()) if project is not None else str(self._here()))
         with self.db.transaction() as c:
             row = c.execute("SELECT id FROM transcript_sources WHERE path = ?", (str(resolved),)).fetchone()
-            if row is None:
-                c.execute("INSERT INTO transcript_sources(path, project, added) VALUES (?, ?, ?)",
-                          (str(resolved), owner, iso(utcnow())))
-        report = self.sync(progress)
+            source_id = row[0] if row is not None else c.execute(
+                "INSERT INTO transcript_sources(path, project, added) VALUES (?, ?, ?)",
+                (str(resolved), owner, iso(utcnow()))).lastrowid
+        share = self.sync(progress).share(source_id)
         return {"path": str(resolved), "project": owner, "already_registered": row is not None,
-                "ledgers": sum(1 for led in self._ledgers.values() if _under(led.path, str(resolved))),
-                "messages_added": report.messages, "malformed_lines": report.malformed,
-                "unreadable_ledgers": [u for u in report.unreadable if _under(u["path"], str(resolved))]}
+                "ledgers": sum(1 for led in self._ledgers.values() if led.source == source_id),
+                "messages_added": share.messages, "malformed_lines": share.malformed,
+                "unreadable_ledgers": share.unreadable, "ledgers_under_other_sources": share.elsewhere,
+                "links_skipped": share.links}
 
     def sources(self) -> list[dict[str, Any]]:
         """Registered sources with how many ledgers and messages each holds now."""
@@ -192,21 +215,38 @@ class TranscriptIndex:
         return {"count": len(sources), "sources": sources, **({"note": note} if note else {})}
 
     def remove_source(self, path: str | os.PathLike) -> dict[str, Any]:
-        """Unregister a source and drop what was indexed from it (the files are not touched)."""
+        """Unregister a source and drop what was indexed from it (the files are not touched). A ledger
+        another source also holds (a file, and the folder holding it) stays indexed, under that source:
+        dropping it would only have it read again at the next search."""
         if isinstance(path, str) and not path.strip():  # Path("") is ".": it would remove this directory's source
             raise InvalidInput("the transcript source is empty; give one as `kenning transcripts list` shows it")
         given = Path(path).expanduser()
         candidates = {str(given), str(given.resolve()) if given.exists() else str(given.absolute())}
-        with self._lock, self.db.transaction() as c:
-            row = next((r for p in candidates for r in [c.execute(
-                "SELECT id, path FROM transcript_sources WHERE path = ?", (p,)).fetchone()] if r), None)
-            if row is None:
-                raise NotFound(f"{path} is not a registered transcript source; `kenning transcripts list` shows them")
-            ledgers = [r[0] for r in c.execute("SELECT id FROM transcript_ledgers WHERE source = ?", (row[0],))]
-            messages = self._drop(c, ledgers)
-            c.execute("DELETE FROM transcript_sources WHERE id = ?", (row[0],))
+        with self._lock:
+            others: dict[str, tuple[int, str]] = {}  # ledger path -> the first other source listing it
+            for source_id, source_path in self.db.read(lambda c: c.execute(
+                    "SELECT id, path FROM transcript_sources ORDER BY id").fetchall()):
+                if source_path not in candidates:
+                    for ledger in self._folders.ledgers(source_path):
+                        others.setdefault(ledger, (source_id, source_path))
+            with self.db.transaction() as c:
+                row = next((r for p in candidates for r in [c.execute(
+                    "SELECT id, path FROM transcript_sources WHERE path = ?", (p,)).fetchone()] if r), None)
+                if row is None:
+                    raise NotFound(f"{path} is not a registered transcript source; `kenning transcripts list` shows them")
+                ledgers = c.execute("SELECT id, path FROM transcript_ledgers WHERE source = ?", (row[0],)).fetchall()
+                counts = dict(c.execute("SELECT m.ledger, COUNT(*) FROM transcript_messages m JOIN transcript_ledgers l "
+                                        "ON l.id = m.ledger WHERE l.source = ? GROUP BY m.ledger", (row[0],)).fetchall())
+                kept = [(ledger_id, others[p]) for ledger_id, p in ledgers if p in others]
+                c.executemany("UPDATE transcript_ledgers SET source = ? WHERE id = ?",
+                              [(owner, ledger_id) for ledger_id, (owner, _) in kept])
+                dropped = [ledger_id for ledger_id, p in ledgers if p not in others]
+                messages = self._drop(c, dropped)
+                c.execute("DELETE FROM transcript_sources WHERE id = ?", (row[0],))
         self._version = None
-        return {"path": row[1], "removed": True, "ledgers_dropped": len(ledgers), "messages_dropped": messages}
+        return {"path": row[1], "removed": True, "ledgers_dropped": len(dropped), "messages_dropped": messages,
+                "ledgers_kept": len(kept), "messages_kept": sum(counts.get(ledger_id, 0) for ledger_id, _ in kept),
+                "kept_under": sorted({owner_path for _, (_, owner_path) in kept})}
 
     # ------------------------------------------------------------------ keeping up with the files
     def sync(self, progress: "Callable[[int, int], None] | None" = None) -> SyncReport:
@@ -221,27 +261,34 @@ class TranscriptIndex:
             outdated = self._read_by_older_readers()
             sources = self.db.read(lambda c: c.execute(
                 "SELECT id, path, project FROM transcript_sources ORDER BY id").fetchall())
-            seen: set[str] = set()
+            seen: dict[str, int] = {}  # ledger path -> the source holding it: the first that lists it
             files = [(source_id, project, path) for source_id, source_path, project in sources
                      for path in self._folders.ledgers(source_path)]
             for done, (source_id, project, path) in enumerate(files, 1):
                 if progress is not None:
                     progress(done, len(files))
                 if path in seen:
+                    share = report.share(source_id)
+                    if seen[path] == source_id:
+                        share.links += 1
+                    else:
+                        share.elsewhere += 1
                     continue
-                seen.add(path)
+                seen[path] = source_id
                 try:
                     stat = os.stat(path)
                 except OSError:  # gone since the walk: dropped below
-                    seen.discard(path)
+                    del seen[path]
                     continue
                 if not S_ISREG(stat.st_mode):  # replaced by a FIFO or a device since: reading it could block
-                    seen.discard(path)
+                    del seen[path]
                     continue
                 known = self._ledgers.get(path)
                 again = outdated and known is not None and not known.read_by_these_readers()
                 if known and not again and known.mark.size == stat.st_size \
                         and known.mark.mtime_ns == stat.st_mtime_ns:
+                    if known.source != source_id:  # the source that held it no longer lists it (a link gone)
+                        self._hand_over(known, source_id)
                     continue
                 self._read(source_id, project, path, stat, known, report, again=again)
             gone = [led for path, led in self._ledgers.items() if path not in seen]
@@ -260,6 +307,11 @@ class TranscriptIndex:
         if report.messages and self.vectors is not None:
             self.vectors.semantic.wake_background()
         return report
+
+    def _hand_over(self, led: _Ledger, source_id: int) -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE transcript_ledgers SET source = ? WHERE id = ?", (source_id, led.id))
+        led.source = source_id
 
     def _read_by_older_readers(self) -> bool:
         """Whether the indexed messages were read by readers older than these (``READER_VERSION``):
@@ -280,7 +332,7 @@ class TranscriptIndex:
                 with open(path, "rb") as f:
                     grown = appended(f, stat, known.mark, kept.get("file"))
             except OSError as exc:
-                report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
+                report.cannot_read(source_id, path, exc)
                 return
             if grown:
                 offset, state = known.mark.offset, kept
@@ -288,8 +340,8 @@ class TranscriptIndex:
                 rewritten = True
         try:
             inc = read_from(path, stat, offset, int(state.get("lines", 0)), state)
-        except OSError as exc:  # one unreadable ledger never stops the rest, but is said
-            report.unreadable.append({"path": path, "why": exc.strerror or str(exc)})
+        except OSError as exc:
+            report.cannot_read(source_id, path, exc)
             return
         state["lines"] = inc.lines
         state["file"] = file_id(stat)  # a file put in its place is read whole, whatever its size
@@ -325,6 +377,8 @@ class TranscriptIndex:
         self._ledgers[path] = _Ledger(ledger_id, source_id, path, inc.mark, session, parent, project, json.dumps(state))
         report.messages += len(inc.messages)
         report.malformed += inc.malformed
+        report.share(source_id).messages += len(inc.messages)
+        report.share(source_id).malformed += inc.malformed
         report.paths.append(path)
         if known is None:
             report.new += 1
