@@ -44,6 +44,11 @@ from kenning.store.plain import iso
 from . import events, outcomes
 
 FLUSH_AFTER = 0.5  # seconds a queued read event may wait
+# what a close waits for another process's write lock before it drops the queued read events with one
+# line: a CLI read closes its store as it exits, and the full busy timeout made `kenning search` take 30 s
+# behind a long write of another process ("reads never wait for the write lock"); a writer's usual
+# transaction holds the lock for milliseconds
+CLOSE_WAIT_MS = 2000
 MAX_QUEUED = 256  # rows: a session reading faster than that flushes at once
 # a search settles the hits of two searches ago (memory/outcomes.py): the two newest stay open
 OPEN_SEARCHES = 2
@@ -86,11 +91,12 @@ class DeferredEvents:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def flush(self, wait: bool = True) -> None:
+    def flush(self, wait: bool = True, wait_ms: int | None = None) -> None:
         """Commit the queued rows, then settle the session's use_tokens but the newest two, in one
         transaction. A failed commit puts the rows back, in order. ``wait=False`` (the background
         thread) gives up at once when another connection holds the write lock, rather than keep
-        this session's reads waiting behind it; the thread tries again later."""
+        this session's reads waiting behind it; the thread tries again later. ``wait_ms`` waits
+        that long at most (a close)."""
         session = self._session
         if not self._rows:
             return
@@ -101,7 +107,7 @@ class DeferredEvents:
                 return
             try:
                 # event rows only: memos of memories (store/memo.py) stay valid across the batch
-                with _busy_timeout(session, None if wait else 0), session.db.log_only(), \
+                with _busy_timeout(session, wait_ms if wait else 0), session.db.log_only(), \
                         session.db.transaction() as c:
                     c.executemany(
                         "INSERT INTO events(at, session, kind, memory_id, payload) VALUES (?, ?, ?, ?, ?)",
@@ -122,7 +128,7 @@ class DeferredEvents:
         lock held too long) fails neither: a read keeps its rows queued for a later flush, a close
         drops them with the same one line. Any other failure is raised as before."""
         try:
-            self.flush()
+            self.flush(wait_ms=CLOSE_WAIT_MS if closing else None)
         except Exception as exc:
             if reports_damage(exc):
                 _lost(exc)
@@ -219,7 +225,7 @@ def _run() -> None:
 def _flush_all() -> None:
     for queue in list(_QUEUES):
         try:
-            queue.flush()
+            queue.flush(wait_ms=CLOSE_WAIT_MS)
         except Exception as exc:
             _warn("read events of a session were lost at exit: %s", exc)
 

@@ -135,11 +135,11 @@ def test_a_failure_whose_message_says_closed_keeps_the_rows_for_the_next_try(hom
     monkeypatch.setattr(deferred, "FLUSH_AFTER", 0.05)
     real, failed = deferred.DeferredEvents.flush, []
 
-    def fails_once(self, wait=True):
+    def fails_once(self, wait=True, wait_ms=None):
         if not failed:
             failed.append(True)
             raise sqlite3.OperationalError("server closed the connection unexpectedly")
-        return real(self, wait)
+        return real(self, wait, wait_ms)
 
     monkeypatch.setattr(deferred.DeferredEvents, "flush", fails_once)
     store = kenning.open_store(home)

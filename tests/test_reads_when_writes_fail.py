@@ -85,6 +85,32 @@ def test_a_close_while_another_process_holds_the_write_lock_past_the_wait_drops_
     assert any("locked" in r.getMessage() for r in caplog.records)
 
 
+def test_a_close_waits_for_the_lock_briefly_not_the_busy_timeout(home, holder, monkeypatch):
+    """A CLI read closes its store as it exits; its close waited the full busy timeout (30 s) for
+    another process's write lock before dropping the read events, so `kenning search` took 30 s."""
+    from kenning.store import db
+
+    shipped = deferred.CLOSE_WAIT_MS
+    assert shipped <= db.BUSY_TIMEOUT_MS / 5
+    monkeypatch.setattr(deferred, "FLUSH_AFTER", 3600.0)
+    monkeypatch.setattr(deferred, "CLOSE_WAIT_MS", 60)  # the test's own lock is held for good: no need to wait 2 s
+    store = kenning.open_store(home)
+    waits = []
+    real = store._s.db.waiting_at_most
+
+    def recorded(ms):
+        waits.append(ms)
+        return real(ms)
+
+    monkeypatch.setattr(store._s.db, "waiting_at_most", recorded)
+    holder.execute("BEGIN IMMEDIATE")
+    assert store.search("turbine blade", mode="bm25").hits
+    store.close()
+    assert waits == [60]
+    holder.execute("ROLLBACK")
+    assert events(home) == 0  # dropped (with one line), not committed late
+
+
 def test_opening_a_store_takes_no_write_lock(home, holder, monkeypatch):
     """A writer in another process (an import's batch, a rebuild) keeps no reader from opening the
     store: a current schema needs no migration, so the open does not wait for the write lock."""
