@@ -256,8 +256,8 @@ def _notes(report: Mapping) -> list:
         if more > 0:
             lines.append(f"  and {more} more (--json lists the first {len(listed)})")
     if report.get("other_split_queries"):
-        lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that qrels/test.tsv does not name "
-                     "(another split's) were not run")
+        lines.append(f"{report['other_split_queries']} query(ies) of queries.jsonl that "
+                     f"{report.get('qrels_file', 'qrels/test.tsv')} does not name (another split's) were not run")
     if report.get("relevant_outside_group"):
         lines.append(Text(f"{report['relevant_outside_group']} query(ies) have a relevant document outside their "
                           f"--group-sep group, which they never search: their recall cannot reach 1", style="yellow"))
@@ -339,6 +339,9 @@ def run_command(
              "--depth, --limit-queries, model) gets no verdict, only a note naming the difference. The exit code "
              "is 0 either way (`kenning eval compare` exits 1 on a regression), except 1 when, without --modes, "
              "semantic and hybrid could not run and the baseline has them."),
+    split: Optional[str] = typer.Option(
+        None, "--split", help="Judge by BEIR's qrels/SPLIT.tsv (such as dev) instead of qrels.tsv or qrels/test.tsv; "
+                              "queries it does not name are another split's and are not run."),
     foreign: Optional[str] = typer.Option(
         None, "--foreign", help="Also run this other collection's queries, as unanswerable ones (off-topic questions)."),
     store_url: Optional[str] = typer.Option(
@@ -378,7 +381,7 @@ def run_command(
         from .plot import check_can_plot
 
         check_can_plot(plot)
-    data = _load(collection)
+    data = _load(collection, split)
     base = _baseline(baseline, data.name)
     report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=True,
                       reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
@@ -460,11 +463,11 @@ def _check_writable(path: Path | None, option: str) -> None:
         raise InvalidInput(f"{option} {path}: not writable")
 
 
-def _load(collection: str):
+def _load(collection: str, split: str | None = None):
     """The collection, with one note on stderr for judgments it cannot use (the loader only counts them)."""
     from .datasets import load_dataset
 
-    data = load_dataset(collection)
+    data = load_dataset(collection, split)
     if data.unknown_qrels:
         ui.note(f"{collection}/{data.qrels_file}: {data.unknown_qrels} judgment(s) name a query or document not in "
                 "the collection; ignored")
@@ -631,6 +634,7 @@ def tune_command(
     write_config: Optional[Path] = typer.Option(
         None, "--write-config", metavar="STORE", help="Write the best settings into this store's config."),
     limit_queries: Optional[int] = typer.Option(None, "--limit-queries", help="Tune on the first N queries of each collection."),
+    split: Optional[str] = typer.Option(None, "--split", help="As for `eval run`: BEIR's qrels/SPLIT.tsv (such as dev)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full sweep as JSON."),
 ) -> None:
     """Sweep BM25 k1/b and, with the embeddings extra, both fusions' settings; print the setting with the
@@ -656,7 +660,7 @@ def tune_command(
         if not exists(write_config.expanduser()):
             raise InvalidInput(f"--write-config {write_config}: no kenning store there; check the path "
                                "(`kenning info` names the default store)")
-    result = tune([_load(c) for c in collections], group_sep=group_sep, metric=metric, progress=True,
+    result = tune([_load(c, split) for c in collections], group_sep=group_sep, metric=metric, progress=True,
                   limit_queries=limit_queries)
     if write_config is not None:
         result["written_to"] = str(write_config)

@@ -101,8 +101,8 @@ class Dataset:
     queries: dict[str, Query]
     qrels: dict[str, dict[str, int]]
     unknown_qrels: int = 0
-    qrels_file: str = QRELS_FILE  # the judgments read, relative to the folder (qrels.tsv or qrels/test.tsv)
-    # BEIR layout only: queries of queries.jsonl that qrels/test.tsv never names (another split's), not run
+    qrels_file: str = QRELS_FILE  # the judgments read, relative to the folder (qrels.tsv or qrels/<split>.tsv)
+    # BEIR layout only: queries of queries.jsonl that the split's qrels never name (another split's), not run
     other_split_queries: int = 0
     # queries whose every relevant judgment names a document the corpus lacks: no answer can be found
     # and none is known to be absent, so they are neither scored nor counted as unanswerable; not run
@@ -220,9 +220,13 @@ def group_of(item_id: str, sep: str | None) -> str | None:
     return item_id.split(sep, 1)[0]
 
 
-def load_dataset(source: str | Path) -> Dataset:
-    """Load a BEIR folder, or a memory-style set shipped in the package (``PACKAGED``: "builtin", "memval", "memval2", "memval3")."""
+def load_dataset(source: str | Path, split: str | None = None) -> Dataset:
+    """Load a BEIR folder, or a memory-style set shipped in the package (``PACKAGED``: "builtin", "memval", "memval2", "memval3").
+
+    ``split`` reads BEIR's ``qrels/<split>.tsv`` (such as dev) instead of ``qrels.tsv`` or the test split."""
     if str(source) in PACKAGED:
+        if split is not None:
+            raise InvalidInput(f"--split {split}: {source} is shipped with one {QRELS_FILE}, no BEIR splits")
         return _load(resources.files(PACKAGED[str(source)]), str(source))
     folder = Path(source).expanduser()
     if folder.is_file():  # e.g. the corpus.jsonl itself
@@ -232,10 +236,10 @@ def load_dataset(source: str | Path) -> Dataset:
         raise InvalidInput(f"{folder}: no such collection folder (expected {CORPUS_FILE}, {QUERIES_FILE}, {QRELS_FILE} "
                            f"or {BEIR_QRELS_FILE}; "
                            f"the shipped sets are {', '.join(list(PACKAGED)[:-1])} and {list(PACKAGED)[-1]})")
-    return _load(folder, folder.resolve().name)
+    return _load(folder, folder.resolve().name, split)
 
 
-def _load(folder: Path | Traversable, name: str) -> Dataset:
+def _load(folder: Path | Traversable, name: str, split: str | None = None) -> Dataset:
     documents: dict[str, Document] = {}
     stored: dict[str, tuple[str, str]] = {}  # the store's spelling of an id -> (id, file:line)
     for where, row in _json_lines(folder, CORPUS_FILE):
@@ -265,7 +269,7 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
     if not queries:
         raise InvalidInput(f"{_display(folder, QUERIES_FILE)}: no queries; nothing to evaluate")
 
-    qrels_file = _qrels_file(folder)
+    qrels_file = _qrels_file(folder, split)
     qrels, unknown, named, lost, conflicts = _qrels(folder, qrels_file, documents, queries)
     if unknown and not qrels:
         # not one row matches: the wrong file, or columns swapped; every query would run as "unanswerable"
@@ -279,29 +283,37 @@ def _load(folder: Path | Traversable, name: str) -> Dataset:
             raise InvalidInput(f"{_display(folder, qrels_file)}: every query's relevant documents are missing from "
                                f"{_display(folder, CORPUS_FILE)}; nothing to evaluate")
     other_split = 0
-    if qrels_file == BEIR_QRELS_FILE:
-        # BEIR's queries.jsonl holds every split's queries; one the test qrels never name is another
+    if qrels_file != QRELS_FILE:
+        # BEIR's queries.jsonl holds every split's queries; one the split's qrels never name is another
         # split's, not an unanswerable question (this project's qrels.tsv leaves those unjudged on purpose)
         kept = {q: query for q, query in queries.items() if q in named}
         other_split, queries = len(queries) - len(kept), kept
         if not queries:
-            raise InvalidInput(f"{_display(folder, BEIR_QRELS_FILE)}: names none of the queries in "
+            raise InvalidInput(f"{_display(folder, qrels_file)}: names none of the queries in "
                                f"{_display(folder, QUERIES_FILE)}; nothing to evaluate")
     return Dataset(name, documents, queries, qrels, unknown, qrels_file, other_split, len(orphaned), conflicts)
 
 
-def _qrels_file(folder: Path | Traversable) -> str:
-    """``qrels.tsv``, else BEIR's ``qrels/test.tsv``; a ``qrels/`` folder holding only other splits
-    (dev, train) is an error naming them, never a run on judgments nobody chose."""
+def _qrels_file(folder: Path | Traversable, split: str | None = None) -> str:
+    """BEIR's ``qrels/<split>.tsv`` when a split is named, else ``qrels.tsv``, else BEIR's ``qrels/test.tsv``;
+    a ``qrels/`` folder holding only other splits (dev, train) is an error naming them and ``--split``,
+    never a run on judgments nobody chose. (A copy of a split to ``qrels.tsv`` would run every other
+    split's query as an unanswerable one.)"""
+    beir = folder / BEIR_QRELS_DIR
+    splits = sorted(p.stem for p in beir.glob("*.tsv")) if isinstance(beir, Path) and beir.is_dir() else []
+    if split is not None:
+        if split not in splits:
+            raise InvalidInput(f"--split {split}: no {folder / BEIR_QRELS_DIR / (split + '.tsv')}"
+                               + (f"; {BEIR_QRELS_DIR}/ holds the splits {', '.join(splits)}" if splits else ""))
+        return f"{BEIR_QRELS_DIR}/{split}.tsv"
     if (folder / QRELS_FILE).is_file() or not isinstance(folder, Path):
         return QRELS_FILE
     if (folder / BEIR_QRELS_FILE).is_file():
         return BEIR_QRELS_FILE
-    splits = sorted(p.name for p in (folder / BEIR_QRELS_DIR).glob("*.tsv")) if (folder / BEIR_QRELS_DIR).is_dir() else []
     if splits:
         raise InvalidInput(f"{folder}: no {QRELS_FILE} nor {BEIR_QRELS_FILE}; {BEIR_QRELS_DIR}/ holds "
-                           f"{', '.join(splits)}: the test split is the one evaluated, so copy the split you mean "
-                           f"to {folder / QRELS_FILE}")
+                           f"{', '.join(s + '.tsv' for s in splits)}: the test split is the one read unless --split "
+                           f"names another (--split {splits[0]})")
     raise InvalidInput(f"{folder / QRELS_FILE}: file is missing (nor is there BEIR's {BEIR_QRELS_FILE})")
 
 

@@ -493,6 +493,7 @@ def run_eval(
         report["unknown_qrels"] = data.unknown_qrels
     if data.other_split_queries:
         report["other_split_queries"] = data.other_split_queries
+        report["qrels_file"] = data.qrels_file
     if data.orphaned_queries:
         report["orphaned_queries"] = data.orphaned_queries
     if data.conflicting_judgments:
