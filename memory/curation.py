@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kenning.errors import InvalidInput, NotFound
+from kenning.errors import InvalidInput, NotFound, Stale
 from kenning.store import records
 from kenning.store.ids import looked_up, shown
 from kenning.store.models import Memory, Tombstone, iso
@@ -28,8 +28,9 @@ OUTCOMES = ("applied", "ignored", "contradicted", "corrected")
 MAX_REASON_CHARS = 2000  # a reason is shown whenever a similar fact is written again: a sentence, not a file
 
 
-def remove(s: Session, id: str, reason: str) -> Tombstone:
-    """Move a memory to the tombstones with a reason; it leaves search but is never deleted."""
+def remove(s: Session, id: str, reason: str, version: str | None = None) -> Tombstone:
+    """Move a memory to the tombstones with a reason; it leaves search but is never deleted. With
+    ``version``, only the memory as the caller saw it (Stale if it changed since, as update)."""
     from .gates.pipeline import tombstones_changed  # the write path's module: loaded here, not with curation
 
     if reason is not None and not isinstance(reason, str):  # remove(id, 5) was told a reason is required
@@ -45,6 +46,8 @@ def remove(s: Session, id: str, reason: str) -> Tombstone:
     write_enabled.require(s.config)
     with s.transaction() as c:
         rowid, memory = records.live_row(c, id)
+        if version is not None and version != memory.version:
+            raise Stale(memory.id, version, memory.version)
         now = max(s.clock(), memory.updated)  # a clock set back must not remove it before its last change (as update)
         c.execute("UPDATE memories SET removed_at = ?, removed_reason = ? WHERE rowid = ?", (iso(now), reason.strip(), rowid))
         tombstones_changed(s.db)

@@ -121,9 +121,10 @@ class Store(SessionState):
         return writes.update(self._s, id, text, scopes, confidence, category, links, metadata,
                              acknowledge_transient, acknowledge_user_claim, acknowledge_truncation, version)
 
-    def remove(self, id: str, reason: str) -> Tombstone:
-        """Move a memory to the tombstones with a reason; it leaves search but is never deleted."""
-        return curation.remove(self._s, id, reason)
+    def remove(self, id: str, reason: str, version: str | None = None) -> Tombstone:
+        """Move a memory to the tombstones with a reason; it leaves search but is never deleted. With
+        ``version`` (from show or search), a memory changed since raises Stale and stays."""
+        return curation.remove(self._s, id, reason, version)
 
     def restore(self, id: str) -> Memory:
         """Bring a tombstoned memory back into search, as it was when removed."""

@@ -514,11 +514,16 @@ def _sync_file(store: "Store", folder: Path, rel: str, manifest: dict[str, Any],
                 f"remove it with `kenning remove {mid}`, or export with --force to see its new text")})
             ids_now[mid] = written_ids[mid]
             continue
-        try:
-            store.remove(mid, removal_reason(rel))
+        try:  # only the memory as compared: one an agent updates meanwhile is a conflict, not removed
+            store.remove(mid, removal_reason(rel), version=current.version)
             report["removed"].append({"file": rel, "id": mid})
         except NotFound:
             pass  # already removed in the store
+        except Stale:
+            report["conflicts"].append({"file": rel, "id": mid, "why": (
+                "deleted here and changed in the store during this sync, so it was not removed; "
+                f"remove it with `kenning remove {mid}`, or export with --force to see its new text")})
+            ids_now[mid] = written_ids[mid]
     for seg in parsed.mangled:
         if seg.id and seg.id in written_ids:
             ids_now[seg.id] = written_ids[seg.id]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kenning.errors import InvalidInput
+import kenning
+from kenning.errors import InvalidInput, Stale
 from kenning.recall import markdown, profile
 from kenning.recall.files import EditedMeanwhile, atomic_write
 from kenning.recall.markdown_format import parse
@@ -180,3 +181,38 @@ def test_a_confirmed_paragraph_is_reported_when_its_block_replaces_it(store, mir
     (written,) = markdown.sync(store, folder)["written"]
     assert written["id"] == memory_id and written["confirmed"] == staged["pending_id"]
     assert profile.is_profile(store.get(memory_id))
+
+
+def test_a_block_deleted_while_an_agent_updates_its_memory_is_a_conflict_not_a_removal(store, mirror):
+    folder, path, ids = mirror
+    text = path.read_text()
+    (block,) = [b for b in parse(text).blocks if b.id == ids[1]]
+    path.write_text(text[:block.start] + text[block.end:])
+    agent = kenning.open_store(store.directory)  # another connection, as another process would have
+
+    class UpdatedMeanwhile:
+        """The store, with an agent's update landing between sync's check of the memory and its removal."""
+
+        def remove(self, *args, **kwargs):
+            agent.update(ids[1], text="The staging database host is pg-stage-3 in eu-west")
+            return store.remove(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+    report = markdown.sync(UpdatedMeanwhile(), folder)
+    assert not report["removed"] and [c["id"] for c in report["conflicts"]] == [ids[1]]
+    assert "changed in the store during this sync" in report["conflicts"][0]["why"]
+    assert store.get(ids[1]).content.endswith("pg-stage-3 in eu-west")
+    agent.close()
+
+
+def test_remove_with_an_old_version_is_stale_and_removes_nothing(store, mirror):
+    _, _, ids = mirror
+    seen = store.get(ids[0]).version
+    store.update(ids[0], text="The billing service retries webhooks five times")
+    with pytest.raises(Stale):
+        store.remove(ids[0], "outdated", version=seen)
+    assert store.get(ids[0])
+    store.remove(ids[0], "outdated", version=store.get(ids[0]).version)
+    assert ids[0] not in {m.id for m in store.list(limit=10, auto_scope=False)}
