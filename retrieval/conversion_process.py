@@ -98,6 +98,15 @@ def _ending(code: int) -> str:
     return f"ended with exit code {code}"
 
 
+def parent_gone() -> None:
+    """End quietly: the conversion must not outlive the process that asked for it (the next one clears
+    what it left), and a traceback about a broken pipe would land on the user's terminal after the
+    command they ran had exited. Stdout points at nothing first, so the exit's flush has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(1)
+
+
 def main(argv: list[str]) -> int:
     from kenning.retrieval import onnx_export
     from kenning.retrieval.embeddings import ModelSpec, _describe
@@ -105,7 +114,10 @@ def main(argv: list[str]) -> int:
     request = json.loads(argv[0])
 
     def say(message: dict) -> None:
-        print(json.dumps(message), flush=True)
+        try:
+            print(json.dumps(message), flush=True)
+        except BrokenPipeError:  # the parent is gone (killed, or SIGTERM from a client): nobody waits for this
+            parent_gone()
 
     spec = ModelSpec(request["name"], Path(request["path"]), request["source"], request["model_id"])
     try:

@@ -164,3 +164,21 @@ def test_closing_a_store_stops_the_first_use_conversion_its_background_thread_wa
     variant = embeddings.backend()
     assert onnx_export.problem(embeddings.resolve_model(), variant) is not None  # nothing half-made taken for a model
     onnx_export.check_writable(embeddings.resolve_model())  # and its folder's lock was let go
+
+
+def test_a_child_whose_parent_is_gone_ends_without_a_traceback(tmp_path):
+    """The parent killed (SIGTERM from a client, a user's kill) while its child converts: the child's next
+    message meets a closed pipe, and its BrokenPipeError traceback landed on the user's terminal after the
+    command had exited. Here the child fails at once (no such model) and answers into a closed pipe."""
+    import json
+    import subprocess
+
+    request = {"name": "tiny", "path": str(tmp_path / "nonexistent"), "source": "test", "model_id": "tiny-0",
+               "variant": "onnx", "force": False}
+    child = subprocess.Popen([sys.executable, "-m", "kenning.retrieval.conversion_process", json.dumps(request)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "KENNING_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"})
+    child.stdout.close()  # the parent is gone: nobody reads the answer
+    err = child.stderr.read()
+    assert child.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
