@@ -28,6 +28,7 @@ eval_app = typer.Typer(
 )
 
 METRIC_COLUMNS = ("nDCG@10", "R@10", "R@100", "MRR@10")
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as import and index exit
 
 
 _one_line_errors = one_line_errors("eval")
@@ -372,7 +373,7 @@ def run_command(
 
         kenning eval run ../shared/eval-data/scifact-train --store postgresql://kenning@db.internal/kenning
     """
-    from .harness import run_eval
+    from .harness import Interrupted, run_eval
 
     store_url = _scratch_server(ctx, store_url)
     _check_writable(out_path, "--out")
@@ -381,10 +382,19 @@ def run_command(
         from .plot import check_can_plot
 
         check_can_plot(plot)
-    data = _load(collection, split)
-    base = _baseline(baseline, data.name)
-    report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=True,
-                      reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
+    try:
+        data = _load(collection, split)
+        base = _baseline(baseline, data.name)
+        report = run_eval(data, modes=modes, group_sep=group_sep, depth=depth, progress=True,
+                          reference=reference, limit_queries=limit_queries, foreign=foreign, store_url=store_url)
+    except KeyboardInterrupt as exc:  # exit 130 as import and index do, but never in silence
+        from kenning.retrieval.embedding_cache import default_cache_path
+
+        during = exc.during if isinstance(exc, Interrupted) else None
+        kept = (f"; the corpus vectors encoded so far are kept in {default_cache_path()}, so a re-run is faster"
+                if isinstance(exc, Interrupted) and exc.vectors_kept else "")
+        ui.err.print(f"interrupted while {during or 'loading ' + collection}: no report was made{kept}", soft_wrap=True)
+        raise typer.Exit(INTERRUPTED) from None
     if out_path is not None:
         _write_json(out_path, report)
     if plot is not None:

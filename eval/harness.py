@@ -58,6 +58,7 @@ class Progress:
 
     def __init__(self, enabled: bool):
         self._bar = None
+        self.doing: str | None = None  # the last task begun and how far it came, for an interruption's message
         if enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
@@ -81,14 +82,28 @@ class Progress:
     @contextmanager
     def task(self, description: str, total: int) -> Iterator:
         """Yield ``advance_to(n_done)``; the bar is removed when the block ends."""
-        if self._bar is None:
-            yield lambda done: None
-            return
-        task = self._bar.add_task(description, total=total)
+        self.doing = f"{description} (0 of {total:,} done)"
+        task = self._bar.add_task(description, total=total) if self._bar is not None else None
+
+        def advance(done: int) -> None:
+            self.doing = f"{description} ({done:,} of {total:,} done)"
+            if task is not None:
+                self._bar.update(task, completed=done)
+
         try:
-            yield lambda done: self._bar.update(task, completed=done)
+            yield advance
         finally:
-            self._bar.remove_task(task)
+            if task is not None:
+                self._bar.remove_task(task)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_eval``: what it stopped (``during``) and whether corpus vectors were being
+    made, which the embedding cache keeps (committed every few thousand), so a re-run is faster."""
+
+    def __init__(self, during: str | None, vectors_kept: bool):
+        super().__init__(during)
+        self.during, self.vectors_kept = during, vectors_kept
 
 
 def resolve_modes(modes: Iterable[str] | str | None) -> list[str]:
@@ -463,17 +478,20 @@ def run_eval(
     }
     if not_run:
         report["not_run"] = not_run
+    semantic = any(mode in SEMANTIC_MODES for mode in wanted)
     with Progress(progress) as bar:
-        semantic = any(mode in SEMANTIC_MODES for mode in wanted)
         encoded: Counter = Counter()
-        with loaded_store(data, group_sep, bar, config_overrides, semantic, store_url, encoded) as store:
-            config = store.config
-            report["config"] = what_ran(store, semantic, encoded)
-            for mode in wanted:
-                report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar), depth)
-        if "rank-bm25" in reference:
-            ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
-            report["modes"]["rank-bm25"] = summarize(data, ref, depth)
+        try:
+            with loaded_store(data, group_sep, bar, config_overrides, semantic, store_url, encoded) as store:
+                config = store.config
+                report["config"] = what_ran(store, semantic, encoded)
+                for mode in wanted:
+                    report["modes"][mode] = summarize(data, run_mode(store, data, mode, group_sep, depth, bar), depth)
+            if "rank-bm25" in reference:
+                ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
+                report["modes"]["rank-bm25"] = summarize(data, ref, depth)
+        except KeyboardInterrupt:
+            raise Interrupted(bar.doing, semantic and kenning.embeddings_available()) from None
     if limit_queries is not None:
         report["limit_queries"] = limit_queries
     skipped = len(data.documents) - len(indexable(data))
