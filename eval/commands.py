@@ -143,6 +143,10 @@ def _what_ran(report: Mapping) -> str:
         parts.append(f"model {c['model_id']}, vector no-match floor {c.get('vector_floor_applied')}"
                      + (_corpus_encoded(c["long_encodes"]) if "long_encodes" in c else "")
                      + (f" ({c['vector_text']})" if "vector_text" in c else ""))
+    if "rank_bm25" in c:
+        r = c["rank_bm25"]
+        parts.append(f"rank-bm25 reference: {r['class']}, k1 {r['k1']}, b {r['b']}, epsilon {r['epsilon']}, "
+                     f"tokenizer {r['tokenizer']}, {r['statistics']}")
     for key in sorted(k for k in c if k.startswith("label")):
         parts.append(f"{key} {c[key]}")
     return "what ran: " + "; ".join(p for p in parts if p)

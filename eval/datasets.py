@@ -366,7 +366,9 @@ def _id_of(row: dict, where: str) -> str:
     value = row.get("_id")
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or not value.strip():
+    if value is not None and not isinstance(value, str):  # 1.0 is no id: the qrels could spell it "1.0" or "1"
+        raise InvalidInput(f"{where}: '_id' must be a string or an integer, got {type(value).__name__} {value!r:.40}")
+    if value is None or not value.strip():
         raise InvalidInput(f"{where}: missing or empty '_id'")
     return value.strip()  # as the qrels' fields are read: "d1 " in the corpus is the qrels' "d1"
 

@@ -8,6 +8,7 @@ product, never of a parallel re-implementation. The one deliberate exception is 
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections import Counter
@@ -165,6 +166,7 @@ def loaded_store(
     """
     progress = progress or Progress(False)
     docs = indexable(dataset)
+    _check_groups(dataset, group_sep)
     with scratch_location(store_url) as tmp:
         store = kenning.open_store(tmp)
         cache = None
@@ -199,6 +201,28 @@ def loaded_store(
             store.close()
             if cache is not None:
                 cache.close()
+
+
+def _check_groups(dataset: Dataset, group_sep: str | None) -> None:
+    """Every document's group must be a scope the store keeps; one that is not is refused before the
+    import, in the terms of ``--group-sep`` (the store would name a scope the user never set)."""
+    from kenning.memory.gates.limits import check_scopes
+
+    seen: set[str] = set()
+    for doc_id, _ in indexable(dataset):
+        group = group_of(doc_id, group_sep)
+        if not group or group in seen:  # an id starting with the separator is ungrouped (loaded_store)
+            continue
+        seen.add(group)
+        named = (f"{dataset.documents[doc_id].where}: group {group!r} (the part of _id {doc_id!r} before "
+                 f"--group-sep {group_sep!r})")
+        if re.search(r",\s", group.strip()):  # the store reads "a, b" as two scopes
+            raise InvalidInput(f"{named} holds a comma and a space, which kenning would read as two groups; choose "
+                               "another separator or rename the group")
+        try:
+            check_scopes([group])
+        except InvalidInput as exc:
+            raise InvalidInput(f"{named} cannot be used as a group: {exc}") from None
 
 
 @contextmanager
@@ -290,6 +314,21 @@ def run_rank_bm25(
             out.top_relevance[query.id] = None
             advance(done)
     return out
+
+
+def rank_bm25_settings(k1: float, b: float) -> dict:
+    """What the reference row ran with (``run_rank_bm25``), for the report's "what ran": its figures
+    are read against the engine's bm25 row, so they must be visibly measured the same way."""
+    import inspect
+
+    from rank_bm25 import BM25Okapi
+
+    from kenning.retrieval import text
+
+    epsilon = inspect.signature(BM25Okapi).parameters["epsilon"].default  # the library's own, not passed
+    return {"class": "rank_bm25.BM25Okapi", "k1": k1, "b": b, "epsilon": epsilon,
+            "tokenizer": f"the engine's token stream (v{text.TOKENIZER_VERSION}, {text.fingerprint()})",
+            "statistics": "one index per --group-sep group"}
 
 
 def summarize(dataset: Dataset, run: ModeRun, depth: int = 100) -> dict:
@@ -490,6 +529,7 @@ def run_eval(
             if "rank-bm25" in reference:
                 ref = run_rank_bm25(data, group_sep, depth, config.bm25_k1, config.bm25_b, bar)
                 report["modes"]["rank-bm25"] = summarize(data, ref, depth)
+                report["config"]["rank_bm25"] = rank_bm25_settings(config.bm25_k1, config.bm25_b)
         except KeyboardInterrupt:
             raise Interrupted(bar.doing, semantic and kenning.embeddings_available()) from None
     if limit_queries is not None:
