@@ -33,7 +33,7 @@ import numpy as np
 
 from kenning.errors import InvalidInput, NotFound, SearchDisabled, StorageError
 from kenning.retrieval import bm25, engine, keyword, labels, query_reading, spelling
-from kenning.retrieval.lexical import unknown
+from kenning.retrieval.lexical import contains, unknown
 from kenning.retrieval.text import fingerprint
 from kenning.store.db import Database
 from kenning.store.lexicon import LexTables, Lexicon
@@ -552,11 +552,15 @@ class TranscriptIndex:
         coverage = bm25.idf_coverage(lexicon, terms, [c.key for c in candidates]) if candidates else {}
         ceiling = labels.ceiling(query, unknown(lexicon, terms) if engine.VECTOR_LEG in runs else ())
         names_something = labels.names_something(query, reading.as_written) if engine.VECTOR_LEG in runs else False
-        for cand in candidates:
+        # the terms each hit holds, from the postings as memory search reads them: a message of megabytes
+        # is not tokenized whole for them
+        present = contains(lexicon, terms, [c.key for c in candidates]).tolist()
+        for cand, holds in zip(candidates, present):
             row = rows[cand.key]
             engine.explain(cand, terms, row["text"], shown, top_score=candidates[0].score,
                            vector_ran=engine.VECTOR_LEG in runs, coverage=coverage.get(cand.key, 0.0), lead=lead,
-                           ceiling=ceiling, names_something=names_something, cosine_lead=cosine_lead)
+                           ceiling=ceiling, names_something=names_something, cosine_lead=cosine_lead,
+                           matched=[t for t, held in zip(terms, holds) if held])
             hits.append(TranscriptHit(
                 id=f"t{cand.key}", score=round(cand.score, 6), matched_leg=cand.matched_leg, relevance=cand.relevance,
                 match_terms=cand.match_terms, snippet=cand.snippet,

@@ -563,19 +563,32 @@ def match_terms(terms: Iterable[str], text: str) -> list[str]:
 
 
 SNIPPET_CHARS = 240
+SNIPPET_SCAN = 1 << 15   # characters of a text one snippet reads: a longer one is read in a region this long
+SNIPPET_REACH = 1 << 18  # how far into a longer text the region's first matched term is looked for
+_SCAN_STEP = 1 << 12     # ... a stretch this long at a time
+_SPACE = re.compile(r"\s")
 
 
 def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
     """At most ``width`` characters around the densest cluster of matched terms, as the text writes
-    them (its whitespace collapsed): a full-width "ＡＢＣ" or a Chinese "，" is quoted, not its NFKC form."""
-    flat, spans, written = _spanned(text, width)
-    if spans is None:
-        return flat
+    them (its whitespace collapsed): a full-width "ＡＢＣ" or a Chinese "，" is quoted, not its NFKC form.
+
+    A text longer than ``SNIPPET_SCAN`` characters (a 14 MB paste in a session) is quoted from a region
+    that long, from a little before the first stretch holding a matched term within its first
+    ``SNIPPET_REACH`` characters (else from its start): a snippet costs the same whatever the length of
+    its text, and a denser cluster further on is not looked for."""
     wanted = set(terms)
-    hits = [(t, s, e) for t, s, e in spans if t in wanted]
+    cut = (False, False)  # whether text was left out before and after the region read
+    if len(text) > SNIPPET_SCAN:
+        start, stop = _region(text, wanted, width)
+        text, cut = text[start:stop], (start > 0, stop < len(text))
+    flat, spans, written = _spanned(text, width)
     body = width - 2  # room for the two ellipses
+    if spans is None:
+        return _trim(flat, 0, body, width, cut) if any(cut) else flat
+    hits = [(t, s, e) for t, s, e in spans if t in wanted]
     if not hits:
-        return _trim(flat, 0, body, width)
+        return _trim(flat, 0, body, width, cut)
     best_key, span = (-1, -1), (0, 0)
     j = 0
     for i in range(len(hits)):
@@ -592,7 +605,30 @@ def snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
         span = (written.at(span[0], end=False), written.at(span[1], end=True))
     start = max(0, (span[0] + span[1]) // 2 - body // 2)
     start = min(start, max(0, len(flat) - body))
-    return _trim(flat, start, start + body, width)
+    return _trim(flat, start, start + body, width, cut)
+
+
+def _region(text: str, wanted: set[str], width: int) -> tuple[int, int]:
+    """Where a snippet of a long text reads it: ``SNIPPET_SCAN`` characters from ``width`` before the
+    first stretch of ``_SCAN_STEP`` holding a ``wanted`` token (its start when none does within
+    ``SNIPPET_REACH``), cut where a word ends."""
+    at = 0
+    while at < min(len(text), SNIPPET_REACH):
+        stop = _word_end(text, at + _SCAN_STEP)
+        piece = text[at:stop]
+        if any(t in wanted for t, _, _ in token_spans(piece if piece.isascii() else unicodedata.normalize("NFKC", piece))):
+            break
+        at = stop
+    else:
+        at = 0
+    start = _word_end(text, at - width) if at > width else 0
+    return start, _word_end(text, start + SNIPPET_SCAN)
+
+
+def _word_end(text: str, at: int) -> int:
+    """``at`` moved on to the next whitespace, so no word is cut in two (unless none comes soon)."""
+    found = _SPACE.search(text, at, at + 64)
+    return found.start() if found else min(at, len(text))
 
 
 @functools.lru_cache(maxsize=2048)
@@ -644,8 +680,9 @@ def _letter_pieces(word: str, norm: str, at: int) -> list[tuple[int, int, str]]:
     return pieces if "".join(p for _, _, p in pieces) == norm else [(at, at + len(word), norm)]
 
 
-def _trim(text: str, start: int, end: int, width: int) -> str:
-    """Cut ``text[start:end]`` at word boundaries and mark the cut ends with an ellipsis.
+def _trim(text: str, start: int, end: int, width: int, cut: tuple[bool, bool] = (False, False)) -> str:
+    """Cut ``text[start:end]`` at word boundaries and mark the cut ends with an ellipsis (also an end
+    of ``text`` where ``cut`` says it is a region of a longer text).
 
     An end that already falls on a boundary (a space beside it) stays, so a window that starts or
     ends exactly at a matched word keeps that word."""
@@ -656,7 +693,7 @@ def _trim(text: str, start: int, end: int, width: int) -> str:
         space = text.rfind(" ", end - 20, end)
         end = space if space > start else end
     piece = text[start:end].strip()
-    out = ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+    out = ("…" if start > 0 or cut[0] else "") + piece + ("…" if end < len(text) or cut[1] else "")
     return out[:width]
 
 
