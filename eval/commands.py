@@ -343,7 +343,7 @@ def run_command(
              "A run whose settings differ from the baseline's (collection, document or query count, contents, --group-sep, "
              "--depth, --limit-queries, model) gets no verdict, only a note naming the difference. The exit code "
              "is 0 either way (`kenning eval compare` exits 1 on a regression), except 1 when, without --modes, "
-             "semantic and hybrid could not run and the baseline has them."),
+             "semantic and hybrid could not run on an installed encoder and the baseline has them."),
     split: Optional[str] = typer.Option(
         None, "--split", help="Judge by BEIR's qrels/SPLIT.tsv (such as dev) instead of qrels.tsv or qrels/test.tsv; "
                               "queries it does not name are another split's and are not run."),
@@ -410,8 +410,9 @@ def run_command(
     if not_run:
         ui.note(f"{' and '.join(not_run['modes'])} did not run: {not_run['cause']} ({not_run['fix']}); "
                 "--modes keyword,bm25 runs the lexical modes alone on purpose")
-    # a gate must not pass on a lexical-only run the user never asked for
-    unjudged = verdict is not None and bool(verdict["unjudged"])
+    # a gate must not pass on a lexical-only run the user never asked for, when an installed encoder failed;
+    # an install without the extra runs lexically by design (the note says so), and passes on what it ran
+    unjudged = verdict is not None and bool(verdict["unjudged"]) and (not_run or {}).get("reason") != "embeddings_absent"
     if as_json:
         emit_json(report if verdict is None else {**report, "baseline": verdict})
         if unjudged:

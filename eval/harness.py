@@ -459,7 +459,8 @@ def _semantic_not_run() -> dict:
     from kenning.retrieval.embeddings import degraded_note, probe
 
     note = degraded_note(probe()) or {}
-    return {"modes": list(SEMANTIC_MODES), "cause": note.get("message"), "fix": note.get("fix")}
+    return {"modes": list(SEMANTIC_MODES), "cause": note.get("message"), "fix": note.get("fix"),
+            "reason": note.get("reason")}
 
 
 def run_eval(

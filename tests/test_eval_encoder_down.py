@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kenning.eval.commands import eval_app
@@ -12,6 +14,7 @@ runner = CliRunner()
 CAUSE = "KENNING_ONNX_THREADS='0' is below 1"
 
 
+@pytest.mark.embeddings  # a base install's cause is the missing extra
 def test_a_broken_encoder_is_named_and_the_verdict_judges_only_the_modes_that_ran():
     result = runner.invoke(eval_app, ["run", "builtin"], env={"KENNING_ONNX_THREADS": "0"})
     assert result.exit_code == 1, result.output
@@ -20,6 +23,7 @@ def test_a_broken_encoder_is_named_and_the_verdict_judges_only_the_modes_that_ra
     assert "as good as" not in verdict and verdict.endswith("not in the report: semantic, hybrid")
 
 
+@pytest.mark.embeddings
 def test_the_json_report_says_which_modes_did_not_run_and_why():
     result = runner.invoke(eval_app, ["run", "builtin", "--json"], env={"KENNING_ONNX_THREADS": "0"})
     assert result.exit_code == 1, result.output
@@ -33,3 +37,13 @@ def test_lexical_modes_asked_for_by_name_run_without_a_note_and_pass():
                            env={"KENNING_ONNX_THREADS": "0"})
     assert result.exit_code == 0, result.output
     assert "did not run" not in result.stderr and "not_run" not in json.loads(result.stdout)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is not None, reason="an install without the extra")
+def test_an_install_without_the_extra_runs_lexically_says_so_and_passes():
+    """No encoder by design: the note names the extra, the verdict names what did not run, the exit is 0."""
+    result = runner.invoke(eval_app, ["run", "builtin", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["not_run"]["reason"] == "embeddings_absent" and report["baseline"]["unjudged"] == ["semantic", "hybrid"]
+    assert "semantic and hybrid did not run" in result.stderr
