@@ -54,7 +54,7 @@ def add(
     ui.out.print(f"{verb} {added['path']}: {plural(added['ledgers'], 'ledger')}, "
                  f"{plural(added['messages_added'], 'new message')}"
                  + (f", {plural(added['malformed_lines'], 'malformed line')} skipped" if added["malformed_lines"] else "")
-                 + (f"; {plural(added['ledgers_under_other_sources'], 'more ledger')} indexed under another source"
+                 + (f"; {plural(added['ledgers_under_other_sources'], 'ledger')} already indexed under another source"
                     if added["ledgers_under_other_sources"] else "")
                  + (f"; {plural(added['links_skipped'], 'link')} to a ledger listed already skipped"
                     if added["links_skipped"] else ""))

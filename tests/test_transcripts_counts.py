@@ -99,7 +99,7 @@ def test_the_command_line_says_what_stays_indexed(tmp_path, folder):
     assert runner.invoke(app, ["--store", store, "transcripts", "add", str(folder / "a.jsonl")]).exit_code == 0
     added = runner.invoke(app, ["--store", store, "transcripts", "add", str(folder)])
     assert added.exit_code == 0, added.output
-    assert "1 ledger, 1 new message" in added.output and "1 more ledger indexed under another source" in added.output
+    assert "1 ledger, 1 new message" in added.output and "1 new message; 1 ledger already indexed under another source" in added.output
     removed = runner.invoke(app, ["--store", store, "transcripts", "remove", str(folder / "a.jsonl")])
     assert removed.exit_code == 0, removed.output
     said = " ".join(removed.output.split())
