@@ -777,7 +777,10 @@ def _mark_key(led: _Ledger) -> tuple:
 
 
 def _in_project(ledger_project: str | None, scope: str) -> bool:
-    return ledger_project is not None and _under(ledger_project, scope)
+    """A session belongs to "this project" when its project is this one: not when it lies beneath it (run
+    from a parent folder, from $HOME or /, "this project" was every project nested below; a session started
+    deeper in a repository already has the repository's root as its project, ``project_of``)."""
+    return ledger_project is not None and os.path.normpath(ledger_project) == os.path.normpath(scope)
 
 
 def _under(path: str, root: str) -> bool:

@@ -265,6 +265,26 @@ def test_default_project_is_the_callers_directory(tmp_path, ledgers):
         assert index_for(store).search("cache warmer", all_projects=True).hits
 
 
+def test_a_parent_folder_is_not_the_project_of_the_folders_beneath_it(tmp_path, ledgers):
+    """Run from a parent folder (or $HOME, or /), "this project" held the sessions of every project nested
+    below it; it holds the sessions started there, and --all is what reaches the others."""
+    parent = tmp_path / "work"
+    projects = {name: parent / name for name in ("alpha", "beta")}
+    for folder in projects.values():
+        folder.mkdir(parents=True)
+    lines = [_generic(f"{name} talks about the vole cache", session=name, cwd=str(folder))
+             for name, folder in projects.items()]
+    lines.append(_generic("the parent folder talks about the vole cache too", session="parent", cwd=str(parent)))
+    (ledgers / "nested.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with kenning.open_store(tmp_path / "s", cwd=parent) as store:
+        index_for(store).add_source(ledgers / "nested.jsonl")
+        here = index_for(store).search("vole cache")
+        assert [h.session for h in here.hits] == ["parent"]
+        assert len(index_for(store).search("vole cache", all_projects=True).hits) == 3
+    with kenning.open_store(tmp_path / "s", cwd=projects["alpha"]) as store:
+        assert [h.session for h in index_for(store).search("vole cache").hits] == ["alpha"]
+
+
 def test_current_session_is_excluded_by_argument_or_environment(index, monkeypatch):
     query = "refund idempotency"
     assert any(h.session == CODEX_SESSION for h in index.search(query, project=PAYMENTS).hits)
