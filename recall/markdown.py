@@ -640,8 +640,9 @@ def _header_edited(rel: str, block: Segment, memory: Memory, report: dict[str, l
     if changed:
         options = " ".join({"scopes": "--scope SCOPE", "category": "--category CATEGORY"}[n] for n in changed)
         report["refused"].append({"file": rel, "id": block.id, "line": block.line, "why": (
-            f"the header's {' and '.join(changed)} are kenning's record and are not read from the file; change "
-            f"{'them' if len(changed) > 1 else 'it'} with `kenning update {block.id} {options}`, then export")})
+            f"the header's {' and '.join(changed)} {'are' if len(changed) > 1 else 'is'} kenning's record, not read "
+            f"from the file; change {'them' if len(changed) > 1 else 'it'} with `kenning update {block.id} "
+            f"{options}`, then export")})
 
 
 def _sync_new(store: "Store", rel: str, kind: dict, seg: Segment, pending: dict[str, str],

@@ -146,12 +146,20 @@ def test_a_headers_scopes_or_category_changed_by_hand_is_reported(store, mirror)
                                  '"scopes": ["projects:payments"], "category": "ambient"', 1))
     report = markdown.sync(store, folder)
     (refused,) = report["refused"]
-    assert refused["id"] == ids[0] and "scopes and category" in refused["why"]
+    assert refused["id"] == ids[0] and "the header's scopes and category are kenning's record" in refused["why"]
     assert f"kenning update {ids[0]} --scope SCOPE --category CATEGORY" in refused["why"]
     memory = store.get(ids[0])
     assert memory.scopes == ["projects:billing"] and memory.category == "fact"
     path.write_text(text)  # the header put back: nothing to report
     assert not markdown.sync(store, folder)["refused"]
+
+
+def test_a_headers_category_alone_changed_by_hand_names_only_it(store, mirror):
+    folder, path, ids = mirror
+    path.write_text(path.read_text().replace('"category": "fact"', '"category": "ambient"', 1))
+    (refused,) = markdown.sync(store, folder)["refused"]
+    assert "the header's category is kenning's record" in refused["why"]
+    assert refused["why"].endswith(f"`kenning update {ids[0]} --category CATEGORY`, then export")
 
 
 def test_a_header_out_of_date_after_a_store_change_is_no_edit(store, mirror):
