@@ -224,3 +224,70 @@ def test_remove_with_an_old_version_is_stale_and_removes_nothing(store, mirror):
     assert store.get(ids[0])
     store.remove(ids[0], "outdated", version=store.get(ids[0]).version)
     assert ids[0] not in {m.id for m in store.list(limit=10, auto_scope=False)}
+
+
+def test_what_sync_reports_names_the_file_and_line(store, mirror):
+    """An entry without its file (or with its key misspelt) leaves the CLI and a tool unable to say where."""
+    folder, path, ids = mirror
+    user = folder / "USER.md"
+    user.write_text(user.read_text() + "\nThe user works in the Berlin office.\n")
+    markdown.sync(store, folder)
+    user.write_text(user.read_text().replace("Berlin", "Lisbon"))
+    text = path.read_text().replace(ids[0], ids[0][:-1] + ("Z" if ids[0][-1] != "Z" else "Y"))
+    path.write_text(text + "\nInvoices close at 02:00 UTC.\n\nInvoices close at 02:00 UTC.\n")
+    report = markdown.sync(store, folder)
+    rel = "projects/billing/MEMORY.md"
+    assert [(w["file"], "pending_id" in w) for w in report["withdrawn"]] == [("USER.md", True)]
+    (repeat,) = report["repeats"]
+    assert repeat["file"] == rel and repeat["line"] > 1 and "the same text as line" in repeat["why"]
+    (held,) = report["held"]
+    assert (held["file"], held["id"]) == (rel, ids[0])
+    assert [(c["file"], c["line"]) for c in report["conflicts"]] == [(rel, 5)]
+
+
+def test_a_pasted_block_leaves_the_blocks_after_it_synced(store, mirror, tmp_path):
+    folder, path, ids = mirror
+    other = store.write("The search cluster runs OpenSearch 2.11 on three nodes", scopes=["projects:search"]).id
+    markdown.export(store, folder)
+    search = folder / "projects/search/MEMORY.md"
+    (block,) = parse(search.read_text()).blocks
+    pasted = search.read_text()[block.start:block.end]
+    text = path.read_text()
+    first = parse(text).blocks[0]
+    edited = text[:first.start] + pasted + "\n" + text[first.start:].replace("three times", "four times")
+    path.write_text(edited)
+    report = markdown.sync(store, folder)
+    assert [c["id"] for c in report["conflicts"]] == [other]  # the pasted one: reported, not applied
+    assert [u["id"] for u in report["updated"]] == [ids[0]]  # and the block after it still synced
+    assert "four times" in store.get(ids[0]).content
+
+
+def test_a_new_paragraph_in_a_crlf_file_becomes_a_crlf_block(store, mirror):
+    folder, path, _ = mirror
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n") + b"\r\nInvoices close at 02:00 UTC.\r\n")
+    assert markdown.sync(store, folder)["written"]
+    data = path.read_bytes()
+    assert b"Invoices close at 02:00 UTC." in data and b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_a_repeat_right_under_a_block_leaves_the_blocks_end_marker_whole(store, mirror):
+    """A repeat with no blank line above it (written under a block's end marker) is cut without the
+    line ending before it, which is the end marker's."""
+    folder, path, _ = mirror
+    text = path.read_text()
+    second = parse(text).blocks[1]
+    assert text.endswith("-->\n")
+    path.write_text(text[:second.start] + "Invoices close at 02:00 UTC.\n\n" + text[second.start:]
+                    + "Invoices close at 02:00 UTC.\n")
+    report = markdown.sync(store, folder)
+    assert len(report["repeats"]) == 1
+    after = parse(path.read_text())
+    assert not after.mangled and not after.new and len(after.blocks) == 3
+
+
+def test_a_mangled_block_is_reported_with_its_file_line_and_id(store, mirror):
+    folder, path, ids = mirror
+    text = path.read_text()
+    path.write_text(text.replace(f'"id": "{ids[1]}", ', f'"id": "{ids[1]}" ', 1))  # the header's JSON breaks
+    (mangled,) = markdown.sync(store, folder)["mangled"]
+    assert mangled["file"] == "projects/billing/MEMORY.md" and mangled["line"] > 1 and mangled["problem"]
