@@ -84,24 +84,31 @@ class SyncReport:
     appended: int = 0     # ledgers read on from their offset
     reread: int = 0       # rewritten ledgers read again from the start
     dropped: int = 0      # ledgers whose file is gone (or whose source was removed)
-    messages: int = 0     # messages added
-    malformed: int = 0    # lines skipped as malformed in this pass
-    unreadable: list[dict[str, str]] = field(default_factory=list)  # {path, why}: ledgers this user may not read
     paths: list[str] = field(default_factory=list)
-    shares: dict[int, SourceShare] = field(default_factory=dict)  # source id -> its part
+    shares: dict[int, SourceShare] = field(default_factory=dict)  # source id -> its part; the totals sum them
 
     @property
     def changed(self) -> bool:
         return bool(self.new or self.appended or self.reread or self.dropped)
+
+    @property
+    def messages(self) -> int:  # messages added
+        return sum(share.messages for share in self.shares.values())
+
+    @property
+    def malformed(self) -> int:  # lines skipped as malformed in this pass
+        return sum(share.malformed for share in self.shares.values())
+
+    @property
+    def unreadable(self) -> list[dict[str, str]]:  # {path, why}: ledgers this user may not read
+        return [why for share in self.shares.values() for why in share.unreadable]
 
     def share(self, source_id: int) -> SourceShare:
         return self.shares.setdefault(source_id, SourceShare())
 
     def cannot_read(self, source_id: int, path: str, exc: OSError) -> None:
         """One unreadable ledger never stops the rest, but is said."""
-        why = {"path": path, "why": exc.strerror or str(exc)}
-        self.unreadable.append(why)
-        self.share(source_id).unreadable.append(why)
+        self.share(source_id).unreadable.append({"path": path, "why": exc.strerror or str(exc)})
 
 
 @dataclass
@@ -375,10 +382,9 @@ class TranscriptIndex:
                     (*values[:10], rewritten, *values[10:], ledger_id))
             self._insert_messages(c, ledger_id, inc.messages, fallback_at)
         self._ledgers[path] = _Ledger(ledger_id, source_id, path, inc.mark, session, parent, project, json.dumps(state))
-        report.messages += len(inc.messages)
-        report.malformed += inc.malformed
-        report.share(source_id).messages += len(inc.messages)
-        report.share(source_id).malformed += inc.malformed
+        share = report.share(source_id)
+        share.messages += len(inc.messages)
+        share.malformed += inc.malformed
         report.paths.append(path)
         if known is None:
             report.new += 1
@@ -781,10 +787,6 @@ def _in_project(ledger_project: str | None, scope: str) -> bool:
     from a parent folder, from $HOME or /, "this project" was every project nested below; a session started
     deeper in a repository already has the repository's root as its project, ``project_of``)."""
     return ledger_project is not None and os.path.normpath(ledger_project) == os.path.normpath(scope)
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _stamp(ts: Any) -> str | None:
