@@ -19,6 +19,8 @@ import pytest
 
 from kenning.recall.transcripts import index_for
 
+from transcript_index import index  # noqa: F401
+
 PROJECT = "/home/me/proj"
 GOOD_CLAUDE = {"type": "user", "sessionId": "aaaa", "cwd": PROJECT, "timestamp": "2026-01-01T10:00:00Z", "uuid": "1",
                "message": {"role": "user", "content": "the deadlock in the reconciliation job came from lock ordering"}}
@@ -104,12 +106,6 @@ BAD_LINES = {
     "generic-parent-id-object": json.dumps(GOOD_GENERIC | {"text": "cormorant backups are encrypted",
                                                            "parent_session_id": {"id": "p1"}}),
 }
-
-
-@pytest.fixture
-def index(store):
-    store.configure(persist=False, default_mode="bm25")
-    return index_for(store)
 
 
 @pytest.mark.parametrize("bad", list(BAD_LINES.values()), ids=list(BAD_LINES))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from kenning.recall.transcripts import index_for
+from transcript_index import index  # noqa: F401
 
 ANSWER = "The capybara importer skips rows with a null tenant id."
 
@@ -24,12 +22,6 @@ def _claude(session: str, uuid: str, kind: str, text: str, at: str, cwd: str) ->
     content = [{"type": "text", "text": text}] if kind == "assistant" else text
     return {"type": kind, "sessionId": session, "cwd": cwd, "timestamp": at, "uuid": uuid,
             "message": {"role": kind, "content": content}}
-
-
-@pytest.fixture
-def index(store):
-    store.configure(persist=False, default_mode="bm25")
-    return index_for(store)
 
 
 def test_a_claude_code_line_twice_and_in_a_resumed_session_is_recalled_once(index, tmp_path):

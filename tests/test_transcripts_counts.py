@@ -17,18 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from kenning.cli import app
-from kenning.recall.transcripts import index_for
+from transcript_index import index  # noqa: F401
 
 
 def _line(ledger, text: str, session: str = "g") -> None:
     with open(ledger, "a") as f:
         f.write(json.dumps({"session": session, "ts": "2025-01-01T00:00:00Z", "role": "user", "text": text}) + "\n")
-
-
-@pytest.fixture
-def index(store):
-    store.configure(persist=False, default_mode="bm25")
-    return index_for(store)
 
 
 @pytest.fixture

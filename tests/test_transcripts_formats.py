@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from kenning.recall.transcripts import index_for
+from transcript_index import index  # noqa: F401
 
 
 def _write(path, *objs) -> None:
     path.write_text("".join(json.dumps(o) + "\n" for o in objs))
-
-
-@pytest.fixture
-def index(store):
-    store.configure(persist=False, default_mode="bm25")
-    return index_for(store)
 
 
 def test_an_older_codex_rollouts_messages_take_the_time_its_first_line_gives(index, tmp_path):

@@ -13,19 +13,13 @@ import sys
 
 import pytest
 
-from kenning.recall.transcripts import index_for
+from transcript_index import index  # noqa: F401
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
 
 
 def _ledger(path, text: str, session: str = "s1") -> None:
     path.write_text(json.dumps({"session": session, "ts": "2025-01-01T00:00:00Z", "role": "user", "text": text}) + "\n")
-
-
-@pytest.fixture
-def index(store):
-    store.configure(persist=False, default_mode="bm25")
-    return index_for(store)
 
 
 def test_a_link_beside_its_ledger_is_read_once(index, tmp_path):
