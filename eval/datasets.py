@@ -21,6 +21,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from kenning.errors import InvalidInput
+from kenning.memory.gates.limits import lone_surrogate
 from kenning.store.ids import canonical
 
 BUILTIN = "builtin"
@@ -339,7 +340,6 @@ def _display(folder: Path | Traversable, filename: str) -> str:
 
 # a \u escape of half a surrogate pair: json.loads joins whole pairs, so only a line with one can hold a lone one
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str, dict]]:
@@ -356,7 +356,7 @@ def _json_lines(folder: Path | Traversable, filename: str) -> Iterator[tuple[str
             raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(row, dict):
             raise InvalidInput(f"{where}: expected a JSON object, got {type(row).__name__}")
-        if _SURROGATE_ESCAPE.search(line) and _LONE_SURROGATE.search(json.dumps(row, ensure_ascii=False)):
+        if _SURROGATE_ESCAPE.search(line) and lone_surrogate(json.dumps(row, ensure_ascii=False)):
             raise InvalidInput(f"{where}: not valid Unicode (a lone surrogate such as \\ud800, half of a character "
                                "pair); fix or remove it")
         yield where, row

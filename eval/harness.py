@@ -8,7 +8,6 @@ product, never of a parallel re-implementation. The one deliberate exception is 
 
 from __future__ import annotations
 
-import re
 import tempfile
 import time
 from collections import Counter
@@ -206,7 +205,7 @@ def loaded_store(
 def _check_groups(dataset: Dataset, group_sep: str | None) -> None:
     """Every document's group must be a scope the store keeps; one that is not is refused before the
     import, in the terms of ``--group-sep`` (the store would name a scope the user never set)."""
-    from kenning.memory.gates.limits import check_scopes
+    from kenning.memory.gates.limits import check_scopes, reads_as_a_list
 
     seen: set[str] = set()
     for doc_id, _ in indexable(dataset):
@@ -216,7 +215,7 @@ def _check_groups(dataset: Dataset, group_sep: str | None) -> None:
         seen.add(group)
         named = (f"{dataset.documents[doc_id].where}: group {group!r} (the part of _id {doc_id!r} before "
                  f"--group-sep {group_sep!r})")
-        if re.search(r",\s", group.strip()):  # the store reads "a, b" as two scopes
+        if reads_as_a_list(group):  # the store would refuse it as a list of scopes
             raise InvalidInput(f"{named} holds a comma and a space, which kenning would read as two groups; choose "
                                "another separator or rename the group")
         try:

@@ -37,11 +37,21 @@ def has_control_chars(value: str) -> bool:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def lone_surrogate(text: str) -> bool:
+    """Does ``text`` hold half of a surrogate pair, which no UTF-8 text can (undecodable bytes, a JSON \\ud800)?"""
+    return not text.isprintable() and _SURROGATE.search(text) is not None
+
+
+def reads_as_a_list(scope: str) -> bool:
+    """A scope that is really a list ("projects:c, projects:d"): no search would ever name it as it is."""
+    return re.search(r",\s", scope.strip()) is not None
+
+
 def check_storable(text: str, what: str) -> None:
     """Refuse text a store cannot keep on every backend (a memory's body, an episode's body and
     takeaway): a lone surrogate, left by undecodable bytes, which UTF-8 cannot encode; a NUL, which
     PostgreSQL text cannot hold (refused on SQLite too, so a store can always migrate)."""
-    if not text.isprintable() and _SURROGATE.search(text):
+    if lone_surrogate(text):
         raise InvalidInput(f"{what} is not valid Unicode (it holds a lone surrogate such as \\ud800, "
                            "left by undecodable bytes); send UTF-8 text")
     if "\x00" in text:
@@ -86,7 +96,7 @@ def check_scopes(scopes: Iterable[str] | str | None) -> list[str]:
             raise InvalidInput(f"scope {scope!r} contains a control character")
         if len(scope) > MAX_SCOPE_CHARS:
             raise InvalidInput(f"scope {scope[:40]!r}… is longer than {MAX_SCOPE_CHARS} characters")
-        if re.search(r",\s", scope.strip()):  # "projects:c, projects:d" was one scope no search ever named
+        if reads_as_a_list(scope):
             raise InvalidInput(f"scope {scope!r} reads as a list; give each scope on its own (a list of scopes, "
                                "or --scope once per scope)")
         if scope.strip() not in clean:
