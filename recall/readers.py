@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -205,11 +206,7 @@ def _codex_item(item: dict, ts: Any, state: dict) -> list[Message]:
     session, parent = state.get("session"), state.get("parent_session")
     worker = parent is not None
     if item.get("type") == "message" and item.get("role") in ("user", "assistant"):
-        text = "\n\n".join(
-            b["text"] for b in item.get("content") or []
-            if isinstance(b, dict) and b.get("type") in TEXT_PARTS
-            and isinstance(b.get("text"), str) and _said(b["text"])
-        ) if isinstance(item.get("content"), list) else (item["content"] if isinstance(item.get("content"), str) and _said(item["content"]) else "")
+        text = _text_parts(item["content"], _said) if isinstance(item.get("content"), list) else (item["content"] if isinstance(item.get("content"), str) and _said(item["content"]) else "")
         return [Message(item["role"], text, ts, session, parent, worker)] if text else []
     if item.get("type") in ("function_call_output", "custom_tool_call_output"):
         output = item.get("output")
@@ -269,10 +266,14 @@ def _generic_text(obj: dict) -> Any:
     if isinstance(obj.get("text"), str):
         return obj["text"]
     content = obj.get("content")
-    if isinstance(content, list):
-        return "\n\n".join(part["text"] for part in content if isinstance(part, dict)
-                           and part.get("type") in TEXT_PARTS and isinstance(part.get("text"), str))
-    return content
+    return _text_parts(content) if isinstance(content, list) else content
+
+
+def _text_parts(parts: list, keep: Callable[[str], bool] = lambda text: True) -> str:
+    """The words of a message given as a list of parts (Codex's, the chat shape's): its text parts that
+    ``keep`` takes, joined by a blank line."""
+    return "\n\n".join(part["text"] for part in parts if isinstance(part, dict) and part.get("type") in TEXT_PARTS
+                       and isinstance(part.get("text"), str) and keep(part["text"]))
 
 
 def _generic_parent(obj: dict) -> str | None:
